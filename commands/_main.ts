@@ -1,0 +1,94 @@
+// Runs the CLI: finds the subcommand, prints help, refuses unknown flags (exit
+// 2), runs it, and turns errors into one clear line (exit 1), never a stack.
+import { renderUsage, runCommand, type ArgsDef, type CommandDef } from 'citty'
+import { MusterError } from '../src/errors.ts'
+import { UsageError } from './_args.ts'
+
+type AnyCommand = CommandDef<ArgsDef>
+const resolve = async <T>(v: T | Promise<T> | (() => T | Promise<T>)): Promise<T> => (typeof v === 'function' ? (v as () => T | Promise<T>)() : v)
+
+export async function main(root: AnyCommand, argv: string[]): Promise<number> {
+  let cmd = root
+  const names = ['muster']
+  let i = 0
+  for (;;) {
+    const subs = cmd.subCommands ? await resolve(cmd.subCommands) : undefined
+    const next = argv[i]
+    if (!subs || !next || next.startsWith('-')) break
+    const sub = subs[next]
+    if (!sub) {
+      process.stderr.write(`muster: unknown command "${[...names, next].join(' ')}". Run \`${names.join(' ')} --help\` to see the commands.\n`)
+      return 2
+    }
+    cmd = (await resolve(sub)) as AnyCommand
+    names.push(next)
+    i++
+  }
+  const rest = argv.slice(i)
+  const beforeDashes = rest.includes('--') ? rest.slice(0, rest.indexOf('--')) : rest
+  const label = names.join(' ')
+  if (beforeDashes.includes('--help') || beforeDashes.includes('-h')) {
+    process.stdout.write(`${await renderUsage(cmd, { meta: { name: names.slice(0, -1).join(' ') } } as AnyCommand)}\n`)
+    return 0
+  }
+  if (!cmd.run) {
+    process.stdout.write(`${await renderUsage(cmd, { meta: { name: names.slice(0, -1).join(' ') } } as AnyCommand)}\n`)
+    return rest.length === 0 && names.length === 1 ? 0 : 2
+  }
+  try {
+    checkFlags(label, (await resolve(cmd.args ?? {})) as ArgsDef, beforeDashes)
+    await runCommand(cmd, { rawArgs: rest })
+    return 0
+  } catch (e) {
+    return reportError(label, e)
+  }
+}
+
+export function reportError(label: string, e: unknown): number {
+  if (e instanceof UsageError) {
+    process.stderr.write(`${label}: ${e.message}\nRun \`${label} --help\` for usage.\n`)
+    return 2
+  }
+  if (e instanceof MusterError) {
+    process.stderr.write(`${label}: ${e.message}\n`)
+    return 1
+  }
+  const err = e as { name?: string; message?: string; stack?: string }
+  if (err?.name === 'CLIError') {
+    process.stderr.write(`${label}: ${stripAnsi(err.message ?? '')}\nRun \`${label} --help\` for usage.\n`)
+    return 2
+  }
+  process.stderr.write(`${label}: unexpected error: ${err?.message ?? String(e)}\n`)
+  if (process.env.MUSTER_DEBUG) process.stderr.write(`${err?.stack}\n`)
+  return 1
+}
+
+function stripAnsi(s: string): string {
+  // biome-ignore lint: control characters are the point
+  return s.replace(/\u001b\[[0-9;]*m/g, '')
+}
+
+const kebab = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()
+
+/** Refuses flags the command does not define, and a string flag given without a value. */
+function checkFlags(label: string, defs: ArgsDef, argv: string[]): void {
+  const known = new Map<string, string>()
+  for (const [name, def] of Object.entries(defs)) {
+    if (def.type === 'positional') continue
+    known.set(kebab(name), def.type ?? 'string')
+    for (const a of [('alias' in def ? def.alias : undefined) ?? []].flat()) known.set(a, def.type ?? 'string')
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const tok = argv[i]!
+    if (!tok.startsWith('-') || tok === '-') continue
+    const raw = tok.replace(/^--?/, '').split('=')[0]!
+    let type = known.get(kebab(raw))
+    if (!type && raw.startsWith('no-') && known.get(raw.slice(3)) === 'boolean') type = 'boolean'
+    if (!type) throw new UsageError(`unknown flag ${tok.split('=')[0]} for \`${label}\``)
+    if (type !== 'boolean' && !tok.includes('=')) {
+      const value = argv[i + 1]
+      if (value === undefined || (value.startsWith('--') && value.length > 2)) throw new UsageError(`flag ${tok} needs a value`)
+      i++
+    }
+  }
+}

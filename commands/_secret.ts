@@ -1,0 +1,73 @@
+// Reading secrets: a file, an environment variable, stdin when piped, or a
+// no-echo prompt on a terminal. A secret on argv works but warns; with no
+// terminal and no secret the command fails at once instead of waiting.
+import { fstatSync, readFileSync } from 'node:fs'
+import { consola } from 'consola'
+import { MusterError } from '../src/errors.ts'
+
+export interface SecretSource {
+  /** What the secret is, for messages: "enrollment token". */
+  what: string
+  /** The value given on argv, if any, and the flag it came from. */
+  argv?: { value: string | undefined; flag: string }
+  /** A file flag's value and name. */
+  file?: { value: string | undefined; flag: string }
+  env?: string
+}
+
+export function warnArgvSecret(flag: string): void {
+  consola.warn(`${flag} on the command line lands in shell history and process listings; prefer a file, stdin or the prompt.`)
+}
+
+function stdinKind(): 'tty' | 'data' | 'none' {
+  if (process.stdin.isTTY) return 'tty'
+  try {
+    const st = fstatSync(0)
+    if (st.isFIFO() || st.isFile() || st.isSocket()) return 'data'
+  } catch {
+    return 'none'
+  }
+  return 'none'
+}
+
+export async function readSecret(src: SecretSource): Promise<string> {
+  if (src.file?.value) {
+    try {
+      return readFileSync(src.file.value, 'utf8').trim()
+    } catch (e) {
+      throw new MusterError('not-configured', `Cannot read ${src.file.flag} ${src.file.value}: ${(e as Error).message}`)
+    }
+  }
+  if (src.argv?.value) {
+    warnArgvSecret(src.argv.flag)
+    return src.argv.value
+  }
+  if (src.env && process.env[src.env]) return process.env[src.env]!.trim()
+  const how = [src.file && `${src.file.flag} FILE`, src.env && `$${src.env}`, 'stdin'].filter(Boolean).join(', ')
+  const kind = stdinKind()
+  if (kind === 'data') {
+    const text = (await Bun.stdin.text()).replace(/\r?\n$/, '')
+    if (text) return text
+    throw new MusterError('not-configured', `No ${src.what} on stdin. Pass it with ${how}.`)
+  }
+  if (kind === 'tty') return promptSecret(`${src.what[0]?.toUpperCase()}${src.what.slice(1)}`)
+  throw new MusterError('not-configured', `No ${src.what} given and no terminal to ask on. Pass it with ${how}.`)
+}
+
+export async function promptSecret(message: string): Promise<string> {
+  const p = await import('@clack/prompts')
+  const value = await p.password({ message, mask: '•' })
+  if (p.isCancel(value)) throw new MusterError('not-configured', 'Cancelled.')
+  return value
+}
+
+export async function promptText(message: string): Promise<string> {
+  const p = await import('@clack/prompts')
+  const value = await p.text({ message })
+  if (p.isCancel(value)) throw new MusterError('not-configured', 'Cancelled.')
+  return value
+}
+
+export function hasTty(): boolean {
+  return stdinKind() === 'tty'
+}

@@ -1,0 +1,9 @@
+import { defineCommand } from 'citty'
+
+export default defineCommand({
+  meta: { name: 'admin', description: 'Host-local administration through the data directory (no Platform connection needed)' },
+  subCommands: {
+    'api-token': () => import('./api-token.ts').then((m) => m.default),
+    passwd: () => import('./passwd.ts').then((m) => m.default),
+  },
+})

@@ -1,0 +1,27 @@
+import { defineCommand } from 'citty'
+import { dataDirArg } from '../_args.ts'
+
+export default defineCommand({
+  meta: { name: 'passwd', description: "Set an account's password from the host (stdin, --password-file or a no-echo prompt)" },
+  args: {
+    account: { type: 'positional', required: true, description: 'Account name' },
+    ...dataDirArg,
+    'password-file': { type: 'string', valueHint: 'FILE', description: 'Read the new password from this file' },
+  },
+  async run({ args }) {
+    const { readSecret, hasTty, promptSecret } = await import('../_secret.ts')
+    const { MusterError } = await import('../../src/errors.ts')
+    const password = await readSecret({ what: 'new password', file: { value: args['password-file'], flag: '--password-file' } })
+    if (!args['password-file'] && hasTty() && (await promptSecret('Repeat the new password')) !== password) throw new MusterError('invalid-request', 'The passwords differ; nothing changed.')
+    if (password.length < 12) throw new MusterError('invalid-request', 'A password needs at least 12 characters; nothing changed.')
+    const { openHostStore } = await import('../../src/host-store.ts')
+    const { resolveDataDir } = await import('../../src/datadir.ts')
+    const host = openHostStore(resolveDataDir(args['data-dir']))
+    try {
+      await host.auth.setPassword(args.account, password)
+      process.stderr.write(`Password for ${args.account} changed.\n`)
+    } finally {
+      host.close()
+    }
+  },
+})

@@ -1,0 +1,21 @@
+#!/usr/bin/env bun
+// The muster CLI root. Subcommands load lazily so `--help` stays fast.
+import { defineCommand } from 'citty'
+import { main } from './_main.ts'
+import { VERSION } from '../src/version.ts'
+
+const root = defineCommand({
+  meta: {
+    name: 'muster',
+    version: VERSION,
+    description: 'Let machines join a control plane safely and keep them trusted',
+  },
+  subCommands: {
+    serve: () => import('./serve.ts').then((m) => m.default),
+    login: () => import('./login.ts').then((m) => m.default),
+    admin: () => import('./admin/index.ts').then((m) => m.default),
+    version: () => import('./version.ts').then((m) => m.default),
+  },
+})
+
+process.exit(await main(root, process.argv.slice(2)))

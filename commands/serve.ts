@@ -1,0 +1,44 @@
+import { defineCommand } from 'citty'
+import { dataDirArg, intArg, multiArg, UsageError } from './_args.ts'
+
+export default defineCommand({
+  meta: { name: 'serve', description: 'Run a Platform: the node registry, enrollment authority and API' },
+  args: {
+    ...dataDirArg,
+    host: { type: 'string', default: '127.0.0.1', description: 'Address the API listens on' },
+    port: { type: 'string', default: '7380', description: 'Port the API listens on (0 picks a free one)' },
+    'public-url': { type: 'string', valueHint: 'URL', description: 'URL operators and nodes use to reach this Platform' },
+    'tls-cert': { type: 'string', valueHint: 'FILE', description: 'Serve the API over HTTPS with this certificate (PEM)' },
+    'tls-key': { type: 'string', valueHint: 'FILE', description: 'Private key for --tls-cert (PEM)' },
+    'enrollment-port': { type: 'string', valueHint: 'PORT', description: 'Open the HTTPS enrollment listener on this port (≥ 1024)' },
+    'enrollment-address': { type: 'string', valueHint: 'ADDR', description: 'Address nodes reach the listener by (repeatable; default: first routable IPv4 and localhost)' },
+    'remote-dispatch': { type: 'boolean', description: 'Allow nodes to enroll (implied by --enrollment-port)' },
+    'local-node': { type: 'boolean', default: true, description: 'Run an Agent in-process as node `local`', negativeDescription: 'Do not run the local node' },
+    'node-auth': { type: 'enum', options: ['legacy', 'both', 'enrolled'], default: 'both', description: 'How nodes authenticate: shared fleet token, both, or enrolled credentials only' },
+    'fleet-token-file': { type: 'string', valueHint: 'FILE', description: 'File holding the legacy fleet-wide registration token' },
+    database: { type: 'string', valueHint: 'URL', description: 'Store URL (default: SQLite muster.db in the data directory)' },
+  },
+  async run({ args, rawArgs }) {
+    const port = intArg(args, 'port', 0, 65535) ?? 7380
+    const enrollmentPort = intArg(args, 'enrollment-port', 0, 65535)
+    if (enrollmentPort !== undefined && enrollmentPort !== 0 && enrollmentPort < 1024) throw new UsageError(`--enrollment-port must be 1024 or higher (got ${enrollmentPort}); ports below 1024 need root privileges muster does not take`)
+    if (Boolean(args['tls-cert']) !== Boolean(args['tls-key'])) throw new UsageError('--tls-cert and --tls-key go together')
+    if (args.database && !args.database.startsWith('sqlite:')) throw new UsageError('--database: only the embedded SQLite store is available in this build (omit --database)')
+    const { serve } = await import('../src/serve.ts')
+    const { resolveDataDir } = await import('../src/datadir.ts')
+    await serve({
+      dataDir: resolveDataDir(args['data-dir']),
+      host: args.host,
+      port,
+      publicUrl: args['public-url'],
+      tlsCert: args['tls-cert'],
+      tlsKey: args['tls-key'],
+      enrollmentPort,
+      enrollmentAddresses: multiArg(rawArgs, 'enrollment-address'),
+      remoteDispatch: Boolean(args['remote-dispatch']),
+      localNode: args['local-node'] !== false,
+      nodeAuth: args['node-auth'] as 'legacy' | 'both' | 'enrolled',
+      fleetTokenFile: args['fleet-token-file'],
+    })
+  },
+})

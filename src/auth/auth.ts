@@ -1,0 +1,140 @@
+// Operators: accounts with argon2id passwords, opaque session cookies and API
+// tokens. Resolves a request to a principal and checks its permissions.
+import { MusterError } from '../errors.ts'
+import { randomId, randomSecret, safeEqual, sha256Hex } from '../crypto/tokens.ts'
+import type { DataDir } from '../datadir.ts'
+import type { Db } from '../store/db.ts'
+import { countAccounts, getAccount, insertAccount, setPasswordHash } from '../store/accounts.ts'
+import { deleteSession, findSession, insertSession, pruneSessions } from '../store/sessions.ts'
+import { getApiToken, insertApiToken } from '../store/api-tokens.ts'
+import { isRole, roleCan, type Permission, type Role } from './permissions.ts'
+import { log } from '../log.ts'
+
+export const SESSION_COOKIE = 'muster_session'
+export const SESSION_TTL_MS = 12 * 3600_000
+export const INITIAL_PASSWORD_FILE = 'platform/initial-superadmin-password'
+const API_TOKEN = /^mat_([a-z2-7]{16})\.([A-Za-z0-9_-]{43})$/
+const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/
+
+export interface Principal {
+  kind: 'session' | 'api-token'
+  /** The account (sessions) or the token's name (API tokens). */
+  name: string
+  account: string | null
+  role: Role
+}
+
+/** A check that may refuse password login before any credential is read (federation's local door). */
+export type LoginGate = () => MusterError | null
+
+export function hashPassword(password: string): Promise<string> {
+  return Bun.password.hash(password, { algorithm: 'argon2id', memoryCost: 19456, timeCost: 2 })
+}
+
+export class Auth {
+  readonly loginGates: LoginGate[] = []
+  private dummyHash: Promise<string> | undefined
+
+  constructor(
+    private readonly db: Db,
+    private readonly now: () => number,
+  ) {}
+
+  /** First start: create `superadmin` and write its password once, 0600. */
+  async ensureSuperadmin(dataDir: DataDir): Promise<void> {
+    if (countAccounts(this.db) > 0) return
+    const password = randomSecret()
+    if (!insertAccount(this.db, { name: 'superadmin', role: 'superadmin', passwordHash: await hashPassword(password), now: this.now() })) return
+    dataDir.writeSecret(INITIAL_PASSWORD_FILE, `${password}\n`)
+    log.info(`Created account superadmin; its password is in ${dataDir.path(INITIAL_PASSWORD_FILE)} (readable by this user only)`)
+  }
+
+  /** Verifies a password and opens a session; the same refusal whatever was wrong. */
+  async login(identifier: string, password: string): Promise<{ sessionId: string; account: string }> {
+    for (const gate of this.loginGates) {
+      const refusal = gate()
+      if (refusal) throw refusal
+    }
+    const account = ACCOUNT_NAME.test(identifier) ? getAccount(this.db, identifier) : null
+    const hash = account?.password_hash ?? (await (this.dummyHash ??= hashPassword(randomSecret())))
+    const ok = await Bun.password.verify(password, hash).catch(() => false)
+    if (!ok || !account || account.disabled || !account.password_hash) {
+      throw new MusterError('login-refused', 'Login refused: unknown account or wrong password.')
+    }
+    const sessionId = randomSecret()
+    const now = this.now()
+    pruneSessions(this.db, now)
+    insertSession(this.db, sha256Hex(sessionId), account.name, now, now + SESSION_TTL_MS)
+    return { sessionId, account: account.name }
+  }
+
+  logout(sessionId: string): void {
+    deleteSession(this.db, sha256Hex(sessionId))
+  }
+
+  /** Opens a session for an account without a password (a redeemed vouch). */
+  openSession(account: string): string {
+    const sessionId = randomSecret()
+    const now = this.now()
+    insertSession(this.db, sha256Hex(sessionId), account, now, now + SESSION_TTL_MS)
+    return sessionId
+  }
+
+  mintApiToken(opts: { name: string; role: Role; account?: string | null }): { token: string; id: string } {
+    const id = randomId(16)
+    const secret = randomSecret()
+    insertApiToken(this.db, { id, name: opts.name, secretHash: sha256Hex(secret), role: opts.role, account: opts.account ?? null, now: this.now() })
+    return { token: `mat_${id}.${secret}`, id }
+  }
+
+  async setPassword(account: string, password: string): Promise<void> {
+    if (!getAccount(this.db, account)) throw new MusterError('not-found', `No account named ${account}.`)
+    setPasswordHash(this.db, account, await hashPassword(password))
+  }
+
+  /** The principal behind a request, or null when it carries no operator credential. */
+  authenticate(headers: Headers): Principal | null {
+    const bearer = headers.get('authorization')?.match(/^Bearer\s+(\S+)$/i)?.[1]
+    if (bearer) return this.fromApiToken(bearer)
+    const sid = readCookie(headers.get('cookie'), SESSION_COOKIE)
+    if (sid) return this.fromSession(sid)
+    return null
+  }
+
+  /** The principal, refusing with 401 without credentials and 403 without the permission. */
+  require(headers: Headers, permission: Permission): Principal {
+    const p = this.authenticate(headers)
+    if (!p) throw new MusterError('unauthorized', 'Authentication required: pass an API token (Authorization: Bearer mat_…) or log in.')
+    if (!roleCan(p.role, permission)) throw new MusterError('forbidden', `Permission ${permission} is required.`)
+    return p
+  }
+
+  private fromApiToken(token: string): Principal | null {
+    const m = API_TOKEN.exec(token)
+    if (!m) return null
+    const row = getApiToken(this.db, m[1]!)
+    if (!row || !safeEqual(row.secret_hash, sha256Hex(m[2]!)) || !isRole(row.role)) return null
+    if (row.account) {
+      const acct = getAccount(this.db, row.account)
+      if (!acct || acct.disabled) return null
+    }
+    return { kind: 'api-token', name: row.name, account: row.account, role: row.role }
+  }
+
+  private fromSession(sid: string): Principal | null {
+    const row = findSession(this.db, sha256Hex(sid), this.now())
+    if (!row) return null
+    const acct = getAccount(this.db, row.account)
+    if (!acct || acct.disabled || !isRole(acct.role)) return null
+    return { kind: 'session', name: acct.name, account: acct.name, role: acct.role }
+  }
+}
+
+export function readCookie(header: string | null, name: string): string | undefined {
+  if (!header) return undefined
+  for (const part of header.split(';')) {
+    const i = part.indexOf('=')
+    if (i > 0 && part.slice(0, i).trim() === name) return part.slice(i + 1).trim()
+  }
+  return undefined
+}

@@ -1,0 +1,41 @@
+// Roles and the permissions they grant (SPEC §5).
+export const PERMISSIONS = [
+  'server.nodes.view',
+  'server.nodes.enroll',
+  'server.nodes.manage',
+  'server.projects.view',
+  'server.projects.manage',
+  'server.cloud.view',
+  'server.cloud.connect',
+  'server.cloud.manage',
+  'server.federation.view',
+  'server.federation.manage',
+  'server.accounts.manage',
+] as const
+export type Permission = (typeof PERMISSIONS)[number]
+
+export const ROLES = ['superadmin', 'operator', 'viewer'] as const
+export type Role = (typeof ROLES)[number]
+
+const VIEW: Permission[] = ['server.nodes.view', 'server.projects.view', 'server.cloud.view', 'server.federation.view']
+
+export const ROLE_PERMISSIONS: Record<Role, ReadonlySet<Permission>> = {
+  superadmin: new Set(PERMISSIONS),
+  operator: new Set<Permission>([
+    ...VIEW,
+    'server.nodes.enroll',
+    'server.nodes.manage',
+    'server.projects.manage',
+    'server.cloud.connect',
+    'server.cloud.manage',
+  ]),
+  viewer: new Set(VIEW),
+}
+
+export function isRole(value: string): value is Role {
+  return (ROLES as readonly string[]).includes(value)
+}
+
+export function roleCan(role: Role, permission: Permission): boolean {
+  return ROLE_PERMISSIONS[role].has(permission)
+}

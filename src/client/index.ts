@@ -1,0 +1,26 @@
+// The muster SDK: one typed function per route. The CLI uses only this.
+//   import { createClient } from 'muster/client'
+import { createTransport, type ClientOptions } from './http.ts'
+
+export type { ClientOptions } from './http.ts'
+export { MusterError } from '../errors.ts'
+
+export interface Health {
+  ok: boolean
+  version: string
+}
+
+export function createClient(opts: ClientOptions) {
+  const call = createTransport(opts)
+  return {
+    url: opts.url,
+    health: () => call<Health>('GET', '/healthz'),
+    auth: {
+      login: (identifier: string, password: string) => call<{ ok: boolean; account: string }>('POST', '/login', { identifier, password }),
+      whoami: () => call<{ name: string; account: string | null; role: string; kind: string }>('GET', '/api/v1/whoami'),
+      mintApiToken: (body: { name?: string; role?: string }) => call<{ token: string; name: string; role: string }>('POST', '/api/v1/api-tokens', body),
+    },
+  }
+}
+
+export type Client = ReturnType<typeof createClient>

@@ -1,0 +1,34 @@
+// The Platform's HTTP application: error mapping to the SPEC's JSON shape, a
+// JSON 404 for unknown routes, and every route module mounted in one place.
+import { Elysia } from 'elysia'
+import { MusterError } from '../errors.ts'
+import { log } from '../log.ts'
+import type { Platform } from '../platform.ts'
+import { authRoutes } from './routes/auth.ts'
+import { healthRoutes } from './routes/health.ts'
+
+export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
+  return new Response(JSON.stringify(err.toJSON()), {
+    status: err.status,
+    headers: { 'content-type': 'application/json', ...extraHeaders },
+  })
+}
+
+export function createApp(platform: Platform) {
+  return new Elysia({ name: 'muster' })
+    .onError(({ code, error }) => {
+      if (error instanceof MusterError) {
+        const headers: Record<string, string> = {}
+        const retryAfter = error.detail?.retryAfterSeconds
+        if (typeof retryAfter === 'number') headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfter)))
+        return errorResponse(error, headers)
+      }
+      if (code === 'NOT_FOUND') return errorResponse(new MusterError('not-found', 'No such route.'))
+      if (code === 'PARSE') return errorResponse(new MusterError('invalid-request', 'Invalid body: not parseable as JSON or form data.', { field: 'body' }))
+      if (code === 'VALIDATION') return errorResponse(new MusterError('invalid-request', 'Invalid request.'))
+      log.error(`unhandled error: ${(error as Error)?.stack ?? String(error)}`)
+      return errorResponse(new MusterError('internal', 'Internal error; see the Platform log.'))
+    })
+    .use(healthRoutes())
+    .use(authRoutes(platform))
+}

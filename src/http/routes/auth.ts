@@ -1,0 +1,55 @@
+// Operator login/logout (form or JSON) and API token minting for `muster login`.
+import { Elysia } from 'elysia'
+import * as v from 'valibot'
+import { SESSION_COOKIE, SESSION_TTL_MS, readCookie } from '../../auth/auth.ts'
+import { ROLES, roleCan } from '../../auth/permissions.ts'
+import { MusterError } from '../../errors.ts'
+import type { Platform } from '../../platform.ts'
+import { parseBody } from '../validate.ts'
+
+const Login = v.object({
+  identifier: v.pipe(v.string(), v.minLength(1), v.maxLength(256)),
+  password: v.pipe(v.string(), v.minLength(1), v.maxLength(1024)),
+})
+const MintToken = v.object({
+  name: v.optional(v.pipe(v.string(), v.regex(/^[\w .@-]{1,64}$/, 'expected 1–64 letters, digits, spaces or ._@-'))),
+  role: v.optional(v.picklist(ROLES)),
+})
+
+export const authRoutes = (platform: Platform) =>
+  new Elysia({ name: 'routes/auth' })
+    .post('/login', async ({ body, request }) => {
+      const form = request.headers.get('content-type')?.includes('application/x-www-form-urlencoded')
+      const { identifier, password } = parseBody(Login, body)
+      const { sessionId, account } = await platform.auth.login(identifier, password)
+      const cookie = sessionCookie(sessionId, platform.secure, SESSION_TTL_MS / 1000)
+      if (form) return new Response(null, { status: 303, headers: { location: '/', 'set-cookie': cookie } })
+      return new Response(JSON.stringify({ ok: true, account }), { headers: { 'content-type': 'application/json', 'set-cookie': cookie } })
+    })
+    .post('/logout', ({ request }) => {
+      const sid = readCookie(request.headers.get('cookie'), SESSION_COOKIE)
+      if (sid) platform.auth.logout(sid)
+      return new Response(JSON.stringify({ ok: true }), {
+        headers: { 'content-type': 'application/json', 'set-cookie': sessionCookie('', platform.secure, 0) },
+      })
+    })
+    .get('/api/v1/whoami', ({ request }) => {
+      const p = platform.auth.authenticate(request.headers)
+      if (!p) throw new MusterError('unauthorized', 'Authentication required.')
+      return { name: p.name, account: p.account, role: p.role, kind: p.kind }
+    })
+    .post('/api/v1/api-tokens', ({ body, request }) => {
+      const p = platform.auth.authenticate(request.headers)
+      if (!p) throw new MusterError('unauthorized', 'Authentication required.')
+      const b = parseBody(MintToken, body)
+      const role = b.role ?? p.role
+      // A principal can mint a token of its own role or a lesser one, never more.
+      if (role !== p.role && !roleCan(p.role, 'server.accounts.manage')) throw new MusterError('forbidden', 'Permission server.accounts.manage is required to mint a token of another role.')
+      if (role === 'superadmin' && p.role !== 'superadmin') throw new MusterError('forbidden', 'Only a superadmin can mint a superadmin token.')
+      const { token } = platform.auth.mintApiToken({ name: b.name ?? `${p.name}-cli`, role, account: p.account })
+      return { token, name: b.name ?? `${p.name}-cli`, role }
+    })
+
+function sessionCookie(value: string, secure: boolean, maxAge: number): string {
+  return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${Math.floor(maxAge)}${secure ? '; Secure' : ''}`
+}

@@ -1,0 +1,131 @@
+// A Platform: its data directory, store, keys and services, and the HTTP
+// server in front of them. `muster serve` and the tests both start one here.
+import type { Server } from 'bun'
+import { readFileSync } from 'node:fs'
+import { Auth } from './auth/auth.ts'
+import { randomBytes } from './crypto/tokens.ts'
+import { DataDir } from './datadir.ts'
+import { MusterError } from './errors.ts'
+import { createApp } from './http/app.ts'
+import { log } from './log.ts'
+import { acquireServeLock } from './serve-lock.ts'
+import { openDb, type Db } from './store/db.ts'
+
+export interface PlatformOptions {
+  dataDir: string
+  host?: string
+  port?: number
+  tlsCert?: string
+  tlsKey?: string
+  publicUrl?: string
+  /** Milliseconds since the epoch; injectable so tests can move time. */
+  clock?: () => number
+  /** Hold platform/serve.lock (default true). */
+  lock?: boolean
+  enrollmentPort?: number
+  enrollmentAddresses?: string[]
+  remoteDispatch?: boolean
+  localNode?: boolean
+  nodeAuth?: 'legacy' | 'both' | 'enrolled'
+  fleetTokenFile?: string
+}
+
+export const MASTER_KEY_FILE = 'platform/master.key'
+
+export class Platform {
+  readonly dataDir: DataDir
+  readonly db: Db
+  readonly auth: Auth
+  readonly masterKey: Uint8Array
+  readonly now: () => number
+  readonly secure: boolean
+  private server: Server<unknown> | undefined
+  private readonly closers: (() => void | Promise<void>)[] = []
+
+  private constructor(
+    readonly options: PlatformOptions,
+    parts: { dataDir: DataDir; db: Db; masterKey: Uint8Array },
+  ) {
+    this.dataDir = parts.dataDir
+    this.db = parts.db
+    this.masterKey = parts.masterKey
+    this.now = options.clock ?? Date.now
+    this.secure = Boolean(options.tlsCert)
+    this.auth = new Auth(this.db, this.now)
+  }
+
+  /** Opens the data directory (lock, master key, store) and the services on it. */
+  static async open(options: PlatformOptions): Promise<Platform> {
+    const dataDir = new DataDir(options.dataDir)
+    dataDir.ensureDir('platform')
+    const release = options.lock === false ? () => {} : acquireServeLock(dataDir)
+    try {
+      const masterKey = loadMasterKey(dataDir)
+      const db = openDb(dataDir.path('muster.db'))
+      const p = new Platform(options, { dataDir, db, masterKey })
+      p.closers.push(() => db.close(), release)
+      await p.auth.ensureSuperadmin(dataDir)
+      return p
+    } catch (e) {
+      release()
+      throw e
+    }
+  }
+
+  /** Registers something to stop when the Platform closes (run in reverse order). */
+  onClose(fn: () => void | Promise<void>): void {
+    this.closers.unshift(fn)
+  }
+
+  async listen(): Promise<string> {
+    const app = createApp(this)
+    const tls = this.options.tlsCert && this.options.tlsKey ? { cert: readFileSync(this.options.tlsCert, 'utf8'), key: readFileSync(this.options.tlsKey, 'utf8') } : undefined
+    try {
+      this.server = Bun.serve({
+        hostname: this.options.host ?? '127.0.0.1',
+        port: this.options.port ?? 7380,
+        reusePort: false,
+        maxRequestBodySize: 1024 * 1024,
+        tls,
+        fetch: (req) => app.handle(req),
+      })
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException
+      if (err.code === 'EADDRINUSE') throw new MusterError('already-running', `Port ${this.options.port} on ${this.options.host ?? '127.0.0.1'} is already in use.`)
+      throw e
+    }
+    const url = this.url
+    log.info(`muster Platform listening on ${url}`)
+    return url
+  }
+
+  get url(): string {
+    if (!this.server) throw new Error('not listening')
+    const host = this.server.hostname?.includes(':') ? `[${this.server.hostname}]` : this.server.hostname
+    return `${this.secure ? 'https' : 'http'}://${host}:${this.server.port}`
+  }
+
+  get publicUrl(): string {
+    return this.options.publicUrl ?? this.url
+  }
+
+  async close(): Promise<void> {
+    await this.server?.stop(true)
+    this.server = undefined
+    for (const fn of this.closers.splice(0)) {
+      try {
+        await fn()
+      } catch (e) {
+        log.warn(`while stopping: ${(e as Error).message}`)
+      }
+    }
+  }
+}
+
+/** platform/master.key: 32 random bytes, created on first start, 0600. */
+export function loadMasterKey(dataDir: DataDir): Uint8Array {
+  dataDir.createSecretExclusive(MASTER_KEY_FILE, randomBytes(32))
+  const key = dataDir.readSecret(MASTER_KEY_FILE)
+  if (!key || key.length !== 32) throw new MusterError('insecure-permissions', `${dataDir.path(MASTER_KEY_FILE)} is not 32 bytes; restore it from backup.`)
+  return new Uint8Array(key)
+}

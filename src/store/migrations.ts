@@ -1,0 +1,15 @@
+// Every schema change, numbered. Each area owns a range so work on different
+// areas never collides: auth 1–99, fabric 100–199, projects 200–299,
+// federation 300–399, cloud 400–499. Append; never edit an applied migration.
+import { AUTH_MIGRATIONS } from './schema/auth.ts'
+import { FABRIC_MIGRATIONS } from './schema/fabric.ts'
+import { PROJECTS_MIGRATIONS } from './schema/projects.ts'
+import { FEDERATION_MIGRATIONS } from './schema/federation.ts'
+
+export interface Migration {
+  id: number
+  name: string
+  sql: string
+}
+
+export const MIGRATIONS: readonly Migration[] = [...AUTH_MIGRATIONS, ...FABRIC_MIGRATIONS, ...PROJECTS_MIGRATIONS, ...FEDERATION_MIGRATIONS]

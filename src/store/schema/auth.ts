@@ -1,0 +1,34 @@
+import type { Migration } from '../migrations.ts'
+
+export const AUTH_MIGRATIONS: Migration[] = [
+  {
+    id: 1,
+    name: 'accounts, sessions, api tokens',
+    sql: `
+      CREATE TABLE accounts (
+        name TEXT PRIMARY KEY,
+        role TEXT NOT NULL,
+        password_hash TEXT,
+        disabled INTEGER NOT NULL DEFAULT 0,
+        origin TEXT NOT NULL DEFAULT 'local',
+        created_at INTEGER NOT NULL
+      );
+      CREATE TABLE sessions (
+        id_hash TEXT PRIMARY KEY,
+        account TEXT NOT NULL REFERENCES accounts(name) ON DELETE CASCADE,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE TABLE api_tokens (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        secret_hash TEXT NOT NULL,
+        role TEXT NOT NULL,
+        account TEXT,
+        created_at INTEGER NOT NULL,
+        last_used_at INTEGER,
+        revoked_at INTEGER
+      );
+    `,
+  },
+]

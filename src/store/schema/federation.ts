@@ -1,0 +1,3 @@
+import type { Migration } from '../migrations.ts'
+
+export const FEDERATION_MIGRATIONS: Migration[] = []

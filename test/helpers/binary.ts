@@ -1,0 +1,102 @@
+// The compiled binary for end-to-end tests: dist/muster, built once if missing,
+// and a runner that captures output and always ends the process.
+import { existsSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+
+const ROOT = resolve(import.meta.dir, '../..')
+let built: Promise<string> | undefined
+
+export function musterBin(): Promise<string> {
+  built ??= (async () => {
+    const bin = join(ROOT, 'dist', 'muster')
+    if (!existsSync(bin) || process.env.MUSTER_TEST_REBUILD) {
+      const p = Bun.spawn(['bun', 'run', 'build'], { cwd: ROOT, stdout: 'ignore', stderr: 'inherit' })
+      if ((await p.exited) !== 0) throw new Error('bun run build failed')
+    }
+    return bin
+  })()
+  return built
+}
+
+export interface RunResult {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+/** Runs `muster ARGS…` to completion. */
+export async function runMuster(args: string[], opts: { env?: Record<string, string | undefined>; stdin?: string; timeoutMs?: number; cwd?: string } = {}): Promise<RunResult> {
+  const bin = await musterBin()
+  const p = Bun.spawn([bin, ...args], {
+    env: { ...process.env, NO_COLOR: '1', ...opts.env },
+    stdin: opts.stdin === undefined ? 'ignore' : new TextEncoder().encode(opts.stdin),
+    stdout: 'pipe',
+    stderr: 'pipe',
+    cwd: opts.cwd,
+  })
+  const timer = setTimeout(() => p.kill('SIGKILL'), opts.timeoutMs ?? 30_000)
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
+  clearTimeout(timer)
+  return { code, stdout, stderr }
+}
+
+export interface Daemon {
+  proc: Bun.Subprocess<'ignore', 'pipe', 'pipe'>
+  /** Everything the process wrote to stderr so far. */
+  log(): string
+  waitForLog(re: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>
+  stop(signal?: NodeJS.Signals): Promise<number>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** Starts a long-running `muster …` (serve, agent) and collects its log. */
+export async function startMuster(args: string[], opts: { env?: Record<string, string | undefined> } = {}): Promise<Daemon> {
+  const bin = await musterBin()
+  const proc = Bun.spawn([bin, ...args], {
+    env: { ...process.env, NO_COLOR: '1', MUSTER_LOG_LEVEL: '3', ...opts.env },
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  let out = ''
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const dec = new TextDecoder()
+    for await (const chunk of stream) out += dec.decode(chunk)
+  }
+  void pump(proc.stdout)
+  void pump(proc.stderr)
+  const d: Daemon = {
+    proc,
+    log: () => out,
+    async waitForLog(re, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs
+      for (;;) {
+        const m = out.match(re)
+        if (m) return m
+        if (proc.exitCode !== null) throw new Error(`muster ${args[0]} exited (${proc.exitCode}) before logging ${re}:\n${out}`)
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${re} in:\n${out}`)
+        await Bun.sleep(20)
+      }
+    },
+    async stop(signal = 'SIGTERM') {
+      if (proc.exitCode === null) {
+        proc.kill(signal)
+        const t = setTimeout(() => proc.kill('SIGKILL'), 10_000)
+        await proc.exited
+        clearTimeout(t)
+      }
+      return proc.exitCode ?? -1
+    },
+    async [Symbol.asyncDispose]() {
+      await d.stop()
+    },
+  }
+  return d
+}
+
+/** Starts `muster serve` on a free loopback port and returns its URL once it listens. */
+export async function startServe(dataDir: string, extra: string[] = [], env?: Record<string, string>) {
+  const d = await startMuster(['serve', '--data-dir', dataDir, '--port', '0', ...extra], { env })
+  const m = await d.waitForLog(/listening on (https?:\/\/\S+)/)
+  return Object.assign(d, { url: m[1]! })
+}

@@ -1,0 +1,13 @@
+// Runs before every test file: a private HOME and config dir, no inherited
+// muster or cloud settings, so tests never touch the operator's files.
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+const home = mkdtempSync(join(tmpdir(), 'muster-test-home-'))
+process.env.HOME = home
+process.env.XDG_CONFIG_HOME = join(home, '.config')
+for (const key of Object.keys(process.env)) {
+  if (/^(MUSTER_|HCLOUD_|HETZNER_|DIGITALOCEAN_|AWS_|AZURE_|ARM_|GOOGLE_|GCP_|CLOUDSDK_)/.test(key)) delete process.env[key]
+}
+process.env.MUSTER_LOG_LEVEL ??= '1'
