@@ -65,11 +65,19 @@ export class Platform {
       const p = new Platform(options, { dataDir, db, masterKey })
       p.closers.push(() => db.close(), release)
       await p.auth.ensureSuperadmin(dataDir)
+      await p.startServices()
       return p
     } catch (e) {
       release()
       throw e
     }
+  }
+
+  /** Each area's service, started in order; each registers its own onClose. */
+  private async startServices(): Promise<void> {
+    // services: fabric (enrollment authority)
+    // services: projects
+    // services: federation
   }
 
   /** Registers something to stop when the Platform closes (run in reverse order). */

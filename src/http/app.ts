@@ -31,4 +31,7 @@ export function createApp(platform: Platform) {
     })
     .use(healthRoutes())
     .use(authRoutes(platform))
+  // routes: fabric
+  // routes: projects
+  // routes: federation
 }

@@ -1,0 +1,115 @@
+import { describe, expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { startPlatform } from '../helpers/platform.ts'
+
+async function password(dataDir: string) {
+  return readFileSync(`${dataDir}/platform/initial-superadmin-password`, 'utf8').trim()
+}
+
+describe('operators', () => {
+  test('login sets an HttpOnly SameSite=Strict session cookie that authenticates; logout ends it', async () => {
+    await using p = await startPlatform()
+    const res = await fetch(`${p.url}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ identifier: 'superadmin', password: await password(p.dataDir) }),
+    })
+    expect(res.status).toBe(200)
+    const setCookie = res.headers.get('set-cookie') ?? ''
+    expect(setCookie).toMatch(/^muster_session=[A-Za-z0-9_-]{43};/)
+    expect(setCookie).toContain('HttpOnly')
+    expect(setCookie).toContain('SameSite=Strict')
+    const cookie = setCookie.split(';')[0]!
+    const who = await fetch(`${p.url}/api/v1/whoami`, { headers: { cookie } })
+    expect(who.status).toBe(200)
+    expect(await who.json()).toMatchObject({ account: 'superadmin', role: 'superadmin', kind: 'session' })
+    await fetch(`${p.url}/logout`, { method: 'POST', headers: { cookie } })
+    expect((await fetch(`${p.url}/api/v1/whoami`, { headers: { cookie } })).status).toBe(401)
+  })
+
+  test('form login answers 303 with the cookie', async () => {
+    await using p = await startPlatform()
+    const body = new URLSearchParams({ identifier: 'superadmin', password: await password(p.dataDir) })
+    const res = await fetch(`${p.url}/login`, { method: 'POST', body, redirect: 'manual' })
+    expect(res.status).toBe(303)
+    expect(res.headers.get('set-cookie')).toContain('muster_session=')
+  })
+
+  test('a wrong password and an unknown account get the same 401', async () => {
+    await using p = await startPlatform()
+    const login = (identifier: string, pw: string) =>
+      fetch(`${p.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier, password: pw }) })
+    const a = await login('superadmin', 'wrong-password')
+    const b = await login('nobody', 'wrong-password')
+    expect(a.status).toBe(401)
+    expect(b.status).toBe(401)
+    expect(await a.text()).toBe(await b.text())
+    expect(a.headers.get('set-cookie')).toBeNull()
+  })
+
+  test('API token roles: 401 without credentials, 403 without the permission, 200 with it', async () => {
+    await using p = await startPlatform()
+    const viewer = p.platform.auth.mintApiToken({ name: 'v', role: 'viewer' }).token
+    const operator = p.platform.auth.mintApiToken({ name: 'o', role: 'operator' }).token
+    const mint = (token: string | undefined, role: string) =>
+      fetch(`${p.url}/api/v1/api-tokens`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: JSON.stringify({ role }),
+      })
+    const none = await mint(undefined, 'viewer')
+    expect(none.status).toBe(401)
+    expect(await none.json()).toMatchObject({ error: { code: 'unauthorized' } })
+    expect((await mint(viewer, 'operator')).status).toBe(403)
+    expect((await mint(operator, 'superadmin')).status).toBe(403)
+    const ok = await mint(operator, 'operator')
+    expect(ok.status).toBe(200)
+    const minted = (await ok.json()) as { token: string }
+    expect(minted.token).toMatch(/^mat_[a-z2-7]{16}\.[A-Za-z0-9_-]{43}$/)
+    expect((await fetch(`${p.url}/api/v1/whoami`, { headers: { authorization: `Bearer ${minted.token}` } })).status).toBe(200)
+    // a tampered secret is not a credential
+    expect((await fetch(`${p.url}/api/v1/whoami`, { headers: { authorization: `Bearer ${minted.token.slice(0, -1)}A` } })).status).toBe(401)
+  })
+
+  test('API tokens are stored as SHA-256 digests only', async () => {
+    await using p = await startPlatform()
+    const { token } = p.platform.auth.mintApiToken({ name: 'x', role: 'viewer' })
+    const secret = token.split('.')[1]!
+    const rows = p.platform.db.query('SELECT * FROM api_tokens').all()
+    expect(JSON.stringify(rows)).not.toContain(secret)
+  })
+})
+
+describe('HTTP contract', () => {
+  test('a malformed body is 400 invalid-request naming the field', async () => {
+    await using p = await startPlatform()
+    const res = await fetch(`${p.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: 7, password: 'x' }) })
+    expect(res.status).toBe(400)
+    const body = (await res.json()) as { error: { code: string; message: string } }
+    expect(body.error.code).toBe('invalid-request')
+    expect(body.error.message).toContain('identifier')
+  })
+
+  test('unparseable JSON is 400, never a stack trace', async () => {
+    await using p = await startPlatform()
+    const res = await fetch(`${p.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"identifier":' })
+    expect(res.status).toBe(400)
+    const text = await res.text()
+    expect(JSON.parse(text)).toMatchObject({ error: { code: 'invalid-request' } })
+    expect(text).not.toMatch(/at .*\.ts:\d+/)
+  })
+
+  test('an unknown route is a JSON 404', async () => {
+    await using p = await startPlatform()
+    const res = await fetch(`${p.url}/api/v1/nope`)
+    expect(res.status).toBe(404)
+    expect(await res.json()).toEqual({ error: { code: 'not-found', message: 'No such route.' } })
+  })
+
+  test('healthz needs no auth', async () => {
+    await using p = await startPlatform()
+    const res = await fetch(`${p.url}/healthz`)
+    expect(res.status).toBe(200)
+    expect(await res.json()).toMatchObject({ ok: true, version: expect.stringMatching(/^\d+\.\d+\.\d+/) })
+  })
+})
