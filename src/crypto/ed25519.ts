@@ -30,7 +30,7 @@ function publicKeyObject(key: Uint8Array): KeyObject {
   return createPublicKey({ key: Buffer.concat([SPKI_PREFIX, key]), format: 'der', type: 'spki' })
 }
 
-export function publicKeyFromPrivate(privateKey: Uint8Array): Uint8Array {
+export function publicKeyFromPrivate(privateKey: Uint8Array): Uint8Array<ArrayBuffer> {
   const spki = createPublicKey(privateKeyObject(privateKey)).export({ format: 'der', type: 'spki' })
   return new Uint8Array(spki.subarray(SPKI_PREFIX.length))
 }
@@ -54,7 +54,7 @@ function domainMessage(domain: string, message: Uint8Array | string): Buffer {
 }
 
 /** A 64-byte signature over `domain || 0x00 || message`. */
-export function signDomain(domain: string, privateKey: Uint8Array, message: Uint8Array | string): Uint8Array {
+export function signDomain(domain: string, privateKey: Uint8Array, message: Uint8Array | string): Uint8Array<ArrayBuffer> {
   return new Uint8Array(sign(null, domainMessage(domain, message), privateKeyObject(privateKey)))
 }
 

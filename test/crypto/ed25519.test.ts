@@ -5,7 +5,7 @@ import {
 
 const A = 'muster trust-key v1'
 const B = 'muster assignment v1'
-const enc = (s: string) => new TextEncoder().encode(s)
+const enc = (s: string) => new TextEncoder().encode(s) as Uint8Array<ArrayBuffer>
 
 describe('signDomain / verifyDomain', () => {
   test('a signature verifies under its own domain, key and message only', () => {
@@ -68,7 +68,7 @@ describe('signDomain / verifyDomain', () => {
     const k = generateSigningKey()
     const sig = signDomain(A, k.privateKey, 'payload')
     const signed = new Uint8Array([...enc(A), 0, ...enc('payload')])
-    const pub = await crypto.subtle.importKey('raw', k.publicKey, { name: 'Ed25519' }, false, ['verify'])
+    const pub = await crypto.subtle.importKey('raw', new Uint8Array(k.publicKey), { name: 'Ed25519' }, false, ['verify'])
     expect(await crypto.subtle.verify('Ed25519', pub, sig, signed)).toBe(true)
     expect(await crypto.subtle.verify('Ed25519', pub, sig, enc('payload'))).toBe(false)
   })

@@ -24,7 +24,7 @@ afterEach(async () => {
 })
 
 /** An HTTPS server counting the requests its handler sees. */
-function serve(kc: KeyAndCert, handler: (req: Request) => Response = () => new Response('ok'), hostname = '127.0.0.1') {
+function serve(kc: KeyAndCert, handler: (req: Request) => Response | Promise<Response> = () => new Response('ok'), hostname = '127.0.0.1') {
   const seen: string[] = []
   const server = Bun.serve({
     port: 0,
@@ -73,7 +73,7 @@ function tcpSwitch(ports: number[]): Promise<{ port: number; connections: () => 
 
 describe('fingerprint pin', () => {
   test('the right pin gets the request through, body and all', async () => {
-    const s = serve(main, async (req) => new Response(`got ${await req.text()}`) as never)
+    const s = serve(main, async (req) => new Response(`got ${await req.text()}`))
     const res = await pinnedFetch(`https://127.0.0.1:${s.port}/api/v1/nodes/enroll`, { method: 'POST', body: 'hello' }, { fingerprint: main.fingerprint })
     expect(res.status).toBe(200)
     expect(await res.text()).toBe('got hello')
