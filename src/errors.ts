@@ -34,6 +34,9 @@ export const CODES = {
   'vouch-not-an-office': { status: 409, retryable: false },
   'vouch-expired': { status: 403, retryable: false },
   'vouch-already-redeemed': { status: 409, retryable: false },
+  'vouch-identity-invalid': { status: 400, retryable: false },
+  'federation-refused': { status: 403, retryable: false },
+  'office-unreachable': { status: 502, retryable: true },
   // host-side and client-side failures (never sent by the Platform over HTTP)
   'platform-unreachable': { status: 503, retryable: true },
   'insecure-permissions': { status: 500, retryable: false },

@@ -10,6 +10,8 @@ import { createApp } from './http/app.ts'
 import { log } from './log.ts'
 import { acquireServeLock } from './serve-lock.ts'
 import { openDb, type Db } from './store/db.ts'
+import { Fabric } from './fabric/fabric.ts'
+import type { RateLimitOptions } from './fabric/rate-limit.ts'
 
 export interface PlatformOptions {
   dataDir: string
@@ -28,6 +30,9 @@ export interface PlatformOptions {
   localNode?: boolean
   nodeAuth?: 'legacy' | 'both' | 'enrolled'
   fleetTokenFile?: string
+  /** A node without a heartbeat for this long is unreachable (default 45 s). */
+  nodeStaleAfterMs?: number
+  enrollLimit?: RateLimitOptions
 }
 
 export const MASTER_KEY_FILE = 'platform/master.key'
@@ -39,6 +44,7 @@ export class Platform {
   readonly masterKey: Uint8Array
   readonly now: () => number
   readonly secure: boolean
+  fabric!: Fabric
   private server: Server<unknown> | undefined
   private readonly closers: (() => void | Promise<void>)[] = []
 
@@ -76,6 +82,7 @@ export class Platform {
   /** Each area's service, started in order; each registers its own onClose. */
   private async startServices(): Promise<void> {
     // services: fabric (enrollment authority)
+    this.fabric = Fabric.fromPlatform(this)
     // services: projects
     // services: federation
   }
@@ -85,8 +92,15 @@ export class Platform {
     this.closers.unshift(fn)
   }
 
+  /** The HTTP application (built once); the enrollment listener forwards into it. */
+  get app(): ReturnType<typeof createApp> {
+    this.appInstance ??= createApp(this)
+    return this.appInstance
+  }
+  private appInstance: ReturnType<typeof createApp> | undefined
+
   async listen(): Promise<string> {
-    const app = createApp(this)
+    const app = this.app
     const tls = this.options.tlsCert && this.options.tlsKey ? { cert: readFileSync(this.options.tlsCert, 'utf8'), key: readFileSync(this.options.tlsKey, 'utf8') } : undefined
     try {
       this.server = Bun.serve({

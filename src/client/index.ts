@@ -1,8 +1,10 @@
 // The muster SDK: one typed function per route. The CLI uses only this.
 //   import { createClient } from 'muster/client'
 import { createTransport, type ClientOptions } from './http.ts'
+import { nodesApi } from './nodes.ts'
 
 export type { ClientOptions } from './http.ts'
+export type * from './nodes.ts'
 export { MusterError } from '../errors.ts'
 
 export interface Health {
@@ -15,6 +17,7 @@ export function createClient(opts: ClientOptions) {
   return {
     url: opts.url,
     health: () => call<Health>('GET', '/healthz'),
+    nodes: nodesApi(call),
     auth: {
       login: (identifier: string, password: string) => call<{ ok: boolean; account: string }>('POST', '/login', { identifier, password }),
       whoami: () => call<{ name: string; account: string | null; role: string; kind: string }>('GET', '/api/v1/whoami'),

@@ -6,6 +6,7 @@ import { log } from '../log.ts'
 import type { Platform } from '../platform.ts'
 import { authRoutes } from './routes/auth.ts'
 import { healthRoutes } from './routes/health.ts'
+import { nodeRoutes } from './routes/nodes.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
   return new Response(JSON.stringify(err.toJSON()), {
@@ -32,6 +33,7 @@ export function createApp(platform: Platform) {
     .use(healthRoutes())
     .use(authRoutes(platform))
   // routes: fabric
+    .use(nodeRoutes(platform))
   // routes: projects
   // routes: federation
 }

@@ -1,3 +1,51 @@
 import type { Migration } from '../migrations.ts'
 
-export const FABRIC_MIGRATIONS: Migration[] = []
+export const FABRIC_MIGRATIONS: Migration[] = [
+  {
+    id: 100,
+    name: 'join tokens, nodes, tombstones, enrollment audit',
+    sql: `
+      CREATE TABLE join_tokens (
+        id TEXT PRIMARY KEY,
+        secret_hash TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('enrollment', 'fleet')),
+        node_id TEXT,
+        name_pattern TEXT,
+        label TEXT,
+        max_uses INTEGER NOT NULL,
+        uses INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      );
+      CREATE INDEX join_tokens_node ON join_tokens (node_id) WHERE kind = 'enrollment';
+      CREATE TABLE nodes (
+        name TEXT PRIMARY KEY,
+        auth TEXT NOT NULL CHECK (auth IN ('enrolled', 'legacy')),
+        cert_sha256 TEXT UNIQUE,
+        cert_pem TEXT,
+        url TEXT,
+        token_id TEXT,
+        generation INTEGER NOT NULL DEFAULT 1,
+        previous_valid_until INTEGER NOT NULL DEFAULT 0,
+        version TEXT,
+        enrolled_at INTEGER NOT NULL,
+        last_seen_at INTEGER,
+        cpu_millis INTEGER,
+        memory_mb INTEGER,
+        replicas TEXT,
+        drained INTEGER NOT NULL DEFAULT 0,
+        revoked_at INTEGER
+      );
+      CREATE TABLE node_tombstones (name TEXT PRIMARY KEY, removed_at INTEGER NOT NULL);
+      CREATE TABLE enroll_audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        outcome TEXT NOT NULL,
+        reason TEXT,
+        node_id TEXT,
+        version TEXT
+      );
+    `,
+  },
+]

@@ -1,0 +1,96 @@
+// SDK: the enrollment authority's routes.
+import type { Transport } from './http.ts'
+
+export interface TrustKey {
+  kid: string
+  publicKey: string
+  notBefore: string
+  notAfter: string
+}
+export interface NodeInfo {
+  name: string
+  state: string
+  reason?: string
+  compatibility: string
+  version: string | null
+  certificateSha256: string | null
+  agentId: string
+  lastSeenAt: string | null
+  url: string | null
+  auth: string
+  drained: boolean
+  capacity: { cpuMillis: number; memoryMB: number | null } | null
+}
+export interface NodeList {
+  nodes: NodeInfo[]
+  pendingEnrollments: { nodeId: string; expiresAt: string }[]
+}
+export interface Enrollment {
+  nodeId: string
+  token: string
+  expiresAt: string
+}
+export interface FleetToken {
+  id: string
+  token: string
+  maxUses: number
+  namePattern: string | null
+  label: string | null
+  expiresAt: string
+}
+export interface FleetTokenInfo {
+  id: string
+  label: string | null
+  maxUses: number
+  uses: number
+  namePattern: string | null
+  createdAt: string
+  expiresAt: string
+  status: 'active' | 'expired' | 'used' | 'revoked'
+}
+export interface EnrollResult {
+  nodeId: string
+  agentId: string
+  credential: string
+  trustKeys: TrustKey[]
+}
+export interface PlatformInfo {
+  remoteDispatch: boolean
+  enrollment: { url: string; addresses: string[]; port: number; fingerprint: string } | null
+}
+export interface AuditEntry {
+  at: string
+  outcome: string
+  reason: string | null
+  nodeId: string | null
+  version: string | null
+}
+export interface HeartbeatBody {
+  nodeId?: string
+  version?: string
+  capacity?: { cpuMillis: number; memoryMB: number }
+  replicas?: { project: string; replica: number; state: string; exitCode?: number | null; revision?: number }[]
+}
+
+export function nodesApi(call: Transport) {
+  const enc = encodeURIComponent
+  return {
+    list: () => call<NodeList>('GET', '/api/v1/nodes'),
+    createEnrollment: (body: { nodeId: string; ttlMinutes?: number; replace?: boolean }) => call<Enrollment>('POST', '/api/v1/nodes/enrollments', body),
+    createJoinToken: (body: { maxUses?: number; namePattern?: string; ttlMinutes?: number; label?: string }) => call<FleetToken>('POST', '/api/v1/join-tokens', body),
+    listJoinTokens: () => call<{ tokens: FleetTokenInfo[] }>('GET', '/api/v1/join-tokens'),
+    revokeJoinToken: (id: string) => call<{ id: string; revoked: boolean }>('DELETE', `/api/v1/join-tokens/${enc(id)}`),
+    enroll: (body: { token: string; nodeId: string; certPem: string; url?: string; version?: string }) => call<EnrollResult>('POST', '/api/v1/nodes/enroll', body),
+    /** Heartbeat; authenticate the client with the node credential. */
+    register: (body: HeartbeatBody = {}) => call<{ nodeId: string; state: string; reason?: string; generation: number; drained: boolean }>('POST', '/api/v1/nodes/register', body),
+    renew: () => call<{ nodeId: string; generation: number; credential: string }>('POST', '/api/v1/nodes/renew'),
+    trust: () => call<{ trustKeys: TrustKey[] }>('POST', '/api/v1/nodes/trust'),
+    platform: () => call<PlatformInfo>('GET', '/api/v1/nodes/platform'),
+    audit: () => call<{ entries: AuditEntry[] }>('GET', '/api/v1/nodes/audit'),
+    remove: (name: string) => call<{ nodeId: string; removed: boolean }>('DELETE', `/api/v1/nodes/${enc(name)}`),
+    revoke: (name: string) => call<{ nodeId: string; state: string }>('POST', `/api/v1/nodes/${enc(name)}/revoke`),
+    rotate: (name: string) => call<{ nodeId: string; generation: number; previousValidUntil: string }>('POST', `/api/v1/nodes/${enc(name)}/rotate`),
+    rebind: (name: string, body: { ttlMinutes?: number } = {}) => call<Enrollment>('POST', `/api/v1/nodes/${enc(name)}/rebind`, body),
+    drain: (name: string, body: { drained?: boolean } = {}) => call<{ nodeId: string; drained: boolean }>('POST', `/api/v1/nodes/${enc(name)}/drain`, body),
+  }
+}

@@ -1,0 +1,129 @@
+// The enroll pipeline (SPEC §6): one linear flow per request. The caller sees
+// one refusal for every bad token; the audit log gets the reason.
+import * as v from 'valibot'
+import { parseCertificate } from '../crypto/x509.ts'
+import { safeEqual, sha256Hex } from '../crypto/tokens.ts'
+import { MusterError } from '../errors.ts'
+import { NodeName } from '../http/validate.ts'
+import { bindCertificate, getNode, insertNode, isTombstoned, nodeByCert } from '../store/nodes.ts'
+import { getJoinToken, takeTokenUse } from '../store/join-tokens.ts'
+import { compareVersions, isVersion, VERSION } from '../version.ts'
+import type { Fabric } from './fabric.ts'
+import { globMatch } from './glob.ts'
+import type { TrustKey } from './trust-keys.ts'
+
+export const EnrollBody = v.object({
+  token: v.pipe(v.string(), v.maxLength(200)),
+  nodeId: NodeName,
+  certPem: v.pipe(v.string(), v.minLength(1), v.maxLength(16384)),
+  url: v.optional(v.pipe(v.string(), v.maxLength(300), v.url('expected an https URL'), v.startsWith('https://', 'expected an https URL'))),
+  version: v.optional(v.pipe(v.string(), v.maxLength(64))),
+})
+
+export interface EnrollAnswer {
+  nodeId: string
+  agentId: string
+  credential: string
+  trustKeys: TrustKey[]
+}
+
+const JOIN_TOKEN = /^mjt_([a-z2-7]{16})\.([A-Za-z0-9_-]{43})$/
+const REFUSED = () => new MusterError('enrollment-refused', 'Enrollment refused.')
+
+export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAnswer> {
+  // 1. rate-limit: only admitted attempts reach the audit log
+  const release = fabric.limits.enroll.admit()
+  const audit = (outcome: string, reason: string | null, nodeId?: unknown, version?: unknown) => fabric.audit(outcome, reason, nodeId, version)
+  try {
+    // 2. parse: body shape, then the certificate must be X.509 with a public key
+    const parsed = v.safeParse(EnrollBody, rawBody ?? {})
+    const raw = (rawBody ?? {}) as Record<string, unknown>
+    if (!parsed.success) {
+      const field = parsed.issues[0].path?.map((p) => String(p.key)).join('.') ?? 'body'
+      audit('invalid', `invalid ${field}`, raw.nodeId, raw.version)
+      throw new MusterError('invalid-request', `Invalid ${field}: ${parsed.issues[0].message}`, { field })
+    }
+    const body = parsed.output
+    if (body.version !== undefined && !isVersion(body.version)) {
+      audit('invalid', 'invalid version', body.nodeId, null)
+      throw new MusterError('invalid-request', 'Invalid version: expected X.Y.Z', { field: 'version' })
+    }
+    let cert: ReturnType<typeof parseCertificate>
+    try {
+      cert = parseCertificate(body.certPem)
+    } catch (e) {
+      audit('invalid', 'certificate does not parse', body.nodeId, body.version)
+      throw e
+    }
+    const certSha256 = cert.fingerprint.slice('sha256:'.length)
+    const db = fabric.db
+    const now = fabric.now()
+    // 3. find the token, 4. verify its secret (constant time)
+    const m = JOIN_TOKEN.exec(body.token)
+    const token = m ? getJoinToken(db, m[1]!) : null
+    if (!m || !token) {
+      audit('refused', m ? 'unknown token' : 'malformed token', body.nodeId, body.version)
+      throw REFUSED()
+    }
+    if (!safeEqual(token.secret_hash, sha256Hex(m[2]!))) {
+      audit('refused', 'wrong secret', body.nodeId, body.version)
+      throw REFUSED()
+    }
+    // 5. check revocation, name binding or pattern, expiry
+    if (token.revoked_at !== null) return refuse('token revoked')
+    if (token.kind === 'enrollment' && token.node_id !== body.nodeId) return refuse('token bound to another name')
+    if (token.kind === 'fleet' && token.name_pattern && !globMatch(token.name_pattern, body.nodeId)) return refuse('name not allowed by the token pattern')
+    if (body.nodeId === 'local') return refuse('reserved name')
+    const existing = getNode(db, body.nodeId)
+    // A repeat of a finished enrollment (same token, name, certificate) gets the
+    // same answer and costs no use: a lost response never burns one.
+    if (existing && existing.cert_sha256 === certSha256 && existing.token_id === token.id) {
+      if (existing.revoked_at !== null) return refuse('node revoked')
+      audit('enrolled', 'repeat of a finished enrollment', body.nodeId, body.version)
+      return fabric.enrollAnswer(body.nodeId, certSha256, existing.generation)
+    }
+    if (token.expires_at <= now) return refuse('token expired')
+    if (token.uses >= token.max_uses) return refuse('token used up')
+    if (token.kind === 'fleet' && isTombstoned(db, body.nodeId)) return refuse('name was removed (tombstoned)')
+    // 6. check version: a newer node is told so, without spending the token
+    if (body.version && compareVersions(body.version, VERSION) > 0) {
+      audit('worker-newer', `node ${body.version} is newer than Platform ${VERSION}`, body.nodeId, body.version)
+      throw new MusterError('worker-newer', `This node runs muster ${body.version}, newer than the Platform's ${VERSION}; update the Platform first.`, {
+        nodeVersion: body.version,
+        platformVersion: VERSION,
+      })
+    }
+    // 7. the name and the certificate must be free (or the name being rebound)
+    const rebinding = existing !== null && existing.cert_sha256 === null && token.kind === 'enrollment'
+    if (existing && !rebinding) {
+      audit('node-exists', 'name enrolled with another certificate', body.nodeId, body.version)
+      throw new MusterError('node-exists', `A node named ${body.nodeId} is already enrolled with another certificate.`)
+    }
+    const holder = nodeByCert(db, certSha256)
+    if (holder) {
+      audit('node-exists', 'certificate enrolled under another name', body.nodeId, body.version)
+      throw new MusterError('certificate-in-use', 'This certificate is already enrolled under another name.')
+    }
+    // 8. take one use atomically and 9. register the node, in one transaction
+    const registered = db.transaction(() => {
+      if (!takeTokenUse(db, token.id, now)) return false
+      const fields = { cert_sha256: certSha256, cert_pem: body.certPem, url: body.url ?? null, token_id: token.id, version: body.version ?? null }
+      if (rebinding) bindCertificate(db, body.nodeId, fields, now)
+      else insertNode(db, { name: body.nodeId, auth: 'enrolled', enrolled_at: now, ...fields })
+      return true
+    }).immediate()
+    if (!registered) return refuse('token used up')
+    const row = getNode(db, body.nodeId)!
+    fabric.registry.reload(row, body.nodeId)
+    // 10. issue the credential and 11. audit
+    audit('enrolled', rebinding ? 'rebound to a new certificate' : null, body.nodeId, body.version)
+    return fabric.enrollAnswer(body.nodeId, certSha256, row.generation)
+
+    function refuse(reason: string): never {
+      audit('refused', reason, body.nodeId, body.version)
+      throw REFUSED()
+    }
+  } finally {
+    release()
+  }
+}

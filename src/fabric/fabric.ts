@@ -1,0 +1,399 @@
+// The enrollment authority: join tokens, the node registry, node credentials,
+// trust keys, the audit log and rate limits, behind one service.
+import { readFileSync } from 'node:fs'
+import { randomId, randomSecret, safeEqual, sha256Hex } from '../crypto/tokens.ts'
+import { MusterError } from '../errors.ts'
+import type { Platform } from '../platform.ts'
+import type { Db } from '../store/db.ts'
+import { insertAudit, listAudit, pruneAudit } from '../store/enroll-audit.ts'
+import {
+  insertJoinToken,
+  listFleetTokens,
+  pendingEnrollments,
+  revokeJoinToken,
+  revokePendingEnrollments,
+  type JoinTokenRow,
+} from '../store/join-tokens.ts'
+import { clearTombstone, deleteNodeWithTombstone, getNode, insertNode, isTombstoned } from '../store/nodes.ts'
+import { VERSION } from '../version.ts'
+import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS } from './credentials.ts'
+import type { EnrollAnswer } from './enroll.ts'
+import { RateLimiter, type RateLimitOptions } from './rate-limit.ts'
+import { compatibilityOf, Registry, type NodeEntry, type ReplicaStatus } from './registry.ts'
+import { TrustKeys } from './trust-keys.ts'
+import { NODE_NAME } from '../http/validate.ts'
+import { log } from '../log.ts'
+
+export type NodeAuthMode = 'legacy' | 'both' | 'enrolled'
+
+export interface FabricOptions {
+  remoteDispatch: boolean
+  nodeAuth: NodeAuthMode
+  fleetToken?: string
+  staleAfterMs: number
+  enrollLimit: RateLimitOptions
+  heartbeatLimit: RateLimitOptions
+  trustLimit: RateLimitOptions
+}
+
+export const DEFAULT_LIMITS = {
+  enroll: { perSecond: 500, burst: 1000, maxInFlight: 256 },
+  heartbeat: { perSecond: 50_000, burst: 100_000, maxInFlight: 4096 },
+  trust: { perSecond: 50, burst: 200, maxInFlight: 64 },
+} satisfies Record<string, RateLimitOptions>
+
+/** Something that keeps a node in use (projects placed on it). */
+export type NodeInUseCheck = (node: string) => string | null
+
+export interface NodeView {
+  name: string
+  state: string
+  reason?: string
+  compatibility: string
+  version: string | null
+  certificateSha256: string | null
+  agentId: string
+  lastSeenAt: string | null
+  url: string | null
+  auth: 'enrolled' | 'legacy' | 'local'
+  drained: boolean
+  capacity: { cpuMillis: number; memoryMB: number | null } | null
+}
+
+export interface EnrollmentEndpoint {
+  url: string
+  addresses: string[]
+  port: number
+  fingerprint: string
+}
+
+export class Fabric {
+  readonly db: Db
+  readonly now: () => number
+  readonly registry: Registry
+  readonly trust: TrustKeys
+  readonly credentials: NodeCredentials
+  readonly limits: { enroll: RateLimiter; heartbeat: RateLimiter; trust: RateLimiter }
+  readonly inUseChecks: NodeInUseCheck[] = []
+  /** Called after every accepted heartbeat (workloads listen here). */
+  readonly heartbeatListeners: ((node: NodeEntry) => void)[] = []
+  remoteDispatch: boolean
+  enrollment: EnrollmentEndpoint | null = null
+  private auditWrites = 0
+
+  constructor(
+    platform: Platform,
+    readonly options: FabricOptions,
+  ) {
+    this.db = platform.db
+    this.now = platform.now
+    this.remoteDispatch = options.remoteDispatch
+    this.registry = new Registry(this.db, this.now, options.staleAfterMs)
+    this.trust = new TrustKeys(platform.dataDir, this.now)
+    this.credentials = new NodeCredentials(platform.masterKey)
+    this.limits = {
+      enroll: new RateLimiter('enroll', options.enrollLimit),
+      heartbeat: new RateLimiter('heartbeat', options.heartbeatLimit),
+      trust: new RateLimiter('trust', options.trustLimit),
+    }
+    this.registry.startFlushing()
+    platform.onClose(() => this.registry.stop())
+  }
+
+  static fromPlatform(platform: Platform): Fabric {
+    const o = platform.options
+    let fleetToken: string | undefined
+    if (o.fleetTokenFile) {
+      fleetToken = readFileSync(o.fleetTokenFile, 'utf8').trim()
+      if (fleetToken.length < 16) throw new MusterError('not-configured', `${o.fleetTokenFile}: the fleet token must be at least 16 characters.`)
+    }
+    return new Fabric(platform, {
+      remoteDispatch: Boolean(o.remoteDispatch || o.enrollmentPort !== undefined),
+      nodeAuth: o.nodeAuth ?? 'both',
+      fleetToken,
+      staleAfterMs: o.nodeStaleAfterMs ?? 45_000,
+      enrollLimit: o.enrollLimit ?? DEFAULT_LIMITS.enroll,
+      heartbeatLimit: DEFAULT_LIMITS.heartbeat,
+      trustLimit: DEFAULT_LIMITS.trust,
+    })
+  }
+
+  requireNodesEnabled(): void {
+    if (!this.remoteDispatch) {
+      throw new MusterError('nodes-disabled', 'Nodes are disabled on this Platform: start it with --remote-dispatch or --enrollment-port.')
+    }
+  }
+
+  requireEnrollment(): void {
+    if (this.options.nodeAuth === 'legacy') throw new MusterError('not-found', 'No such route.')
+    this.requireNodesEnabled()
+  }
+
+  /** Appends to the audit log; a name only when it has name shape, never a secret. */
+  audit(outcome: string, reason: string | null, nodeId: unknown, version: unknown): void {
+    const name = typeof nodeId === 'string' && NODE_NAME.test(nodeId) ? nodeId : null
+    const ver = typeof version === 'string' && /^[0-9A-Za-z.+-]{1,32}$/.test(version) ? version : null
+    insertAudit(this.db, { at: this.now(), outcome, reason, node_id: name, version: ver })
+    if (++this.auditWrites % 50 === 1) pruneAudit(this.db, this.now())
+  }
+
+  auditEntries() {
+    pruneAudit(this.db, this.now())
+    return listAudit(this.db, this.now()).map((e) => ({
+      at: new Date(e.at).toISOString(),
+      outcome: e.outcome,
+      reason: e.reason,
+      nodeId: e.node_id,
+      version: e.version,
+    }))
+  }
+
+  enrollAnswer(nodeId: string, certSha256: string, generation: number): EnrollAnswer {
+    return { nodeId, agentId: `agent-${nodeId}`, credential: this.credentials.issue(nodeId, certSha256, generation), trustKeys: this.trust.published() }
+  }
+
+  trustKeys() {
+    this.requireNodesEnabled()
+    const release = this.limits.trust.admit()
+    try {
+      return { trustKeys: this.trust.published() }
+    } finally {
+      release()
+    }
+  }
+
+  // ---- join tokens ------------------------------------------------------
+
+  private mintToken(row: Omit<JoinTokenRow, 'id' | 'secret_hash' | 'uses' | 'revoked_at'>): { id: string; token: string; row: JoinTokenRow } {
+    const id = randomId(16)
+    const secret = randomSecret()
+    const full = { ...row, id, secret_hash: sha256Hex(secret) }
+    insertJoinToken(this.db, full)
+    return { id, token: `mjt_${id}.${secret}`, row: { ...full, uses: 0, revoked_at: null } }
+  }
+
+  issueEnrollment(nodeId: string, ttlMinutes = 60, replace = false) {
+    this.requireEnrollment()
+    const now = this.now()
+    if (nodeId === 'local') throw new MusterError('name-taken', 'The name local belongs to the Platform’s own node and cannot be enrolled.')
+    if (getNode(this.db, nodeId)) throw new MusterError('name-taken', `A node named ${nodeId} is already registered; use \`muster nodes rebind ${nodeId}\` to move it to a new machine.`)
+    if (isTombstoned(this.db, nodeId) && !replace) throw new MusterError('name-taken', `The name ${nodeId} belonged to a removed node; pass replace (--replace) to reuse it on purpose.`)
+    if (pendingEnrollments(this.db, now, nodeId).length > 0 && !replace) {
+      throw new MusterError('enrollment-pending', `${nodeId} already has an unused enrollment; pass replace (--replace) to issue a new one instead.`)
+    }
+    const expiresAt = now + ttlMinutes * 60_000
+    const token = this.db.transaction(() => {
+      revokePendingEnrollments(this.db, nodeId, now)
+      clearTombstone(this.db, nodeId)
+      return this.mintToken({ kind: 'enrollment', node_id: nodeId, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
+    }).immediate()
+    return { nodeId, token: token.token, expiresAt: new Date(expiresAt).toISOString() }
+  }
+
+  createFleetToken(opts: { maxUses?: number; namePattern?: string; ttlMinutes?: number; label?: string }) {
+    this.requireEnrollment()
+    const now = this.now()
+    const expiresAt = now + (opts.ttlMinutes ?? 24 * 60) * 60_000
+    const t = this.mintToken({
+      kind: 'fleet',
+      node_id: null,
+      name_pattern: opts.namePattern ?? null,
+      label: opts.label ?? null,
+      max_uses: opts.maxUses ?? 1,
+      created_at: now,
+      expires_at: expiresAt,
+    })
+    return { id: t.id, token: t.token, maxUses: t.row.max_uses, namePattern: t.row.name_pattern, label: t.row.label, expiresAt: new Date(expiresAt).toISOString() }
+  }
+
+  listFleetTokens() {
+    const now = this.now()
+    return {
+      tokens: listFleetTokens(this.db).map((t) => ({
+        id: t.id,
+        label: t.label,
+        maxUses: t.max_uses,
+        uses: t.uses,
+        namePattern: t.name_pattern,
+        createdAt: new Date(t.created_at).toISOString(),
+        expiresAt: new Date(t.expires_at).toISOString(),
+        status: t.revoked_at !== null ? 'revoked' : t.expires_at <= now ? 'expired' : t.uses >= t.max_uses ? 'used' : 'active',
+      })),
+    }
+  }
+
+  revokeJoinToken(id: string) {
+    if (!/^[a-z2-7]{16}$/.test(id) || !revokeJoinToken(this.db, id, this.now())) throw new MusterError('not-found', `No active join token ${id}.`)
+    return { id, revoked: true }
+  }
+
+  // ---- node credentials --------------------------------------------------
+
+  /** The node a credential belongs to, or a refusal; checks generation and revocation. */
+  authenticateNode(headers: Headers): NodeEntry {
+    const bearer = headers.get('authorization')?.match(/^Bearer\s+(\S+)$/i)?.[1]
+    const c = bearer ? parseCredential(bearer) : null
+    if (!c) throw new MusterError('unauthorized', 'A node credential (Authorization: Bearer mnc_…) is required.')
+    const n = this.registry.get(c.name)
+    const ok =
+      n &&
+      n.certSha256 !== null &&
+      (c.generation === n.generation || (c.generation === n.generation - 1 && this.now() < n.previousValidUntil)) &&
+      this.credentials.verify(c, n.certSha256)
+    if (!ok || !n) throw new MusterError('unauthorized', 'Node credential not valid.')
+    if (n.revokedAt !== null) throw new MusterError('node-revoked', `Node ${n.name} has been revoked.`)
+    return n
+  }
+
+  /** Issues the next generation; the previous keeps working one hour. */
+  nextGeneration(name: string): { generation: number; credential: string } {
+    const n = this.registry.get(name)
+    if (!n || n.certSha256 === null) throw new MusterError('not-found', `No enrolled node ${name}.`)
+    const generation = n.generation + 1
+    this.registry.update(name, { generation, previous_valid_until: this.now() + PREVIOUS_GENERATION_GRACE_MS })
+    return { generation, credential: this.credentials.issue(name, n.certSha256, generation) }
+  }
+
+  // ---- heartbeats ----------------------------------------------------------
+
+  heartbeat(headers: Headers, body: { nodeId?: string; version?: string; capacity?: { cpuMillis: number; memoryMB: number }; replicas?: ReplicaStatus[] }) {
+    const release = this.limits.heartbeat.admit()
+    try {
+      const n = this.nodeForHeartbeat(headers, body.nodeId)
+      this.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
+      for (const l of this.heartbeatListeners) l(n)
+      const { state, reason } = this.registry.state(n)
+      return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: n.drained }
+    } finally {
+      release()
+    }
+  }
+
+  private nodeForHeartbeat(headers: Headers, nodeId: string | undefined): NodeEntry {
+    const bearer = headers.get('authorization')?.match(/^Bearer\s+(\S+)$/i)?.[1] ?? ''
+    if (bearer.startsWith('mnc_')) {
+      if (this.options.nodeAuth === 'legacy') throw new MusterError('forbidden', 'This Platform runs with --node-auth legacy: node credentials are not accepted.')
+      const n = this.authenticateNode(headers)
+      if (nodeId && nodeId !== n.name) throw new MusterError('forbidden', 'A node credential registers only its own node.')
+      return n
+    }
+    const fleet = this.options.fleetToken
+    if (!fleet || !bearer || !safeEqual(sha256Hex(bearer), sha256Hex(fleet))) throw new MusterError('unauthorized', 'A node credential (Authorization: Bearer mnc_…) is required.')
+    if (this.options.nodeAuth === 'enrolled') throw new MusterError('forbidden', 'The shared fleet token is no longer accepted (--node-auth enrolled): enroll this node.')
+    if (!nodeId || !NODE_NAME.test(nodeId) || nodeId === 'local') throw new MusterError('invalid-request', 'Invalid nodeId: the shared fleet token needs a node name in the body.', { field: 'nodeId' })
+    let n = this.registry.get(nodeId)
+    if (n && n.auth !== 'legacy') throw new MusterError('forbidden', `Node ${nodeId} is enrolled; it must use its own credential.`)
+    if (!n) {
+      insertNode(this.db, { name: nodeId, auth: 'legacy', cert_sha256: null, cert_pem: null, url: null, token_id: null, version: null, enrolled_at: this.now() })
+      this.registry.reload(getNode(this.db, nodeId), nodeId)
+      n = this.registry.get(nodeId)!
+      log.info(`legacy node ${nodeId} registered with the shared fleet token`)
+    }
+    if (n.revokedAt !== null) throw new MusterError('node-revoked', `Node ${nodeId} has been revoked.`)
+    return n
+  }
+
+  // ---- operator actions on nodes -----------------------------------------
+
+  private requireNode(name: string): NodeEntry {
+    if (name === 'local') throw new MusterError('conflict', 'The local node is the Platform itself and cannot be changed this way.')
+    const n = this.registry.get(name)
+    if (!n) throw new MusterError('not-found', `No node named ${name}.`)
+    return n
+  }
+
+  revoke(name: string) {
+    this.requireNode(name)
+    this.registry.update(name, { revoked_at: this.now() })
+    log.info(`node ${name} revoked`)
+    return { nodeId: name, state: 'revoked' }
+  }
+
+  rotate(name: string) {
+    const n = this.requireNode(name)
+    if (n.certSha256 === null) throw new MusterError('conflict', `${name} has no certificate to rotate a credential for.`)
+    const { generation } = this.nextGeneration(name)
+    return { nodeId: name, generation, previousValidUntil: new Date(this.now() + PREVIOUS_GENERATION_GRACE_MS).toISOString() }
+  }
+
+  rebind(name: string, ttlMinutes = 60) {
+    const n = this.requireNode(name)
+    const now = this.now()
+    const expiresAt = now + ttlMinutes * 60_000
+    const token = this.db.transaction(() => {
+      revokePendingEnrollments(this.db, name, now)
+      // The old credential dies now: no certificate, next generation, no grace.
+      this.registry.update(name, { cert_sha256: null, cert_pem: null, url: null, generation: n.generation + 1, previous_valid_until: 0, revoked_at: null, auth: 'enrolled' })
+      return this.mintToken({ kind: 'enrollment', node_id: name, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
+    }).immediate()
+    log.info(`node ${name} rebound: its old credential no longer works`)
+    return { nodeId: name, token: token.token, expiresAt: new Date(expiresAt).toISOString() }
+  }
+
+  drain(name: string, drained = true) {
+    this.requireNode(name)
+    this.registry.update(name, { drained: drained ? 1 : 0 })
+    return { nodeId: name, drained }
+  }
+
+  remove(name: string) {
+    this.requireNode(name)
+    for (const check of this.inUseChecks) {
+      const why = check(name)
+      if (why) throw new MusterError('node-in-use', `Node ${name} is in use: ${why}. Move or remove that first.`)
+    }
+    this.registry.flush()
+    deleteNodeWithTombstone(this.db, name, this.now())
+    this.registry.reload(null, name)
+    return { nodeId: name, removed: true }
+  }
+
+  // ---- listing -------------------------------------------------------------
+
+  listNodes() {
+    const now = this.now()
+    const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString())
+    const nodes: NodeView[] = [...this.registry.nodes.values()].map((n) => {
+      const { state, reason } = this.registry.state(n)
+      return {
+        name: n.name,
+        state,
+        ...(reason ? { reason } : {}),
+        compatibility: compatibilityOf(n.version),
+        version: n.version,
+        certificateSha256: n.certSha256,
+        agentId: `agent-${n.name}`,
+        lastSeenAt: iso(n.lastSeenAt),
+        url: n.url,
+        auth: n.auth,
+        drained: n.drained,
+        capacity: n.cpuMillis !== null ? { cpuMillis: n.cpuMillis, memoryMB: n.memoryMB } : null,
+      }
+    })
+    nodes.sort((a, b) => a.name.localeCompare(b.name))
+    nodes.unshift(this.localNode())
+    return {
+      nodes,
+      pendingEnrollments: pendingEnrollments(this.db, now).map((t) => ({ nodeId: t.node_id!, expiresAt: new Date(t.expires_at).toISOString() })),
+    }
+  }
+
+  /** The Platform's own node; the projects area replaces this with its local Agent's view. */
+  localNode: () => NodeView = () => ({
+    name: 'local',
+    state: 'ready',
+    compatibility: 'current',
+    version: VERSION,
+    certificateSha256: null,
+    agentId: 'agent-local',
+    lastSeenAt: new Date(this.now()).toISOString(),
+    url: null,
+    auth: 'local',
+    drained: false,
+    capacity: null,
+  })
+
+  platformInfo() {
+    return { remoteDispatch: this.remoteDispatch, enrollment: this.enrollment }
+  }
+}

@@ -1,0 +1,182 @@
+// The controller: mints one token per office, answers each office's
+// registration and heartbeat with a signature over that office's own nonce,
+// keeps the directory, vouches for its operators, collects break-glass
+// reports, and places projects on offices with signed calls.
+import type { Principal } from '../auth/auth.ts'
+import type { SigningKey } from '../crypto/ed25519.ts'
+import { randomSecret, safeEqual, sha256Hex } from '../crypto/tokens.ts'
+import { MusterError } from '../errors.ts'
+import { log } from '../log.ts'
+import type { Platform } from '../platform.ts'
+import * as store from './controller-store.ts'
+import { DOMAINS, formatOfficeToken, parseOfficeToken, tokenFingerprint } from './formats.ts'
+import { loadClusterKey, signProof } from './proofs.ts'
+import { mintVouch } from './vouch.ts'
+import type { HeartbeatBody, RegisterBody } from './wire.ts'
+
+export const DEFAULT_HEARTBEAT_SECONDS = 15
+const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())
+
+export class Controller {
+  private cachedKey: SigningKey | undefined
+
+  constructor(private readonly platform: Platform) {}
+
+  private get db() {
+    return this.platform.db
+  }
+
+  /** The cluster key; created the first time this Platform mints, so a Platform that never mints has none. */
+  key(create = false): SigningKey | undefined {
+    this.cachedKey ??= loadClusterKey(this.platform.dataDir, create)
+    return this.cachedKey
+  }
+
+  /**
+   * Minting an office token:
+   *   1. the cluster key exists (created on first mint, 0600)
+   *   2. the office record exists before any token does
+   *   3. the token row: a first token, or with `rotate` a new secret that
+   *      replaces the old at once; otherwise 409 office-exists
+   *   4. the plaintext is returned once; only its SHA-256 is kept
+   */
+  mint(body: { officeId: string; label?: string; note?: string; rotate?: boolean }): { officeId: string; token: string } {
+    const key = this.key(true)!
+    const now = this.platform.now()
+    store.ensureOffice(this.db, { officeId: body.officeId, label: body.label, note: body.note, now })
+    const secret = randomSecret()
+    if (body.rotate) store.rotateOfficeToken(this.db, body.officeId, sha256Hex(secret), now)
+    else if (!store.insertOfficeToken(this.db, body.officeId, sha256Hex(secret), now)) {
+      throw new MusterError('office-exists', `Office '${body.officeId}' already has a token; pass rotate (--rotate) to replace it, which stops the one it uses now.`)
+    }
+    log.info(`federation: ${body.rotate ? 'rotated' : 'minted'} the token for office ${body.officeId}`)
+    return { officeId: body.officeId, token: formatOfficeToken(body.officeId, key.publicKey, secret) }
+  }
+
+  tokens() {
+    const tokens = store
+      .listOffices(this.db)
+      .filter((o) => o.secret_hash)
+      .map((o) => ({ officeId: o.office_id, label: o.label, status: status(o), createdAt: iso(o.token_created_at), lastSeenAt: iso(o.last_seen_at) }))
+    return { tokens }
+  }
+
+  revoke(officeId: string) {
+    if (!store.revokeOfficeToken(this.db, officeId, this.platform.now())) throw new MusterError('not-found', `No office '${officeId}' holds a token here.`)
+    log.info(`federation: revoked office ${officeId}`)
+    return { officeId, status: 'revoked' as const }
+  }
+
+  offices() {
+    const now = this.platform.now()
+    const offices = store.listOffices(this.db).map((o) => {
+      const interval = (o.heartbeat_seconds ?? DEFAULT_HEARTBEAT_SECONDS) * 1000
+      return {
+        officeId: o.office_id,
+        label: o.label,
+        advertiseUrl: o.advertise_url,
+        fresh: status(o) === 'active' && o.last_seen_at !== null && now - o.last_seen_at <= 3 * interval,
+        lastSeenAt: iso(o.last_seen_at),
+        status: status(o),
+        version: o.version,
+        projects: o.projects_json ? (JSON.parse(o.projects_json) as unknown[]) : [],
+      }
+    })
+    return { offices }
+  }
+
+  /** The office a request may act on: minted here, holding a token, not revoked. */
+  private activeOffice(officeId: string): store.OfficeRow & { secret_hash: string } {
+    if (store.countOffices(this.db) === 0) throw new MusterError('not-a-controller', 'This Platform has minted no office tokens, so it is not a controller.')
+    const o = store.getOffice(this.db, officeId)
+    if (!o?.secret_hash) throw new MusterError('not-found', `No office '${officeId}' here; mint its token with \`muster federation mint ${officeId}\`.`)
+    if (o.revoked_at !== null) throw new MusterError('federation-token-revoked', `Office '${officeId}' was revoked; re-mint its token with --rotate to take it back.`)
+    return o as store.OfficeRow & { secret_hash: string }
+  }
+
+  /** A vouch names the caller's own account, never anyone else's. */
+  vouch(officeId: string, caller: Principal) {
+    const o = this.activeOffice(officeId)
+    const { vouch, expiresAt } = mintVouch(this.key()!, officeId, caller.account ?? '', tokenFingerprint(officeId, o.secret_hash), this.platform.now())
+    log.info(`federation: vouched for ${caller.account} at office ${officeId}`)
+    const redeemUrl = o.advertise_url ? `${o.advertise_url}/office/vouch?v=${encodeURIComponent(vouch)}` : null
+    return { vouch, redeemUrl, expiresAt: new Date(expiresAt * 1000).toISOString() }
+  }
+
+  breakGlassReports() {
+    const reports = store.listBreakGlassReports(this.db).map((r) => ({ officeId: r.office_id, account: r.account, at: iso(r.at), reportedAt: iso(r.reported_at) }))
+    return { reports }
+  }
+
+  /**
+   * Checking an office's credential, on every registration and heartbeat:
+   *   1. the token has the mof1 shape
+   *   2. the office id it claims is the id inside its token   → office-mismatch
+   *   3. the secret's SHA-256 matches, in constant time        → federation-refused
+   *      (the same answer for an unknown office and a wrong or rotated secret)
+   *   4. the token is not revoked                              → federation-token-revoked
+   */
+  private authenticateOffice(body: RegisterBody): { fingerprint: string; secretHash: string } {
+    const token = parseOfficeToken(body.token)
+    if (body.officeId !== token.officeId) {
+      throw new MusterError('office-mismatch', `This office calls itself '${body.officeId}', but its token was minted for office '${token.officeId}'; refusing the registration.`, {
+        configured: body.officeId,
+        token: token.officeId,
+      })
+    }
+    const o = store.getOffice(this.db, token.officeId)
+    const secretHash = sha256Hex(token.secret)
+    if (!o?.secret_hash || !safeEqual(o.secret_hash, secretHash)) {
+      log.warn(`federation: refused a registration as ${token.officeId}: ${o?.secret_hash ? 'wrong or superseded secret' : 'unknown office'}`)
+      throw new MusterError('federation-refused', 'Registration refused.')
+    }
+    if (o.revoked_at !== null) throw new MusterError('federation-token-revoked', `The token of office '${token.officeId}' was revoked on this controller.`)
+    return { fingerprint: tokenFingerprint(token.officeId, secretHash), secretHash }
+  }
+
+  private seen(body: RegisterBody, secretHash: string, projectsJson: string | null, now: number): void {
+    store.recordOfficeSeen(this.db, {
+      officeId: body.officeId,
+      secretHash,
+      advertiseUrl: body.advertiseUrl.replace(/\/+$/, ''),
+      version: body.version ?? null,
+      heartbeatSeconds: body.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS,
+      projectsJson,
+      now,
+    })
+  }
+
+  /** Registration: the answer is signed over the office's id, its token fingerprint and its fresh nonce. */
+  register(body: RegisterBody) {
+    const { fingerprint, secretHash } = this.authenticateOffice(body)
+    const at = this.platform.now()
+    this.seen(body, secretHash, null, at)
+    const proof = signProof(DOMAINS.register, this.key()!, { officeId: body.officeId, tokenFingerprint: fingerprint, nonce: body.nonce, at })
+    return { officeId: body.officeId, at, proof }
+  }
+
+  /** A heartbeat: records reports, and signs the acknowledgement so only the real controller can stop a re-send. */
+  heartbeat(body: HeartbeatBody) {
+    const { fingerprint, secretHash } = this.authenticateOffice(body)
+    const at = this.platform.now()
+    this.seen(body, secretHash, JSON.stringify(body.projects), at)
+    for (const r of body.breakGlass) {
+      store.insertBreakGlassReport(this.db, { officeId: body.officeId, reportId: r.id, account: r.account, at: r.at, tokenFingerprint: r.tokenFingerprint, now: at })
+      log.warn(`federation: office ${body.officeId} reports a break-glass${r.account ? ` for ${r.account}` : ''} at ${iso(r.at)}`)
+    }
+    const acknowledged = body.breakGlass.map((r) => r.id)
+    const proof = signProof(DOMAINS.heartbeat, this.key()!, { officeId: body.officeId, tokenFingerprint: fingerprint, nonce: body.nonce, at, acknowledged })
+    return { officeId: body.officeId, at, acknowledged, proof }
+  }
+
+  /** For signed calls to an office (see calls.ts). */
+  callTarget(officeId: string): { url: string; fingerprint: string; key: SigningKey } {
+    const o = this.activeOffice(officeId)
+    if (!o.advertise_url) throw new MusterError('conflict', `Office '${officeId}' has not registered yet, so its address is unknown.`)
+    return { url: o.advertise_url, fingerprint: tokenFingerprint(officeId, o.secret_hash), key: this.key()! }
+  }
+}
+
+function status(o: store.OfficeRow): 'active' | 'revoked' {
+  return o.revoked_at === null ? 'active' : 'revoked'
+}

@@ -1,0 +1,81 @@
+// Enrollment authority routes (SPEC §6).
+import { Elysia } from 'elysia'
+import * as v from 'valibot'
+import type { Platform } from '../../platform.ts'
+import { enroll } from '../../fabric/enroll.ts'
+import { NAME_PATTERN } from '../../fabric/glob.ts'
+import { NodeName, parseBody } from '../validate.ts'
+import { MusterError } from '../../errors.ts'
+
+const CreateEnrollment = v.object({
+  nodeId: NodeName,
+  ttlMinutes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1440, 'at most 1440 minutes (24 hours)'))),
+  replace: v.optional(v.boolean()),
+})
+const CreateJoinToken = v.object({
+  maxUses: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000))),
+  namePattern: v.optional(v.pipe(v.string(), v.regex(NAME_PATTERN, 'expected a glob of name characters, * and ?, like rack1-*'))),
+  ttlMinutes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(43200, 'at most 43200 minutes (30 days)'))),
+  label: v.optional(v.pipe(v.string(), v.maxLength(100))),
+})
+const Capacity = v.object({
+  cpuMillis: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(10_000_000)),
+  memoryMB: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1_000_000_000)),
+})
+const ReplicaStatus = v.object({
+  project: v.pipe(v.string(), v.maxLength(100)),
+  replica: v.pipe(v.number(), v.integer(), v.minValue(0)),
+  state: v.picklist(['pending', 'running', 'failed', 'stopped']),
+  exitCode: v.optional(v.nullable(v.number())),
+  revision: v.optional(v.number()),
+})
+const Register = v.object({
+  nodeId: v.optional(NodeName),
+  version: v.optional(v.pipe(v.string(), v.regex(/^\d{1,6}\.\d{1,6}\.\d{1,6}([-+][0-9A-Za-z.-]{1,64})?$/, 'expected X.Y.Z'))),
+  capacity: v.optional(Capacity),
+  replicas: v.optional(v.pipe(v.array(ReplicaStatus), v.maxLength(10_000))),
+})
+const Rebind = v.object({ ttlMinutes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1440))) })
+const Drain = v.object({ drained: v.optional(v.boolean()) })
+
+export const nodeRoutes = (platform: Platform) => {
+  const fabric = platform.fabric
+  const need = (request: Request, perm: Parameters<typeof platform.auth.require>[1]) => platform.auth.require(request.headers, perm)
+  const name = (params: { name: string }) => {
+    if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(params.name)) throw new MusterError('not-found', `No node named ${params.name}.`)
+    return params.name
+  }
+  return new Elysia({ name: 'routes/nodes', prefix: '/api/v1' })
+    .get('/nodes', ({ request }) => (need(request, 'server.nodes.view'), fabric.listNodes()))
+    .post('/nodes/enrollments', ({ request, body }) => {
+      need(request, 'server.nodes.enroll')
+      const b = parseBody(CreateEnrollment, body)
+      return fabric.issueEnrollment(b.nodeId, b.ttlMinutes, b.replace)
+    })
+    .post('/join-tokens', ({ request, body }) => (need(request, 'server.nodes.enroll'), fabric.createFleetToken(parseBody(CreateJoinToken, body))))
+    .get('/join-tokens', ({ request }) => (need(request, 'server.nodes.view'), fabric.listFleetTokens()))
+    .delete('/join-tokens/:id', ({ request, params }) => (need(request, 'server.nodes.enroll'), fabric.revokeJoinToken(params.id)))
+    .post('/nodes/enroll', ({ body }) => {
+      fabric.requireEnrollment()
+      return enroll(fabric, body)
+    })
+    .post('/nodes/register', ({ request, body }) => fabric.heartbeat(request.headers, parseBody(Register, body)))
+    .post('/nodes/renew', ({ request }) => {
+      const n = fabric.authenticateNode(request.headers)
+      return { nodeId: n.name, ...fabric.nextGeneration(n.name) }
+    })
+    .post('/nodes/trust', () => fabric.trustKeys())
+    .get('/nodes/platform', ({ request }) => (need(request, 'server.nodes.view'), fabric.platformInfo()))
+    .get('/nodes/audit', ({ request }) => (need(request, 'server.nodes.manage'), { entries: fabric.auditEntries() }))
+    .delete('/nodes/:name', ({ request, params }) => (need(request, 'server.nodes.manage'), fabric.remove(name(params))))
+    .post('/nodes/:name/revoke', ({ request, params }) => (need(request, 'server.nodes.manage'), fabric.revoke(name(params))))
+    .post('/nodes/:name/rotate', ({ request, params }) => (need(request, 'server.nodes.manage'), fabric.rotate(name(params))))
+    .post('/nodes/:name/rebind', ({ request, params, body }) => {
+      need(request, 'server.nodes.manage')
+      return fabric.rebind(name(params), parseBody(Rebind, body).ttlMinutes)
+    })
+    .post('/nodes/:name/drain', ({ request, params, body }) => {
+      need(request, 'server.nodes.manage')
+      return fabric.drain(name(params), parseBody(Drain, body).drained ?? true)
+    })
+}
