@@ -13,6 +13,8 @@ const root = defineCommand({
   subCommands: {
     serve: () => import('./serve.ts').then((m) => m.default),
     login: () => import('./login.ts').then((m) => m.default),
+    nodes: () => import('./nodes/index.ts').then((m) => m.default),
+    federation: () => import('./federation/index.ts').then((m) => m.default),
     admin: () => import('./admin/index.ts').then((m) => m.default),
     version: () => import('./version.ts').then((m) => m.default),
   },

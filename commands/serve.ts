@@ -16,6 +16,10 @@ export default defineCommand({
     'local-node': { type: 'boolean', default: true, description: 'Run an Agent in-process as node `local`', negativeDescription: 'Do not run the local node' },
     'node-auth': { type: 'enum', options: ['legacy', 'both', 'enrolled'], default: 'both', description: 'How nodes authenticate: shared fleet token, both, or enrolled credentials only' },
     'fleet-token-file': { type: 'string', valueHint: 'FILE', description: 'File holding the legacy fleet-wide registration token' },
+    'node-stale-seconds': { type: 'string', default: '45', description: 'A node without a heartbeat this long is unreachable' },
+    'enroll-rate': { type: 'string', default: '500', description: 'Enroll requests admitted per second' },
+    'enroll-burst': { type: 'string', default: '1000', description: 'Enroll burst size' },
+    'enroll-in-flight': { type: 'string', default: '256', description: 'Enroll requests handled at once' },
     database: { type: 'string', valueHint: 'URL', description: 'Store URL (default: SQLite muster.db in the data directory)' },
   },
   async run({ args, rawArgs }) {
@@ -39,6 +43,12 @@ export default defineCommand({
       localNode: args['local-node'] !== false,
       nodeAuth: args['node-auth'] as 'legacy' | 'both' | 'enrolled',
       fleetTokenFile: args['fleet-token-file'],
+      nodeStaleAfterMs: (intArg(args, 'node-stale-seconds', 1, 86400) ?? 45) * 1000,
+      enrollLimit: {
+        perSecond: intArg(args, 'enroll-rate', 1, 1_000_000) ?? 500,
+        burst: intArg(args, 'enroll-burst', 1, 10_000_000) ?? 1000,
+        maxInFlight: intArg(args, 'enroll-in-flight', 1, 100_000) ?? 256,
+      },
     })
   },
 })

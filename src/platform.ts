@@ -6,6 +6,7 @@ import { Auth } from './auth/auth.ts'
 import { randomBytes } from './crypto/tokens.ts'
 import { DataDir } from './datadir.ts'
 import { MusterError } from './errors.ts'
+import { startFederation } from './federation/service.ts'
 import { createApp } from './http/app.ts'
 import { log } from './log.ts'
 import { acquireServeLock } from './serve-lock.ts'
@@ -85,6 +86,7 @@ export class Platform {
     this.fabric = Fabric.fromPlatform(this)
     // services: projects
     // services: federation
+    await startFederation(this)
   }
 
   /** Registers something to stop when the Platform closes (run in reverse order). */

@@ -104,6 +104,9 @@ export class Auth {
   /** The principal, refusing with 401 without credentials and 403 without the permission. */
   require(headers: Headers, permission: Permission): Principal {
     const p = this.authenticate(headers)
+    if (!p && /^Bearer\s+mn[cj]_/i.test(headers.get('authorization') ?? '')) {
+      throw new MusterError('forbidden', 'Node credentials and join tokens are not accepted here; this route needs an operator.')
+    }
     if (!p) throw new MusterError('unauthorized', 'Authentication required: pass an API token (Authorization: Bearer mat_…) or log in.')
     if (!roleCan(p.role, permission)) throw new MusterError('forbidden', `Permission ${permission} is required.`)
     return p

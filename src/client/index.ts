@@ -2,9 +2,11 @@
 //   import { createClient } from 'muster/client'
 import { createTransport, type ClientOptions } from './http.ts'
 import { nodesApi } from './nodes.ts'
+import { federationApi } from './federation.ts'
 
 export type { ClientOptions } from './http.ts'
 export type * from './nodes.ts'
+export type * from './federation.ts'
 export { MusterError } from '../errors.ts'
 
 export interface Health {
@@ -18,6 +20,7 @@ export function createClient(opts: ClientOptions) {
     url: opts.url,
     health: () => call<Health>('GET', '/healthz'),
     nodes: nodesApi(call),
+    federation: federationApi(call),
     auth: {
       login: (identifier: string, password: string) => call<{ ok: boolean; account: string }>('POST', '/login', { identifier, password }),
       whoami: () => call<{ name: string; account: string | null; role: string; kind: string }>('GET', '/api/v1/whoami'),

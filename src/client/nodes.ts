@@ -53,6 +53,7 @@ export interface EnrollResult {
   agentId: string
   credential: string
   trustKeys: TrustKey[]
+  platformUrl: string
 }
 export interface PlatformInfo {
   remoteDispatch: boolean

@@ -25,6 +25,8 @@ export interface EnrollAnswer {
   agentId: string
   credential: string
   trustKeys: TrustKey[]
+  /** Where the node's Agent sends heartbeats, renewals and assignment requests (the Platform API). */
+  platformUrl: string
 }
 
 const JOIN_TOKEN = /^mjt_([a-z2-7]{16})\.([A-Za-z0-9_-]{43})$/

@@ -82,7 +82,7 @@ export class Fabric {
   private auditWrites = 0
 
   constructor(
-    platform: Platform,
+    private readonly platform: Platform,
     readonly options: FabricOptions,
   ) {
     this.db = platform.db
@@ -149,7 +149,13 @@ export class Fabric {
   }
 
   enrollAnswer(nodeId: string, certSha256: string, generation: number): EnrollAnswer {
-    return { nodeId, agentId: `agent-${nodeId}`, credential: this.credentials.issue(nodeId, certSha256, generation), trustKeys: this.trust.published() }
+    return {
+      nodeId,
+      agentId: `agent-${nodeId}`,
+      credential: this.credentials.issue(nodeId, certSha256, generation),
+      trustKeys: this.trust.published(),
+      platformUrl: this.platform.publicUrl,
+    }
   }
 
   trustKeys() {

@@ -6,6 +6,7 @@ import { log } from '../log.ts'
 import type { Platform } from '../platform.ts'
 import { authRoutes } from './routes/auth.ts'
 import { healthRoutes } from './routes/health.ts'
+import { federationRoutes } from './routes/federation.ts'
 import { nodeRoutes } from './routes/nodes.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
@@ -36,4 +37,5 @@ export function createApp(platform: Platform) {
     .use(nodeRoutes(platform))
   // routes: projects
   // routes: federation
+    .use(federationRoutes(platform))
 }

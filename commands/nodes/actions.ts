@@ -1,0 +1,61 @@
+// remove, revoke, rotate, rebind, drain: one verb each on one node.
+import { defineCommand } from 'citty'
+import { clientArgs } from '../_args.ts'
+
+const nameArg = { name: { type: 'positional', required: true, description: 'Node name' } } as const
+
+async function client(args: { 'platform-url'?: string; token?: string }) {
+  const { clientFrom } = await import('../_client.ts')
+  return clientFrom(args)
+}
+function done(json: boolean | undefined, value: unknown, line: string) {
+  if (json) process.stdout.write(`${JSON.stringify(value)}\n`)
+  else process.stderr.write(`${line}\n`)
+}
+
+export const remove = defineCommand({
+  meta: { name: 'remove', description: 'Remove a node (refused while projects are placed on it); its name is tombstoned' },
+  args: { ...nameArg, ...clientArgs },
+  async run({ args }) {
+    const r = await (await client(args)).nodes.remove(args.name)
+    done(args.json, r, `Node ${r.nodeId} removed; its credential no longer works and the name stays reserved.`)
+  },
+})
+
+export const revoke = defineCommand({
+  meta: { name: 'revoke', description: 'Stop a node now, even while it heartbeats' },
+  args: { ...nameArg, ...clientArgs },
+  async run({ args }) {
+    const r = await (await client(args)).nodes.revoke(args.name)
+    done(args.json, r, `Node ${r.nodeId} revoked.`)
+  },
+})
+
+export const rotate = defineCommand({
+  meta: { name: 'rotate', description: "Issue the node's next credential; the previous works one more hour" },
+  args: { ...nameArg, ...clientArgs },
+  async run({ args }) {
+    const r = await (await client(args)).nodes.rotate(args.name)
+    done(args.json, r, `Node ${r.nodeId} is now at credential generation ${r.generation}; the previous one works until ${r.previousValidUntil}. The Agent picks up the new one at its next heartbeat.`)
+  },
+})
+
+export const rebind = defineCommand({
+  meta: { name: 'rebind', description: 'Let a name enroll again on a new machine: kills the old credential, issues a new enrollment' },
+  args: { ...nameArg, ...clientArgs },
+  async run({ args }) {
+    const r = await (await client(args)).nodes.rebind(args.name)
+    if (args.json) return void process.stdout.write(`${JSON.stringify(r)}\n`)
+    process.stderr.write(`Node ${r.nodeId} can enroll again until ${r.expiresAt}; its old credential no longer works. New enrollment token (shown once):\n`)
+    process.stdout.write(`${r.token}\n`)
+  },
+})
+
+export const drain = defineCommand({
+  meta: { name: 'drain', description: 'Mark a node unschedulable; its replicas move elsewhere (--undo to reverse)' },
+  args: { ...nameArg, undo: { type: 'boolean', description: 'Make the node schedulable again' }, ...clientArgs },
+  async run({ args }) {
+    const r = await (await client(args)).nodes.drain(args.name, { drained: !args.undo })
+    done(args.json, r, r.drained ? `Node ${r.nodeId} drained.` : `Node ${r.nodeId} is schedulable again.`)
+  },
+})

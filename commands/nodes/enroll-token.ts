@@ -1,0 +1,20 @@
+import { defineCommand } from 'citty'
+import { clientArgs, intArg } from '../_args.ts'
+
+export default defineCommand({
+  meta: { name: 'enroll-token', description: 'Issue a single-use enrollment for one node name (the token is shown once)' },
+  args: {
+    name: { type: 'positional', required: true, description: 'Node name, like worker-1' },
+    'ttl-minutes': { type: 'string', default: '60', description: 'Minutes until it expires (at most 1440)' },
+    replace: { type: 'boolean', description: 'Replace an unused enrollment for this name (or reuse a removed name)' },
+    ...clientArgs,
+  },
+  async run({ args }) {
+    const ttlMinutes = intArg(args, 'ttl-minutes', 1, 1440)
+    const { clientFrom } = await import('../_client.ts')
+    const e = await clientFrom(args).nodes.createEnrollment({ nodeId: args.name, ttlMinutes, replace: args.replace || undefined })
+    if (args.json) return void process.stdout.write(`${JSON.stringify(e)}\n`)
+    process.stderr.write(`Enrollment for ${e.nodeId}, single use, valid until ${e.expiresAt}. The token is shown once:\n`)
+    process.stdout.write(`${e.token}\n`)
+  },
+})

@@ -1,0 +1,22 @@
+import { defineCommand } from 'citty'
+import { clientArgs, intArg } from '../../_args.ts'
+
+export default defineCommand({
+  meta: { name: 'create', description: 'Create a fleet join token (shown once)' },
+  args: {
+    'max-uses': { type: 'string', description: 'How many machines may enroll with it (default 1)' },
+    'name-pattern': { type: 'string', valueHint: 'GLOB', description: 'Names it may enroll, like rack1-*' },
+    'ttl-minutes': { type: 'string', description: 'Minutes until it expires (default 1440, at most 43200 = 30 days)' },
+    label: { type: 'string', description: 'A note for the listing' },
+    ...clientArgs,
+  },
+  async run({ args }) {
+    const maxUses = intArg(args, 'max-uses', 1, 1_000_000)
+    const ttlMinutes = intArg(args, 'ttl-minutes', 1, 43200)
+    const { clientFrom } = await import('../../_client.ts')
+    const t = await clientFrom(args).nodes.createJoinToken({ maxUses, ttlMinutes, namePattern: args['name-pattern'], label: args.label })
+    if (args.json) return void process.stdout.write(`${JSON.stringify(t)}\n`)
+    process.stderr.write(`Fleet token ${t.id}: ${t.maxUses} use(s), names ${t.namePattern ?? 'any'}, valid until ${t.expiresAt}. Shown once:\n`)
+    process.stdout.write(`${t.token}\n`)
+  },
+})
