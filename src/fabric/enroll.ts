@@ -106,20 +106,23 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
       audit('node-exists', 'certificate enrolled under another name', body.nodeId, body.version)
       throw new MusterError('certificate-in-use', 'This certificate is already enrolled under another name.')
     }
-    // 8. take one use atomically and 9. register the node, in one transaction
+    // 8. take one use atomically, 9. register the node and 10. audit, in one transaction
+    const fields = { cert_sha256: certSha256, cert_pem: body.certPem, url: body.url ?? null, token_id: token.id, version: body.version ?? null }
     const registered = db.transaction(() => {
       if (!takeTokenUse(db, token.id, now)) return false
-      const fields = { cert_sha256: certSha256, cert_pem: body.certPem, url: body.url ?? null, token_id: token.id, version: body.version ?? null }
       if (rebinding) bindCertificate(db, body.nodeId, fields, now)
       else insertNode(db, { name: body.nodeId, auth: 'enrolled', enrolled_at: now, ...fields })
+      audit('enrolled', rebinding ? 'rebound to a new certificate' : null, body.nodeId, body.version)
       return true
     }).immediate()
     if (!registered) return refuse('token used up')
-    const row = getNode(db, body.nodeId)!
-    fabric.registry.reload(row, body.nodeId)
-    // 10. issue the credential and 11. audit
-    audit('enrolled', rebinding ? 'rebound to a new certificate' : null, body.nodeId, body.version)
-    return fabric.enrollAnswer(body.nodeId, certSha256, row.generation)
+    const generation = rebinding ? existing.generation : 1
+    fabric.registry.reload(
+      rebinding ? getNode(db, body.nodeId) : { ...fields, name: body.nodeId, auth: 'enrolled', generation, previous_valid_until: 0, enrolled_at: now, last_seen_at: null, cpu_millis: null, memory_mb: null, replicas: null, drained: 0, revoked_at: null },
+      body.nodeId,
+    )
+    // 11. issue the credential
+    return fabric.enrollAnswer(body.nodeId, certSha256, generation)
 
     function refuse(reason: string): never {
       audit('refused', reason, body.nodeId, body.version)
