@@ -12,7 +12,11 @@ import { log } from './log.ts'
 import { acquireServeLock } from './serve-lock.ts'
 import { openDb, type Db } from './store/db.ts'
 import { Fabric } from './fabric/fabric.ts'
+import { Projects } from './projects/service.ts'
+import { startLocalNode } from './projects/local-node.ts'
 import type { RateLimitOptions } from './fabric/rate-limit.ts'
+import { ReadinessProber } from './fabric/probe.ts'
+import { EnrollmentListener } from './listener/listener.ts'
 
 export interface PlatformOptions {
   dataDir: string
@@ -27,6 +31,10 @@ export interface PlatformOptions {
   lock?: boolean
   enrollmentPort?: number
   enrollmentAddresses?: string[]
+  /** Where the enrollment listener binds (default all IPv4 interfaces). */
+  enrollmentHost?: string
+  /** How often nodes with an address get a health probe (default 15 s, or $MUSTER_PROBE_INTERVAL_MS). */
+  probeIntervalMs?: number
   remoteDispatch?: boolean
   localNode?: boolean
   nodeAuth?: 'legacy' | 'both' | 'enrolled'
@@ -34,6 +42,8 @@ export interface PlatformOptions {
   /** A node without a heartbeat for this long is unreachable (default 45 s). */
   nodeStaleAfterMs?: number
   enrollLimit?: RateLimitOptions
+  /** How long an unreachable node keeps its replicas before they move (default 60 s). */
+  rescheduleGraceMs?: number
 }
 
 export const MASTER_KEY_FILE = 'platform/master.key'
@@ -46,6 +56,9 @@ export class Platform {
   readonly now: () => number
   readonly secure: boolean
   fabric!: Fabric
+  projects!: Projects
+  listener: EnrollmentListener | undefined
+  prober!: ReadinessProber
   private server: Server<unknown> | undefined
   private readonly closers: (() => void | Promise<void>)[] = []
 
@@ -84,7 +97,19 @@ export class Platform {
   private async startServices(): Promise<void> {
     // services: fabric (enrollment authority)
     this.fabric = Fabric.fromPlatform(this)
+    this.prober = new ReadinessProber(this)
+    this.prober.start()
+    // services: listener (certificate now; the port opens in listen)
+    if (this.options.enrollmentPort !== undefined) this.listener = await EnrollmentListener.prepare(this)
     // services: projects
+    this.projects = new Projects(this.fabric, this.now, this.options.rescheduleGraceMs ?? 60_000)
+    if (this.options.localNode) {
+      const local = startLocalNode(this)
+      this.projects.local = local
+      this.onClose(() => local.stop())
+    }
+    this.projects.start()
+    this.onClose(() => this.projects.stop())
     // services: federation
     await startFederation(this)
   }
@@ -120,6 +145,8 @@ export class Platform {
     }
     const url = this.url
     log.info(`muster Platform listening on ${url}`)
+    // listen: enrollment listener
+    await this.listener?.listen()
     return url
   }
 

@@ -2,10 +2,12 @@
 //   import { createClient } from 'muster/client'
 import { createTransport, type ClientOptions } from './http.ts'
 import { nodesApi } from './nodes.ts'
+import { projectsApi } from './projects.ts'
 import { federationApi } from './federation.ts'
 
 export type { ClientOptions } from './http.ts'
 export type * from './nodes.ts'
+export type * from './projects.ts'
 export type * from './federation.ts'
 export { MusterError } from '../errors.ts'
 
@@ -20,6 +22,7 @@ export function createClient(opts: ClientOptions) {
     url: opts.url,
     health: () => call<Health>('GET', '/healthz'),
     nodes: nodesApi(call),
+    projects: projectsApi(call),
     federation: federationApi(call),
     auth: {
       login: (identifier: string, password: string) => call<{ ok: boolean; account: string }>('POST', '/login', { identifier, password }),

@@ -75,8 +75,10 @@ export class Fabric {
   readonly credentials: NodeCredentials
   readonly limits: { enroll: RateLimiter; heartbeat: RateLimiter; trust: RateLimiter }
   readonly inUseChecks: NodeInUseCheck[] = []
-  /** Called after every accepted heartbeat (workloads listen here). */
+  /** Called after an accepted heartbeat that changed liveness, capacity or replica status (workloads listen here). */
   readonly heartbeatListeners: ((node: NodeEntry) => void)[] = []
+  /** Called when an operator changes a node (drain, revoke, remove, rebind). */
+  readonly nodeChangeListeners: ((name: string) => void)[] = []
   remoteDispatch: boolean
   enrollment: EnrollmentEndpoint | null = null
   private auditWrites = 0
@@ -266,8 +268,8 @@ export class Fabric {
     const release = this.limits.heartbeat.admit()
     try {
       const n = this.nodeForHeartbeat(headers, body.nodeId)
-      this.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
-      for (const l of this.heartbeatListeners) l(n)
+      const changed = this.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
+      if (changed) for (const l of this.heartbeatListeners) l(n)
       const { state, reason } = this.registry.state(n)
       return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: n.drained }
     } finally {
@@ -311,6 +313,7 @@ export class Fabric {
   revoke(name: string) {
     this.requireNode(name)
     this.registry.update(name, { revoked_at: this.now() })
+    this.changed(name)
     log.info(`node ${name} revoked`)
     return { nodeId: name, state: 'revoked' }
   }
@@ -332,6 +335,7 @@ export class Fabric {
       this.registry.update(name, { cert_sha256: null, cert_pem: null, url: null, generation: n.generation + 1, previous_valid_until: 0, revoked_at: null, auth: 'enrolled' })
       return this.mintToken({ kind: 'enrollment', node_id: name, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
     }).immediate()
+    this.changed(name)
     log.info(`node ${name} rebound: its old credential no longer works`)
     return { nodeId: name, token: token.token, expiresAt: new Date(expiresAt).toISOString() }
   }
@@ -339,6 +343,7 @@ export class Fabric {
   drain(name: string, drained = true) {
     this.requireNode(name)
     this.registry.update(name, { drained: drained ? 1 : 0 })
+    this.changed(name)
     return { nodeId: name, drained }
   }
 
@@ -351,7 +356,12 @@ export class Fabric {
     this.registry.flush()
     deleteNodeWithTombstone(this.db, name, this.now())
     this.registry.reload(null, name)
+    this.changed(name)
     return { nodeId: name, removed: true }
+  }
+
+  private changed(name: string): void {
+    for (const l of this.nodeChangeListeners) l(name)
   }
 
   // ---- listing -------------------------------------------------------------

@@ -118,13 +118,26 @@ export class Registry {
     this.reload(row, name)
   }
 
-  heartbeat(n: NodeEntry, beat: { version?: string; cpuMillis?: number; memoryMB?: number; replicas?: ReplicaStatus[] }): void {
-    n.lastSeenAt = this.now()
+  /** Records a heartbeat in memory; true when it changed what placement sees (liveness, capacity, replicas). */
+  heartbeat(n: NodeEntry, beat: { version?: string; cpuMillis?: number; memoryMB?: number; replicas?: ReplicaStatus[] }): boolean {
+    const now = this.now()
+    let changed = n.lastSeenAt === null || now - n.lastSeenAt > this.staleAfterMs
+    n.lastSeenAt = now
     if (beat.version !== undefined) n.version = beat.version
-    if (beat.cpuMillis !== undefined) n.cpuMillis = beat.cpuMillis
-    if (beat.memoryMB !== undefined) n.memoryMB = beat.memoryMB
-    if (beat.replicas !== undefined) n.replicas = beat.replicas
+    if (beat.cpuMillis !== undefined && beat.cpuMillis !== n.cpuMillis) {
+      n.cpuMillis = beat.cpuMillis
+      changed = true
+    }
+    if (beat.memoryMB !== undefined && beat.memoryMB !== n.memoryMB) {
+      n.memoryMB = beat.memoryMB
+      changed = true
+    }
+    if (beat.replicas !== undefined && (beat.replicas.length > 0 || n.replicas.length > 0) && JSON.stringify(beat.replicas) !== JSON.stringify(n.replicas)) {
+      n.replicas = beat.replicas
+      changed = true
+    }
     this.dirty.add(n.name)
+    return changed
   }
 
   state(n: NodeEntry): { state: NodeStateName; reason?: string } {

@@ -8,6 +8,7 @@ import { authRoutes } from './routes/auth.ts'
 import { healthRoutes } from './routes/health.ts'
 import { federationRoutes } from './routes/federation.ts'
 import { nodeRoutes } from './routes/nodes.ts'
+import { projectRoutes } from './routes/projects.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
   return new Response(JSON.stringify(err.toJSON()), {
@@ -36,6 +37,7 @@ export function createApp(platform: Platform) {
   // routes: fabric
     .use(nodeRoutes(platform))
   // routes: projects
+    .use(projectRoutes(platform))
   // routes: federation
     .use(federationRoutes(platform))
 }

@@ -1,0 +1,16 @@
+import { defineCommand } from 'citty'
+import { clientArgs } from '../_args.ts'
+
+export default defineCommand({
+  meta: { name: 'show', description: 'Show one project: where each replica runs and its state' },
+  args: { name: { type: 'positional', required: true, description: 'Project name' }, ...clientArgs },
+  async run({ args }) {
+    const { clientFrom } = await import('../_client.ts')
+    const { printJson, printTable, printLine } = await import('../_out.ts')
+    const p = await clientFrom(args).projects.show(args.name)
+    if (args.json) return printJson(p)
+    printLine(`${p.name} (revision ${p.revision}): ${p.replicas} replica(s) of \`${p.command.join(' ')}\`, ${p.cpu}m CPU and ${p.memory} MB each`)
+    if (p.reason) printLine(`unplaced: ${p.reason}${p.shortfall ? `, shortfall ${p.shortfall}` : ''}`)
+    printTable(['replica', 'node', 'state'], p.placements.map((x) => [x.replica, x.node, x.state + (x.exitCode !== undefined && x.exitCode !== null ? ` (exit ${x.exitCode})` : '')]))
+  },
+})

@@ -1,0 +1,36 @@
+// Workload routes (SPEC §9): projects for operators, signed assignments for nodes.
+import { Elysia } from 'elysia'
+import * as v from 'valibot'
+import { MusterError } from '../../errors.ts'
+import type { Platform } from '../../platform.ts'
+import { NodeName, parseBody } from '../validate.ts'
+
+const Deploy = v.object({
+  name: NodeName,
+  command: v.pipe(v.array(v.pipe(v.string(), v.maxLength(4096))), v.minLength(1, 'needs the program to run'), v.maxLength(256)),
+  env: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'expected an environment variable name')), v.pipe(v.string(), v.maxLength(8192)))),
+  replicas: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(10_000)),
+  cpu: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000))),
+  memory: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000_000))),
+})
+
+export const projectRoutes = (platform: Platform) => {
+  const projects = () => platform.projects
+  const need = (request: Request, perm: 'server.projects.view' | 'server.projects.manage') => platform.auth.require(request.headers, perm)
+  const projectName = (name: string) => {
+    if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(name)) throw new MusterError('not-found', `No project named ${name}.`)
+    return name
+  }
+  return new Elysia({ name: 'routes/projects', prefix: '/api/v1' })
+    .get('/projects', ({ request }) => (need(request, 'server.projects.view'), projects().list()))
+    .post('/projects', ({ request, body }) => (need(request, 'server.projects.manage'), projects().deploy(parseBody(Deploy, body))))
+    .get('/projects/:name', ({ request, params }) => (need(request, 'server.projects.view'), projects().show(projectName(params.name))))
+    .delete('/projects/:name', ({ request, params }) => (need(request, 'server.projects.manage'), projects().remove(projectName(params.name))))
+    .get('/shortfall', ({ request }) => (need(request, 'server.projects.view'), projects().shortfall()))
+    .get('/nodes/self/assignments', async ({ request, query }) => {
+      const node = platform.fabric.authenticateNode(request.headers)
+      const after = query.after !== undefined && /^\d{1,12}$/.test(String(query.after)) ? Number(query.after) : undefined
+      const wait = query.wait !== undefined && /^\d{1,3}$/.test(String(query.wait)) ? Math.min(Number(query.wait), 60) * 1000 : 0
+      return projects().assignments(node.name, after, wait)
+    })
+}

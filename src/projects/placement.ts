@@ -1,0 +1,105 @@
+// Placement: which node runs each replica. A pure function of the projects,
+// the nodes and the previous placement, so the same inputs always give the
+// same answer. Replicas stay where they are while their node can keep them;
+// new ones go where they fit, spread across nodes.
+
+export interface ProjectSpec {
+  name: string
+  replicas: number
+  cpu: number
+  memory: number
+}
+
+export interface PlacementNode {
+  name: string
+  cpuMillis: number
+  memoryMB: number
+  /** May receive new replicas (ready, not drained). */
+  schedulable: boolean
+  /** May keep the replicas it has (ready, or unreachable within the grace period, and not drained). */
+  keeps: boolean
+}
+
+export interface Placement {
+  project: string
+  replica: number
+  node: string | null
+}
+
+export type ShortfallReason = 'insufficient-capacity' | 'no-eligible-node'
+
+export interface PlacementResult {
+  placements: Placement[]
+  /** Per project: replicas that fit nowhere although nodes were eligible. */
+  shortfall: Map<string, number>
+  /** Per project: why replicas are unplaced, when any are. */
+  reasons: Map<string, ShortfallReason>
+}
+
+const key = (project: string, replica: number) => `${project}/${replica}`
+
+export function place(projects: ProjectSpec[], nodes: PlacementNode[], previous: Placement[]): PlacementResult {
+  const byName = new Map(nodes.map((n) => [n.name, n]))
+  const free = new Map(nodes.map((n) => [n.name, { cpu: n.cpuMillis, memory: n.memoryMB }]))
+  const count = new Map<string, number>() // replicas per node, all projects
+  const prev = new Map(previous.filter((p) => p.node !== null).map((p) => [key(p.project, p.replica), p.node!]))
+  const sorted = [...projects].sort((a, b) => a.name.localeCompare(b.name))
+  const result: PlacementResult = { placements: [], shortfall: new Map(), reasons: new Map() }
+  const take = (node: string, spec: ProjectSpec) => {
+    const f = free.get(node)!
+    f.cpu -= spec.cpu
+    f.memory -= spec.memory
+    count.set(node, (count.get(node) ?? 0) + 1)
+  }
+  const fits = (node: string, spec: ProjectSpec) => {
+    const f = free.get(node)
+    return f !== undefined && f.cpu >= spec.cpu && f.memory >= spec.memory
+  }
+
+  // 1. Keep every replica whose node can still hold it (first come in name order).
+  const kept = new Map<string, string>()
+  for (const spec of sorted) {
+    for (let r = 0; r < spec.replicas; r++) {
+      const node = prev.get(key(spec.name, r))
+      const n = node ? byName.get(node) : undefined
+      if (n?.keeps && fits(n.name, spec)) {
+        take(n.name, spec)
+        kept.set(key(spec.name, r), n.name)
+      }
+    }
+  }
+  // 2. Place the rest: fewest replicas of this project, then fewest overall, then most free CPU, then name.
+  const schedulable = nodes.filter((n) => n.schedulable).map((n) => n.name)
+  for (const spec of sorted) {
+    const mine = new Map<string, number>()
+    for (let r = 0; r < spec.replicas; r++) {
+      const k = kept.get(key(spec.name, r))
+      if (k) mine.set(k, (mine.get(k) ?? 0) + 1)
+    }
+    for (let r = 0; r < spec.replicas; r++) {
+      let node = kept.get(key(spec.name, r)) ?? null
+      if (!node) {
+        const candidates = schedulable.filter((n) => fits(n, spec))
+        candidates.sort(
+          (a, b) =>
+            (mine.get(a) ?? 0) - (mine.get(b) ?? 0) ||
+            (count.get(a) ?? 0) - (count.get(b) ?? 0) ||
+            free.get(b)!.cpu - free.get(a)!.cpu ||
+            a.localeCompare(b),
+        )
+        node = candidates[0] ?? null
+        if (node) {
+          take(node, spec)
+          mine.set(node, (mine.get(node) ?? 0) + 1)
+        } else if (schedulable.length === 0) {
+          result.reasons.set(spec.name, 'no-eligible-node')
+        } else {
+          result.reasons.set(spec.name, 'insufficient-capacity')
+          result.shortfall.set(spec.name, (result.shortfall.get(spec.name) ?? 0) + 1)
+        }
+      }
+      result.placements.push({ project: spec.name, replica: r, node })
+    }
+  }
+  return result
+}
