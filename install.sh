@@ -73,6 +73,7 @@ done
 
 if [ "$UNINSTALL" = 1 ]; then
 	[ -z "$ROLE$BINARY$FROM$WANT_SHA$PIN" ] || usage_die "--uninstall takes only --purge and --root"
+	[ "$SERVE_ARGS_SET" = 0 ] || usage_die "--uninstall takes only --purge and --root"
 else
 	[ "$PURGE" = 0 ] || usage_die "--purge goes with --uninstall"
 	case $ROLE in
@@ -128,8 +129,10 @@ stdin_sha256() {
 	if command -v sha256sum >/dev/null 2>&1; then sha256sum | cut -d ' ' -f 1
 	else openssl dgst -sha256 -r | cut -d ' ' -f 1; fi
 }
+# `timeout --foreground` keeps the command in our process group, so a Ctrl-C
+# still reaches it (plain timeout moves it out of the terminal's reach).
 with_timeout() {
-	if command -v timeout >/dev/null 2>&1; then timeout "$@"; else shift; "$@"; fi
+	if timeout --foreground 1 true >/dev/null 2>&1; then timeout --foreground "$@"; else shift; "$@"; fi
 }
 errtext() { tr '\n' ' ' <"$WORK/err" | sed 's/ *$//'; }
 journal() { printf '%s %s\n' "$1" "$2" >>"$JOURNAL"; }
@@ -284,7 +287,9 @@ uninstall() {
 	done <"$WORK/files"
 	[ "$LIVE_SYSTEMD" = 0 ] || systemctl daemon-reload || warn "systemctl daemon-reload failed"
 
-	if [ "$(receipt_value accountCreated)" = true ] && account_exists; then
+	if [ "$(receipt_value accountCreated)" != true ]; then
+		say "kept account $ACCOUNT: it existed before install.sh ran"
+	elif account_exists; then
 		acct userdel "$ACCOUNT" 2>"$WORK/err" || die "cannot remove account $ACCOUNT: $(errtext) (is a muster process still running as $ACCOUNT?); run --uninstall again once it has stopped"
 		say "removed account $ACCOUNT"
 	fi
@@ -431,6 +436,13 @@ fi
 if ! account_exists; then
 	NOLOGIN=/usr/sbin/nologin
 	[ -x "$R$NOLOGIN" ] || [ ! -x "$R/sbin/nologin" ] || NOLOGIN=/sbin/nologin
+	if [ -n "$R" ]; then
+		# useradd's (and a rollback's userdel's) backups and lock file belong to
+		# this run in a root, too; journalled first so they are undone last.
+		for f in passwd- group- shadow- gshadow- .pwd.lock; do
+			[ -e "$R/etc/$f" ] || journal file "$R/etc/$f"
+		done
+	fi
 	if group_exists; then
 		set -- --gid "$ACCOUNT"
 	else
@@ -439,12 +451,6 @@ if ! account_exists; then
 		journal group "$ACCOUNT"
 	fi
 	journal user "$ACCOUNT"
-	if [ -n "$R" ]; then
-		# useradd's backups and lock file are part of this run in a root, too.
-		for f in passwd- group- shadow- gshadow- .pwd.lock; do
-			[ -e "$R/etc/$f" ] || journal file "$R/etc/$f"
-		done
-	fi
 	acct useradd --system "$@" --home-dir "$DATA_DIR" --no-create-home --shell "$NOLOGIN" \
 		--comment 'muster service account' "$ACCOUNT" 2>"$WORK/err" ||
 		die "cannot create account $ACCOUNT: $(errtext)"

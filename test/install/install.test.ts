@@ -1,0 +1,439 @@
+// install.sh into temporary roots (--root DIR): both roles, the receipt, the
+// units under systemd-analyze, update, removal, and every refusal. Nothing here
+// touches the host's /etc, /usr or /var: each test gets its own root.
+import { afterAll, describe, expect, test } from 'bun:test'
+import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { musterBin } from '../helpers/binary.ts'
+import { tmpDir, waitFor } from '../helpers/tmp.ts'
+
+const SCRIPT = resolve(import.meta.dir, '../../install.sh')
+const asRoot = process.getuid?.() === 0
+const TIMEOUT = 30_000
+const scratch = tmpDir('muster-install-')
+afterAll(() => scratch[Symbol.dispose]())
+
+let rootCount = 0
+/** An empty directory to install into, as if it were /. */
+function newRoot(): string {
+  const dir = join(scratch.path, `root-${++rootCount}`)
+  mkdirSync(dir)
+  return dir
+}
+
+interface Run { code: number; stdout: string; stderr: string }
+async function installSh(args: string[], opts: { asUser?: number } = {}): Promise<Run> {
+  const cmd = opts.asUser === undefined
+    ? ['sh', SCRIPT, ...args]
+    : ['setpriv', `--reuid=${opts.asUser}`, `--regid=${opts.asUser}`, '--clear-groups', 'sh', SCRIPT, ...args]
+  const p = Bun.spawn(cmd, { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', env: { ...process.env, LC_ALL: 'C' } })
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
+  return { code, stdout, stderr }
+}
+
+/** A stand-in binary that answers `version --json` like muster (or fails to). */
+function stubBinary(version: string | null, name = `stub-${version ?? 'broken'}`): string {
+  const path = join(scratch.path, name)
+  const body = version === null
+    ? 'echo "unknown command" >&2; exit 2'
+    : `[ "$1 $2" = "version --json" ] && { echo '{"version":"${version}"}'; exit 0; }; exit 2`
+  writeFileSync(path, `#!/bin/sh\n${body}\n`)
+  chmodSync(path, 0o755)
+  return path
+}
+
+let real: Promise<{ path: string; version: string; sha256: string }> | undefined
+/** A private copy of dist/muster (a rebuild mid-run cannot change it), its version and checksum. */
+function realBinary() {
+  real ??= (async () => {
+    const path = join(scratch.path, 'muster')
+    cpSync(await musterBin(), path)
+    const p = Bun.spawnSync([path, 'version', '--json'])
+    const { version } = JSON.parse(p.stdout.toString()) as { version: string }
+    return { path, version, sha256: await sha256(path) }
+  })()
+  return real
+}
+
+async function sha256(path: string): Promise<string> {
+  return new Bun.CryptoHasher('sha256').update(await Bun.file(path).arrayBuffer()).digest('hex')
+}
+
+/** Every path under root, relative, sorted. */
+function listing(root: string, rel = ''): string[] {
+  const out: string[] = []
+  for (const name of readdirSync(join(root, rel)).sort()) {
+    const p = rel ? `${rel}/${name}` : name
+    out.push(p)
+    if (lstatSync(join(root, p)).isDirectory()) out.push(...listing(root, p))
+  }
+  return out.sort()
+}
+
+/** Listing with type, mode and owner, to prove a refused run changed nothing. */
+function snapshot(root: string): string[] {
+  return listing(root).map((p) => {
+    const s = lstatSync(join(root, p))
+    return `${p} ${s.mode.toString(8)} ${s.uid}:${s.gid} ${s.isFile() ? s.size : ''}`
+  })
+}
+
+/** The account database a root needs for useradd --root: the root's "system", not muster's. */
+const ACCOUNT_DB = new Set(['etc', ...['passwd', 'group', 'shadow', 'gshadow'].flatMap((f) => [`etc/${f}`, `etc/${f}-`]), 'etc/.pwd.lock'])
+
+function passwdEntry(root: string, name: string) {
+  const line = readFileSync(join(root, 'etc/passwd'), 'utf8').split('\n').find((l) => l.startsWith(`${name}:`))
+  if (!line) return undefined
+  const [, , uid, gid, , home, shell] = line.split(':')
+  return { uid: Number(uid), gid: Number(gid), home, shell }
+}
+
+function mentionsAccount(root: string): string[] {
+  return ['passwd', 'group', 'shadow', 'gshadow'].filter((f) => readFileSync(join(root, 'etc', f), 'utf8').split('\n').some((l) => l.startsWith('muster:')))
+}
+
+interface Receipt {
+  role: string; version: string; installedAt: string; account: string; uid: number; gid: number
+  accountCreated: boolean; groupCreated: boolean; dataDir: string; binary: string
+  units: string[]; dirs: string[]; files: { path: string; sha256: string }[]
+}
+function readReceipt(root: string): Receipt {
+  return JSON.parse(readFileSync(join(root, 'etc/muster/receipt.json'), 'utf8')) as Receipt
+}
+
+function mode(root: string, p: string) {
+  const s = statSync(join(root, p))
+  return { mode: s.mode & 0o7777, uid: s.uid, gid: s.gid }
+}
+
+/** systemd-analyze verify inside the root: it resolves ExecStart= and EnvironmentFile= there. */
+function verifyUnit(root: string, unit: string): Run {
+  // The root has no systemd of its own; verify needs sysinit.target & co, so
+  // lend it the host's unit directory for the check, then take it away again.
+  const hostUnits = ['/usr/lib/systemd/system', '/lib/systemd/system'].find((d) => existsSync(join(d, 'sysinit.target')))
+  if (!hostUnits) throw new Error('systemd unit files not found: install Debian\'s systemd package')
+  mkdirSync(join(root, 'usr/lib/systemd'), { recursive: true })
+  cpSync(hostUnits, join(root, 'usr/lib/systemd/system'), { recursive: true })
+  try {
+    const p = Bun.spawnSync(['systemd-analyze', 'verify', `--root=${root}`, unit], { env: { ...process.env, SYSTEMD_LOG_COLOR: '0' } })
+    return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() }
+  } finally {
+    rmSync(join(root, 'usr/lib'), { recursive: true, force: true })
+  }
+}
+
+const HARDENING = ['NoNewPrivileges=yes', 'ProtectSystem=strict', 'ReadWritePaths=/var/lib/muster', 'PrivateTmp=yes', 'ProtectHome=yes', 'User=muster', 'Group=muster']
+
+/** What every install must leave, whatever the role. */
+async function expectInstalled(root: string, role: 'platform' | 'worker', bin: { version: string; sha256: string }) {
+  const r = readReceipt(root)
+  const acct = passwdEntry(root, 'muster')
+  expect(acct).toBeDefined()
+  expect(acct!.home).toBe('/var/lib/muster')
+  expect(acct!.shell).toMatch(/nologin$/)
+  expect(r).toMatchObject({ role, version: bin.version, account: 'muster', uid: acct!.uid, gid: acct!.gid, dataDir: '/var/lib/muster', binary: '/usr/local/bin/muster', accountCreated: true })
+  expect(r.installedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/)
+  expect(Math.abs(Date.parse(r.installedAt) - Date.now())).toBeLessThan(120_000)
+  expect(acct!.uid).toBeGreaterThan(0)
+
+  expect(mode(root, 'usr/local/bin/muster')).toEqual({ mode: 0o755, uid: 0, gid: 0 })
+  expect(mode(root, 'var/lib/muster')).toEqual({ mode: 0o700, uid: acct!.uid, gid: acct!.gid })
+  expect(mode(root, 'etc/muster')).toEqual({ mode: 0o755, uid: 0, gid: 0 })
+  expect(mode(root, 'etc/muster/receipt.json')).toEqual({ mode: 0o644, uid: 0, gid: 0 })
+
+  // Every file listed is there with the recorded checksum, and every file the
+  // install created (outside the account database) is listed.
+  expect(r.files).toContainEqual({ path: '/usr/local/bin/muster', sha256: bin.sha256 })
+  for (const f of r.files) expect({ path: f.path, sha256: await sha256(join(root, f.path)) }).toEqual(f)
+  const created = listing(root).filter((p) => !ACCOUNT_DB.has(p) && !p.startsWith('var/lib/muster/') && lstatSync(join(root, p)).isFile())
+  expect(created.sort()).toEqual([...r.files.map((f) => f.path.slice(1)), 'etc/muster/receipt.json'].sort())
+  expect(r.dirs).toContain('/etc/muster')
+  expect(r.dirs).not.toContain('/var/lib/muster')
+  expect(listing(root).filter((p) => /muster-(new|old)/.test(p))).toEqual([])
+  return r
+}
+
+describe('install.sh', () => {
+  test('is POSIX sh and shellcheck-clean', () => {
+    const sc = Bun.spawnSync(['shellcheck', '--shell=sh', '--severity=style', SCRIPT])
+    expect(sc.stdout.toString() + sc.stderr.toString()).toBe('')
+    expect(sc.exitCode).toBe(0)
+    expect(readFileSync(SCRIPT, 'utf8').split('\n')[0]).toBe('#!/bin/sh')
+  }, TIMEOUT)
+
+  test('an unknown or missing role is a usage error and installs nothing', async () => {
+    const root = newRoot()
+    const bad = await installSh(['--role', 'manager', '--binary', stubBinary('1.0.0'), '--root', root])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain("unknown role 'manager'")
+    const none = await installSh(['--binary', stubBinary('1.0.0'), '--root', root])
+    expect(none.code).toBe(2)
+    expect(none.stderr).toContain('--role is required')
+    const noBinary = await installSh(['--role', 'worker', '--root', root])
+    expect(noBinary.code).toBe(2)
+    expect(noBinary.stderr).toContain('no binary')
+    const unsummed = await installSh(['--role', 'worker', '--from', 'http://127.0.0.1:9/muster', '--root', root])
+    expect(unsummed.code).toBe(2)
+    expect(unsummed.stderr).toContain('--from needs --sha256')
+    expect(listing(root)).toEqual([])
+  }, TIMEOUT)
+})
+
+describe.skipIf(!asRoot)('install.sh as root, into temporary roots', () => {
+  test('platform: account, binary, data dir, serve.env, unit, receipt; the unit verifies', async () => {
+    const bin = await realBinary()
+    const root = newRoot()
+    const run = await installSh(['--role', 'platform', '--binary', bin.path, '--root', root])
+    expect(run.stderr).toBe('')
+    expect(run.code).toBe(0)
+    expect(run.stdout).toContain(`installed muster ${bin.version} (platform)`)
+    expect(run.stdout).toContain('muster.service was installed but not enabled or started')
+    expect(run.stdout).toContain('sudo -u muster muster serve --data-dir /var/lib/muster')
+
+    const r = await expectInstalled(root, 'platform', bin)
+    expect(r.units).toEqual(['muster.service'])
+    expect(r.files.map((f) => f.path).sort()).toEqual(['/etc/muster/serve.env', '/etc/systemd/system/muster.service', '/usr/local/bin/muster'])
+    expect(r.groupCreated).toBe(true)
+
+    expect(mode(root, 'etc/muster/serve.env')).toEqual({ mode: 0o600, uid: 0, gid: 0 })
+    expect(readFileSync(join(root, 'etc/muster/serve.env'), 'utf8')).toMatch(/^MUSTER_SERVE_ARGS=$/m)
+    expect(mode(root, 'etc/systemd/system/muster.service')).toEqual({ mode: 0o644, uid: 0, gid: 0 })
+    const unit = readFileSync(join(root, 'etc/systemd/system/muster.service'), 'utf8').split('\n')
+    expect(unit).toContain('ExecStart=/usr/local/bin/muster serve --data-dir /var/lib/muster $MUSTER_SERVE_ARGS')
+    expect(unit).toContain('EnvironmentFile=/etc/muster/serve.env')
+    expect(unit).toContain('WantedBy=multi-user.target')
+    for (const line of [...HARDENING, 'CapabilityBoundingSet=']) expect(unit).toContain(line)
+    expect(unit.some((l) => l.startsWith('AmbientCapabilities'))).toBe(false)
+
+    const v = verifyUnit(root, 'muster.service')
+    expect(v.stderr).toBe('')
+    expect(v.code).toBe(0)
+    // The same check notices a unit whose ExecStart= is missing.
+    rmSync(join(root, 'usr/local/bin/muster'))
+    const broken = verifyUnit(root, 'muster.service')
+    expect(broken.code).not.toBe(0)
+    expect(broken.stderr).toContain('/usr/local/bin/muster')
+  }, TIMEOUT)
+
+  test('worker: the Agent unit waits for worker join and restarts on failure; it verifies', async () => {
+    const bin = await realBinary()
+    const root = newRoot()
+    const run = await installSh(['--role', 'worker', '--binary', bin.path, '--root', root])
+    expect(run.stderr).toBe('')
+    expect(run.code).toBe(0)
+    expect(run.stdout).toContain('sudo -u muster muster worker join --platform-url https://HOST:PORT --node-id NAME --platform-fingerprint sha256:')
+    expect(run.stdout).toContain('muster-agent.service was installed but not enabled or started')
+
+    const r = await expectInstalled(root, 'worker', bin)
+    expect(r.units).toEqual(['muster-agent.service'])
+    expect(r.files.map((f) => f.path).sort()).toEqual(['/etc/systemd/system/muster-agent.service', '/usr/local/bin/muster'])
+    expect(existsSync(join(root, 'etc/muster/serve.env'))).toBe(false)
+    expect(existsSync(join(root, 'etc/systemd/system/muster.service'))).toBe(false)
+
+    const unit = readFileSync(join(root, 'etc/systemd/system/muster-agent.service'), 'utf8').split('\n')
+    expect(unit).toContain('ExecStart=/usr/local/bin/muster agent --data-dir /var/lib/muster')
+    expect(unit).toContain('ConditionPathExists=/var/lib/muster/worker/agent.json')
+    expect(unit).toContain('Restart=on-failure')
+    for (const line of [...HARDENING, 'CapabilityBoundingSet=']) expect(unit).toContain(line)
+
+    const v = verifyUnit(root, 'muster-agent.service')
+    expect(v.stderr).toBe('')
+    expect(v.code).toBe(0)
+  }, TIMEOUT)
+
+  test('a listen port below 1024 keeps CAP_NET_BIND_SERVICE, nothing else does', async () => {
+    const root = newRoot()
+    const run = await installSh(['--role', 'platform', '--binary', stubBinary('1.0.0'), '--serve-args', '--port 443 --public-url https://p.example', '--root', root])
+    expect(run.code).toBe(0)
+    expect(readFileSync(join(root, 'etc/muster/serve.env'), 'utf8')).toMatch(/^MUSTER_SERVE_ARGS=--port 443 --public-url https:\/\/p\.example$/m)
+    const unit = readFileSync(join(root, 'etc/systemd/system/muster.service'), 'utf8').split('\n')
+    expect(unit).toContain('CapabilityBoundingSet=CAP_NET_BIND_SERVICE')
+    expect(unit).toContain('AmbientCapabilities=CAP_NET_BIND_SERVICE')
+  }, TIMEOUT)
+
+  test('update in place: a newer binary replaces the old, the receipt is rewritten, the data stays', async () => {
+    const bin = await realBinary()
+    const root = newRoot()
+    expect((await installSh(['--role', 'worker', '--binary', stubBinary('0.0.1'), '--root', root])).code).toBe(0)
+    const before = readReceipt(root)
+    expect(before.version).toBe('0.0.1')
+    writeFileSync(join(root, 'var/lib/muster/state'), 'kept')
+
+    const run = await installSh(['--role', 'worker', '--binary', bin.path, '--root', root])
+    expect(run.stderr).toBe('')
+    expect(run.code).toBe(0)
+    expect(run.stdout).toContain(`updated muster (worker) 0.0.1 -> ${bin.version}`)
+    const after = await expectInstalled(root, 'worker', bin)
+    expect(after.uid).toBe(before.uid)
+    expect(after.dirs).toEqual(before.dirs)
+    expect(after.files.find((f) => f.path === '/usr/local/bin/muster')!.sha256).toBe(bin.sha256)
+    expect(readFileSync(join(root, 'etc/passwd'), 'utf8').match(/^muster:/gm)).toHaveLength(1)
+    expect(readFileSync(join(root, 'var/lib/muster/state'), 'utf8')).toBe('kept')
+  }, TIMEOUT)
+
+  test('update keeps the operator\'s serve.env and derives the unit from it', async () => {
+    const root = newRoot()
+    expect((await installSh(['--role', 'platform', '--binary', stubBinary('0.0.1'), '--root', root])).code).toBe(0)
+    const env = join(root, 'etc/muster/serve.env')
+    writeFileSync(env, 'MUSTER_SERVE_ARGS=--port 80 --remote-dispatch\n')
+    const run = await installSh(['--role', 'platform', '--binary', stubBinary('0.0.2'), '--root', root])
+    expect(run.code).toBe(0)
+    expect(readFileSync(env, 'utf8')).toBe('MUSTER_SERVE_ARGS=--port 80 --remote-dispatch\n')
+    const r = readReceipt(root)
+    expect(r.version).toBe('0.0.2')
+    expect(r.files.find((f) => f.path === '/etc/muster/serve.env')!.sha256).toBe(await sha256(env))
+    expect(readFileSync(join(root, 'etc/systemd/system/muster.service'), 'utf8')).toContain('AmbientCapabilities=CAP_NET_BIND_SERVICE\n')
+  }, TIMEOUT)
+
+  test('the role of an installed machine cannot be switched; nothing changes', async () => {
+    const root = newRoot()
+    expect((await installSh(['--role', 'worker', '--binary', stubBinary('1.0.0'), '--root', root])).code).toBe(0)
+    const before = snapshot(root)
+    const receipt = readFileSync(join(root, 'etc/muster/receipt.json'), 'utf8')
+    const run = await installSh(['--role', 'platform', '--binary', stubBinary('1.0.0'), '--root', root])
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain('this machine is installed as worker')
+    expect(run.stderr).toContain('--uninstall')
+    expect(snapshot(root)).toEqual(before)
+    expect(readFileSync(join(root, 'etc/muster/receipt.json'), 'utf8')).toBe(receipt)
+  }, TIMEOUT)
+
+  test('--uninstall removes what the receipt lists and keeps only the data directory', async () => {
+    const root = newRoot()
+    expect((await installSh(['--role', 'platform', '--binary', stubBinary('1.0.0'), '--root', root])).code).toBe(0)
+    writeFileSync(join(root, 'var/lib/muster/muster.db'), 'data')
+    const run = await installSh(['--uninstall', '--root', root])
+    expect(run.stderr).toBe('')
+    expect(run.code).toBe(0)
+    expect(run.stdout).toContain('removed account muster')
+    expect(run.stdout).toContain('kept the data directory /var/lib/muster')
+    expect(listing(root).filter((p) => !ACCOUNT_DB.has(p))).toEqual(['var', 'var/lib', 'var/lib/muster', 'var/lib/muster/muster.db'])
+    expect(readFileSync(join(root, 'var/lib/muster/muster.db'), 'utf8')).toBe('data')
+    expect(mentionsAccount(root)).toEqual([])
+
+    // No receipt now: a second removal refuses and says what it would need.
+    const again = await installSh(['--uninstall', '--root', root])
+    expect(again.code).toBe(1)
+    expect(again.stderr).toContain('no receipt at')
+    expect(again.stderr).toContain('/etc/muster/receipt.json')
+
+    // A reinstall over data kept from an account with another uid hands it to the new one.
+    Bun.spawnSync(['chown', '-R', '4242:4242', join(root, 'var/lib/muster')])
+    expect((await installSh(['--role', 'worker', '--binary', stubBinary('1.0.0'), '--root', root])).code).toBe(0)
+    const acct = passwdEntry(root, 'muster')!
+    expect(mode(root, 'var/lib/muster/muster.db')).toMatchObject({ uid: acct.uid, gid: acct.gid })
+  }, TIMEOUT)
+
+  test('--uninstall --purge removes the data directory too', async () => {
+    const root = newRoot()
+    expect((await installSh(['--role', 'worker', '--binary', stubBinary('1.0.0'), '--root', root])).code).toBe(0)
+    mkdirSync(join(root, 'var/lib/muster/worker'))
+    writeFileSync(join(root, 'var/lib/muster/worker/agent.json'), '{}')
+    const run = await installSh(['--uninstall', '--purge', '--root', root])
+    expect(run.code).toBe(0)
+    expect(run.stdout).toContain('purged /var/lib/muster')
+    expect(listing(root).filter((p) => !ACCOUNT_DB.has(p))).toEqual([])
+    expect(mentionsAccount(root)).toEqual([])
+  }, TIMEOUT)
+
+  test('--from: a download installs only when its SHA-256 matches', async () => {
+    const stub = stubBinary('2.0.0')
+    const sum = await sha256(stub)
+    using server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response(Bun.file(stub)) })
+    const url = `http://127.0.0.1:${server.port}/muster`
+
+    const wrong = newRoot()
+    const bad = await installSh(['--role', 'worker', '--from', url, '--sha256', '0'.repeat(64), '--root', wrong])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toContain(`checksum mismatch for ${url}`)
+    expect(bad.stderr).toContain(sum)
+    expect(listing(wrong)).toEqual([])
+
+    const right = newRoot()
+    const ok = await installSh(['--role', 'worker', '--from', url, '--sha256', sum.toUpperCase(), '--root', right])
+    expect(ok.stderr).toBe('')
+    expect(ok.code).toBe(0)
+    expect(readReceipt(right).files.find((f) => f.path === '/usr/local/bin/muster')!.sha256).toBe(sum)
+  }, TIMEOUT)
+
+  test('--platform-fingerprint: the download must come from the pinned certificate', async () => {
+    const certDir = join(scratch.path, 'tls')
+    mkdirSync(certDir)
+    const gen = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1',
+      '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+      '-keyout', join(certDir, 'key.pem'), '-out', join(certDir, 'cert.pem')])
+    expect(gen.exitCode).toBe(0)
+    const certPem = readFileSync(join(certDir, 'cert.pem'), 'utf8')
+    const der = Buffer.from(certPem.replace(/-----[^-]+-----|\s/g, ''), 'base64')
+    const fingerprint = new Bun.CryptoHasher('sha256').update(der).digest('hex')
+    const stub = stubBinary('2.1.0')
+    const sum = await sha256(stub)
+    using server = Bun.serve({
+      hostname: '127.0.0.1', port: 0,
+      tls: { cert: certPem, key: readFileSync(join(certDir, 'key.pem'), 'utf8') },
+      fetch: () => new Response(Bun.file(stub)),
+    })
+    const url = `https://127.0.0.1:${server.port}/muster`
+
+    const wrong = newRoot()
+    const bad = await installSh(['--role', 'worker', '--from', url, '--sha256', sum, '--platform-fingerprint', `sha256:${'ab'.repeat(32)}`, '--root', wrong])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toContain(`is sha256:${fingerprint}, not the pinned`)
+    expect(listing(wrong)).toEqual([])
+
+    const right = newRoot()
+    const ok = await installSh(['--role', 'worker', '--from', url, '--sha256', sum, '--platform-fingerprint', `sha256:${fingerprint}`, '--root', right])
+    expect(ok.stderr).toBe('')
+    expect(ok.code).toBe(0)
+    expect(ok.stdout).toContain(`--platform-fingerprint sha256:${fingerprint}`)
+    expect(readReceipt(right).version).toBe('2.1.0')
+  }, TIMEOUT)
+
+  test('an interrupted install (Ctrl-C while it runs) is rolled back', async () => {
+    const root = newRoot()
+    const marker = join(scratch.path, 'version-asked')
+    const slow = join(scratch.path, 'slow-muster')
+    writeFileSync(slow, `#!/bin/sh\ntouch '${marker}'\nsleep 20\necho '{"version":"1.0.0"}'\n`)
+    chmodSync(slow, 0o755)
+    // setsid: its own process group, which is what a terminal's Ctrl-C signals.
+    const p = Bun.spawn(['setsid', 'sh', SCRIPT, '--role', 'worker', '--binary', slow, '--root', root], { stdout: 'pipe', stderr: 'pipe' })
+    await waitFor(() => existsSync(marker), { what: 'install.sh to ask the binary its version' })
+    expect(listing(root).filter((f) => /^usr\/local\/bin\/\.muster\.muster-new\.\d+$/.test(f))).toHaveLength(1)
+    process.kill(-p.pid, 'SIGINT')
+    expect(await p.exited).toBe(130)
+    expect(await new Response(p.stderr).text()).toContain('undoing this run')
+    expect(listing(root)).toEqual([])
+  }, TIMEOUT)
+
+  test('refusals: missing binary, not a muster binary, not root, unwritable target — nothing half-installed', async () => {
+    const root = newRoot()
+    const missing = await installSh(['--role', 'worker', '--binary', join(scratch.path, 'no-such-file'), '--root', root])
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toContain('no-such-file does not exist')
+
+    const stub = stubBinary('1.0.0')
+    const mismatch = await installSh(['--role', 'worker', '--binary', stub, '--sha256', 'f'.repeat(64), '--root', root])
+    expect(mismatch.code).toBe(1)
+    expect(mismatch.stderr).toContain(`checksum mismatch for ${stub}`)
+
+    const broken = await installSh(['--role', 'worker', '--binary', stubBinary(null), '--root', root])
+    expect(broken.code).toBe(1)
+    expect(broken.stderr).toContain('is not a muster binary')
+    expect(listing(root)).toEqual([])
+
+    const notRoot = await installSh(['--role', 'worker', '--binary', stubBinary('1.0.0')], { asUser: 65534 })
+    expect(notRoot.code).toBe(1)
+    expect(notRoot.stderr).toContain('must run as root')
+
+    // Something in the way of /etc/systemd/system: the account was already
+    // created when the script finds out, and the run is undone.
+    mkdirSync(join(root, 'etc'))
+    writeFileSync(join(root, 'etc/systemd'), '')
+    const before = snapshot(root)
+    const blocked = await installSh(['--role', 'platform', '--binary', stubBinary('1.0.0'), '--root', root])
+    expect(blocked.code).toBe(1)
+    expect(blocked.stderr).toContain(`cannot create directory ${root}/etc/systemd: something that is not a directory is in the way`)
+    expect(blocked.stderr).toContain('undoing this run')
+    expect(snapshot(root)).toEqual(before)
+  }, TIMEOUT)
+})
