@@ -5,5 +5,7 @@ export default defineCommand({
   subCommands: {
     'api-token': () => import('./api-token.ts').then((m) => m.default),
     passwd: () => import('./passwd.ts').then((m) => m.default),
+    'break-glass': () => import('./break-glass.ts').then((m) => m.default),
+    detach: () => import('./detach.ts').then((m) => m.default),
   },
 })

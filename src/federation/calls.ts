@@ -22,7 +22,8 @@ export async function sendPlaceCall(controller: Controller, officeId: string, sp
   const call = { call: 'place' as const, officeId, nonce: b64url(randomBytes(32)), issuedAt: now, payload: spec }
   const proof = signProof(DOMAINS.call, target.key, { ...call, tokenFingerprint: target.fingerprint })
   try {
-    return await createTransport({ url: target.url })('POST', '/api/office/calls', { ...call, proof })
+    const transport = createTransport({ url: target.url, fetch: (u, init) => fetch(u, { ...init, signal: AbortSignal.timeout(10_000) }) })
+    return await transport('POST', '/api/office/calls', { ...call, proof })
   } catch (e) {
     if (e instanceof MusterError && e.code === 'platform-unreachable') throw new MusterError('office-unreachable', `Office '${officeId}' at ${target.url} is unreachable: ${e.message}`)
     if (e instanceof MusterError) throw new MusterError(e.code, `Office '${officeId}' refused: ${e.message}`, e.detail)

@@ -10,7 +10,7 @@ import { log } from '../log.ts'
 import type { Platform } from '../platform.ts'
 import * as store from './controller-store.ts'
 import { DOMAINS, formatOfficeToken, parseOfficeToken, tokenFingerprint } from './formats.ts'
-import { loadClusterKey, signProof } from './proofs.ts'
+import { CLUSTER_KEY_FILE, loadClusterKey, signProof } from './proofs.ts'
 import { mintVouch } from './vouch.ts'
 import type { HeartbeatBody, RegisterBody } from './wire.ts'
 
@@ -27,8 +27,9 @@ export class Controller {
   }
 
   /** The cluster key; created the first time this Platform mints, so a Platform that never mints has none. */
-  key(create = false): SigningKey | undefined {
+  key(create = false): SigningKey {
     this.cachedKey ??= loadClusterKey(this.platform.dataDir, create)
+    if (!this.cachedKey) throw new MusterError('internal', `${this.platform.dataDir.path(CLUSTER_KEY_FILE)} is missing although offices were minted here; restore it from backup (offices verify every answer with it).`)
     return this.cachedKey
   }
 
@@ -41,7 +42,7 @@ export class Controller {
    *   4. the plaintext is returned once; only its SHA-256 is kept
    */
   mint(body: { officeId: string; label?: string; note?: string; rotate?: boolean }): { officeId: string; token: string } {
-    const key = this.key(true)!
+    const key = this.key(true)
     const now = this.platform.now()
     store.ensureOffice(this.db, { officeId: body.officeId, label: body.label, note: body.note, now })
     const secret = randomSecret()
@@ -97,7 +98,7 @@ export class Controller {
   /** A vouch names the caller's own account, never anyone else's. */
   vouch(officeId: string, caller: Principal) {
     const o = this.activeOffice(officeId)
-    const { vouch, expiresAt } = mintVouch(this.key()!, officeId, caller.account ?? '', tokenFingerprint(officeId, o.secret_hash), this.platform.now())
+    const { vouch, expiresAt } = mintVouch(this.key(), officeId, caller.account ?? '', tokenFingerprint(officeId, o.secret_hash), this.platform.now())
     log.info(`federation: vouched for ${caller.account} at office ${officeId}`)
     const redeemUrl = o.advertise_url ? `${o.advertise_url}/office/vouch?v=${encodeURIComponent(vouch)}` : null
     return { vouch, redeemUrl, expiresAt: new Date(expiresAt * 1000).toISOString() }
@@ -151,7 +152,7 @@ export class Controller {
     const { fingerprint, secretHash } = this.authenticateOffice(body)
     const at = this.platform.now()
     this.seen(body, secretHash, null, at)
-    const proof = signProof(DOMAINS.register, this.key()!, { officeId: body.officeId, tokenFingerprint: fingerprint, nonce: body.nonce, at })
+    const proof = signProof(DOMAINS.register, this.key(), { officeId: body.officeId, tokenFingerprint: fingerprint, nonce: body.nonce, at })
     return { officeId: body.officeId, at, proof }
   }
 
@@ -165,7 +166,7 @@ export class Controller {
       log.warn(`federation: office ${body.officeId} reports a break-glass${r.account ? ` for ${r.account}` : ''} at ${iso(r.at)}`)
     }
     const acknowledged = body.breakGlass.map((r) => r.id)
-    const proof = signProof(DOMAINS.heartbeat, this.key()!, { officeId: body.officeId, tokenFingerprint: fingerprint, nonce: body.nonce, at, acknowledged })
+    const proof = signProof(DOMAINS.heartbeat, this.key(), { officeId: body.officeId, tokenFingerprint: fingerprint, nonce: body.nonce, at, acknowledged })
     return { officeId: body.officeId, at, acknowledged, proof }
   }
 
@@ -173,7 +174,7 @@ export class Controller {
   callTarget(officeId: string): { url: string; fingerprint: string; key: SigningKey } {
     const o = this.activeOffice(officeId)
     if (!o.advertise_url) throw new MusterError('conflict', `Office '${officeId}' has not registered yet, so its address is unknown.`)
-    return { url: o.advertise_url, fingerprint: tokenFingerprint(officeId, o.secret_hash), key: this.key()! }
+    return { url: o.advertise_url, fingerprint: tokenFingerprint(officeId, o.secret_hash), key: this.key() }
   }
 }
 

@@ -1,16 +1,12 @@
 // Projects the controller placed on this office: their shape, and the seam
-// through which the workloads area runs them on the office's own nodes.
-//
-// TODO(workloads): the office stores every placed project (office_placed_projects)
-// and reports it in heartbeats, but running it is the workloads area's job.
-// When src/projects/ exists, its service calls
-//   registerPlacedProjectRunner(platform, { apply, status })
-// at start: `apply` is called for each stored project at start and on every
-// new placement (replace the running spec; never throw for lack of capacity,
-// report it in `status`), and `status` feeds each heartbeat. Until then every
-// placed project reports state 'pending'.
+// through which they run on the office's own nodes. By default they become
+// ordinary projects of this Platform's workloads service (origin 'controller'),
+// so they are placed, signed and supervised like any other, and keep running
+// with the controller gone. Tests (or another runtime) can register a runner.
 import * as v from 'valibot'
+import { MusterError } from '../errors.ts'
 import type { Platform } from '../platform.ts'
+import type { Projects } from '../projects/service.ts'
 import { OFFICE_ID } from './formats.ts'
 
 export const PlacedProjectSpec = v.object({
@@ -18,8 +14,9 @@ export const PlacedProjectSpec = v.object({
   command: v.pipe(v.array(v.pipe(v.string(), v.maxLength(4096))), v.minLength(1, 'expected a command'), v.maxLength(256)),
   env: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'expected an environment variable name')), v.pipe(v.string(), v.maxLength(8192))), {}),
   replicas: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1000)),
-  cpu: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1_000_000)), 100),
-  memory: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(16_777_216)), 128),
+  // Absent requests take the office's own project defaults.
+  cpu: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1_000_000))),
+  memory: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(16_777_216))),
 })
 export type PlacedProjectSpec = v.InferOutput<typeof PlacedProjectSpec>
 
@@ -32,15 +29,32 @@ export interface PlacedProjectStatus {
   detail?: string
 }
 
+/** Runs what the controller placed. `apply` is called once per placement; the runner keeps what it runs across restarts. */
 export interface PlacedProjectRunner {
   apply(spec: PlacedProjectSpec): void | Promise<void>
   status(spec: PlacedProjectSpec): PlacedProjectStatus
 }
 
-/** Until the workloads area registers a runner, nothing runs and it says so. */
-const notYet: PlacedProjectRunner = {
-  apply() {},
-  status: (spec) => ({ name: spec.name, replicas: spec.replicas, state: 'pending', running: 0, detail: 'workloads are not available on this Platform yet' }),
+export const PLACED_ORIGIN = 'controller'
+
+/** Runs placed projects as this Platform's own projects; a local project of the same name is never overwritten. */
+export function workloadsRunner(projects: Projects): PlacedProjectRunner {
+  return {
+    apply(spec) {
+      if (projects.has(spec.name) && projects.show(spec.name).origin !== PLACED_ORIGIN) {
+        throw new MusterError('conflict', `This office already runs its own project named ${spec.name}; the controller cannot replace it.`)
+      }
+      projects.deploy({ ...spec, origin: PLACED_ORIGIN })
+    },
+    status(spec) {
+      if (!projects.has(spec.name)) return { name: spec.name, replicas: spec.replicas, state: 'pending', running: 0, detail: 'not deployed on this office' }
+      const view = projects.show(spec.name)
+      const running = view.placements.filter((p) => p.state === 'running').length
+      const state = view.replicas === 0 ? 'stopped' : running >= view.replicas ? 'running' : view.placements.some((p) => p.state === 'failed') ? 'failed' : 'pending'
+      const detail = view.shortfall > 0 ? `${view.shortfall} replica(s) do not fit (${view.reason})` : view.reason === 'no-eligible-node' ? 'no node is eligible' : undefined
+      return { name: spec.name, replicas: view.replicas, state, running, ...(detail ? { detail } : {}) }
+    },
+  }
 }
 
 const runners = new WeakMap<Platform, PlacedProjectRunner>()
@@ -50,5 +64,5 @@ export function registerPlacedProjectRunner(platform: Platform, runner: PlacedPr
 }
 
 export function placedProjectRunner(platform: Platform): PlacedProjectRunner {
-  return runners.get(platform) ?? notYet
+  return runners.get(platform) ?? workloadsRunner(platform.projects)
 }

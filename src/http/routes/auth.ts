@@ -50,6 +50,6 @@ export const authRoutes = (platform: Platform) =>
       return { token, name: b.name ?? `${p.name}-cli`, role }
     })
 
-function sessionCookie(value: string, secure: boolean, maxAge: number): string {
+export function sessionCookie(value: string, secure: boolean, maxAge: number): string {
   return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${Math.floor(maxAge)}${secure ? '; Secure' : ''}`
 }

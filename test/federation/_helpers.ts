@@ -1,0 +1,75 @@
+// Federation test helpers: a controller and offices as in-process Platforms on
+// loopback. Office mode is configured by environment variables, read once while
+// the Platform opens, so they are set only around that call.
+import { createServer } from 'node:net'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { startPlatform, type TestPlatform } from '../helpers/platform.ts'
+import { createClient } from '../../src/client/index.ts'
+
+export const FAST_HEARTBEAT = '0.1'
+
+/** A port that was free a moment ago, so an office can advertise its URL before it listens. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.once('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+export async function withEnv<T>(vars: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]))
+  for (const [k, v] of Object.entries(vars)) {
+    if (v === undefined) delete process.env[k]
+    else process.env[k] = v
+  }
+  try {
+    return await fn()
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k]
+      else process.env[k] = v
+    }
+  }
+}
+
+export interface OfficeOptions {
+  dataDir?: string
+  port?: number
+  env?: Record<string, string | undefined>
+}
+
+/** Starts an office Platform; with `token` it joins `controllerUrl` (first start), else it starts from its stored membership. */
+export async function startOffice(controllerUrl: string | undefined, token: string | undefined, opts: OfficeOptions = {}): Promise<TestPlatform> {
+  const port = opts.port ?? (await freePort())
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'muster-office-'))
+  return withEnv(
+    {
+      MUSTER_CONTROLLER_URL: controllerUrl,
+      MUSTER_ADVERTISE_URL: controllerUrl ? `http://127.0.0.1:${port}` : undefined,
+      MUSTER_JOIN_TOKEN: token,
+      MUSTER_FEDERATION_HEARTBEAT_SECONDS: FAST_HEARTBEAT,
+      ...opts.env,
+    },
+    () => startPlatform({ dataDir, port, keepDir: true }),
+  )
+}
+
+/** A client whose calls carry an API token tied to an account (a vouch names an account). */
+export function accountClient(p: TestPlatform, account = 'superadmin') {
+  const { token } = p.platform.auth.mintApiToken({ name: `${account}-test`, role: 'superadmin', account })
+  return createClient({ url: p.url, token })
+}
+
+export function initialPassword(dataDir: string): string {
+  return readFileSync(join(dataDir, 'platform/initial-superadmin-password'), 'utf8').trim()
+}
+
+export function login(url: string, identifier: string, password: string) {
+  return fetch(`${url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier, password }) })
+}
