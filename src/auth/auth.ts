@@ -50,11 +50,18 @@ export class Auth {
   }
 
   /** Verifies a password and opens a session; the same refusal whatever was wrong. */
-  async login(identifier: string, password: string): Promise<{ sessionId: string; account: string }> {
+  /** The refusal of a login gate in force (checked before any credential is read), or null. */
+  loginRefusal(): MusterError | null {
     for (const gate of this.loginGates) {
       const refusal = gate()
-      if (refusal) throw refusal
+      if (refusal) return refusal
     }
+    return null
+  }
+
+  async login(identifier: string, password: string): Promise<{ sessionId: string; account: string }> {
+    const refusal = this.loginRefusal()
+    if (refusal) throw refusal
     const account = ACCOUNT_NAME.test(identifier) ? getAccount(this.db, identifier) : null
     const hash = account?.password_hash ?? (await (this.dummyHash ??= hashPassword(randomSecret())))
     const ok = await Bun.password.verify(password, hash).catch(() => false)

@@ -1,23 +1,17 @@
 // The enrollment authority: join tokens, the node registry, node credentials,
 // trust keys, the audit log and rate limits, behind one service.
 import { readFileSync } from 'node:fs'
-import { randomId, randomSecret, safeEqual, sha256Hex } from '../crypto/tokens.ts'
+import { safeEqual, sha256Hex } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import type { Platform } from '../platform.ts'
 import type { Db } from '../store/db.ts'
 import { insertAudit, listAudit, pruneAudit } from '../store/enroll-audit.ts'
-import {
-  insertJoinToken,
-  listFleetTokens,
-  pendingEnrollments,
-  revokeJoinToken,
-  revokePendingEnrollments,
-  type JoinTokenRow,
-} from '../store/join-tokens.ts'
-import { clearTombstone, deleteNodeWithTombstone, getNode, insertNode, isTombstoned } from '../store/nodes.ts'
+import { pendingEnrollments, revokePendingEnrollments } from '../store/join-tokens.ts'
+import { deleteNodeWithTombstone, getNode, insertNode } from '../store/nodes.ts'
 import { VERSION } from '../version.ts'
 import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS } from './credentials.ts'
 import type { EnrollAnswer } from './enroll.ts'
+import { mintJoinToken } from './join-tokens.ts'
 import { RateLimiter, type RateLimitOptions } from './rate-limit.ts'
 import { compatibilityOf, Registry, type NodeEntry, type ReplicaStatus } from './registry.ts'
 import { TrustKeys } from './trust-keys.ts'
@@ -170,71 +164,6 @@ export class Fabric {
     }
   }
 
-  // ---- join tokens ------------------------------------------------------
-
-  private mintToken(row: Omit<JoinTokenRow, 'id' | 'secret_hash' | 'uses' | 'revoked_at'>): { id: string; token: string; row: JoinTokenRow } {
-    const id = randomId(16)
-    const secret = randomSecret()
-    const full = { ...row, id, secret_hash: sha256Hex(secret) }
-    insertJoinToken(this.db, full)
-    return { id, token: `mjt_${id}.${secret}`, row: { ...full, uses: 0, revoked_at: null } }
-  }
-
-  issueEnrollment(nodeId: string, ttlMinutes = 60, replace = false) {
-    this.requireEnrollment()
-    const now = this.now()
-    if (nodeId === 'local') throw new MusterError('name-taken', 'The name local belongs to the Platform’s own node and cannot be enrolled.')
-    if (getNode(this.db, nodeId)) throw new MusterError('name-taken', `A node named ${nodeId} is already registered; use \`muster nodes rebind ${nodeId}\` to move it to a new machine.`)
-    if (isTombstoned(this.db, nodeId) && !replace) throw new MusterError('name-taken', `The name ${nodeId} belonged to a removed node; pass replace (--replace) to reuse it on purpose.`)
-    if (pendingEnrollments(this.db, now, nodeId).length > 0 && !replace) {
-      throw new MusterError('enrollment-pending', `${nodeId} already has an unused enrollment; pass replace (--replace) to issue a new one instead.`)
-    }
-    const expiresAt = now + ttlMinutes * 60_000
-    const token = this.db.transaction(() => {
-      revokePendingEnrollments(this.db, nodeId, now)
-      clearTombstone(this.db, nodeId)
-      return this.mintToken({ kind: 'enrollment', node_id: nodeId, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
-    }).immediate()
-    return { nodeId, token: token.token, expiresAt: new Date(expiresAt).toISOString() }
-  }
-
-  createFleetToken(opts: { maxUses?: number; namePattern?: string; ttlMinutes?: number; label?: string }) {
-    this.requireEnrollment()
-    const now = this.now()
-    const expiresAt = now + (opts.ttlMinutes ?? 24 * 60) * 60_000
-    const t = this.mintToken({
-      kind: 'fleet',
-      node_id: null,
-      name_pattern: opts.namePattern ?? null,
-      label: opts.label ?? null,
-      max_uses: opts.maxUses ?? 1,
-      created_at: now,
-      expires_at: expiresAt,
-    })
-    return { id: t.id, token: t.token, maxUses: t.row.max_uses, namePattern: t.row.name_pattern, label: t.row.label, expiresAt: new Date(expiresAt).toISOString() }
-  }
-
-  listFleetTokens() {
-    const now = this.now()
-    return {
-      tokens: listFleetTokens(this.db).map((t) => ({
-        id: t.id,
-        label: t.label,
-        maxUses: t.max_uses,
-        uses: t.uses,
-        namePattern: t.name_pattern,
-        createdAt: new Date(t.created_at).toISOString(),
-        expiresAt: new Date(t.expires_at).toISOString(),
-        status: t.revoked_at !== null ? 'revoked' : t.expires_at <= now ? 'expired' : t.uses >= t.max_uses ? 'used' : 'active',
-      })),
-    }
-  }
-
-  revokeJoinToken(id: string) {
-    if (!/^[a-z2-7]{16}$/.test(id) || !revokeJoinToken(this.db, id, this.now())) throw new MusterError('not-found', `No active join token ${id}.`)
-    return { id, revoked: true }
-  }
-
   // ---- node credentials --------------------------------------------------
 
   /** The node a credential belongs to, or a refusal; checks generation and revocation. */
@@ -333,7 +262,7 @@ export class Fabric {
       revokePendingEnrollments(this.db, name, now)
       // The old credential dies now: no certificate, next generation, no grace.
       this.registry.update(name, { cert_sha256: null, cert_pem: null, url: null, generation: n.generation + 1, previous_valid_until: 0, revoked_at: null, auth: 'enrolled' })
-      return this.mintToken({ kind: 'enrollment', node_id: name, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
+      return mintJoinToken(this.db, { kind: 'enrollment', node_id: name, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
     }).immediate()
     this.changed(name)
     log.info(`node ${name} rebound: its old credential no longer works`)

@@ -19,6 +19,13 @@ export function errorResponse(err: MusterError, extraHeaders?: Record<string, st
 
 export function createApp(platform: Platform) {
   return new Elysia({ name: 'muster' })
+    // A closed local door refuses password login before the body (the credential) is even parsed.
+    .onRequest(({ request }) => {
+      if (request.method === 'POST' && request.url.endsWith('/login')) {
+        const refusal = platform.auth.loginRefusal()
+        if (refusal) return errorResponse(refusal)
+      }
+    })
     .onError(({ code, error }) => {
       if (error instanceof MusterError) {
         const headers: Record<string, string> = {}

@@ -3,6 +3,7 @@ import { Elysia } from 'elysia'
 import * as v from 'valibot'
 import type { Platform } from '../../platform.ts'
 import { enroll } from '../../fabric/enroll.ts'
+import { createFleetToken, issueEnrollment, listFleetTokenViews, revokeJoinTokenById } from '../../fabric/join-tokens.ts'
 import { NAME_PATTERN } from '../../fabric/glob.ts'
 import { NodeName, parseBody } from '../validate.ts'
 import { MusterError } from '../../errors.ts'
@@ -50,11 +51,11 @@ export const nodeRoutes = (platform: Platform) => {
     .post('/nodes/enrollments', ({ request, body }) => {
       need(request, 'server.nodes.enroll')
       const b = parseBody(CreateEnrollment, body)
-      return fabric.issueEnrollment(b.nodeId, b.ttlMinutes, b.replace)
+      return issueEnrollment(fabric, b.nodeId, b.ttlMinutes, b.replace)
     })
-    .post('/join-tokens', ({ request, body }) => (need(request, 'server.nodes.enroll'), fabric.createFleetToken(parseBody(CreateJoinToken, body))))
-    .get('/join-tokens', ({ request }) => (need(request, 'server.nodes.view'), fabric.listFleetTokens()))
-    .delete('/join-tokens/:id', ({ request, params }) => (need(request, 'server.nodes.enroll'), fabric.revokeJoinToken(params.id)))
+    .post('/join-tokens', ({ request, body }) => (need(request, 'server.nodes.enroll'), createFleetToken(fabric, parseBody(CreateJoinToken, body))))
+    .get('/join-tokens', ({ request }) => (need(request, 'server.nodes.view'), listFleetTokenViews(fabric)))
+    .delete('/join-tokens/:id', ({ request, params }) => (need(request, 'server.nodes.enroll'), revokeJoinTokenById(fabric, params.id)))
     .post('/nodes/enroll', ({ body }) => {
       fabric.requireEnrollment()
       return enroll(fabric, body)
