@@ -69,6 +69,11 @@ describe('the local door', () => {
         return [r.status, await r.text()]
       }),
     )
+    // an empty or unparseable body gets the very same answer: the door is checked before the credential is read
+    for (const raw of ['{}', '{"identifier":', 'identifier=&password=']) {
+      const r = await fetch(`${o.url}/login`, { method: 'POST', headers: { 'content-type': raw.startsWith('{') ? 'application/json' : 'application/x-www-form-urlencoded' }, body: raw })
+      answers.push([r.status, await r.text()])
+    }
     expect(answers[0]![0]).toBe(403)
     expect(new Set(answers.map((a) => JSON.stringify(a))).size).toBe(1)
     const body = JSON.parse(answers[0]![1] as string) as { error: { code: string; message: string } }
