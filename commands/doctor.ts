@@ -1,0 +1,24 @@
+import { defineCommand } from 'citty'
+import { dataDirArg, jsonArg } from './_args.ts'
+
+export default defineCommand({
+  meta: { name: 'doctor', description: 'Check this machine’s muster installation: role, receipt, data, join, Agent port, Platform, trust keys' },
+  args: {
+    ...dataDirArg,
+    root: { type: 'string', valueHint: 'DIR', description: 'Read the install receipt under DIR (DIR/etc/muster/receipt.json)' },
+    ...jsonArg,
+  },
+  async run({ args }) {
+    const { runDoctor } = await import('../src/doctor/doctor.ts')
+    const { MusterError } = await import('../src/errors.ts')
+    const { printJson, printLine } = await import('./_out.ts')
+    const report = await runDoctor({ dataDir: args['data-dir'], root: args.root })
+    if (args.json) printJson(report)
+    else {
+      printLine(`muster doctor: ${report.role} at ${report.dataDir}`)
+      for (const c of report.checks) printLine(`${c.status.padEnd(4)}  ${c.name.padEnd(13)} ${c.message}`)
+      for (const n of report.notes) printLine(`note  ${n}`)
+    }
+    if (!report.ok) throw new MusterError('not-configured', `${report.checks.filter((c) => c.status === 'fail').length} check(s) failed`)
+  },
+})

@@ -1,0 +1,47 @@
+import { defineCommand } from 'citty'
+import { dataDirArg, intArg, jsonArg, multiArg } from '../_args.ts'
+
+export default defineCommand({
+  meta: { name: 'join', description: 'Enroll this machine with a Platform over an authenticated https link' },
+  args: {
+    'platform-url': { type: 'string', required: true, valueHint: 'https://H[:P]', description: 'The Platform’s enrollment URL (https only)' },
+    'node-id': { type: 'string', required: true, valueHint: 'NAME', description: 'This node’s name, as the enrollment was issued' },
+    'platform-fingerprint': { type: 'string', valueHint: 'sha256:HEX', description: 'Pin the Platform’s certificate (from `muster nodes platform`)' },
+    'platform-ca-file': { type: 'string', valueHint: 'FILE', description: 'Verify the Platform with this CA instead of the system roots' },
+    'enrollment-token-file': { type: 'string', valueHint: 'FILE', description: 'File holding the join token (else $MUSTER_ENROLLMENT_TOKEN, stdin, or a prompt)' },
+    'enrollment-token': { type: 'string', valueHint: 'mjt_…', description: 'The join token on argv (lands in shell history; prefer the file)' },
+    address: { type: 'string', valueHint: 'ADDR', description: 'Address the Platform reaches this node by (repeatable; default: first routable IPv4 and localhost)' },
+    port: { type: 'string', default: '7381', description: 'Port the Agent listens on' },
+    ...dataDirArg,
+    ...jsonArg,
+  },
+  async run({ args, rawArgs }) {
+    const { UsageError } = await import('../_args.ts')
+    if (args['platform-fingerprint'] && args['platform-ca-file']) throw new UsageError('give --platform-fingerprint or --platform-ca-file, not both')
+    const { joinPlatform } = await import('../../src/agent/join.ts')
+    const { resolveDataDir } = await import('../../src/datadir.ts')
+    const { readSecret } = await import('../_secret.ts')
+    const { printJson, printLine } = await import('../_out.ts')
+    const r = await joinPlatform({
+      dataDir: resolveDataDir(args['data-dir']),
+      platformUrl: args['platform-url'],
+      nodeId: args['node-id'],
+      fingerprint: args['platform-fingerprint'],
+      caFile: args['platform-ca-file'],
+      addresses: multiArg(rawArgs, 'address'),
+      port: intArg(args, 'port', 1, 65535),
+      readToken: () =>
+        readSecret({
+          what: 'enrollment token',
+          file: { value: args['enrollment-token-file'], flag: '--enrollment-token-file' },
+          argv: { value: args['enrollment-token'], flag: '--enrollment-token' },
+          env: 'MUSTER_ENROLLMENT_TOKEN',
+        }),
+    })
+    if (args.json) return printJson({ nodeId: r.nodeId, agentId: r.agentId, dataDir: r.dataDir, start: r.start })
+    const { consola } = await import('consola')
+    consola.success(r.alreadyJoined ? `${r.dataDir} had already joined as ${r.nodeId}; nothing to do.` : `Joined as ${r.nodeId} (${r.agentId}).`)
+    printLine('Start the Agent with:')
+    printLine(`  ${r.start}`)
+  },
+})

@@ -1,0 +1,200 @@
+// The Agent (SPEC §7): serves its HTTPS port, heartbeats to the Platform with
+// its node credential (version, capacity, replica status), renews the
+// credential daily (and once on a 401), refreshes trust keys at start and
+// daily, and keeps going through outages with backoff. Intervals can be set
+// by environment for tests: MUSTER_AGENT_HEARTBEAT_MS, _RENEW_MS, _TRUST_MS.
+import type { Server } from 'bun'
+import { availableParallelism, totalmem } from 'node:os'
+import type { ReplicaStatus } from '../fabric/registry.ts'
+import type { TrustKey } from '../fabric/trust-keys.ts'
+import { DataDir } from '../datadir.ts'
+import { MusterError } from '../errors.ts'
+import { log } from '../log.ts'
+import { VERSION } from '../version.ts'
+import { apiClient } from './connect.ts'
+import { credentialGeneration, readCredential, readTrustFile, requireJoined, WORKER, writeCredential, type AgentConfig } from './files.ts'
+import { startAgentServer, type SignedHandler } from './server.ts'
+import { refreshTrust } from './trust.ts'
+
+const DAY_MS = 86_400_000
+const MAX_BACKOFF_MS = 5 * 60_000
+
+export interface AgentOptions {
+  dataDir: string
+  now?: () => number
+  /** Bind address (default all interfaces, or $MUSTER_AGENT_HOST). */
+  host?: string
+  /** Listen on this port instead of the configured one (tests: 0). */
+  port?: number
+  heartbeatMs?: number
+  renewMs?: number
+  trustMs?: number
+}
+
+function envMs(name: string, fallback: number): number {
+  const v = Number(process.env[name])
+  return Number.isFinite(v) && v > 0 ? v : fallback
+}
+
+export function capacity(): { cpuMillis: number; memoryMB: number } {
+  return { cpuMillis: availableParallelism() * 1000, memoryMB: Math.floor(totalmem() / 1048576) }
+}
+
+export class Agent {
+  /** Replica status for heartbeats; the workload runner replaces this. */
+  replicaStatus: () => ReplicaStatus[] = () => []
+  /** Signed requests from the Platform (other than /health) go here; undefined = 404. */
+  handleSigned: SignedHandler = () => undefined
+  readonly dataDir: DataDir
+  readonly config: AgentConfig
+  readonly now: () => number
+  readonly intervals: { heartbeat: number; renew: number; trust: number }
+  /** The last state the Platform reported for this node. */
+  state: string | undefined
+  private credential: string
+  private trust: TrustKey[]
+  private server: Server<unknown> | undefined
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>()
+  private stopped = false
+  private failures = 0
+  private renewedAfter401 = false
+  private renewing: Promise<boolean> | undefined
+
+  constructor(private readonly options: AgentOptions) {
+    this.dataDir = new DataDir(options.dataDir)
+    this.config = requireJoined(this.dataDir)
+    this.credential = readCredential(this.dataDir)
+    this.trust = readTrustFile(this.dataDir)?.keys ?? []
+    this.now = options.now ?? Date.now
+    this.intervals = {
+      heartbeat: options.heartbeatMs ?? envMs('MUSTER_AGENT_HEARTBEAT_MS', 10_000),
+      renew: options.renewMs ?? envMs('MUSTER_AGENT_RENEW_MS', DAY_MS),
+      trust: options.trustMs ?? envMs('MUSTER_AGENT_TRUST_MS', DAY_MS),
+    }
+  }
+
+  get port(): number {
+    return this.server?.port ?? this.config.port
+  }
+
+  get trustKeys(): TrustKey[] {
+    return this.trust
+  }
+
+  async start(): Promise<void> {
+    const keyPem = this.dataDir.readSecretText(WORKER.key)
+    const certPem = this.dataDir.exists(WORKER.cert) ? this.dataDir.readSecretText(WORKER.cert) : undefined
+    if (!keyPem || !certPem) throw new MusterError('not-configured', `${this.dataDir.path(WORKER.dir)} has no agent key or certificate: join again after removing it.`)
+    this.server = startAgentServer({
+      host: this.options.host ?? process.env.MUSTER_AGENT_HOST ?? '0.0.0.0',
+      port: this.options.port ?? this.config.port,
+      certPem,
+      keyPem,
+      node: this.config.nodeId,
+      now: this.now,
+      trustKeys: () => this.trust,
+      handle: () => this.handleSigned,
+    })
+    log.info(`agent ${this.config.nodeId} listening on port ${this.port}; Platform API ${this.config.platformUrl}`)
+    // Trust refresh runs beside the first heartbeat: a slow enrollment URL must not hold it up.
+    void this.refreshTrust()
+    this.every(this.intervals.trust, () => this.refreshTrust())
+    this.every(this.intervals.renew, () => this.renew())
+    void this.beat()
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    for (const t of this.timers) clearTimeout(t)
+    this.timers.clear()
+    await this.server?.stop(true)
+    this.server = undefined
+    log.info(`agent ${this.config.nodeId} stopped`)
+  }
+
+  /** Asks for trust keys over the pinned connection; on failure keeps the current ones. */
+  async refreshTrust(): Promise<boolean> {
+    try {
+      this.trust = (await refreshTrust(this.dataDir, this.config, this.now())).keys
+      return true
+    } catch (e) {
+      log.warn(`${(e as Error).message} Keeping the current ${this.trust.length} trust key(s).`)
+      return false
+    }
+  }
+
+  /** Trades the node credential for the next generation (one at a time). */
+  renew(): Promise<boolean> {
+    this.renewing ??= (async () => {
+      try {
+        const r = await apiClient(this.config, this.credential).nodes.renew()
+        this.credential = r.credential
+        writeCredential(this.dataDir, r.credential)
+        log.info(`node credential renewed (generation ${r.generation})`)
+        return true
+      } catch (e) {
+        log.warn(`node credential renewal failed: ${(e as Error).message}`)
+        return false
+      } finally {
+        this.renewing = undefined
+      }
+    })()
+    return this.renewing
+  }
+
+  /** One heartbeat; throws what the Platform or the network said. */
+  async heartbeat(): Promise<{ state: string; generation: number; drained: boolean }> {
+    const r = await apiClient(this.config, this.credential).nodes.register({ version: VERSION, capacity: capacity(), replicas: this.replicaStatus() })
+    if (r.state !== this.state) log.info(`node ${this.config.nodeId} is ${r.state}${r.reason ? ` (${r.reason})` : ''}`)
+    this.state = r.state
+    return r
+  }
+
+  private async beat(): Promise<void> {
+    if (this.stopped) return
+    let delay = this.intervals.heartbeat
+    try {
+      const r = await this.heartbeat()
+      if (this.failures > 0) log.info(`the Platform answers again after ${this.failures} failed heartbeat(s)`)
+      this.failures = 0
+      this.renewedAfter401 = false
+      // An operator rotated the credential: the old one works for an hour, so trade it now.
+      if ((credentialGeneration(this.credential) ?? r.generation) < r.generation) await this.renew()
+    } catch (e) {
+      delay = await this.afterFailedBeat(e)
+    }
+    this.after(delay, () => this.beat())
+  }
+
+  private async afterFailedBeat(e: unknown): Promise<number> {
+    const err = e instanceof MusterError ? e : new MusterError('platform-unreachable', (e as Error).message)
+    if (err.code === 'unauthorized' && !this.renewedAfter401) {
+      this.renewedAfter401 = true
+      log.warn('the Platform refused the node credential; trying a renewal once')
+      if (await this.renew()) return 0
+    }
+    if (err.code === 'rate-limited') return Math.min(MAX_BACKOFF_MS, 1000 * Math.max(1, Number(err.detail?.retryAfterSeconds) || 1))
+    this.failures++
+    if (this.failures === 1 || this.failures % 10 === 0) {
+      const hint = err.code === 'node-revoked' ? ' This node was revoked; an operator must rebind it.' : err.code === 'unauthorized' ? ' The credential is not accepted; the node may have been removed or rebound.' : ''
+      log.warn(`heartbeat failed (${this.failures}x): ${err.message.replace(/\.$/, '')}.${hint} Keeping trust keys; retrying with backoff.`)
+    }
+    return Math.min(Math.max(this.intervals.heartbeat, MAX_BACKOFF_MS), this.intervals.heartbeat * 2 ** Math.min(this.failures, 10))
+  }
+
+  private after(ms: number, fn: () => unknown): void {
+    if (this.stopped) return
+    const t = setTimeout(() => {
+      this.timers.delete(t)
+      void fn()
+    }, ms)
+    this.timers.add(t)
+  }
+
+  private every(ms: number, fn: () => unknown): void {
+    this.after(ms, async () => {
+      await fn()
+      this.every(ms, fn)
+    })
+  }
+}

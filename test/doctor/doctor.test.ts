@@ -1,0 +1,61 @@
+// muster doctor on prepared data directories and receipts (SPEC §7, §12).
+import { describe, expect, test } from 'bun:test'
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
+import { runDoctor } from '../../src/doctor/doctor.ts'
+import { sha256Hex } from '../../src/crypto/tokens.ts'
+import { VERSION } from '../../src/version.ts'
+import { startPlatform } from '../helpers/platform.ts'
+import { tmpDir } from '../helpers/tmp.ts'
+
+const statusOf = (r: Awaited<ReturnType<typeof runDoctor>>) => Object.fromEntries(r.checks.map((c) => [c.name, c.status]))
+
+function writeReceipt(root: string, fields: Record<string, unknown>) {
+  mkdirSync(`${root}/etc/muster`, { recursive: true })
+  writeFileSync(`${root}/etc/muster/receipt.json`, JSON.stringify({ role: 'worker', version: VERSION, installedAt: '2025-01-01T00:00:00Z', account: 'muster', dataDir: '/var/lib/muster', units: [], files: [], ...fields }))
+}
+
+describe('doctor', () => {
+  test('reads the receipt under --root: installed files checked by SHA-256; a missing one fails', async () => {
+    using dir = tmpDir()
+    const root = `${dir.path}/root`
+    mkdirSync(`${root}/usr/local/bin`, { recursive: true })
+    writeFileSync(`${root}/usr/local/bin/muster`, 'binary')
+    mkdirSync(`${root}/var/lib/muster`, { recursive: true, mode: 0o700 })
+    writeReceipt(root, { files: [{ path: '/usr/local/bin/muster', sha256: sha256Hex('binary') }] })
+    // the data directory comes from the receipt (under the root) when no flag names one
+    const fine = await runDoctor({ root })
+    expect(fine.dataDir).toBe(`${root}/var/lib/muster`)
+    expect(statusOf(fine)).toMatchObject({ role: 'ok', receipt: 'ok', joined: 'fail' })
+    expect(fine.checks.find((c) => c.name === 'joined')?.message).toContain('muster worker join')
+    expect(fine.ok).toBe(false)
+
+    writeFileSync(`${root}/usr/local/bin/muster`, 'changed')
+    expect(statusOf(await runDoctor({ root })).receipt).toBe('warn')
+    writeReceipt(root, { files: [{ path: '/usr/local/bin/gone', sha256: sha256Hex('x') }] })
+    const missing = await runDoctor({ root })
+    expect(statusOf(missing).receipt).toBe('fail')
+    writeReceipt(root, { version: '0.0.1' })
+    expect((await runDoctor({ root })).checks.find((c) => c.name === 'receipt')?.message).toContain(`this binary is ${VERSION}`)
+    writeFileSync(`${root}/etc/muster/receipt.json`, '{not json')
+    expect(statusOf(await runDoctor({ root })).receipt).toBe('fail')
+  })
+
+  test('a Platform data directory: modes, serve running, listener certificate and trust keys', async () => {
+    using dir = tmpDir()
+    const dataDir = `${dir.path}/data`
+    const root = `${dir.path}/empty-root`
+    {
+      await using p = await startPlatform({ dataDir, enrollmentPort: 0, enrollmentAddresses: ['127.0.0.1'], enrollmentHost: '127.0.0.1' })
+      const running = await runDoctor({ dataDir, root })
+      expect(running.role).toBe('platform')
+      expect(statusOf(running)).toEqual({ role: 'ok', receipt: 'warn', 'data-owner': 'ok', 'data-modes': 'ok', serve: 'ok', 'listener-cert': 'ok', 'trust-keys': 'ok' })
+      expect(running.ok).toBe(true)
+      expect(running.checks.find((c) => c.name === 'listener-cert')?.message).toContain(p.platform.listener!.fingerprint)
+    }
+    chmodSync(`${dataDir}/platform/master.key`, 0o644)
+    const loose = await runDoctor({ dataDir, root })
+    expect(statusOf(loose)).toMatchObject({ serve: 'warn', 'data-modes': 'fail' })
+    expect(loose.checks.find((c) => c.name === 'data-modes')?.message).toContain(`${dataDir}/platform/master.key (644)`)
+    expect(loose.ok).toBe(false)
+  })
+})

@@ -1,0 +1,134 @@
+// The enrollment listener over real TLS on 127.0.0.1 (SPEC §8).
+import { afterEach, describe, expect, test } from 'bun:test'
+import { connect as tlsConnect, type TLSSocket } from 'node:tls'
+import { clearPinCache, pinnedFetch, PinMismatchError } from '../../src/crypto/pin.ts'
+import { createClient } from '../../src/client/index.ts'
+import { VERSION } from '../../src/version.ts'
+import { MAX_CONNECTIONS } from '../../src/listener/listener.ts'
+import { newCert } from '../helpers/certs.ts'
+import { startListenerPlatform } from '../helpers/node-side.ts'
+import { waitFor } from '../helpers/tmp.ts'
+
+afterEach(() => clearPinCache())
+
+const post = (body: BodyInit | null, extra: Record<string, string> = {}) => ({ method: 'POST', body, headers: { 'content-type': 'application/json', ...extra } })
+
+describe('enrollment listener', () => {
+  test('enrolls over TLS with the right pin; publishes URL, addresses, port and fingerprint', async () => {
+    await using p = await startListenerPlatform()
+    const info = await p.client.nodes.platform()
+    expect(info).toEqual({ remoteDispatch: true, enrollment: { url: p.enrollUrl, addresses: ['127.0.0.1'], port: p.listener.port, fingerprint: p.fingerprint } })
+    expect(p.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/)
+    const { token } = await p.client.nodes.createEnrollment({ nodeId: 'w1' })
+    const node = createClient({ url: p.enrollUrl, fetch: (u, i) => pinnedFetch(u, i, { fingerprint: p.fingerprint }) })
+    const r = await node.nodes.enroll({ token, nodeId: 'w1', certPem: (await newCert('w1')).certPem, version: VERSION })
+    expect(r.credential).toMatch(/^mnc_w1\.1\./)
+    expect(r.platformUrl).toBe(p.url)
+    expect((await node.nodes.trust()).trustKeys).toHaveLength(1)
+    expect(p.listener.forwarded).toBe(2)
+    expect(p.appSeen).toEqual(['POST /api/v1/nodes/enroll', 'POST /api/v1/nodes/trust'])
+  })
+
+  test('a wrong pin sends nothing: no request reaches the listener and the token stays unspent', async () => {
+    await using p = await startListenerPlatform()
+    const { token } = await p.client.nodes.createEnrollment({ nodeId: 'w1' })
+    const wrong = `sha256:${'ab'.repeat(32)}`
+    const certPem = (await newCert('w1')).certPem
+    const attempt = pinnedFetch(`${p.enrollUrl}/api/v1/nodes/enroll`, post(JSON.stringify({ token, nodeId: 'w1', certPem })), { fingerprint: wrong })
+    expect(attempt).rejects.toBeInstanceOf(PinMismatchError)
+    await attempt.catch(() => {})
+    expect(p.listener.forwarded + p.listener.refused).toBe(0)
+    expect(p.appSeen).toEqual([])
+    expect((await p.client.nodes.list()).pendingEnrollments.map((e) => e.nodeId)).toEqual(['w1'])
+  })
+
+  test('plain http to the listener port is not served', async () => {
+    await using p = await startListenerPlatform()
+    const r = await fetch(`http://127.0.0.1:${p.listener.port}/api/v1/nodes/trust`, { method: 'POST' }).then(
+      (res) => res.status,
+      () => 'failed',
+    )
+    expect(r === 'failed' || r === 400).toBe(true)
+    expect(p.listener.forwarded).toBe(0)
+    expect(p.appSeen).toEqual([])
+  })
+
+  test('every other method and path is 404 without reaching the application', async () => {
+    await using p = await startListenerPlatform()
+    const pin = { fingerprint: p.fingerprint }
+    const auth = { authorization: `Bearer ${p.token}` }
+    const tries: [string, string][] = [
+      ['GET', '/'], ['GET', '/healthz'], ['GET', '/api/v1/nodes'], ['GET', '/api/v1/nodes/platform'], ['GET', '/api/v1/nodes/enroll'],
+      ['PUT', '/api/v1/nodes/enroll'], ['POST', '/api/v1/nodes/enroll/'], ['POST', '/api/v1/nodes/register'], ['POST', '/api/v1/nodes/renew'],
+      ['POST', '/api/v1/nodes/enrollments'], ['POST', '/api/v1/join-tokens'], ['POST', '/login'], ['DELETE', '/api/v1/nodes/w1'], ['POST', '/API/V1/NODES/ENROLL'],
+    ]
+    for (const [method, path] of tries) {
+      const r = await pinnedFetch(`${p.enrollUrl}${path}`, { method, headers: { ...auth, 'content-type': 'application/json' }, body: method === 'GET' ? undefined : '{"nodeId":"w1"}' }, pin)
+      expect(`${method} ${path} ${r.status}`).toBe(`${method} ${path} 404`)
+      expect(await r.json()).toEqual({ error: { code: 'not-found', message: 'No such route.' } })
+    }
+    expect(p.listener.refused).toBe(tries.length)
+    expect(p.listener.forwarded).toBe(0)
+    expect(p.appSeen).toEqual([])
+    // the same operator token works on the API port, so the 404s are the listener's doing
+    expect((await fetch(`${p.url}/api/v1/nodes`, { headers: auth })).status).toBe(200)
+  })
+
+  test('a body over 64 KiB is 413 and never reaches the application, declared or chunked', async () => {
+    await using p = await startListenerPlatform()
+    const pin = { fingerprint: p.fingerprint }
+    const big = await pinnedFetch(`${p.enrollUrl}/api/v1/nodes/enroll`, post('x'.repeat(100_000)), pin)
+    expect(big.status).toBe(413)
+    const chunks = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (let i = 0; i < 10; i++) c.enqueue(new Uint8Array(10_000).fill(120))
+        c.close()
+      },
+    })
+    // Streamed without a length: refused once the cap is passed (413, or a reset while still sending).
+    const chunked = await pinnedFetch(`${p.enrollUrl}/api/v1/nodes/trust`, post(chunks), pin).then(
+      (r) => r.status,
+      (e: { code?: string }) => e.code,
+    )
+    expect([413, 'ECONNRESET']).toContain(chunked!)
+    expect(p.listener.forwarded).toBe(0)
+    expect(p.appSeen).toEqual([])
+    // just under the cap is forwarded (and refused by the application as invalid)
+    const fits = await pinnedFetch(`${p.enrollUrl}/api/v1/nodes/enroll`, post(JSON.stringify({ token: 'x', nodeId: 'w1', certPem: 'y'.repeat(60_000) })), pin)
+    expect(fits.status).toBe(400)
+    expect(p.listener.forwarded).toBe(1)
+  })
+
+  test(`at most ${MAX_CONNECTIONS} connections at once: the next waits unserved until one closes`, async () => {
+    await using p = await startListenerPlatform()
+    const ca = (await p.platform.dataDir.readSecretText('platform/tls/cert.pem'))!
+    const open = (): { socket: TLSSocket; ready: Promise<void>; secured: () => boolean } => {
+      let done = false
+      const socket = tlsConnect({ host: '127.0.0.1', port: p.listener.port, ca })
+      socket.on('error', () => {})
+      const ready = new Promise<void>((resolve) => socket.once('secureConnect', () => resolve()))
+      void ready.then(() => (done = true))
+      return { socket, ready, secured: () => done }
+    }
+    const held = Array.from({ length: MAX_CONNECTIONS }, open)
+    try {
+      await Promise.all(held.map((h) => h.ready))
+      const extra = open()
+      try {
+        await Bun.sleep(750)
+        expect(extra.secured()).toBe(false)
+        held.pop()!.socket.destroy()
+        await waitFor(() => extra.secured(), { what: 'the queued connection to be served' })
+        extra.socket.write(`POST /api/v1/nodes/trust HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`)
+        let reply = ''
+        extra.socket.on('data', (d) => (reply += d.toString()))
+        await waitFor(() => reply.includes('trustKeys'), { what: 'an answer on the queued connection' })
+        expect(reply.startsWith('HTTP/1.1 200')).toBe(true)
+      } finally {
+        extra.socket.destroy()
+      }
+    } finally {
+      for (const h of held) h.socket.destroy()
+    }
+  })
+})
