@@ -19,6 +19,7 @@ const root = defineCommand({
     worker: () => import('./worker/index.ts').then((m) => m.default),
     agent: () => import('./agent.ts').then((m) => m.default),
     doctor: () => import('./doctor.ts').then((m) => m.default),
+    demo: () => import('./demo.ts').then((m) => m.default),
     admin: () => import('./admin/index.ts').then((m) => m.default),
     version: () => import('./version.ts').then((m) => m.default),
   },

@@ -15,6 +15,7 @@ import { apiClient } from './connect.ts'
 import { credentialGeneration, readCredential, readTrustFile, requireJoined, WORKER, writeCredential, type AgentConfig } from './files.ts'
 import { startAgentServer, type SignedHandler } from './server.ts'
 import { refreshTrust } from './trust.ts'
+import { startWorkloads, type Workloads } from './workloads.ts'
 
 const DAY_MS = 86_400_000
 const MAX_BACKOFF_MS = 5 * 60_000
@@ -29,6 +30,8 @@ export interface AgentOptions {
   heartbeatMs?: number
   renewMs?: number
   trustMs?: number
+  /** Pull and run assignments (default true). */
+  workloads?: boolean
 }
 
 function envMs(name: string, fallback: number): number {
@@ -59,6 +62,8 @@ export class Agent {
   private failures = 0
   private renewedAfter401 = false
   private renewing: Promise<boolean> | undefined
+  private nudging: ReturnType<typeof setTimeout> | undefined
+  workloads: Workloads | undefined
 
   constructor(private readonly options: AgentOptions) {
     this.dataDir = new DataDir(options.dataDir)
@@ -81,6 +86,19 @@ export class Agent {
     return this.trust
   }
 
+  get nodeCredential(): string {
+    return this.credential
+  }
+
+  /** Sends an extra heartbeat soon (replica state changed), coalescing bursts. */
+  nudge(): void {
+    if (this.stopped || this.nudging) return
+    this.nudging = setTimeout(() => {
+      this.nudging = undefined
+      this.heartbeat().catch(() => {})
+    }, 200)
+  }
+
   async start(): Promise<void> {
     const keyPem = this.dataDir.readSecretText(WORKER.key)
     const certPem = this.dataDir.exists(WORKER.cert) ? this.dataDir.readSecretText(WORKER.cert) : undefined
@@ -101,12 +119,15 @@ export class Agent {
     this.every(this.intervals.trust, () => this.refreshTrust())
     this.every(this.intervals.renew, () => this.renew())
     void this.beat()
+    if (this.options.workloads !== false) this.workloads = startWorkloads(this)
   }
 
   async stop(): Promise<void> {
     this.stopped = true
     for (const t of this.timers) clearTimeout(t)
     this.timers.clear()
+    if (this.nudging) clearTimeout(this.nudging)
+    await this.workloads?.stop()
     await this.server?.stop(true)
     this.server = undefined
     log.info(`agent ${this.config.nodeId} stopped`)

@@ -19,6 +19,8 @@ export interface RunnerOptions {
   backoffMaxMs?: number
   /** A replica that ran this long resets its backoff. */
   stableAfterMs?: number
+  /** Called when a replica changes state (the Agent reports it early). */
+  onChange?: () => void
 }
 
 interface Supervised {
@@ -39,7 +41,7 @@ export class Runner {
   private readonly opts: Required<RunnerOptions>
 
   constructor(opts: RunnerOptions) {
-    this.opts = { maxLogBytes: 1024 * 1024, stopGraceMs: 5000, backoffStartMs: 500, backoffMaxMs: 60_000, stableAfterMs: 30_000, ...opts }
+    this.opts = { maxLogBytes: 1024 * 1024, stopGraceMs: 5000, backoffStartMs: 500, backoffMaxMs: 60_000, stableAfterMs: 30_000, onChange: () => {}, ...opts }
     mkdirSync(this.opts.logDir, { recursive: true, mode: 0o700 })
   }
 
@@ -92,6 +94,7 @@ export class Runner {
     s.state = 'running'
     s.exitCode = null
     s.startedAt = Date.now()
+    this.opts.onChange()
     const proc = s.proc
     void this.pump(proc.stdout, file)
     void this.pump(proc.stderr, file)
@@ -105,6 +108,7 @@ export class Runner {
         return
       }
       s.state = 'failed'
+      this.opts.onChange()
       log.warn(`replica ${spec.project}/${spec.replica} exited with ${code}`)
       this.scheduleRestart(s)
     })
@@ -134,6 +138,7 @@ export class Runner {
     }
     s.state = 'stopped'
     if (this.replicas.get(key) === s) this.replicas.delete(key)
+    this.opts.onChange()
   }
 
   private async pump(stream: ReadableStream<Uint8Array>, file: string): Promise<void> {
