@@ -17,6 +17,7 @@ export default defineCommand({
     'node-auth': { type: 'enum', options: ['legacy', 'both', 'enrolled'], default: 'both', description: 'How nodes authenticate: shared fleet token, both, or enrolled credentials only' },
     'fleet-token-file': { type: 'string', valueHint: 'FILE', description: 'File holding the legacy fleet-wide registration token' },
     'node-stale-seconds': { type: 'string', default: '45', description: 'A node without a heartbeat this long is unreachable' },
+    'reschedule-grace-seconds': { type: 'string', default: '60', description: 'How long an unreachable node keeps its replicas before they move' },
     'enroll-rate': { type: 'string', default: '500', description: 'Enroll requests admitted per second' },
     'enroll-burst': { type: 'string', default: '1000', description: 'Enroll burst size' },
     'enroll-in-flight': { type: 'string', default: '256', description: 'Enroll requests handled at once' },
@@ -44,6 +45,7 @@ export default defineCommand({
       nodeAuth: args['node-auth'] as 'legacy' | 'both' | 'enrolled',
       fleetTokenFile: args['fleet-token-file'],
       nodeStaleAfterMs: (intArg(args, 'node-stale-seconds', 1, 86400) ?? 45) * 1000,
+      rescheduleGraceMs: (intArg(args, 'reschedule-grace-seconds', 0, 86400) ?? 60) * 1000,
       enrollLimit: {
         perSecond: intArg(args, 'enroll-rate', 1, 1_000_000) ?? 500,
         burst: intArg(args, 'enroll-burst', 1, 10_000_000) ?? 1000,

@@ -106,6 +106,8 @@ export class Platform {
     if (this.options.localNode) {
       const local = startLocalNode(this)
       this.projects.local = local
+      const view = this.fabric.localNode
+      this.fabric.localNode = () => ({ ...view(), capacity: local.capacity() })
       this.onClose(() => local.stop())
     }
     this.projects.start()
