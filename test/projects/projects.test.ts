@@ -78,6 +78,22 @@ describe('projects', () => {
     expect(moved).not.toBeNull()
   })
 
+  test('a node unreachable past the grace period loses its replicas; within it, it keeps them', async () => {
+    await using p = await startPlatform({ remoteDispatch: true, nodeStaleAfterMs: 30_000, rescheduleGraceMs: 60_000 })
+    await joinNode(p, 'a')
+    await p.client.projects.deploy({ name: 'web', command: ['sleep', '60'], replicas: 1 })
+    const b = await joinNode(p, 'b')
+    expect((await p.client.projects.show('web')).placements[0]!.node).toBe('a')
+    p.advance(31_000) // a is unreachable now, but within its grace
+    await b.node.nodes.register({})
+    p.platform.projects.reconcile()
+    expect((await p.client.projects.show('web')).placements[0]!.node).toBe('a')
+    p.advance(60_000) // past the grace
+    await b.node.nodes.register({})
+    p.platform.projects.reconcile()
+    expect((await p.client.projects.show('web')).placements[0]!.node).toBe('b')
+  })
+
   test('a redeploy rolls: the old revision stays assigned until the new replica runs', async () => {
     await using p = await startPlatform({ remoteDispatch: true })
     const a = await joinNode(p, 'a')
