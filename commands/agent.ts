@@ -7,17 +7,10 @@ export default defineCommand({
   async run({ args }) {
     const { Agent } = await import('../src/agent/agent.ts')
     const { resolveDataDir } = await import('../src/datadir.ts')
-    const { log } = await import('../src/log.ts')
+    const { untilStopSignal } = await import('../src/shutdown.ts')
     const agent = new Agent({ dataDir: resolveDataDir(args['data-dir']) })
     await agent.start()
-    await new Promise<void>((resolve) => {
-      const stop = (sig: string) => {
-        log.info(`${sig}: stopping`)
-        resolve()
-      }
-      process.once('SIGINT', () => stop('SIGINT'))
-      process.once('SIGTERM', () => stop('SIGTERM'))
-    })
+    await untilStopSignal()
     await agent.stop()
   },
 })

@@ -1,7 +1,7 @@
 // The addresses a machine is reached by, for certificates and published URLs:
 // by default its first routable IPv4 and localhost (SPEC §8). Shared by the
 // enrollment listener and the node side.
-import { isIP } from 'node:net'
+import { createServer, isIP } from 'node:net'
 import { networkInterfaces } from 'node:os'
 import { MusterError } from './errors.ts'
 
@@ -53,4 +53,16 @@ export function certNames(addresses: string[]): { dnsNames: string[]; ipAddresse
 /** `https://A:P` with IPv6 bracketed. */
 export function httpsUrl(address: string, port: number): string {
   return `https://${isIP(address) === 6 ? `[${address}]` : address}:${port}`
+}
+
+/** A loopback port that was free a moment ago (for tests and the demo, which then bind it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.once('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    })
+  })
 }

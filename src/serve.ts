@@ -1,6 +1,6 @@
 // `muster serve`: opens the Platform, listens, and stops cleanly on SIGINT/SIGTERM.
 import { Platform, type PlatformOptions } from './platform.ts'
-import { log } from './log.ts'
+import { untilStopSignal } from './shutdown.ts'
 
 export async function serve(options: PlatformOptions): Promise<void> {
   const platform = await Platform.open(options)
@@ -10,13 +10,6 @@ export async function serve(options: PlatformOptions): Promise<void> {
     await platform.close()
     throw e
   }
-  await new Promise<void>((resolve) => {
-    const stop = (sig: string) => {
-      log.info(`${sig}: stopping`)
-      resolve()
-    }
-    process.once('SIGINT', () => stop('SIGINT'))
-    process.once('SIGTERM', () => stop('SIGTERM'))
-  })
+  await untilStopSignal()
   await platform.close()
 }

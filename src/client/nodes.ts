@@ -1,5 +1,6 @@
 // SDK: the enrollment authority's routes.
 import type { Transport } from './http.ts'
+import type { NodeView } from '../fabric/fabric.ts'
 
 export interface TrustKey {
   kid: string
@@ -7,22 +8,9 @@ export interface TrustKey {
   notBefore: string
   notAfter: string
 }
-export interface NodeInfo {
-  name: string
-  state: string
-  reason?: string
-  compatibility: string
-  version: string | null
-  certificateSha256: string | null
-  agentId: string
-  lastSeenAt: string | null
-  url: string | null
-  auth: string
-  drained: boolean
-  capacity: { cpuMillis: number; memoryMB: number | null } | null
-}
+export type { NodeView as NodeInfo } from '../fabric/fabric.ts'
 export interface NodeList {
-  nodes: NodeInfo[]
+  nodes: NodeView[]
   pendingEnrollments: { nodeId: string; expiresAt: string }[]
 }
 export interface Enrollment {

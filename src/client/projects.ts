@@ -1,25 +1,10 @@
 // SDK: projects and the node's signed assignments.
 import type { Transport } from './http.ts'
+import type { ProjectView as Project } from '../projects/service.ts'
+import type { SignedAssignments as Assignments } from '../projects/assignments.ts'
 
-export interface ProjectPlacement {
-  replica: number
-  node: string | null
-  state: 'pending' | 'running' | 'failed' | 'stopped'
-  exitCode?: number | null
-}
-export interface Project {
-  name: string
-  command: string[]
-  env: Record<string, string>
-  replicas: number
-  cpu: number
-  memory: number
-  revision: number
-  origin: string
-  shortfall: number
-  reason: 'insufficient-capacity' | 'no-eligible-node' | null
-  placements: ProjectPlacement[]
-}
+export type { PlacementView as ProjectPlacement, ProjectView as Project } from '../projects/service.ts'
+export type { SignedAssignments as Assignments } from '../projects/assignments.ts'
 export interface DeployBody {
   name: string
   command: string[]
@@ -28,17 +13,6 @@ export interface DeployBody {
   cpu?: number
   memory?: number
 }
-export interface Assignments {
-  payload: {
-    node: string
-    revision: number
-    issuedAt: string
-    replicas: { project: string; replica: number; revision: number; command: string[]; env: Record<string, string>; cpu: number; memory: number }[]
-  }
-  kid: string
-  signature: string
-}
-
 export function projectsApi(call: Transport) {
   const enc = encodeURIComponent
   return {

@@ -3,11 +3,11 @@
 // same binary, then a sample project with two replicas. Everything lives in a
 // temp directory that is removed at the end.
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createClient, type Client } from '../client/index.ts'
 import { MusterError } from '../errors.ts'
+import { freePort } from '../addresses.ts'
 import { openHostStore } from '../host-store.ts'
 
 export interface DemoReporter {
@@ -36,17 +36,6 @@ interface Child {
 function selfCommand(): string[] {
   const entry = process.argv[1] ?? ''
   return entry && !entry.startsWith('/$bunfs') && entry.endsWith('.ts') ? [process.execPath, entry] : [process.execPath]
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
 }
 
 async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined | null | false>): Promise<T> {

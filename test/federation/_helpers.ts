@@ -1,26 +1,17 @@
 // Federation test helpers: a controller and offices as in-process Platforms on
 // loopback. Office mode is configured by environment variables, read once while
 // the Platform opens, so they are set only around that call.
-import { createServer } from 'node:net'
 import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startPlatform, type TestPlatform } from '../helpers/platform.ts'
 import { createClient } from '../../src/client/index.ts'
+import { freePort } from '../../src/addresses.ts'
 
 export const FAST_HEARTBEAT = '0.1'
 
-/** A port that was free a moment ago, so an office can advertise its URL before it listens. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
+// A port that was free a moment ago, so an office can advertise its URL before it listens.
+export { freePort }
 
 export async function withEnv<T>(vars: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T> {
   const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]))

@@ -1,6 +1,5 @@
 // Helpers for the node side: a Platform with its enrollment listener on
 // 127.0.0.1, a spy on what reaches the application, and free ports.
-import { createServer } from 'node:net'
 import type { PlatformOptions } from '../../src/platform.ts'
 import type { EnrollmentListener } from '../../src/listener/listener.ts'
 import { startPlatform, type TestPlatform } from './platform.ts'
@@ -30,11 +29,4 @@ export async function startListenerPlatform(opts: Partial<PlatformOptions> & { k
   return out
 }
 
-/** A port nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  const s = createServer()
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()))
-  const port = (s.address() as { port: number }).port
-  await new Promise<void>((r) => s.close(() => r()))
-  return port
-}
+export { freePort } from '../../src/addresses.ts'
