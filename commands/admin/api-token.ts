@@ -7,6 +7,7 @@ export default defineCommand({
     ...dataDirArg,
     name: { type: 'string', default: 'admin', description: 'A label for the token' },
     role: { type: 'string', default: 'superadmin', description: 'Role: superadmin, operator or viewer' },
+    account: { type: 'string', description: 'Account the token acts for (default: superadmin for a superadmin token, none otherwise); needed to vouch on offices' },
     ...jsonArg,
   },
   async run({ args }) {
@@ -17,7 +18,9 @@ export default defineCommand({
     const { resolveDataDir } = await import('../../src/datadir.ts')
     const host = openHostStore(resolveDataDir(args['data-dir']))
     try {
-      const { token } = host.auth.mintApiToken({ name: args.name, role: args.role })
+      const account = args.account ?? (args.role === 'superadmin' ? 'superadmin' : null)
+      if (account !== null) host.auth.assertAccountMayHold(account, args.role)
+      const { token } = host.auth.mintApiToken({ name: args.name, role: args.role, account })
       if (args.json) return void process.stdout.write(`${JSON.stringify({ token, name: args.name, role: args.role })}\n`)
       process.stderr.write(`API token "${args.name}" (${args.role}); shown once:\n`)
       process.stdout.write(`${token}\n`)

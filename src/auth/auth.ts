@@ -94,6 +94,14 @@ export class Auth {
     return { token: `mat_${id}.${secret}`, id }
   }
 
+  /** Refuses to tie a token to a missing account, or to one whose own role is lesser than the token's. */
+  assertAccountMayHold(account: string, role: Role): void {
+    const row = getAccount(this.db, account)
+    if (!row) throw new MusterError('not-found', `No account named ${account}.`)
+    const rank = { viewer: 0, operator: 1, superadmin: 2 } as const
+    if (!isRole(row.role) || rank[role] > rank[row.role]) throw new MusterError('forbidden', `Account ${account} is ${row.role}; it cannot hold a ${role} token.`)
+  }
+
   async setPassword(account: string, password: string): Promise<void> {
     if (!getAccount(this.db, account)) throw new MusterError('not-found', `No account named ${account}.`)
     setPasswordHash(this.db, account, await hashPassword(password))

@@ -122,6 +122,8 @@ export class Projects {
     }, intervalMs)
     this.timer.unref?.()
     this.reconcile()
+    // After a restart the local node's assignments are unchanged, so publish() does not hand them over: do it here.
+    if (this.local) this.local.apply(this.assignmentsNow('local'))
   }
 
   stop(): void {

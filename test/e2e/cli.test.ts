@@ -61,7 +61,14 @@ describe('muster binary', () => {
     const { token, name, role } = JSON.parse(minted.stdout) as { token: string; name: string; role: string }
     expect({ name, role }).toEqual({ name: 'ci', role: 'viewer' })
     const who = await fetch(`${serve.url}/api/v1/whoami`, { headers: { authorization: `Bearer ${token}` } })
-    expect(await who.json()).toMatchObject({ role: 'viewer' })
+    expect(await who.json()).toMatchObject({ role: 'viewer', account: null })
+    // a superadmin token acts for the superadmin account (so it can vouch on offices)
+    const admin = JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', data, '--json'])).stdout) as { token: string; role: string }
+    expect(admin.role).toBe('superadmin')
+    const whoAdmin = await fetch(`${serve.url}/api/v1/whoami`, { headers: { authorization: `Bearer ${admin.token}` } })
+    expect(await whoAdmin.json()).toMatchObject({ role: 'superadmin', account: 'superadmin' })
+    const escalate = await runMuster(['admin', 'api-token', '--data-dir', data, '--role', 'superadmin', '--account', 'nobody'])
+    expect(escalate.code).toBe(1)
 
     const home = `${dir.path}/home`
     const login = await runMuster(['login', '--platform-url', serve.url, '--identifier', 'superadmin', '--json'], { stdin: `${pw}\n`, env: { HOME: home, XDG_CONFIG_HOME: `${home}/.config` } })

@@ -109,8 +109,13 @@ describe('federation through dist/muster', () => {
       what: 'web reported running',
       timeoutMs: 20_000,
     })
-    const noCmd = await runMuster(['federation', 'place', 'office-b', 'web', '--replicas', '2'], { env })
-    expect(noCmd.code).toBe(2)
+    // Without a command, the controller's own project of that name is what is placed.
+    expect((await runMuster(['federation', 'place', 'office-b', 'api'], { env })).code).toBe(1) // no such project here
+    expect((await runMuster(['projects', 'deploy', 'api', '--replicas', '0', '--cpu', '10', '--', 'sleep', '101'], { env })).code).toBe(0)
+    const placed = await json<{ project: { name: string; replicas: number } }>(['federation', 'place', 'office-b', 'api', '--replicas', '1'])
+    expect(placed.project).toMatchObject({ name: 'api', replicas: 1 })
+    const cmdNoReplicas = await runMuster(['federation', 'place', 'office-b', 'web', '--', 'sleep', '1'], { env })
+    expect(cmdNoReplicas.code).toBe(2)
   })
 
   test('break-glass refuses while serving; done offline it is reported to the controller on reconnect', async () => {

@@ -79,6 +79,7 @@ describe('enrollment listener', () => {
     const pin = { fingerprint: p.fingerprint }
     const big = await pinnedFetch(`${p.enrollUrl}/api/v1/nodes/enroll`, post('x'.repeat(100_000)), pin)
     expect(big.status).toBe(413)
+    expect(await big.json()).toMatchObject({ error: { code: 'payload-too-large' } })
     const chunks = new ReadableStream<Uint8Array>({
       start(c) {
         for (let i = 0; i < 10; i++) c.enqueue(new Uint8Array(10_000).fill(120))

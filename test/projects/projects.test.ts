@@ -144,3 +144,30 @@ describe('assignment signatures', () => {
     expect(reason(tampered)).toBe('bad signature')
   })
 })
+
+describe('the local node', () => {
+  test('runs its replicas in-process, and runs them again after the Platform restarts', { timeout: 30_000 }, async () => {
+    const { tmpDir } = await import('../helpers/tmp.ts')
+    using dir = tmpDir()
+    const marker = `muster-local-${crypto.randomUUID().slice(0, 8)}`
+    const pids = () => Bun.spawnSync(['pgrep', '-f', marker]).stdout.toString().trim().split('\n').filter(Boolean)
+    const first = await startPlatform({ dataDir: dir.path, localNode: true })
+    try {
+      await first.client.projects.deploy({ name: 'loc', replicas: 1, command: ['sh', '-c', `sleep 300; true ${marker}`] })
+      await waitFor(async () => (await first.client.projects.show('loc')).placements[0]?.state === 'running', { what: 'local replica running' })
+      expect((await first.client.projects.show('loc')).placements[0]!.node).toBe('local')
+      expect(pids()).toHaveLength(1)
+    } finally {
+      await first.close()
+    }
+    expect(pids()).toHaveLength(0) // stopping the Platform stops the local node's replicas
+    const second = await startPlatform({ dataDir: dir.path, localNode: true })
+    try {
+      await waitFor(async () => (await second.client.projects.show('loc')).placements[0]?.state === 'running', { what: 'local replica running again' })
+      expect(pids()).toHaveLength(1)
+    } finally {
+      await second.close()
+    }
+    expect(pids()).toHaveLength(0)
+  })
+})
