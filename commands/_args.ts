@@ -46,3 +46,28 @@ export function afterDashes(rawArgs: string[]): string[] {
   const i = rawArgs.indexOf('--')
   return i < 0 ? [] : rawArgs.slice(i + 1)
 }
+
+const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/
+
+/** A node or project name, checked before anything is sent. */
+export function checkName(value: string, what: string): string {
+  if (!NAME.test(value)) throw new UsageError(`${what} must be lowercase letters, digits and dashes (at most 63, like worker-1), got "${value}"`)
+  return value
+}
+
+export function checkFingerprint(value: string | undefined, flag: string): string | undefined {
+  if (value !== undefined && !/^sha256:[0-9a-fA-F]{64}$/.test(value)) throw new UsageError(`${flag} must be sha256: and 64 hex digits (see \`muster nodes platform\`), got "${value}"`)
+  return value
+}
+
+export function checkUrl(value: string | undefined, flag: string): string | undefined {
+  if (value === undefined) return value
+  let u: URL
+  try {
+    u = new URL(value)
+  } catch {
+    throw new UsageError(`${flag} must be a URL like https://10.0.0.1:7443, got "${value}"`)
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new UsageError(`${flag} must be an http(s) URL, got "${value}"`)
+  return value
+}

@@ -8,6 +8,11 @@ type AnyCommand = CommandDef<ArgsDef>
 const resolve = async <T>(v: T | Promise<T> | (() => T | Promise<T>)): Promise<T> => (typeof v === 'function' ? (v as () => T | Promise<T>)() : v)
 
 export async function main(root: AnyCommand, argv: string[]): Promise<number> {
+  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
+    const meta = await resolve(root.meta ?? {})
+    process.stdout.write(`muster ${meta.version}\n`)
+    return 0
+  }
   let cmd = root
   const names = ['muster']
   let i = 0
@@ -27,12 +32,18 @@ export async function main(root: AnyCommand, argv: string[]): Promise<number> {
   const rest = argv.slice(i)
   const beforeDashes = rest.includes('--') ? rest.slice(0, rest.indexOf('--')) : rest
   const label = names.join(' ')
+  const usage = async () => {
+    const text = await renderUsage(cmd, { meta: { name: names.slice(0, -1).join(' ') } } as AnyCommand)
+    // Colours only for a terminal; trailing padding never.
+    const plain = process.stdout.isTTY ? text : stripAnsi(text)
+    process.stdout.write(`${plain.replace(/[ \t]+$/gm, '')}\n`)
+  }
   if (beforeDashes.includes('--help') || beforeDashes.includes('-h')) {
-    process.stdout.write(`${await renderUsage(cmd, { meta: { name: names.slice(0, -1).join(' ') } } as AnyCommand)}\n`)
+    await usage()
     return 0
   }
   if (!cmd.run) {
-    process.stdout.write(`${await renderUsage(cmd, { meta: { name: names.slice(0, -1).join(' ') } } as AnyCommand)}\n`)
+    await usage()
     return rest.length === 0 && names.length === 1 ? 0 : 2
   }
   try {

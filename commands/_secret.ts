@@ -4,6 +4,7 @@
 import { fstatSync, readFileSync } from 'node:fs'
 import { consola } from 'consola'
 import { MusterError } from '../src/errors.ts'
+import { assertPrivate } from '../src/datadir.ts'
 
 export interface SecretSource {
   /** What the secret is, for messages: "enrollment token". */
@@ -33,8 +34,10 @@ function stdinKind(): 'tty' | 'data' | 'none' {
 export async function readSecret(src: SecretSource): Promise<string> {
   if (src.file?.value) {
     try {
+      assertPrivate(src.file.value)
       return readFileSync(src.file.value, 'utf8').trim()
     } catch (e) {
+      if (e instanceof MusterError) throw e
       throw new MusterError('not-configured', `Cannot read ${src.file.flag} ${src.file.value}: ${(e as Error).message}`)
     }
   }
@@ -43,7 +46,8 @@ export async function readSecret(src: SecretSource): Promise<string> {
     return src.argv.value
   }
   if (src.env && process.env[src.env]) return process.env[src.env]!.trim()
-  const how = [src.file && `${src.file.flag} FILE`, src.env && `$${src.env}`, 'stdin'].filter(Boolean).join(', ')
+  const ways = [src.file && `${src.file.flag} FILE`, src.env && `$${src.env}`].filter(Boolean)
+  const how = `${ways.join(', ')}${ways.length ? ' or ' : ''}stdin`
   const kind = stdinKind()
   if (kind === 'data') {
     const text = (await Bun.stdin.text()).replace(/\r?\n$/, '')

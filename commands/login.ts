@@ -5,7 +5,7 @@ export default defineCommand({
   meta: { name: 'login', description: 'Log in to a Platform and save an API token for later commands' },
   args: {
     'platform-url': { type: 'string', valueHint: 'URL', description: 'Platform URL (default: $MUSTER_URL, else http://127.0.0.1:7380)' },
-    identifier: { type: 'string', description: 'Account name (asked for when omitted)' },
+    identifier: { type: 'string', valueHint: 'ACCOUNT', description: 'Account name (asked for when omitted)' },
     'password-file': { type: 'string', valueHint: 'FILE', description: 'Read the password from this file (else stdin or a no-echo prompt)' },
     ...jsonArg,
   },

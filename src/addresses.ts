@@ -55,6 +55,13 @@ export function httpsUrl(address: string, port: number): string {
   return `https://${isIP(address) === 6 ? `[${address}]` : address}:${port}`
 }
 
+/** Where to bind for these addresses: loopback only when every one of them is loopback, else every interface. */
+export function bindHostFor(addresses: string[]): string {
+  const loopback = (a: string) => a === 'localhost' || a.startsWith('127.') || a === '::1'
+  if (addresses.length > 0 && addresses.every(loopback)) return '127.0.0.1'
+  return addresses.some((a) => isIP(a) === 6) ? '::' : '0.0.0.0'
+}
+
 /** A loopback port that was free a moment ago (for tests and the demo, which then bind it). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

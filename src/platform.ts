@@ -4,7 +4,8 @@ import type { Server } from 'bun'
 import { readFileSync } from 'node:fs'
 import { Auth } from './auth/auth.ts'
 import { randomBytes } from './crypto/tokens.ts'
-import { DataDir } from './datadir.ts'
+import { assertPrivate, DataDir } from './datadir.ts'
+import { bindHostFor } from './addresses.ts'
 import { MusterError } from './errors.ts'
 import { startFederation } from './federation/service.ts'
 import { createApp } from './http/app.ts'
@@ -130,6 +131,7 @@ export class Platform {
 
   async listen(): Promise<string> {
     const app = this.app
+    if (this.options.tlsKey) assertPrivate(this.options.tlsKey)
     const tls = this.options.tlsCert && this.options.tlsKey ? { cert: readFileSync(this.options.tlsCert, 'utf8'), key: readFileSync(this.options.tlsKey, 'utf8') } : undefined
     try {
       this.server = Bun.serve({
@@ -137,6 +139,7 @@ export class Platform {
         port: this.options.port ?? 7380,
         reusePort: false,
         maxRequestBodySize: 1024 * 1024,
+        idleTimeout: 120, // assignment long polls hold a request for up to a minute
         tls,
         fetch: (req) => app.handle(req),
       })
@@ -149,7 +152,15 @@ export class Platform {
     log.info(`muster Platform listening on ${url}`)
     // listen: enrollment listener
     await this.listener?.listen()
+    this.warnUnreachablePublicUrl()
     return url
+  }
+
+  /** Remote nodes send heartbeats to publicUrl: say so when it is loopback but the listener is not. */
+  private warnUnreachablePublicUrl(): void {
+    const remote = this.fabric.enrollment?.addresses.filter((a) => bindHostFor([a]) !== '127.0.0.1') ?? []
+    if (this.options.publicUrl || remote.length === 0 || bindHostFor([new URL(this.url).hostname]) !== '127.0.0.1') return
+    log.warn(`nodes on other machines will be told to reach the API at ${this.url}, which only this machine can reach: start serve with --public-url (e.g. http://${remote[0]}:${this.server?.port}) and --host to match`)
   }
 
   get url(): string {

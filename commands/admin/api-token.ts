@@ -5,9 +5,9 @@ export default defineCommand({
   meta: { name: 'api-token', description: 'Mint an operator API token straight from the data directory (works while serve runs)' },
   args: {
     ...dataDirArg,
-    name: { type: 'string', default: 'admin', description: 'A label for the token' },
-    role: { type: 'string', default: 'superadmin', description: 'Role: superadmin, operator or viewer' },
-    account: { type: 'string', description: 'Account the token acts for (default: superadmin for a superadmin token, none otherwise); needed to vouch on offices' },
+    name: { type: 'string', default: 'admin', valueHint: 'NAME', description: 'A label for the token' },
+    role: { type: 'string', default: 'superadmin', valueHint: 'ROLE', description: 'Role: superadmin, operator or viewer' },
+    account: { type: 'string', valueHint: 'ACCOUNT', description: 'Account the token acts for (default: superadmin for a superadmin token, none otherwise); needed to vouch on offices' },
     ...jsonArg,
   },
   async run({ args }) {

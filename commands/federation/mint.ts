@@ -6,8 +6,8 @@ export default defineCommand({
   meta: { name: 'mint', description: 'Mint the join token for one office (shown once; superadmin)' },
   args: {
     ...officeArg,
-    label: { type: 'string', description: 'A human name for the office (at most 64 characters)' },
-    note: { type: 'string', description: 'A free note, e.g. where it runs (at most 256 characters)' },
+    label: { type: 'string', valueHint: 'TEXT', description: 'A human name for the office (at most 64 characters)' },
+    note: { type: 'string', valueHint: 'TEXT', description: 'A free note, e.g. where it runs (at most 256 characters)' },
     rotate: { type: 'boolean', description: 'Replace the office\'s current token; the old one stops working at once' },
     ...clientArgs,
   },

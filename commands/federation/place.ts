@@ -7,9 +7,9 @@ export default defineCommand({
   args: {
     ...officeArg,
     project: { type: 'positional', required: true, description: 'Project name' },
-    replicas: { type: 'string', description: 'How many replicas (default: as the project here)' },
-    cpu: { type: 'string', description: 'CPU request per replica, millicores' },
-    memory: { type: 'string', description: 'Memory request per replica, MB' },
+    replicas: { type: 'string', valueHint: 'N', description: 'How many replicas (default: as the project here)' },
+    cpu: { type: 'string', valueHint: 'MILLICORES', description: 'CPU request per replica, millicores' },
+    memory: { type: 'string', valueHint: 'MB', description: 'Memory request per replica, MB' },
     env: { type: 'string', valueHint: 'K=V', description: 'An environment variable (repeatable)' },
     ...clientArgs,
   },

@@ -1,10 +1,11 @@
 // remove, revoke, rotate, rebind, drain: one verb each on one node.
 import { defineCommand } from 'citty'
-import { clientArgs } from '../_args.ts'
+import { checkName, clientArgs } from '../_args.ts'
 
 const nameArg = { name: { type: 'positional', required: true, description: 'Node name' } } as const
 
-async function client(args: { 'platform-url'?: string; token?: string }) {
+async function client(args: { 'platform-url'?: string; token?: string; name: string }) {
+  checkName(args.name, 'NAME')
   const { clientFrom } = await import('../_client.ts')
   return clientFrom(args)
 }

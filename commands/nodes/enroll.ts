@@ -1,5 +1,5 @@
 import { defineCommand } from 'citty'
-import { clientArgs } from '../_args.ts'
+import { checkName, checkUrl, clientArgs } from '../_args.ts'
 
 export default defineCommand({
   meta: { name: 'enroll', description: 'Enroll a node by hand with a certificate you made (worker join does this for you)' },
@@ -14,6 +14,8 @@ export default defineCommand({
     ...clientArgs,
   },
   async run({ args }) {
+    checkName(args.name, 'NAME')
+    checkUrl(args['agent-url'], '--agent-url')
     const { readFileSync } = await import('node:fs')
     const { readSecret } = await import('../_secret.ts')
     const { clientFrom } = await import('../_client.ts')

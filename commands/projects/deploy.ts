@@ -1,17 +1,18 @@
 import { defineCommand } from 'citty'
-import { afterDashes, clientArgs, intArg, multiArg, UsageError } from '../_args.ts'
+import { afterDashes, checkName, clientArgs, intArg, multiArg, UsageError } from '../_args.ts'
 
 export default defineCommand({
   meta: { name: 'deploy', description: 'Create or update a project: `deploy NAME --replicas N -- CMD [ARGS...]` (an update rolls)' },
   args: {
     name: { type: 'positional', required: true, description: 'Project name, like web' },
-    replicas: { type: 'string', required: true, description: 'How many copies to run' },
+    replicas: { type: 'string', valueHint: 'N', required: true, description: 'How many copies to run' },
     cpu: { type: 'string', valueHint: 'MILLICORES', description: 'CPU each replica needs (default 100)' },
     memory: { type: 'string', valueHint: 'MB', description: 'Memory each replica needs (default 64)' },
     env: { type: 'string', valueHint: 'K=V', description: 'Environment for the command (repeatable)' },
     ...clientArgs,
   },
   async run({ args, rawArgs }) {
+    checkName(args.name, 'NAME')
     const command = afterDashes(rawArgs)
     if (command.length === 0) throw new UsageError('give the command after --, like: muster projects deploy web --replicas 2 -- /usr/bin/python3 -m http.server')
     const env: Record<string, string> = {}

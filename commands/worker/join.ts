@@ -11,13 +11,17 @@ export default defineCommand({
     'enrollment-token-file': { type: 'string', valueHint: 'FILE', description: 'File holding the join token (else $MUSTER_ENROLLMENT_TOKEN, stdin, or a prompt)' },
     'enrollment-token': { type: 'string', valueHint: 'mjt_…', description: 'The join token on argv (lands in shell history; prefer the file)' },
     address: { type: 'string', valueHint: 'ADDR', description: 'Address the Platform reaches this node by (repeatable; default: first routable IPv4 and localhost)' },
-    port: { type: 'string', default: '7381', description: 'Port the Agent listens on' },
+    port: { type: 'string', valueHint: 'PORT', default: '7381', description: 'Port the Agent listens on' },
     ...dataDirArg,
     ...jsonArg,
   },
   async run({ args, rawArgs }) {
     const { UsageError } = await import('../_args.ts')
     if (args['platform-fingerprint'] && args['platform-ca-file']) throw new UsageError('give --platform-fingerprint or --platform-ca-file, not both')
+    const { checkName, checkFingerprint, checkUrl } = await import('../_args.ts')
+    checkUrl(args['platform-url'], '--platform-url')
+    checkName(args['node-id'], '--node-id')
+    checkFingerprint(args['platform-fingerprint'], '--platform-fingerprint')
     const { joinPlatform } = await import('../../src/agent/join.ts')
     const { resolveDataDir } = await import('../../src/datadir.ts')
     const { readSecret } = await import('../_secret.ts')

@@ -8,6 +8,7 @@ import { availableParallelism, totalmem } from 'node:os'
 import type { ReplicaStatus } from '../fabric/registry.ts'
 import type { TrustKey } from '../fabric/trust-keys.ts'
 import { DataDir } from '../datadir.ts'
+import { bindHostFor } from '../addresses.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import { VERSION } from '../version.ts'
@@ -104,7 +105,7 @@ export class Agent {
     const certPem = this.dataDir.exists(WORKER.cert) ? this.dataDir.readSecretText(WORKER.cert) : undefined
     if (!keyPem || !certPem) throw new MusterError('not-configured', `${this.dataDir.path(WORKER.dir)} has no agent key or certificate: join again after removing it.`)
     this.server = startAgentServer({
-      host: this.options.host ?? process.env.MUSTER_AGENT_HOST ?? '0.0.0.0',
+      host: this.options.host ?? process.env.MUSTER_AGENT_HOST ?? bindHostFor(this.config.addresses),
       port: this.options.port ?? this.config.port,
       certPem,
       keyPem,

@@ -122,7 +122,7 @@ export class Auth {
     if (!p && /^Bearer\s+mn[cj]_/i.test(headers.get('authorization') ?? '')) {
       throw new MusterError('forbidden', 'Node credentials and join tokens are not accepted here; this route needs an operator.')
     }
-    if (!p) throw new MusterError('unauthorized', 'Authentication required: pass an API token (Authorization: Bearer mat_…) or log in.')
+    if (!p) throw new MusterError('unauthorized', 'Authentication required: give an operator API token (--token, $MUSTER_TOKEN or `muster login`; over HTTP, Authorization: Bearer mat_…).')
     if (!roleCan(p.role, permission)) throw new MusterError('forbidden', `Permission ${permission} is required.`)
     return p
   }

@@ -53,9 +53,9 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     let cert: ReturnType<typeof parseCertificate>
     try {
       cert = parseCertificate(body.certPem)
-    } catch (e) {
+    } catch {
       audit('invalid', 'certificate does not parse', body.nodeId, body.version)
-      throw e
+      throw new MusterError('invalid-request', 'Invalid certPem: not an X.509 certificate with a public key', { field: 'certPem' })
     }
     const certSha256 = cert.fingerprint.slice('sha256:'.length)
     const db = fabric.db

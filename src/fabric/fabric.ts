@@ -17,6 +17,7 @@ import { compatibilityOf, Registry, type NodeEntry, type ReplicaStatus } from '.
 import { TrustKeys } from './trust-keys.ts'
 import { NODE_NAME } from '../http/validate.ts'
 import { log } from '../log.ts'
+import { assertPrivate } from '../datadir.ts'
 
 export type NodeAuthMode = 'legacy' | 'both' | 'enrolled'
 
@@ -100,6 +101,7 @@ export class Fabric {
     const o = platform.options
     let fleetToken: string | undefined
     if (o.fleetTokenFile) {
+      assertPrivate(o.fleetTokenFile)
       fleetToken = readFileSync(o.fleetTokenFile, 'utf8').trim()
       if (fleetToken.length < 16) throw new MusterError('not-configured', `${o.fleetTokenFile}: the fleet token must be at least 16 characters.`)
     }

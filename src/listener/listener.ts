@@ -11,9 +11,8 @@
 //          and then; loopback TCP did not in 300 tries. A local process could
 //          reach the inner port directly: it serves the same two routes.)
 import { connect, createServer, type Server as NetServer, type Socket } from 'node:net'
-import { isIP } from 'node:net'
 import type { Server } from 'bun'
-import { defaultAddresses, httpsUrl, normaliseAddresses } from '../addresses.ts'
+import { bindHostFor, defaultAddresses, httpsUrl, normaliseAddresses } from '../addresses.ts'
 import { MusterError } from '../errors.ts'
 import type { EnrollmentEndpoint } from '../fabric/fabric.ts'
 import { log } from '../log.ts'
@@ -56,7 +55,7 @@ export class EnrollmentListener {
     const o = platform.options
     const given = normaliseAddresses(o.enrollmentAddresses ?? [], '--enrollment-address')
     const addresses = given.length > 0 ? given : defaultAddresses()
-    const host = o.enrollmentHost ?? (addresses.some((a) => isIP(a) === 6) ? '::' : '0.0.0.0')
+    const host = o.enrollmentHost ?? bindHostFor(addresses)
     const l = new EnrollmentListener(platform, addresses, o.enrollmentPort ?? 0, host)
     l.tls = await ensurePlatformTls(platform.dataDir, addresses, platform.now())
     platform.onClose(() => l.stop())

@@ -2,6 +2,7 @@
 // numbered migrations inside one transaction. A store that holds a migration
 // this binary does not know was written by a newer muster and is refused.
 import { Database } from 'bun:sqlite'
+import { chmodSync } from 'node:fs'
 import { MusterError } from '../errors.ts'
 import { MIGRATIONS, type Migration } from './migrations.ts'
 
@@ -13,6 +14,11 @@ export function openDb(file: string, migrations: readonly Migration[] = MIGRATIO
   db.exec('PRAGMA synchronous = NORMAL')
   db.exec('PRAGMA busy_timeout = 5000')
   db.exec('PRAGMA foreign_keys = ON')
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      chmodSync(f, 0o600)
+    } catch {}
+  }
   try {
     migrate(db, migrations)
   } catch (e) {

@@ -36,7 +36,7 @@ describe('muster binary', () => {
 
   test('an unreachable Platform is one clear line, no stack trace', async () => {
     using dir = tmpDir()
-    writeFileSync(`${dir.path}/pw`, 'whatever\n')
+    writeFileSync(`${dir.path}/pw`, 'whatever\n', { mode: 0o600 })
     const r = await runMuster(['login', '--platform-url', 'http://127.0.0.1:9', '--identifier', 'superadmin', '--password-file', `${dir.path}/pw`])
     expect(r.code).toBe(1)
     expect(r.stderr).toContain('Cannot reach the Platform at http://127.0.0.1:9')

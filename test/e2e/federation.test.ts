@@ -1,7 +1,7 @@
 // Federation through dist/muster: a controller and two offices as separate
 // `muster serve` processes on loopback, driven the way an operator would.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { freePort } from '../federation/_helpers.ts'
@@ -85,7 +85,7 @@ describe('federation through dist/muster', () => {
     const answers = await Promise.all([login(ports.a, 'superadmin', password(aDir)), login(ports.a, 'superadmin', 'nope'), login(ports.a, 'ghost', 'x')].map(async (r) => [(await r).status, await (await r).text()]))
     expect(answers[0]![0]).toBe(403)
     expect(new Set(answers.map((a) => JSON.stringify(a))).size).toBe(1)
-    await Bun.write(`${dirs.path}/cpw`, password(cDir))
+    writeFileSync(`${dirs.path}/cpw`, password(cDir), { mode: 0o600 })
     const li = await runMuster(['login', '--platform-url', controller.url, '--identifier', 'superadmin', '--password-file', `${dirs.path}/cpw`], { env: { XDG_CONFIG_HOME: env.XDG_CONFIG_HOME } })
     expect(li.code).toBe(0)
     const asMe = { MUSTER_TOKEN: '' } // use the token `muster login` saved, which names the account

@@ -1,6 +1,6 @@
 // The enrollment authority through the compiled binary, including kill -9.
 import { describe, expect, test } from 'bun:test'
-import { readFileSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { runMuster, startServe } from '../helpers/binary.ts'
 import { newCert } from '../helpers/certs.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
@@ -27,7 +27,11 @@ describe('nodes through dist/muster', () => {
 
       const cert = await newCert('w1')
       writeFileSync(`${dir.path}/cert.pem`, cert.certPem)
-      writeFileSync(`${dir.path}/token`, `${enrollment.token}\n`)
+      writeFileSync(`${dir.path}/token`, `${enrollment.token}\n`, { mode: 0o644 })
+      const loose = await runMuster(['nodes', 'enroll', 'w1', '--enrollment-token-file', `${dir.path}/token`, '--cert-file', `${dir.path}/cert.pem`, '--agent-url', 'https://127.0.0.1:7381'], { env })
+      expect(loose.code).toBe(1) // a secret file others can read is refused, with the fix
+      expect(loose.stderr).toContain(`chmod 600 ${dir.path}/token`)
+      chmodSync(`${dir.path}/token`, 0o600)
       const enrolled = await runMuster(
         ['nodes', 'enroll', 'w1', '--enrollment-token-file', `${dir.path}/token`, '--cert-file', `${dir.path}/cert.pem`, '--agent-url', 'https://127.0.0.1:7381', '--trust-out', `${dir.path}/trust.json`, '--credential-out', `${dir.path}/cred`],
         { env },
