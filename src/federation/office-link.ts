@@ -52,6 +52,11 @@ export class OfficeLink {
       log.warn(`federation: joined as office ${this.config.officeId} but no controller URL is known; set MUSTER_CONTROLLER_URL and MUSTER_ADVERTISE_URL to heartbeat`)
       return
     }
+    const controller = new URL(this.config.controllerUrl)
+    if (controller.protocol !== 'https:' && !['127.0.0.1', 'localhost', '[::1]'].includes(controller.hostname)) {
+      log.warn(`federation: the controller URL ${this.config.controllerUrl} is plain http: this office's secret crosses the network unencrypted on every registration; use https`)
+    }
+    log.info(`federation: office ${this.config.officeId} registering with controller ${this.config.controllerUrl}`)
     const tick = () => {
       if (this.stopped) return
       this.running = this.cycle().finally(() => {
