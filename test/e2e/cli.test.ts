@@ -80,6 +80,26 @@ describe('muster binary', () => {
     expect((await fetch(`${serve.url}/api/v1/whoami`, { headers: { authorization: `Bearer ${creds.token}` } })).status).toBe(200)
   })
 
+  test('admin passwd sets a password from the host while serve runs; the old one stops working', async () => {
+    using dir = tmpDir()
+    const data = `${dir.path}/data`
+    await using serve = await startServe(data)
+    const old = readFileSync(`${data}/platform/initial-superadmin-password`, 'utf8').trim()
+    const login = (password: string) => fetch(`${serve.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: 'superadmin', password }) })
+    const short = await runMuster(['admin', 'passwd', 'superadmin', '--data-dir', data], { stdin: 'short\n' })
+    expect(short.code).toBe(1)
+    expect(short.stderr).toContain('at least 12')
+    const none = await runMuster(['admin', 'passwd', 'superadmin', '--data-dir', data])
+    expect(none.code).toBe(1)
+    expect(none.stderr).toContain('no terminal')
+    const ok = await runMuster(['admin', 'passwd', 'superadmin', '--data-dir', data], { stdin: 'a-new-long-password\n' })
+    expect(ok.code).toBe(0)
+    expect(ok.stdout + ok.stderr).not.toContain('a-new-long-password')
+    expect((await login('a-new-long-password')).status).toBe(200)
+    expect((await login(old)).status).toBe(401)
+    expect((await runMuster(['admin', 'passwd', 'nobody', '--data-dir', data], { stdin: 'a-new-long-password\n' })).code).toBe(1)
+  })
+
   test('login asks for the password on a terminal without echoing it', { timeout: 30_000 }, async () => {
     using dir = tmpDir()
     const data = `${dir.path}/data`
