@@ -2,6 +2,7 @@
 // place, break-glass reports) and an office's own (vouch redemption, local
 // authority, identity writes, placed projects).
 import type { Transport } from './http.ts'
+import type { DeployBody as OfficeProjectSpec } from './projects.ts'
 
 export type OfficeStatus = 'active' | 'revoked'
 
@@ -32,16 +33,7 @@ export interface OfficeInfo {
   projects: OfficeProjectStatus[]
 }
 
-export interface OfficeProjectSpec {
-  name: string
-  command: string[]
-  env?: Record<string, string>
-  replicas: number
-  /** Millicores. */
-  cpu?: number
-  /** MB. */
-  memory?: number
-}
+export type { DeployBody as OfficeProjectSpec } from './projects.ts'
 
 export interface OfficeBreakGlassReport {
   officeId: string

@@ -1,18 +1,13 @@
 // SDK: projects and the node's signed assignments.
 import type { Transport } from './http.ts'
+import type { InferInput } from 'valibot'
+import type { ProjectSpec } from '../projects/spec.ts'
 import type { ProjectView as Project } from '../projects/service.ts'
 import type { SignedAssignments as Assignments } from '../projects/assignments.ts'
 
 export type { PlacementView as ProjectPlacement, ProjectView as Project } from '../projects/service.ts'
 export type { SignedAssignments as Assignments } from '../projects/assignments.ts'
-export interface DeployBody {
-  name: string
-  command: string[]
-  env?: Record<string, string>
-  replicas: number
-  cpu?: number
-  memory?: number
-}
+export type DeployBody = InferInput<typeof ProjectSpec>
 export function projectsApi(call: Transport) {
   const enc = encodeURIComponent
   return {

@@ -83,7 +83,7 @@ export function placedProjects(platform: Platform) {
     // Environment values can be secrets: the listing names the variables only.
     projects: storedSpecs(platform).map(({ env, ...spec }) => ({
       ...spec,
-      envKeys: Object.keys(env),
+      envKeys: Object.keys(env ?? {}),
       placedAt: new Date(rows.find((r) => r.name === spec.name)!.placed_at).toISOString(),
       status: runner.status({ ...spec, env }),
     })),

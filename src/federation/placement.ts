@@ -3,22 +3,14 @@
 // ordinary projects of this Platform's workloads service (origin 'controller'),
 // so they are placed, signed and supervised like any other, and keep running
 // with the controller gone. Tests (or another runtime) can register a runner.
-import * as v from 'valibot'
+import { ProjectSpec } from '../projects/spec.ts'
 import { MusterError } from '../errors.ts'
 import type { Platform } from '../platform.ts'
 import type { Projects } from '../projects/service.ts'
-import { OFFICE_ID } from './formats.ts'
 
-export const PlacedProjectSpec = v.object({
-  name: v.pipe(v.string(), v.regex(OFFICE_ID, 'expected a project name like web-1 (lowercase letters, digits, dashes)')),
-  command: v.pipe(v.array(v.pipe(v.string(), v.maxLength(4096))), v.minLength(1, 'expected a command'), v.maxLength(256)),
-  env: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'expected an environment variable name')), v.pipe(v.string(), v.maxLength(8192))), {}),
-  replicas: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1000)),
-  // Absent requests take the office's own project defaults.
-  cpu: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1_000_000))),
-  memory: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(16_777_216))),
-})
-export type PlacedProjectSpec = v.InferOutput<typeof PlacedProjectSpec>
+// A placed project is a project spec like any other.
+export const PlacedProjectSpec = ProjectSpec
+export type PlacedProjectSpec = ProjectSpec
 
 export interface PlacedProjectStatus {
   name: string

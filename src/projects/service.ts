@@ -9,17 +9,11 @@ import type { ReplicaStatus } from '../fabric/registry.ts'
 import type { Db } from '../store/db.ts'
 import { allPlacements, allProjects, deleteProject, nodeAssignment, replacePlacements, saveNodeAssignment, setPrevious, upsertProject, type ProjectRow } from '../store/projects.ts'
 import { ASSIGNMENTS_DOMAIN, assignmentBytes, type AssignedReplica, type AssignmentPayload, type SignedAssignments } from './assignments.ts'
+import type { ProjectSpec } from './spec.ts'
 import { place, type Placement, type PlacementNode, type PlacementResult, type ShortfallReason } from './placement.ts'
 
-export interface ProjectInput {
-  name: string
-  command: string[]
-  env?: Record<string, string>
-  replicas: number
-  cpu?: number
-  memory?: number
-  origin?: string
-}
+/** A project as deployed; `origin` says who placed it (local, or controller). */
+export type ProjectInput = ProjectSpec & { origin?: string }
 
 interface Previous {
   revision: number

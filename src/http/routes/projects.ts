@@ -1,18 +1,9 @@
 // Workload routes (SPEC §9): projects for operators, signed assignments for nodes.
 import { Elysia } from 'elysia'
-import * as v from 'valibot'
 import { MusterError } from '../../errors.ts'
 import type { Platform } from '../../platform.ts'
-import { NodeName, parseBody } from '../validate.ts'
-
-const Deploy = v.object({
-  name: NodeName,
-  command: v.pipe(v.array(v.pipe(v.string(), v.maxLength(4096))), v.minLength(1, 'needs the program to run'), v.maxLength(256)),
-  env: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'expected an environment variable name')), v.pipe(v.string(), v.maxLength(8192)))),
-  replicas: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(10_000)),
-  cpu: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000))),
-  memory: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000_000))),
-})
+import { parseBody } from '../validate.ts'
+import { ProjectSpec } from '../../projects/spec.ts'
 
 export const projectRoutes = (platform: Platform) => {
   const projects = () => platform.projects
@@ -23,7 +14,7 @@ export const projectRoutes = (platform: Platform) => {
   }
   return new Elysia({ name: 'routes/projects', prefix: '/api/v1' })
     .get('/projects', ({ request }) => (need(request, 'server.projects.view'), projects().list()))
-    .post('/projects', ({ request, body }) => (need(request, 'server.projects.manage'), projects().deploy(parseBody(Deploy, body))))
+    .post('/projects', ({ request, body }) => (need(request, 'server.projects.manage'), projects().deploy(parseBody(ProjectSpec, body))))
     .get('/projects/:name', ({ request, params }) => (need(request, 'server.projects.view'), projects().show(projectName(params.name))))
     .delete('/projects/:name', ({ request, params }) => (need(request, 'server.projects.manage'), projects().remove(projectName(params.name))))
     .get('/shortfall', ({ request }) => (need(request, 'server.projects.view'), projects().shortfall()))
