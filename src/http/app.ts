@@ -9,6 +9,7 @@ import { healthRoutes } from './routes/health.ts'
 import { federationRoutes } from './routes/federation.ts'
 import { nodeRoutes } from './routes/nodes.ts'
 import { projectRoutes } from './routes/projects.ts'
+import { dashboardRoutes } from '../dashboard/routes.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
   return new Response(JSON.stringify(err.toJSON()), {
@@ -47,4 +48,6 @@ export function createApp(platform: Platform) {
     .use(projectRoutes(platform))
   // routes: federation
     .use(federationRoutes(platform))
+  // routes: cloud
+    .use(dashboardRoutes(platform))
 }

@@ -1,0 +1,39 @@
+// Dashboard assets are imported as text (`with { type: 'text' }`) so that
+// `bun build --compile` embeds them; these names are typed as strings here and
+// nowhere else, so a mistyped .js import elsewhere still fails the type check.
+declare module '*/ui/index.html' {
+  const text: string
+  export default text
+}
+declare module '*/ui/app.css' {
+  const text: string
+  export default text
+}
+declare module '*/ui/app.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/lib.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/add-machine.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/nodes.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/projects.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/offices.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/cloud.js' {
+  const text: string
+  export default text
+}

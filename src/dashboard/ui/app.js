@@ -1,0 +1,98 @@
+// The dashboard's entry: who is signed in (GET /api/v1/whoami), the login
+// form (POST /login), the tabs and logout (POST /logout). Each panel is its
+// own module with a `show(section)` that loads and renders it.
+import { api, ApiError, h, whenSignedOut } from './lib.js'
+import * as nodes from './nodes.js'
+import * as projects from './projects.js'
+import * as offices from './offices.js'
+import * as cloud from './cloud.js'
+
+const PANELS = { nodes, projects, offices, cloud }
+const $ = (id) => document.getElementById(id)
+let current = null
+
+function showLogin(message, kind) {
+  stopPanels()
+  $('app-view').hidden = true
+  for (const id of Object.keys(PANELS)) $(`panel-${id}`).replaceChildren()
+  $('who').replaceChildren()
+  $('login-view').hidden = false
+  loginMessage(message, kind)
+  $('login-form').elements.identifier.focus()
+}
+
+function loginMessage(message, kind = 'error') {
+  const el = $('login-message')
+  el.textContent = message ?? ''
+  el.className = kind
+  el.hidden = !message
+}
+
+async function showApp(who) {
+  $('login-view').hidden = true
+  $('app-view').hidden = false
+  $('who').replaceChildren(h('strong', {}, who.name), ` (${who.role})`)
+  api('GET', '/healthz').then(
+    (v) => ($('version').textContent = `muster ${v.version}`),
+    () => {},
+  )
+  const wanted = location.hash.slice(1)
+  open(Object.hasOwn(PANELS, wanted) ? wanted : 'nodes')
+}
+
+function stopPanels() {
+  for (const p of Object.values(PANELS)) p.hide?.()
+  current = null
+}
+
+function open(id) {
+  if (current === id) return
+  stopPanels()
+  current = id
+  for (const b of $('tabs').querySelectorAll('button')) b.setAttribute('aria-current', b.dataset.panel === id ? 'page' : 'false')
+  for (const key of Object.keys(PANELS)) $(`panel-${key}`).hidden = key !== id
+  history.replaceState(null, '', `#${id}`)
+  PANELS[id].show($(`panel-${id}`))
+}
+
+async function login(event) {
+  event.preventDefault()
+  const form = event.target
+  const button = form.querySelector('button[type=submit]')
+  button.disabled = true
+  loginMessage()
+  try {
+    await api('POST', '/login', { identifier: form.elements.identifier.value, password: form.elements.password.value })
+    form.elements.password.value = ''
+    await boot()
+  } catch (e) {
+    form.elements.password.value = ''
+    // 401: wrong account or password; 403 local-login-disabled: this office's local door is closed.
+    loginMessage(e instanceof ApiError ? e.message : String(e))
+    form.elements.password.focus()
+  } finally {
+    button.disabled = false
+  }
+}
+
+async function logout() {
+  try {
+    await api('POST', '/logout', {})
+  } finally {
+    showLogin('You are logged out.', 'info')
+  }
+}
+
+async function boot() {
+  try {
+    showApp(await api('GET', '/api/v1/whoami'))
+  } catch (e) {
+    showLogin(e instanceof ApiError && e.status === 401 ? undefined : e.message)
+  }
+}
+
+whenSignedOut((message) => showLogin(message))
+$('login-form').addEventListener('submit', login)
+$('logout').addEventListener('click', logout)
+for (const b of $('tabs').querySelectorAll('button')) b.addEventListener('click', () => open(b.dataset.panel))
+boot()
