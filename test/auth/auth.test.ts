@@ -113,3 +113,15 @@ describe('HTTP contract', () => {
     expect(await res.json()).toMatchObject({ ok: true, version: expect.stringMatching(/^\d+\.\d+\.\d+/) })
   })
 })
+
+describe('login CSRF', () => {
+  test('a form login from another origin is refused; from the same origin it works', async () => {
+    await using p = await startPlatform()
+    const body = () => new URLSearchParams({ identifier: 'superadmin', password: readFileSync(`${p.dataDir}/platform/initial-superadmin-password`, 'utf8').trim() })
+    const foreign = await fetch(`${p.url}/login`, { method: 'POST', body: body(), headers: { origin: 'https://evil.example' }, redirect: 'manual' })
+    expect(foreign.status).toBe(403)
+    expect(foreign.headers.get('set-cookie')).toBeNull()
+    const same = await fetch(`${p.url}/login`, { method: 'POST', body: body(), headers: { origin: p.url }, redirect: 'manual' })
+    expect(same.status).toBe(303)
+  })
+})

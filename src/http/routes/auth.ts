@@ -20,6 +20,12 @@ export const authRoutes = (platform: Platform) =>
   new Elysia({ name: 'routes/auth' })
     .post('/login', async ({ body, request }) => {
       const form = request.headers.get('content-type')?.includes('application/x-www-form-urlencoded')
+      // A form can be posted from any site: refuse one whose Origin is not this Platform (login CSRF).
+      const origin = request.headers.get('origin')
+      if (form && origin && origin !== 'null' && new URL(origin).host !== request.headers.get('host')) {
+        throw new MusterError('forbidden', 'Login forms are accepted only from this Platform’s own pages.')
+      }
+      if (form && origin === 'null') throw new MusterError('forbidden', 'Login forms are accepted only from this Platform’s own pages.')
       const { identifier, password } = parseBody(Login, body)
       const { sessionId, account } = await platform.auth.login(identifier, password)
       const cookie = sessionCookie(sessionId, platform.secure, SESSION_TTL_MS / 1000)
