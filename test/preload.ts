@@ -11,3 +11,7 @@ for (const key of Object.keys(process.env)) {
   if (/^(MUSTER_|HCLOUD_|HETZNER_|DIGITALOCEAN_|AWS_|AZURE_|ARM_|GOOGLE_|GCP_|CLOUDSDK_)/.test(key)) delete process.env[key]
 }
 process.env.MUSTER_LOG_LEVEL ??= '1'
+
+// End-to-end tests start real processes; give every test a minute (bun 1.4 ignores bunfig's timeout).
+const { setDefaultTimeout } = await import('bun:test')
+setDefaultTimeout(60_000)
