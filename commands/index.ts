@@ -16,6 +16,7 @@ const root = defineCommand({
     nodes: () => import('./nodes/index.ts').then((m) => m.default),
     projects: () => import('./projects/index.ts').then((m) => m.default),
     federation: () => import('./federation/index.ts').then((m) => m.default),
+    cloud: () => import('./cloud/index.ts').then((m) => m.default),
     worker: () => import('./worker/index.ts').then((m) => m.default),
     agent: () => import('./agent.ts').then((m) => m.default),
     doctor: () => import('./doctor.ts').then((m) => m.default),

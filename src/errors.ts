@@ -43,6 +43,12 @@ export const CODES = {
   'data-dir-newer': { status: 500, retryable: false },
   'already-running': { status: 409, retryable: false },
   'not-configured': { status: 400, retryable: false },
+  // cloud
+  'cloud-not-connected': { status: 409, retryable: false },
+  'cloud-credentials-refused': { status: 400, retryable: false },
+  'cloud-provider-error': { status: 502, retryable: true },
+  'cloud-in-use': { status: 409, retryable: false },
+  'cloud-unavailable': { status: 503, retryable: false },
 } as const
 
 export type Code = keyof typeof CODES

@@ -115,6 +115,8 @@ export class Platform {
     this.onClose(() => this.projects.stop())
     // services: federation
     await startFederation(this)
+    // services: cloud
+    await import('./cloud/service.ts').then((m) => m.startCloud(this))
   }
 
   /** Registers something to stop when the Platform closes (run in reverse order). */

@@ -4,11 +4,13 @@ import { createTransport, type ClientOptions } from './http.ts'
 import { nodesApi } from './nodes.ts'
 import { projectsApi } from './projects.ts'
 import { federationApi } from './federation.ts'
+import { cloudApi } from './cloud.ts'
 
 export type { ClientOptions } from './http.ts'
 export type * from './nodes.ts'
 export type * from './projects.ts'
 export type * from './federation.ts'
+export type * from './cloud.ts'
 export { MusterError } from '../errors.ts'
 
 export interface Health {
@@ -24,6 +26,7 @@ export function createClient(opts: ClientOptions) {
     nodes: nodesApi(call),
     projects: projectsApi(call),
     federation: federationApi(call),
+    cloud: cloudApi(call),
     auth: {
       login: (identifier: string, password: string) => call<{ ok: boolean; account: string }>('POST', '/login', { identifier, password }),
       whoami: () => call<{ name: string; account: string | null; role: string; kind: string }>('GET', '/api/v1/whoami'),

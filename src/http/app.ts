@@ -9,6 +9,7 @@ import { healthRoutes } from './routes/health.ts'
 import { federationRoutes } from './routes/federation.ts'
 import { nodeRoutes } from './routes/nodes.ts'
 import { projectRoutes } from './routes/projects.ts'
+import { cloudRoutes } from './routes/cloud.ts'
 import { dashboardRoutes } from '../dashboard/routes.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
@@ -49,5 +50,6 @@ export function createApp(platform: Platform) {
   // routes: federation
     .use(federationRoutes(platform))
   // routes: cloud
+    .use(cloudRoutes(platform))
     .use(dashboardRoutes(platform))
 }

@@ -5,6 +5,7 @@ import { AUTH_MIGRATIONS } from './schema/auth.ts'
 import { FABRIC_MIGRATIONS } from './schema/fabric.ts'
 import { PROJECTS_MIGRATIONS } from './schema/projects.ts'
 import { FEDERATION_MIGRATIONS } from './schema/federation.ts'
+import { CLOUD_MIGRATIONS } from './schema/cloud.ts'
 
 export interface Migration {
   id: number
@@ -12,4 +13,4 @@ export interface Migration {
   sql: string
 }
 
-export const MIGRATIONS: readonly Migration[] = [...AUTH_MIGRATIONS, ...FABRIC_MIGRATIONS, ...PROJECTS_MIGRATIONS, ...FEDERATION_MIGRATIONS]
+export const MIGRATIONS: readonly Migration[] = [...AUTH_MIGRATIONS, ...FABRIC_MIGRATIONS, ...PROJECTS_MIGRATIONS, ...FEDERATION_MIGRATIONS, ...CLOUD_MIGRATIONS]

@@ -1,0 +1,28 @@
+import { defineCommand } from 'citty'
+import { clientArgs } from '../_args.ts'
+
+export default defineCommand({
+  meta: { name: 'provision', description: 'Create a machine at a provider that installs the worker role and joins this Platform by itself' },
+  args: {
+    provider: { type: 'string', valueHint: 'P', description: 'hetzner, digitalocean, aws, azure or gcp' },
+    name: { type: 'string', valueHint: 'NAME', description: 'The node name (and machine name), like worker-1' },
+    region: { type: 'string', valueHint: 'REGION', description: 'From `muster cloud regions P`' },
+    size: { type: 'string', valueHint: 'SIZE', description: 'From `muster cloud sizes P`' },
+    role: { type: 'string', valueHint: 'general|build', default: 'general', description: 'What the machine is for' },
+    ...clientArgs,
+  },
+  async run({ args }) {
+    const { UsageError, checkName } = await import('../_args.ts')
+    const { checkProvider } = await import('./_provider.ts')
+    const provider = checkProvider(args.provider)
+    for (const f of ['name', 'region', 'size'] as const) if (!args[f]) throw new UsageError(`--${f} is required`)
+    checkName(args.name!, '--name')
+    if (args.role !== 'general' && args.role !== 'build') throw new UsageError(`--role must be general or build, got "${args.role}"`)
+    const { clientFrom } = await import('../_client.ts')
+    const p = await clientFrom(args).cloud.provision({ provider, name: args.name!, region: args.region!, size: args.size!, role: args.role })
+    if (args.json) return (await import('../_out.ts')).printJson(p)
+    const { consola } = await import('consola')
+    if (p.state === 'failed') consola.error(`${p.id} ${p.name} failed: ${p.reason}`)
+    else consola.success(`${p.id}: ${p.name} is ${p.state} at ${p.provider} (machine ${p.machineId ?? 'pending'}). Follow it with \`muster cloud provisions ${p.id}\`.`)
+  },
+})

@@ -1,0 +1,38 @@
+// Where a created machine downloads muster from: MUSTER_CLOUD_BINARY_URL with
+// MUSTER_CLOUD_BINARY_SHA256 (e.g. a release for another architecture), else
+// this Platform's own compiled binary, served at GET /api/v1/cloud/binary.
+import { MusterError } from '../errors.ts'
+
+export interface BinarySource {
+  url: string
+  sha256: string
+}
+
+export const BINARY_ROUTE = '/api/v1/cloud/binary'
+
+export function binaryFromEnv(env: Record<string, string | undefined> = process.env): BinarySource | null {
+  const url = env.MUSTER_CLOUD_BINARY_URL?.trim()
+  const sha = env.MUSTER_CLOUD_BINARY_SHA256?.trim().replace(/^sha256:/, '').toLowerCase()
+  if (!url && !sha) return null
+  if (!url || !sha || !/^[0-9a-f]{64}$/.test(sha) || !/^https?:\/\//.test(url)) {
+    throw new MusterError('not-configured', 'MUSTER_CLOUD_BINARY_URL (http/https) and MUSTER_CLOUD_BINARY_SHA256 (64 hex) go together.')
+  }
+  return { url, sha256: sha }
+}
+
+/** The running executable when it is a compiled muster (not `bun` running sources). */
+export function ownExecutable(): string | null {
+  return import.meta.path.startsWith('/$bunfs/') || Bun.main.startsWith('/$bunfs/') ? process.execPath : null
+}
+
+let ownSha: Promise<string> | undefined
+
+/** SHA-256 of the running executable, computed once. */
+export function ownExecutableSha256(path: string): Promise<string> {
+  ownSha ??= (async () => {
+    const h = new Bun.CryptoHasher('sha256')
+    for await (const chunk of Bun.file(path).stream()) h.update(chunk)
+    return h.digest('hex')
+  })()
+  return ownSha
+}

@@ -1,0 +1,168 @@
+// GCP Compute Engine v1 (https://cloud.google.com/compute/docs/reference/rest/v1)
+// with a service account key: a JWT signed with its private key (RS256) is
+// exchanged for an OAuth access token. The project is the key's project_id;
+// "regions" are zones, where instances live. Inserts carry a requestId (a UUID
+// derived from ours) so Compute Engine itself drops a repeated insert; one
+// firewall rule opens the Agent's port to instances tagged muster-agent.
+// Machine ids are ZONE/NAME.
+import { createHash } from 'node:crypto'
+import { MusterError } from '../../errors.ts'
+import { callJson, isStatus, request } from '../http.ts'
+import type { CloudProvider, CreateMachine, GcpCredentials, Machine, MachineRef, MachineStatus, Region, Size } from '../provider.ts'
+
+const SCOPE = 'https://www.googleapis.com/auth/compute'
+const AGENT_PORT = 7381
+const IMAGE = 'projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64'
+const STATUS: Record<string, MachineStatus> = { PROVISIONING: 'pending', STAGING: 'pending', RUNNING: 'running', STOPPING: 'stopped', STOPPED: 'stopped', SUSPENDING: 'stopped', SUSPENDED: 'stopped', TERMINATED: 'stopped', REPAIRING: 'pending' }
+
+interface Instance {
+  name: string
+  zone?: string
+  status: string
+  labels?: Record<string, string>
+  networkInterfaces?: { accessConfigs?: { natIP?: string }[] }[]
+}
+
+const describe = (b: unknown) => {
+  const e = (b as { error?: { status?: string; message?: string; errors?: { reason?: string }[] } }).error
+  return { code: e?.errors?.[0]?.reason ?? e?.status, message: e?.message }
+}
+
+const b64url = (b: Uint8Array | string) => Buffer.from(b).toString('base64url')
+
+/** A UUID (what Compute Engine's requestId takes) that is a function of our request id. */
+export function requestUuid(requestId: string): string {
+  const h = createHash('sha256').update(`muster cloud request ${requestId}`).digest('hex')
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((Number.parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`
+}
+
+export class GcpProvider implements CloudProvider {
+  readonly name = 'gcp' as const
+  readonly maxUserDataBytes = 256 * 1024
+  private token: { value: string; until: number } | null = null
+
+  constructor(
+    private readonly creds: GcpCredentials,
+    private readonly base: string,
+    private readonly tokenUrl: string,
+  ) {}
+
+  /** 1. a JWT for the compute scope, signed with the key  2. exchanged at the token endpoint. */
+  private async accessToken(): Promise<string> {
+    if (this.token && Date.now() < this.token.until) return this.token.value
+    const now = Math.floor(Date.now() / 1000)
+    const header = { alg: 'RS256', typ: 'JWT', ...(this.creds.private_key_id ? { kid: this.creds.private_key_id } : {}) }
+    const claims = { iss: this.creds.client_email, scope: SCOPE, aud: this.tokenUrl, iat: now, exp: now + 3600 }
+    const input = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(claims))}`
+    let key: CryptoKey
+    try {
+      const der = Buffer.from(this.creds.private_key.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, ''), 'base64')
+      key = await crypto.subtle.importKey('pkcs8', der, { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }, false, ['sign'])
+    } catch {
+      throw new MusterError('invalid-request', 'Invalid credentials.private_key: not an RSA private key in PKCS#8 PEM.', { field: 'credentials.private_key' })
+    }
+    const sig = new Uint8Array(await crypto.subtle.sign('RSASSA-PKCS1-v1_5', key, new TextEncoder().encode(input)))
+    const body = new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion: `${input}.${b64url(sig)}` })
+    const a = await request('gcp', this.tokenUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: body.toString() })
+    let j: { access_token?: string; expires_in?: number; error?: string; error_description?: string } = {}
+    try {
+      j = JSON.parse(a.text)
+    } catch {}
+    if (a.status !== 200 || !j.access_token) {
+      const why = [j.error, j.error_description].filter(Boolean).join(': ')
+      throw new MusterError('cloud-credentials-refused', `gcp refused the credentials (${a.status}${why ? ` ${why}` : ''}).`, { providerStatus: a.status, providerCode: j.error ?? null })
+    }
+    this.token = { value: j.access_token, until: Date.now() + Math.max((j.expires_in ?? 3600) - 60, 30) * 1000 }
+    return this.token.value
+  }
+
+  private async call<T>(method: string, path: string, body?: unknown) {
+    const headers = { authorization: `Bearer ${await this.accessToken()}` }
+    return callJson<T>('gcp', `${this.base}/projects/${this.creds.project_id}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, describe)
+  }
+
+  private async all<T>(path: string): Promise<T[]> {
+    const out: T[] = []
+    let pageToken: string | undefined
+    do {
+      const sep = path.includes('?') ? '&' : '?'
+      const { body }: { body: { items?: T[]; nextPageToken?: string } } = await this.call('GET', `${path}${pageToken ? `${sep}pageToken=${encodeURIComponent(pageToken)}` : ''}`)
+      out.push(...(body.items ?? []))
+      pageToken = body.nextPageToken
+    } while (pageToken)
+    return out
+  }
+
+  async validate() {
+    await this.call('GET', '/zones?maxResults=1')
+    return { account: `${this.creds.project_id} (${this.creds.client_email})` }
+  }
+
+  async regions(): Promise<Region[]> {
+    const zones = await this.all<{ name: string; region: string; status: string }>('/zones')
+    return zones.map((z) => ({ id: z.name, name: `${z.name} (${z.region.split('/').pop()})`, available: z.status === 'UP' }))
+  }
+
+  async sizes(zone?: string): Promise<Size[]> {
+    if (!zone) throw new MusterError('invalid-request', 'gcp lists machine types per zone: give a zone as the region (--region).', { field: 'region' })
+    const types = await this.all<{ name: string; guestCpus: number; memoryMb: number; deprecated?: unknown }>(`/zones/${encodeURIComponent(zone)}/machineTypes`)
+    return types.filter((t) => !t.deprecated).map((t) => ({ id: t.name, cpus: t.guestCpus, memoryMB: t.memoryMb, diskGB: null, priceMonthly: null }))
+  }
+
+  private async instance(zone: string, name: string): Promise<Instance | null> {
+    try {
+      return (await this.call<Instance>('GET', `/zones/${encodeURIComponent(zone)}/instances/${encodeURIComponent(name)}`)).body
+    } catch (e) {
+      if (isStatus(e, 404)) return null
+      throw e
+    }
+  }
+
+  async findMachine({ requestId, name, region }: MachineRef): Promise<Machine | null> {
+    const i = await this.instance(region, name)
+    return i && i.labels?.['muster-request'] === requestId ? machine(region, i) : null
+  }
+
+  async createMachine(req: CreateMachine): Promise<Machine> {
+    const existing = await this.findMachine(req)
+    if (existing) return existing
+    // The firewall rule exists once per project; alreadyExists is fine.
+    try {
+      await this.call('POST', '/global/firewalls', { name: 'muster-agent', network: 'global/networks/default', direction: 'INGRESS', allowed: [{ IPProtocol: 'tcp', ports: [String(AGENT_PORT)] }], sourceRanges: ['0.0.0.0/0'], targetTags: ['muster-agent'], description: 'muster Agent port for the Platform (created by muster)' })
+    } catch (e) {
+      if (!isStatus(e, 409)) throw e
+    }
+    const zone = encodeURIComponent(req.region)
+    await this.call('POST', `/zones/${zone}/instances?requestId=${requestUuid(req.requestId)}`, {
+      name: req.name,
+      machineType: `zones/${req.region}/machineTypes/${req.size}`,
+      labels: { 'managed-by': 'muster', 'muster-request': req.requestId, 'muster-role': req.role },
+      tags: { items: ['muster-agent'] },
+      disks: [{ boot: true, autoDelete: true, initializeParams: { sourceImage: IMAGE } }],
+      networkInterfaces: [{ network: 'global/networks/default', accessConfigs: [{ type: 'ONE_TO_ONE_NAT', name: 'External NAT' }] }],
+      metadata: { items: [{ key: 'user-data', value: req.userData }] },
+    })
+    return { id: `${req.region}/${req.name}`, status: 'pending', providerStatus: 'PROVISIONING', address: null }
+  }
+
+  async getMachine(id: string): Promise<Machine | null> {
+    const [zone, name] = id.split('/')
+    if (!zone || !name) return null
+    const i = await this.instance(zone, name)
+    return i ? machine(zone, i) : null
+  }
+
+  async deleteMachine(id: string): Promise<void> {
+    const [zone, name] = id.split('/')
+    if (!zone || !name) return
+    try {
+      await this.call('DELETE', `/zones/${encodeURIComponent(zone)}/instances/${encodeURIComponent(name)}`)
+    } catch (e) {
+      if (!isStatus(e, 404)) throw e
+    }
+  }
+}
+
+function machine(zone: string, i: Instance): Machine {
+  return { id: `${zone}/${i.name}`, status: STATUS[i.status] ?? 'pending', providerStatus: i.status, address: i.networkInterfaces?.[0]?.accessConfigs?.[0]?.natIP ?? null }
+}

@@ -1,0 +1,151 @@
+// The cloud area on a Platform: provider connections (credentials proved by a
+// list call, then sealed), regions and sizes, the provisioner and the
+// autoscaler, and the status the dashboard shows.
+import type { Principal } from '../auth/auth.ts'
+import { MusterError } from '../errors.ts'
+import { log } from '../log.ts'
+import type { Platform } from '../platform.ts'
+import { deleteConnection, getConnection, listConnections, upsertConnection } from '../store/cloud-connections.ts'
+import { existingMachines, listProvisions, STARTING_STATES } from '../store/cloud-provisions.ts'
+import { getScaling, updateScaling } from '../store/cloud-scaling.ts'
+import { Autoscaler } from './autoscale.ts'
+import { binaryFromEnv, type BinarySource } from './binary.ts'
+import { endpointsFromEnv, parseCredentials, PROVIDERS, type CloudEndpoints, type CloudProvider, type Credentials, type ProviderName } from './provider.ts'
+import { createProvider } from './providers/index.ts'
+import { Provisioner } from './provisioner.ts'
+import { seal, sealKey, unseal } from './seal.ts'
+
+const services = new WeakMap<Platform, Cloud>()
+
+/** Starts the cloud service of a Platform (called from Platform.startServices). */
+export function startCloud(platform: Platform): Cloud {
+  const cloud = new Cloud(platform)
+  services.set(platform, cloud)
+  cloud.start()
+  platform.onClose(() => cloud.stop())
+  return cloud
+}
+
+export function cloudOf(platform: Platform): Cloud {
+  const c = services.get(platform)
+  if (!c) throw new MusterError('unavailable', 'The cloud service is not running on this Platform.')
+  return c
+}
+
+export const actorOf = (p: Principal | null): string => (p ? (p.account ?? p.name) : 'autoscaler')
+
+export class Cloud {
+  /** API base URLs (MUSTER_CLOUD_*_URL); tests point them at fakes. */
+  endpoints: CloudEndpoints
+  /** An explicit binary download (MUSTER_CLOUD_BINARY_URL/SHA256); else the Platform serves its own. */
+  binary: BinarySource | null
+  readonly provisioner: Provisioner
+  readonly autoscaler: Autoscaler
+  private readonly key: Uint8Array
+  private timers: ReturnType<typeof setInterval>[] = []
+
+  constructor(readonly platform: Platform) {
+    this.endpoints = endpointsFromEnv()
+    this.binary = binaryFromEnv()
+    this.key = sealKey(platform.masterKey)
+    this.provisioner = new Provisioner(this)
+    this.autoscaler = new Autoscaler(this)
+  }
+
+  get db() {
+    return this.platform.db
+  }
+  now(): number {
+    return this.platform.now()
+  }
+
+  start(): void {
+    const every = (ms: number, fn: () => Promise<unknown>) => {
+      const t = setInterval(() => void fn().catch((e) => log.warn(`cloud: ${(e as Error).message}`)), ms)
+      t.unref?.()
+      this.timers.push(t)
+    }
+    every(Number(process.env.MUSTER_CLOUD_RECONCILE_MS) || 5000, () => this.provisioner.reconcile())
+    every(Number(process.env.MUSTER_CLOUD_AUTOSCALE_MS) || 10_000, () => this.autoscaler.tick())
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.timers.splice(0)) clearInterval(t)
+    await this.provisioner.idle()
+  }
+
+  // ---- connections -------------------------------------------------------------
+
+  /** The client for a connected provider; refuses when it is not connected. */
+  provider(name: ProviderName): CloudProvider {
+    const row = getConnection(this.db, name)
+    if (!row) throw new MusterError('cloud-not-connected', `${name} is not connected: run \`muster cloud connect --provider ${name}\` first.`)
+    const creds = JSON.parse(unseal(this.key, name, row.sealed)) as Credentials
+    return createProvider(name, creds, this.endpoints)
+  }
+
+  /** 1. parse  2. prove by a list call  3. seal and keep. Nothing is stored when the provider refuses. */
+  async connect(name: ProviderName, input: unknown, actor: Principal) {
+    const creds = parseCredentials(name, input)
+    const { account } = await createProvider(name, creds, this.endpoints).validate()
+    upsertConnection(this.db, { provider: name, sealed: seal(this.key, name, JSON.stringify(creds)), account, connected_at: this.now(), connected_by: actorOf(actor) })
+    log.info(`cloud: ${name} connected by ${actorOf(actor)}${account ? ` (${account})` : ''}`)
+    return this.connectionView(name)
+  }
+
+  /** Refused while machines it created exist: releasing them needs the credentials. Also withdraws scaling consent for it. */
+  disconnect(name: ProviderName, actor: Principal) {
+    if (!getConnection(this.db, name)) throw new MusterError('cloud-not-connected', `${name} is not connected.`)
+    const machines = existingMachines(this.db, name)
+    if (machines.length > 0) {
+      throw new MusterError('cloud-in-use', `${machines.length} machine(s) created through ${name} still exist (${machines.map((m) => m.id).join(', ')}); release them first (\`muster cloud release ID\`).`)
+    }
+    deleteConnection(this.db, name)
+    if (getScaling(this.db).provider === name) updateScaling(this.db, { enabled: 0, updated_at: this.now() })
+    log.info(`cloud: ${name} disconnected by ${actorOf(actor)}`)
+    return { provider: name, connected: false }
+  }
+
+  connectionView(name: ProviderName) {
+    const row = listConnections(this.db).find((c) => c.provider === name)
+    return {
+      provider: name,
+      connected: Boolean(row),
+      account: row?.account ?? null,
+      connectedAt: row ? new Date(row.connected_at).toISOString() : null,
+      connectedBy: row?.connected_by ?? null,
+      machines: existingMachines(this.db, name).length,
+    }
+  }
+
+  async regions(name: ProviderName) {
+    return { provider: name, regions: await this.provider(name).regions() }
+  }
+
+  async sizes(name: ProviderName, region?: string) {
+    return { provider: name, region: region ?? null, sizes: await this.provider(name).sizes(region) }
+  }
+
+  /** Why provisioning cannot run here, or null when it can. */
+  unavailableReason(): string | null {
+    if (!this.platform.fabric.enrollment) return 'a created machine joins through the enrollment listener: start serve with --enrollment-port'
+    if (!this.binary && !this.provisioner.ownBinary()) return 'no muster binary to install: run a compiled muster, or set MUSTER_CLOUD_BINARY_URL and MUSTER_CLOUD_BINARY_SHA256'
+    return null
+  }
+
+  status() {
+    const rows = listProvisions(this.db).filter((r) => r.state !== 'released')
+    const why = this.unavailableReason()
+    return {
+      providers: PROVIDERS.map((p) => this.connectionView(p)),
+      provisioning: { available: why === null, ...(why ? { reason: why } : {}) },
+      machines: {
+        total: existingMachines(this.db).length,
+        starting: rows.filter((r) => STARTING_STATES.includes(r.state)).length,
+        ready: rows.filter((r) => r.state === 'ready').length,
+        failed: rows.filter((r) => r.state === 'failed').length,
+      },
+      scaling: this.autoscaler.view(),
+    }
+  }
+}

@@ -1,0 +1,92 @@
+// First-boot data for a machine the Platform creates: cloud-init that installs
+// the worker role with install.sh and joins this Platform. The single-use join
+// token sits in a root-only file (0600) and reaches `worker join` on stdin,
+// never on a command line. No provider credential is ever written here.
+import installScript from '../../install.sh' with { type: 'text' }
+import { MusterError } from '../errors.ts'
+
+export interface FirstBoot {
+  provider: string
+  nodeId: string
+  token: string
+  /** The enrollment listener (https) and its certificate fingerprint to pin. */
+  enrollmentUrl: string
+  fingerprint: string
+  /** Where install.sh downloads the binary, and its SHA-256 (checked before anything is installed). */
+  binaryUrl: string
+  binarySha256: string
+  role: 'general' | 'build'
+}
+
+export const FIRST_BOOT_DIR = '/root/muster-first-boot'
+
+const JOIN_SCRIPT = `#!/bin/sh
+# Runs once, as root, on first boot (cloud-init runcmd).
+set -eu
+cd ${FIRST_BOOT_DIR}
+# shellcheck source=/dev/null
+. ./join.env
+# 1. install the worker role: the muster account, the binary (checksum verified), the Agent unit, the receipt
+sh ./install.sh --role worker --from "$MUSTER_BINARY_URL" --sha256 "$MUSTER_BINARY_SHA256"
+# 2. the address the Platform reaches the Agent by: where a cloud keeps the public one off the interface, ask its metadata service
+ADDR=''
+case $MUSTER_PROVIDER in
+aws) ADDR=$(t=$(curl -fsS -m 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' http://169.254.169.254/latest/api/token) &&
+	curl -fsS -m 5 -H "X-aws-ec2-metadata-token: $t" http://169.254.169.254/latest/meta-data/public-ipv4) || ADDR='' ;;
+gcp) ADDR=$(curl -fsS -m 5 -H 'Metadata-Flavor: Google' http://metadata.google.internal/computeMetadata/v1/instance/network-interfaces/0/access-configs/0/external-ip) || ADDR='' ;;
+azure) ADDR=$(curl -fsS -m 5 -H 'Metadata: true' 'http://169.254.169.254/metadata/instance/network/interface/0/ipv4/ipAddress/0/publicIpAddress?api-version=2021-02-01&format=text') || ADDR='' ;;
+esac
+set --
+[ -z "$ADDR" ] || set -- --address "$ADDR"
+# 3. join as the muster account, pinned to the Platform's certificate; the single-use
+#    token comes on stdin from a root-only file, never on a command line
+runuser -u muster -- /usr/local/bin/muster worker join --platform-url "$MUSTER_PLATFORM_URL" --node-id "$MUSTER_NODE_ID" \\
+  --platform-fingerprint "$MUSTER_PLATFORM_FINGERPRINT" --data-dir /var/lib/muster "$@" <./enrollment-token
+# 4. the token is spent: remove it, start the Agent
+rm -f ./enrollment-token
+systemctl enable --now muster-agent.service
+`
+
+const SAFE = /^[A-Za-z0-9._~:/?#@!$&()*+,;=%[\]-]+$/
+
+function envLine(key: string, value: string): string {
+  // Shapes are checked so a value can never end the quotes it sits in.
+  if (!SAFE.test(value)) throw new MusterError('invalid-request', `Cannot put ${key} into first-boot data: unexpected characters.`)
+  return `${key}='${value}'`
+}
+
+const indent = (text: string, by: string) => text.replace(/\n$/, '').split('\n').map((l) => (l ? by + l : l)).join('\n')
+
+function file(path: string, mode: string, content: string, encoding?: 'gz+b64'): string {
+  const head = `  - path: ${path}\n    owner: root:root\n    permissions: '${mode}'\n`
+  if (encoding) return `${head}    encoding: ${encoding}\n    content: ${content}\n`
+  return `${head}    content: |\n${indent(content, '      ')}\n`
+}
+
+/** The cloud-config document (plain text; each provider encodes it its own way). */
+export function firstBootData(f: FirstBoot): string {
+  if (!/^mjt_[a-z2-7]{16}\.[A-Za-z0-9_-]{43}$/.test(f.token)) throw new MusterError('internal', 'Unexpected join token shape.')
+  if (!/^sha256:[0-9a-f]{64}$/.test(f.fingerprint) || !/^[0-9a-f]{64}$/.test(f.binarySha256)) throw new MusterError('internal', 'Unexpected fingerprint or checksum shape.')
+  const env = [
+    envLine('MUSTER_PROVIDER', f.provider),
+    envLine('MUSTER_NODE_ID', f.nodeId),
+    envLine('MUSTER_ROLE', f.role),
+    envLine('MUSTER_PLATFORM_URL', f.enrollmentUrl),
+    envLine('MUSTER_PLATFORM_FINGERPRINT', f.fingerprint),
+    envLine('MUSTER_BINARY_URL', f.binaryUrl),
+    envLine('MUSTER_BINARY_SHA256', f.binarySha256),
+  ].join('\n')
+  const installer = Buffer.from(Bun.gzipSync(new TextEncoder().encode(installScript), { level: 9 })).toString('base64')
+  return [
+    '#cloud-config',
+    `# muster: install the worker role and join as ${f.nodeId}`,
+    'write_files:',
+    file(`${FIRST_BOOT_DIR}/enrollment-token`, '0600', `${f.token}\n`) +
+      file(`${FIRST_BOOT_DIR}/join.env`, '0600', `${env}\n`) +
+      file(`${FIRST_BOOT_DIR}/install.sh`, '0700', installer, 'gz+b64') +
+      file(`${FIRST_BOOT_DIR}/join.sh`, '0700', JOIN_SCRIPT),
+    'runcmd:',
+    `  - [sh, ${FIRST_BOOT_DIR}/join.sh]`,
+    '',
+  ].join('\n')
+}

@@ -1,0 +1,69 @@
+// Cloud routes (SPEC §11): connections, regions and sizes, provisions, and
+// automatic scale-out. Credentials go in and are never sent back.
+import { Elysia } from 'elysia'
+import * as v from 'valibot'
+import { ownExecutable } from '../../cloud/binary.ts'
+import { PROVIDERS, isProvider, type ProviderName } from '../../cloud/provider.ts'
+import { actorOf, cloudOf } from '../../cloud/service.ts'
+import { MusterError } from '../../errors.ts'
+import type { Permission } from '../../auth/permissions.ts'
+import type { Platform } from '../../platform.ts'
+import { NodeName, parseBody } from '../validate.ts'
+
+const Provider = v.picklist(PROVIDERS, `expected one of ${PROVIDERS.join(', ')}`)
+const Slug = (what: string) => v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, `expected a ${what} id from \`muster cloud ${what === 'region' ? 'regions' : 'sizes'}\``))
+const Role = v.picklist(['general', 'build'], 'expected general or build')
+
+export const Connect = v.object({ provider: Provider, credentials: v.union([v.pipe(v.string(), v.maxLength(16384)), v.record(v.string(), v.unknown())], 'expected the credentials as a string or a JSON object') })
+export const Provision = v.object({ provider: Provider, name: NodeName, region: Slug('region'), size: Slug('size'), role: v.optional(Role, 'general') })
+export const Scaling = v.object({
+  enabled: v.optional(v.boolean()),
+  maxMachines: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))),
+  cooldownMinutes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1440))),
+  provider: v.optional(Provider),
+  region: v.optional(Slug('region')),
+  size: v.optional(Slug('size')),
+  role: v.optional(Role),
+})
+
+const providerParam = (p: string): ProviderName => {
+  if (!isProvider(p)) throw new MusterError('not-found', `No cloud provider ${p}; known: ${PROVIDERS.join(', ')}.`)
+  return p
+}
+
+export const cloudRoutes = (platform: Platform) => {
+  const need = (request: Request, perm: Permission) => platform.auth.require(request.headers, perm)
+  const cloud = () => cloudOf(platform)
+  return new Elysia({ name: 'routes/cloud', prefix: '/api/v1/cloud' })
+    .get('/status', ({ request }) => (need(request, 'server.cloud.view'), cloud().status()))
+    .post('/connections', ({ request, body }) => {
+      const who = need(request, 'server.cloud.connect')
+      const b = parseBody(Connect, body)
+      return cloud().connect(b.provider, b.credentials, who)
+    })
+    .delete('/connections/:provider', ({ request, params }) => cloud().disconnect(providerParam(params.provider), need(request, 'server.cloud.connect')))
+    .get('/providers/:provider/regions', ({ request, params }) => (need(request, 'server.cloud.view'), cloud().regions(providerParam(params.provider))))
+    .get('/providers/:provider/sizes', ({ request, params, query }) => {
+      need(request, 'server.cloud.view')
+      const region = query.region === undefined ? undefined : parseBody(v.object({ region: Slug('region') }), { region: query.region }).region
+      return cloud().sizes(providerParam(params.provider), region)
+    })
+    .get('/provisions', ({ request }) => (need(request, 'server.cloud.view'), cloud().provisioner.list()))
+    .post('/provisions', ({ request, body }) => {
+      const who = need(request, 'server.cloud.manage')
+      return cloud().provisioner.request(parseBody(Provision, body), actorOf(who))
+    })
+    .get('/provisions/:id', ({ request, params }) => (need(request, 'server.cloud.view'), cloud().provisioner.show(params.id)))
+    .delete('/provisions/:id', ({ request, params }) => cloud().provisioner.release(params.id, actorOf(need(request, 'server.cloud.manage'))))
+    .get('/scaling', ({ request }) => (need(request, 'server.cloud.view'), cloud().autoscaler.view()))
+    .put('/scaling', ({ request, body }) => {
+      const who = need(request, 'server.cloud.connect')
+      return cloud().autoscaler.configure(parseBody(Scaling, body), actorOf(who))
+    })
+    // Anonymous on purpose: a machine being created downloads muster here, and checks its SHA-256 from its first-boot data.
+    .get('/binary', () => {
+      const exe = ownExecutable()
+      if (!exe) throw new MusterError('not-found', 'This Platform is not a compiled muster binary; set MUSTER_CLOUD_BINARY_URL for created machines.')
+      return new Response(Bun.file(exe), { headers: { 'content-type': 'application/octet-stream' } })
+    })
+}

@@ -1,0 +1,78 @@
+// The cloud_provisions table: every machine this Platform asked a provider
+// for, recorded before the provider is called. A live name is unique.
+import type { Db } from './db.ts'
+
+export type ProvisionState = 'creating' | 'booting' | 'enrolling' | 'ready' | 'failed' | 'released'
+export const LIVE_STATES: readonly ProvisionState[] = ['creating', 'booting', 'enrolling', 'ready']
+export const STARTING_STATES: readonly ProvisionState[] = ['creating', 'booting', 'enrolling']
+
+export interface ProvisionRow {
+  id: string
+  request_id: string
+  provider: string
+  name: string
+  region: string
+  size: string
+  role: 'general' | 'build'
+  origin: 'operator' | 'autoscale'
+  requested_by: string | null
+  state: ProvisionState
+  reason: string | null
+  machine_id: string | null
+  machine_status: string | null
+  address: string | null
+  created_at: number
+  updated_at: number
+  ready_at: number | null
+  released_at: number | null
+}
+
+export type NewProvision = Pick<ProvisionRow, 'id' | 'request_id' | 'provider' | 'name' | 'region' | 'size' | 'role' | 'origin' | 'requested_by' | 'created_at'>
+
+/** Inserts a provision in state creating; false when its request id is already recorded. */
+export function insertProvision(db: Db, p: NewProvision): boolean {
+  return (
+    db
+      .query(
+        `INSERT INTO cloud_provisions (id, request_id, provider, name, region, size, role, origin, requested_by, state, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'creating', ?10, ?10) ON CONFLICT(request_id) DO NOTHING`,
+      )
+      .run(p.id, p.request_id, p.provider, p.name, p.region, p.size, p.role, p.origin, p.requested_by, p.created_at).changes === 1
+  )
+}
+
+export function getProvision(db: Db, id: string): ProvisionRow | null {
+  return db.query<ProvisionRow, [string]>('SELECT * FROM cloud_provisions WHERE id = ?1').get(id)
+}
+
+export function provisionByRequest(db: Db, requestId: string): ProvisionRow | null {
+  return db.query<ProvisionRow, [string]>('SELECT * FROM cloud_provisions WHERE request_id = ?1').get(requestId)
+}
+
+export function liveProvisionByName(db: Db, name: string): ProvisionRow | null {
+  return db.query<ProvisionRow, [string]>(`SELECT * FROM cloud_provisions WHERE name = ?1 AND state IN ('creating', 'booting', 'enrolling', 'ready')`).get(name)
+}
+
+export function listProvisions(db: Db): ProvisionRow[] {
+  return db.query<ProvisionRow, []>('SELECT * FROM cloud_provisions ORDER BY created_at DESC, id').all()
+}
+
+export function provisionsIn(db: Db, states: readonly ProvisionState[]): ProvisionRow[] {
+  return db.query<ProvisionRow, string[]>(`SELECT * FROM cloud_provisions WHERE state IN (${states.map((_, i) => `?${i + 1}`).join(', ')}) ORDER BY created_at`).all(...states)
+}
+
+/** Machines that exist (or may, while being created) at a provider: not released, and not failed before a machine was made. */
+export function existingMachines(db: Db, provider?: string): ProvisionRow[] {
+  const rows = db.query<ProvisionRow, []>(`SELECT * FROM cloud_provisions WHERE state != 'released' AND (state != 'failed' OR machine_id IS NOT NULL) ORDER BY created_at`).all()
+  return provider ? rows.filter((r) => r.provider === provider) : rows
+}
+
+/** Moves a provision on; `from` makes it a compare-and-set so two writers cannot both win. */
+export function updateProvision(db: Db, id: string, fields: Partial<Omit<ProvisionRow, 'id' | 'request_id'>>, from?: readonly ProvisionState[]): boolean {
+  const keys = Object.keys(fields) as (keyof typeof fields)[]
+  if (keys.length === 0) return false
+  const sets = keys.map((k, i) => `${k} = ?${i + 2}`).join(', ')
+  const values = keys.map((k) => fields[k] as string | number | null)
+  const guard = from ? ` AND state IN (${from.map((_, i) => `?${keys.length + 2 + i}`).join(', ')})` : ''
+  return db.query(`UPDATE cloud_provisions SET ${sets} WHERE id = ?1${guard}`).run(id, ...values, ...(from ?? [])).changes === 1
+}

@@ -1,0 +1,51 @@
+import type { Migration } from '../migrations.ts'
+
+export const CLOUD_MIGRATIONS: Migration[] = [
+  {
+    id: 400,
+    name: 'cloud connections (sealed), provisions, scaling consent',
+    sql: `
+      CREATE TABLE cloud_connections (
+        provider TEXT PRIMARY KEY,
+        sealed BLOB NOT NULL,
+        account TEXT,
+        connected_at INTEGER NOT NULL,
+        connected_by TEXT
+      );
+      CREATE TABLE cloud_provisions (
+        id TEXT PRIMARY KEY,
+        request_id TEXT NOT NULL UNIQUE,
+        provider TEXT NOT NULL,
+        name TEXT NOT NULL,
+        region TEXT NOT NULL,
+        size TEXT NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('general', 'build')),
+        origin TEXT NOT NULL CHECK (origin IN ('operator', 'autoscale')),
+        requested_by TEXT,
+        state TEXT NOT NULL CHECK (state IN ('creating', 'booting', 'enrolling', 'ready', 'failed', 'released')),
+        reason TEXT,
+        machine_id TEXT,
+        machine_status TEXT,
+        address TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        ready_at INTEGER,
+        released_at INTEGER
+      );
+      CREATE UNIQUE INDEX cloud_provisions_live_name ON cloud_provisions (name) WHERE state IN ('creating', 'booting', 'enrolling', 'ready');
+      CREATE TABLE cloud_scaling (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        enabled INTEGER NOT NULL DEFAULT 0,
+        max_machines INTEGER NOT NULL DEFAULT 1,
+        cooldown_minutes INTEGER NOT NULL DEFAULT 15,
+        provider TEXT,
+        region TEXT,
+        size TEXT,
+        role TEXT NOT NULL DEFAULT 'general',
+        last_request_at INTEGER,
+        updated_at INTEGER NOT NULL DEFAULT 0
+      );
+      INSERT INTO cloud_scaling (id) VALUES (1);
+    `,
+  },
+]

@@ -1,0 +1,82 @@
+// A local DigitalOcean API v2: bearer tokens, regions, sizes, droplets with
+// tag filters and link pagination, 422 for bad input, new → active.
+import { bearer, json, serveFake, type FakeMachine, type FakeServer } from './common.ts'
+
+const REGIONS = [
+  { name: 'New York 3', slug: 'nyc3', features: ['backups', 'ipv6', 'metadata'], available: true, sizes: ['s-1vcpu-1gb', 's-2vcpu-2gb'] },
+  { name: 'Amsterdam 3', slug: 'ams3', features: ['backups', 'ipv6', 'metadata'], available: true, sizes: ['s-1vcpu-1gb', 's-2vcpu-2gb'] },
+  { name: 'San Francisco 1', slug: 'sfo1', features: [], available: false, sizes: [] },
+]
+const SIZES = [
+  { slug: 's-1vcpu-1gb', memory: 1024, vcpus: 1, disk: 25, transfer: 1.0, price_monthly: 6.0, price_hourly: 0.00893, regions: ['nyc3', 'ams3'], available: true, description: 'Basic' },
+  { slug: 's-2vcpu-2gb', memory: 2048, vcpus: 2, disk: 60, transfer: 3.0, price_monthly: 18.0, price_hourly: 0.02679, regions: ['nyc3', 'ams3'], available: true, description: 'Basic' },
+  { slug: 's-8vcpu-16gb', memory: 16384, vcpus: 8, disk: 320, transfer: 6.0, price_monthly: 96.0, price_hourly: 0.14286, regions: [], available: false, description: 'Basic' },
+]
+
+const error = (status: number, id: string, message: string) => json({ id, message, request_id: crypto.randomUUID() }, status)
+
+function page<T>(url: URL, key: string, items: T[]) {
+  const perPage = Math.min(Number(url.searchParams.get('per_page') ?? 20), 200)
+  const p = Math.max(Number(url.searchParams.get('page') ?? 1), 1)
+  const more = p * perPage < items.length
+  const next = new URL(url)
+  next.searchParams.set('page', String(p + 1))
+  return json({ [key]: items.slice((p - 1) * perPage, p * perPage), links: more ? { pages: { next: next.toString() } } : {}, meta: { total: items.length } })
+}
+
+function droplet(m: FakeMachine) {
+  return {
+    id: Number(m.id),
+    name: m.name,
+    memory: SIZES.find((s) => s.slug === m.size)?.memory,
+    status: m.running ? 'active' : 'new',
+    created_at: new Date(m.createdAt).toISOString(),
+    networks: { v4: m.running ? [{ ip_address: m.address, netmask: '255.255.240.0', gateway: '203.0.113.1', type: 'public' }] : [], v6: [] },
+    region: REGIONS.find((r) => r.slug === m.region),
+    size_slug: m.size,
+    tags: Object.keys(m.labels),
+  }
+}
+
+export interface DigitalOceanFake extends FakeServer {
+  token: string
+}
+
+export function startDigitalOceanFake(opts: { token?: string } = {}): DigitalOceanFake {
+  const token = opts.token ?? 'dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef'
+  const fake = serveFake(async (req, url) => {
+    if (bearer(req) !== token) return error(401, 'Unauthorized', 'Unable to authenticate you')
+    const path = url.pathname.replace(/^\/v2/, '')
+    const book = fake.book
+    if (req.method === 'GET' && path === '/regions') return page(url, 'regions', REGIONS)
+    if (req.method === 'GET' && path === '/sizes') return page(url, 'sizes', SIZES)
+    if (req.method === 'GET' && path === '/droplets') {
+      const tag = url.searchParams.get('tag_name')
+      return page(url, 'droplets', [...book.machines.values()].filter((m) => !tag || tag in m.labels).map(droplet))
+    }
+    if (req.method === 'POST' && path === '/droplets') {
+      const b = (await req.json()) as { name?: string; region?: string; size?: string; image?: string; user_data?: string; tags?: string[] }
+      if (!b.name || !/^[a-zA-Z0-9.-]{1,255}$/.test(b.name)) return error(422, 'unprocessable_entity', 'Name Only valid hostname characters are allowed. (a-z, A-Z, 0-9, . and -)')
+      const region = REGIONS.find((r) => r.slug === b.region)
+      if (!region?.available) return error(422, 'unprocessable_entity', 'Region is not available')
+      if (!region.sizes.includes(b.size ?? '')) return error(422, 'unprocessable_entity', 'Size is not available in this region.')
+      if (b.image !== 'ubuntu-24-04-x64') return error(422, 'unprocessable_entity', 'You specified an invalid image for Droplet creation.')
+      if ((b.user_data?.length ?? 0) > 64 * 1024) return error(422, 'unprocessable_entity', 'user_data is too long')
+      for (const tag of b.tags ?? []) if (!/^[a-zA-Z0-9_\-:]{1,255}$/.test(tag)) return error(422, 'unprocessable_entity', `tag ${tag} is invalid`)
+      const m = book.add({ id: String(book.nextNumber()), name: b.name, region: region.slug, size: b.size!, userData: b.user_data ?? '', labels: Object.fromEntries((b.tags ?? []).map((t) => [t, ''])), extra: {} })
+      return json({ droplet: droplet(m), links: { actions: [{ id: book.nextNumber(), rel: 'create', href: `${url.origin}/v2/actions/1` }] } }, 202)
+    }
+    const one = path.match(/^\/droplets\/(\d+)$/)
+    if (one) {
+      const m = book.machines.get(one[1]!)
+      if (!m) return error(404, 'not_found', 'The resource you were accessing could not be found.')
+      if (req.method === 'GET') return json({ droplet: droplet(m) })
+      if (req.method === 'DELETE') {
+        book.remove(m.id)
+        return new Response(null, { status: 204 })
+      }
+    }
+    return error(404, 'not_found', 'The resource you were accessing could not be found.')
+  })
+  return Object.assign(fake, { token, url: `${fake.url}/v2` })
+}

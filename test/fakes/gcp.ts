@@ -1,0 +1,134 @@
+// A local Google: the OAuth token endpoint checking a service account's RS256
+// JWT (signature, issuer, audience, scope, times; invalid_grant otherwise),
+// and Compute Engine v1 for one project: zones, machine types, instances
+// with requestId de-duplication, PROVISIONING → STAGING → RUNNING, firewall
+// rules, and Google's error shape (code, message, errors[].reason, status).
+import { json, serveFake, type FakeMachine, type FakeServer } from './common.ts'
+
+const ZONES = [
+  { name: 'europe-west1-b', region: 'europe-west1', status: 'UP' },
+  { name: 'europe-west1-c', region: 'europe-west1', status: 'UP' },
+  { name: 'us-central1-a', region: 'us-central1', status: 'DOWN' },
+]
+const TYPES = [
+  { name: 'e2-small', guestCpus: 2, memoryMb: 2048, description: '2 vCPU (shared core), 2 GB RAM' },
+  { name: 'e2-medium', guestCpus: 2, memoryMb: 4096, description: '2 vCPU (shared core), 4 GB RAM' },
+  { name: 'n1-standard-1', guestCpus: 1, memoryMb: 3840, description: '1 vCPU, 3.75 GB RAM', deprecated: { state: 'DEPRECATED' } },
+]
+
+const gError = (code: number, status: string, reason: string, message: string) => json({ error: { code, message, errors: [{ message, domain: 'global', reason }], status } }, code)
+
+export interface GcpFake extends FakeServer {
+  /** The service account key file, as Google hands it out. */
+  key: Record<string, string>
+  tokenUrl: string
+  firewalls: Record<string, unknown>[]
+}
+
+export async function startGcpFake(): Promise<GcpFake> {
+  const pair = (await crypto.subtle.generateKey({ name: 'RSASSA-PKCS1-v1_5', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' }, true, ['sign', 'verify'])) as CryptoKeyPair
+  const pkcs8 = Buffer.from(await crypto.subtle.exportKey('pkcs8', pair.privateKey)).toString('base64')
+  const project = 'muster-test-4711'
+  const tokens = new Set<string>()
+  const requests = new Map<string, string>()
+  const firewalls: Record<string, unknown>[] = []
+  let tokenUrl = ''
+  const key = {
+    type: 'service_account',
+    project_id: project,
+    private_key_id: 'a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0',
+    private_key: `-----BEGIN PRIVATE KEY-----\n${pkcs8.match(/.{1,64}/g)!.join('\n')}\n-----END PRIVATE KEY-----\n`,
+    client_email: `muster@${project}.iam.gserviceaccount.com`,
+    client_id: '112233445566778899000',
+    auth_uri: 'https://accounts.google.com/o/oauth2/auth',
+    token_uri: 'https://oauth2.googleapis.com/token',
+  }
+  const instance = (m: FakeMachine) => {
+    const age = Date.now() - m.createdAt
+    const status = m.running ? 'RUNNING' : age < fake.book.bootMs / 2 ? 'PROVISIONING' : 'STAGING'
+    return {
+      kind: 'compute#instance',
+      id: m.id,
+      name: m.name,
+      zone: `https://www.googleapis.com/compute/v1/projects/${project}/zones/${m.region}`,
+      machineType: `https://www.googleapis.com/compute/v1/projects/${project}/zones/${m.region}/machineTypes/${m.size}`,
+      status,
+      labels: m.labels,
+      tags: { items: m.extra.tags },
+      networkInterfaces: [{ network: `https://www.googleapis.com/compute/v1/projects/${project}/global/networks/default`, accessConfigs: [{ type: 'ONE_TO_ONE_NAT', name: 'External NAT', ...(m.running ? { natIP: m.address } : {}) }] }],
+    }
+  }
+  const operation = (type: string, target: string, zone?: string) => ({ kind: 'compute#operation', id: String(fake.book.nextNumber()), name: `operation-${crypto.randomUUID()}`, operationType: type, targetLink: target, status: 'RUNNING', progress: 0, ...(zone ? { zone } : {}) })
+
+  const fake = serveFake(async (req, url) => {
+    const book = fake.book
+    if (url.pathname === '/token' && req.method === 'POST') {
+      const f = new URLSearchParams(await req.text())
+      if (f.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer') return json({ error: 'unsupported_grant_type', error_description: 'Invalid grant_type: ' }, 400)
+      const [h, c, s] = (f.get('assertion') ?? '').split('.')
+      if (!h || !c || !s) return json({ error: 'invalid_request', error_description: 'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.' }, 400)
+      const ok = await crypto.subtle.verify('RSASSA-PKCS1-v1_5', pair.publicKey, Buffer.from(s, 'base64url'), new TextEncoder().encode(`${h}.${c}`))
+      if (!ok) return json({ error: 'invalid_grant', error_description: 'Invalid JWT Signature.' }, 400)
+      const header = JSON.parse(Buffer.from(h, 'base64url').toString()) as { alg?: string }
+      const claims = JSON.parse(Buffer.from(c, 'base64url').toString()) as { iss?: string; aud?: string; scope?: string; iat?: number; exp?: number }
+      const now = Date.now() / 1000
+      if (header.alg !== 'RS256' || claims.iss !== key.client_email || claims.aud !== tokenUrl) return json({ error: 'invalid_grant', error_description: 'Invalid JWT: Failed audience check.' }, 400)
+      if (!claims.iat || !claims.exp || Math.abs(claims.iat - now) > 300 || claims.exp - claims.iat > 3600) return json({ error: 'invalid_grant', error_description: 'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.' }, 400)
+      if (!claims.scope?.split(' ').includes('https://www.googleapis.com/auth/compute')) return json({ error: 'invalid_scope', error_description: 'Invalid OAuth scope or ID token audience provided.' }, 400)
+      const t = `ya29.c.${crypto.randomUUID()}`
+      tokens.add(t)
+      return json({ access_token: t, expires_in: 3599, token_type: 'Bearer' })
+    }
+    const t = req.headers.get('authorization')?.replace(/^Bearer /, '')
+    if (!t || !tokens.has(t)) return gError(401, 'UNAUTHENTICATED', 'authError', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.')
+    const m = url.pathname.match(/^\/compute\/v1\/projects\/([^/]+)(\/.*)$/)
+    if (!m) return gError(404, 'NOT_FOUND', 'notFound', 'Not Found')
+    if (m[1] !== project) return gError(403, 'PERMISSION_DENIED', 'forbidden', `Required 'compute.zones.list' permission for 'projects/${m[1]}'`)
+    const path = m[2]!
+    if (path === '/zones' && req.method === 'GET') {
+      const max = Number(url.searchParams.get('maxResults') ?? 500)
+      const start = Number(url.searchParams.get('pageToken') ?? 0)
+      const page = ZONES.slice(start, start + max)
+      return json({ kind: 'compute#zoneList', items: page.map((z) => ({ kind: 'compute#zone', name: z.name, status: z.status, region: `https://www.googleapis.com/compute/v1/projects/${project}/regions/${z.region}` })), ...(start + max < ZONES.length ? { nextPageToken: String(start + max) } : {}) })
+    }
+    if (path === '/global/firewalls' && req.method === 'POST') {
+      const b = (await req.json()) as { name: string }
+      if (firewalls.some((f) => f.name === b.name)) return gError(409, 'ALREADY_EXISTS', 'alreadyExists', `The resource 'projects/${project}/global/firewalls/${b.name}' already exists`)
+      firewalls.push(b)
+      return json(operation('insert', `projects/${project}/global/firewalls/${b.name}`))
+    }
+    const zm = path.match(/^\/zones\/([^/]+)(\/.*)$/)
+    const zone = zm && ZONES.find((z) => z.name === zm[1])
+    if (!zm || !zone) return gError(404, 'NOT_FOUND', 'notFound', `The resource 'projects/${project}/zones/${zm?.[1]}' was not found`)
+    const rest = zm[2]!
+    if (rest === '/machineTypes' && req.method === 'GET') return json({ kind: 'compute#machineTypeList', items: TYPES })
+    if (rest === '/instances' && req.method === 'POST') {
+      const rid = url.searchParams.get('requestId')
+      if (rid && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(rid)) return gError(400, 'INVALID_ARGUMENT', 'invalid', "Invalid value for field 'requestId': must be a UUID.")
+      const b = (await req.json()) as { name?: string; machineType?: string; labels?: Record<string, string>; tags?: { items?: string[] }; metadata?: { items?: { key: string; value: string }[] } }
+      if (rid && requests.has(rid)) return json(operation('insert', requests.get(rid)!, zone.name))
+      if (!b.name || !/^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/.test(b.name)) return gError(400, 'INVALID_ARGUMENT', 'invalid', `Invalid value for field 'resource.name': '${b.name}'. Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'`)
+      const type = b.machineType?.split('/').pop()
+      if (!TYPES.some((x) => x.name === type)) return gError(400, 'INVALID_ARGUMENT', 'invalid', `Invalid value for field 'resource.machineType': '${b.machineType}'. Machine type with name '${type}' does not exist in zone '${zone.name}'.`)
+      if ([...book.machines.values()].some((x) => x.name === b.name && x.region === zone.name)) return gError(409, 'ALREADY_EXISTS', 'alreadyExists', `The resource 'projects/${project}/zones/${zone.name}/instances/${b.name}' already exists`)
+      const userData = b.metadata?.items?.find((i) => i.key === 'user-data')?.value ?? ''
+      const target = `projects/${project}/zones/${zone.name}/instances/${b.name}`
+      if (rid) requests.set(rid, target)
+      book.add({ id: String(book.nextNumber()), name: b.name, region: zone.name, size: type!, userData, labels: b.labels ?? {}, extra: { tags: b.tags?.items ?? [], requestId: rid } })
+      return json(operation('insert', target, zone.name))
+    }
+    const one = rest.match(/^\/instances\/([^/]+)$/)
+    if (one) {
+      const x = [...book.machines.values()].find((i) => i.name === one[1] && i.region === zone.name)
+      if (!x) return gError(404, 'NOT_FOUND', 'notFound', `The resource 'projects/${project}/zones/${zone.name}/instances/${one[1]}' was not found`)
+      if (req.method === 'GET') return json(instance(x))
+      if (req.method === 'DELETE') {
+        book.remove(x.id)
+        return json(operation('delete', `projects/${project}/zones/${zone.name}/instances/${x.name}`, zone.name))
+      }
+    }
+    return gError(404, 'NOT_FOUND', 'notFound', 'Not Found')
+  })
+  tokenUrl = `${fake.url}/token`
+  return Object.assign(fake, { key, tokenUrl, firewalls, url: `${fake.url}/compute/v1` })
+}
