@@ -28,11 +28,19 @@ export default defineCommand({
     const enrollmentPort = intArg(args, 'enrollment-port', 0, 65535)
     if (enrollmentPort !== undefined && enrollmentPort !== 0 && enrollmentPort < 1024) throw new UsageError(`--enrollment-port must be 1024 or higher (got ${enrollmentPort}); ports below 1024 need root privileges muster does not take`)
     if (Boolean(args['tls-cert']) !== Boolean(args['tls-key'])) throw new UsageError('--tls-cert and --tls-key go together')
-    if (args.database && !args.database.startsWith('sqlite:')) throw new UsageError('--database: only the embedded SQLite store is available in this build (omit --database)')
     const { serve } = await import('../src/serve.ts')
     const { resolveDataDir } = await import('../src/datadir.ts')
+    const dataDir = resolveDataDir(args['data-dir'])
+    if (args.database) {
+      // The store is the embedded SQLite file in the data directory; a URL naming that file is accepted, nothing else.
+      const { resolve } = await import('node:path')
+      const file = args.database.startsWith('sqlite:') ? resolve(args.database.replace(/^sqlite:(\/\/)?/, '')) : null
+      if (file !== resolve(dataDir, 'muster.db')) {
+        throw new UsageError(`--database: this build keeps its store in the data directory (sqlite://${resolve(dataDir, 'muster.db')}); PostgreSQL and other locations are not available`)
+      }
+    }
     await serve({
-      dataDir: resolveDataDir(args['data-dir']),
+      dataDir,
       host: args.host,
       port,
       publicUrl: args['public-url'],

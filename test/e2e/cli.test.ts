@@ -32,6 +32,9 @@ describe('muster binary', () => {
     const bad = await runMuster(['serve', '--port', 'eighty'])
     expect(bad.code).toBe(2)
     expect(bad.stderr).toContain('--port must be a whole number')
+    const pg = await runMuster(['serve', '--port', '0', '--data-dir', '/nonexistent/muster', '--database', 'postgres://db/muster'])
+    expect(pg.code).toBe(2)
+    expect(pg.stderr).toContain('PostgreSQL')
   })
 
   test('an unreachable Platform is one clear line, no stack trace', async () => {
