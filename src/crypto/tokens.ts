@@ -1,7 +1,6 @@
 // Random secrets, digests and constant-time comparison: the building blocks of
 // every token format in SPEC §4.
 import { sha256 } from '@noble/hashes/sha2.js'
-import { hmac } from '@noble/hashes/hmac.js'
 import { hkdf } from '@noble/hashes/hkdf.js'
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import { timingSafeEqual } from 'node:crypto'
@@ -39,10 +38,6 @@ export function sha256Hex(data: string | Uint8Array): string {
 
 export function sha256Bytes(data: string | Uint8Array): Uint8Array {
   return sha256(typeof data === 'string' ? utf8ToBytes(data) : data)
-}
-
-export function hmacSha256(key: Uint8Array, data: string | Uint8Array): Uint8Array {
-  return hmac(sha256, key, typeof data === 'string' ? utf8ToBytes(data) : data)
 }
 
 /** A 32-byte key derived from the master key for one named purpose. */

@@ -88,7 +88,3 @@ export function listBreakGlassReports(db: Db): BreakGlassReportRow[] {
   return db.query<BreakGlassReportRow, []>('SELECT * FROM federation_break_glass_reports ORDER BY reported_at DESC, at DESC').all()
 }
 
-export function upsertPlacement(db: Db, officeId: string, name: string, specJson: string, now: number): void {
-  db.query(`INSERT INTO federation_placements (office_id, name, spec_json, placed_at) VALUES (?1, ?2, ?3, ?4)
-            ON CONFLICT(office_id, name) DO UPDATE SET spec_json = ?3, placed_at = ?4`).run(officeId, name, specJson, now)
-}

@@ -41,10 +41,6 @@ export function markBreakGlassReported(db: Db, ids: string[], now: number): void
   })()
 }
 
-export function listBreakGlass(db: Db): BreakGlassRow[] {
-  return db.query<BreakGlassRow, []>('SELECT * FROM office_break_glass ORDER BY at DESC').all()
-}
-
 export function insertDetach(db: Db, officeId: string, tokenFingerprint: string, now: number): void {
   db.query('INSERT INTO office_detaches (office_id, token_fingerprint, at) VALUES (?1, ?2, ?3)').run(officeId, tokenFingerprint, now)
 }

@@ -29,6 +29,3 @@ export function countAccounts(db: Db): number {
   return db.query<{ n: number }, []>('SELECT COUNT(*) AS n FROM accounts').get()?.n ?? 0
 }
 
-export function listAccounts(db: Db): AccountRow[] {
-  return db.query<AccountRow, []>('SELECT * FROM accounts ORDER BY name').all()
-}

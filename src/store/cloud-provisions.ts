@@ -45,10 +45,6 @@ export function getProvision(db: Db, id: string): ProvisionRow | null {
   return db.query<ProvisionRow, [string]>('SELECT * FROM cloud_provisions WHERE id = ?1').get(id)
 }
 
-export function provisionByRequest(db: Db, requestId: string): ProvisionRow | null {
-  return db.query<ProvisionRow, [string]>('SELECT * FROM cloud_provisions WHERE request_id = ?1').get(requestId)
-}
-
 export function liveProvisionByName(db: Db, name: string): ProvisionRow | null {
   return db.query<ProvisionRow, [string]>(`SELECT * FROM cloud_provisions WHERE name = ?1 AND state IN ('creating', 'booting', 'enrolling', 'ready')`).get(name)
 }
