@@ -2,6 +2,7 @@
 // each accepts, and where each API lives (overridable so tests use fakes).
 import * as v from 'valibot'
 import { MusterError } from '../errors.ts'
+import { invalid } from '../http/validate.ts'
 
 export const PROVIDERS = ['hetzner', 'digitalocean', 'aws', 'azure', 'gcp'] as const
 export type ProviderName = (typeof PROVIDERS)[number]
@@ -126,9 +127,7 @@ export function parseCredentials(provider: ProviderName, input: unknown): Creden
   if (value && typeof value === 'object' && provider !== 'gcp') value = Object.fromEntries(Object.entries(value).map(([k, x]) => [camel(k), x]))
   const r = v.safeParse(SCHEMAS[provider], value)
   if (r.success) return r.output
-  const issue = r.issues[0]
-  const field = issue.path?.map((p) => String(p.key)).join('.') || 'credentials'
-  throw new MusterError('invalid-request', `Invalid credentials.${field}: ${issue.message.replace(/Received .*/, '').trim()}`, { field: `credentials.${field}` })
+  throw invalid(r.issues[0], 'credentials.')
 }
 
 // ---- where each API lives ---------------------------------------------------------

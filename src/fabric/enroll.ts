@@ -4,7 +4,7 @@ import * as v from 'valibot'
 import { parseCertificate } from '../crypto/x509.ts'
 import { safeEqual, sha256Hex } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
-import { NodeName } from '../http/validate.ts'
+import { invalid, issueField, NodeName } from '../http/validate.ts'
 import { bindCertificate, getNode, insertNode, isTombstoned, nodeByCert } from '../store/nodes.ts'
 import { getJoinToken, takeTokenUse } from '../store/join-tokens.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
@@ -41,9 +41,8 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     const parsed = v.safeParse(EnrollBody, rawBody ?? {})
     const raw = (rawBody ?? {}) as Record<string, unknown>
     if (!parsed.success) {
-      const field = parsed.issues[0].path?.map((p) => String(p.key)).join('.') ?? 'body'
-      audit('invalid', `invalid ${field}`, raw.nodeId, raw.version)
-      throw new MusterError('invalid-request', `Invalid ${field}: ${parsed.issues[0].message}`, { field })
+      audit('invalid', `invalid ${issueField(parsed.issues[0])}`, raw.nodeId, raw.version)
+      throw invalid(parsed.issues[0])
     }
     const body = parsed.output
     if (body.version !== undefined && !isVersion(body.version)) {

@@ -2,6 +2,7 @@
 // JSON 404 for unknown routes, and every route module mounted in one place.
 import { Elysia } from 'elysia'
 import { MusterError } from '../errors.ts'
+import { SESSION_COOKIE } from '../auth/auth.ts'
 import { log } from '../log.ts'
 import type { Platform } from '../platform.ts'
 import { authRoutes } from './routes/auth.ts'
@@ -19,14 +20,39 @@ export function errorResponse(err: MusterError, extraHeaders?: Record<string, st
   })
 }
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/**
+ * A change made with the session cookie must come from this Platform's own
+ * pages: an Origin, when sent, must be this host, and the body must be JSON
+ * (a form or text body is what a page elsewhere can send without asking).
+ * API tokens in the Authorization header are not sent by browsers on their own.
+ */
+function crossSiteWrite(request: Request, publicHost: string | undefined): MusterError | null {
+  if (SAFE_METHODS.has(request.method) || request.headers.has('authorization')) return null
+  if (!request.headers.get('cookie')?.includes(`${SESSION_COOKIE}=`)) return null
+  const path = new URL(request.url).pathname
+  const origin = request.headers.get('origin')
+  const originHost = origin && origin !== 'null' ? new URL(origin).host : null
+  const sameOrigin = !origin || (originHost !== null && (originHost === request.headers.get('host') || originHost === publicHost))
+  const type = request.headers.get('content-type')
+  const jsonOrEmpty = !type || type.startsWith('application/json')
+  // /login checks its own Origin (it also takes forms); everything else needs both.
+  if (path === '/login') return null
+  if (sameOrigin && jsonOrEmpty) return null
+  return new MusterError('forbidden', 'Cross-site request refused: changes made with a session must come from this Platform’s pages, as JSON.')
+}
+
 export function createApp(platform: Platform) {
   return new Elysia({ name: 'muster' })
-    // A closed local door refuses password login before the body (the credential) is even parsed.
     .onRequest(({ request }) => {
+      // A closed local door refuses password login before the body (the credential) is even parsed.
       if (request.method === 'POST' && request.url.endsWith('/login')) {
         const refusal = platform.auth.loginRefusal()
         if (refusal) return errorResponse(refusal)
       }
+      const forged = crossSiteWrite(request, platform.options.publicUrl ? new URL(platform.options.publicUrl).host : undefined)
+      if (forged) return errorResponse(forged)
     })
     .onError(({ code, error }) => {
       if (error instanceof MusterError) {

@@ -126,3 +126,32 @@ describe('login CSRF', () => {
     expect(same.status).toBe(303)
   })
 })
+
+describe('request hygiene', () => {
+  test('a validation error never repeats the body it refused (it can hold a secret)', async () => {
+    await using p = await startPlatform()
+    for (const [type, body] of [
+      ['text/plain', '{"identifier":"superadmin","password":"SECRET-PASSWORD-123"}'],
+      ['application/json', '"SECRET-PASSWORD-123"'],
+      ['application/json', '{"identifier":"SECRET-PASSWORD-123","password":5}'],
+    ] as const) {
+      const r = await fetch(`${p.url}/login`, { method: 'POST', headers: { 'content-type': type }, body })
+      expect(r.status).toBe(400)
+      expect(await r.text()).not.toContain('SECRET-PASSWORD-123')
+    }
+  })
+
+  test('changes made with the session cookie must be same-origin JSON; API tokens are unaffected', async () => {
+    await using p = await startPlatform({ remoteDispatch: true })
+    const login = await fetch(`${p.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: 'superadmin', password: readFileSync(`${p.dataDir}/platform/initial-superadmin-password`, 'utf8').trim() }) })
+    const cookie = login.headers.get('set-cookie')!.split(';')[0]!
+    const enroll = (headers: Record<string, string>, body: string) => fetch(`${p.url}/api/v1/nodes/enrollments`, { method: 'POST', headers: { cookie, ...headers }, body })
+    expect((await enroll({ 'content-type': 'application/x-www-form-urlencoded' }, 'nodeId=w1')).status).toBe(403)
+    expect((await enroll({ 'content-type': 'text/plain' }, '{"nodeId":"w1"}')).status).toBe(403)
+    expect((await enroll({ 'content-type': 'application/json', origin: 'http://127.0.0.1:1' }, '{"nodeId":"w1"}')).status).toBe(403)
+    expect((await p.client.nodes.list()).pendingEnrollments).toEqual([])
+    expect((await enroll({ 'content-type': 'application/json', origin: p.url }, '{"nodeId":"w1"}')).status).toBe(200)
+    const viaToken = await fetch(`${p.url}/api/v1/nodes/enrollments`, { method: 'POST', headers: { authorization: `Bearer ${p.token}`, 'content-type': 'application/json', origin: 'http://elsewhere' }, body: '{"nodeId":"w2"}' })
+    expect(viaToken.status).toBe(200)
+  })
+})
