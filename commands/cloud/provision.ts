@@ -20,9 +20,13 @@ export default defineCommand({
     if (args.role !== 'general' && args.role !== 'build') throw new UsageError(`--role must be general or build, got "${args.role}"`)
     const { clientFrom } = await import('../_client.ts')
     const p = await clientFrom(args).cloud.provision({ provider, name: args.name!, region: args.region!, size: args.size!, role: args.role })
-    if (args.json) return (await import('../_out.ts')).printJson(p)
+    if (args.json) (await import('../_out.ts')).printJson(p)
+    if (p.state === 'failed') {
+      const { MusterError } = await import('../../src/errors.ts')
+      throw new MusterError('cloud-provider-error', `${p.id} ${p.name} failed: ${p.reason}`)
+    }
+    if (args.json) return
     const { consola } = await import('consola')
-    if (p.state === 'failed') consola.error(`${p.id} ${p.name} failed: ${p.reason}`)
-    else consola.success(`${p.id}: ${p.name} is ${p.state} at ${p.provider} (machine ${p.machineId ?? 'pending'}). Follow it with \`muster cloud provisions ${p.id}\`.`)
+    consola.success(`${p.id}: ${p.name} is ${p.state} at ${p.provider} (machine ${p.machineId ?? 'pending'}). Follow it with \`muster cloud provisions ${p.id}\`.`)
   },
 })

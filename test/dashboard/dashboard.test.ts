@@ -12,6 +12,8 @@ import { startOffice } from '../federation/_helpers.ts'
 import { enrollRaw, newCert } from '../helpers/certs.ts'
 import { startPlatform, type TestPlatform } from '../helpers/platform.ts'
 import { waitFor } from '../helpers/tmp.ts'
+import { startHetznerFake } from '../fakes/hetzner.ts'
+import { cloudOf } from '../../src/cloud/service.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
@@ -207,6 +209,29 @@ describe('dashboard', () => {
     await panel.getByRole('button', { name: 'Refresh' }).click()
     await panel.getByText('Cloud providers are not available in this build.').waitFor()
     expect(await panel.locator('.error').count()).toBe(0)
+  })
+
+  test('Providers and machines lists the machines this Platform created; Release asks, then deletes', async () => {
+    await using hz = startHetznerFake()
+    const cloud = cloudOf(p.platform)
+    cloud.endpoints.hetzner = hz.url
+    cloud.binary = { url: 'https://releases.example/muster-linux-x64', sha256: 'ab'.repeat(32) } // the fake never downloads it
+    await p.client.cloud.connect('hetzner', hz.token)
+    const made = await p.client.cloud.provision({ provider: 'hetzner', name: 'cloud-1', region: 'fsn1', size: 'cx22', role: 'general' })
+    const page = await newPage()
+    await logIn(page, p.url, 'superadmin', password(p.dataDir))
+    await page.locator('#who').getByText('superadmin').waitFor()
+    await page.getByRole('button', { name: 'Providers and machines' }).click()
+    const row = page.locator('#panel-cloud tr', { hasText: 'cloud-1' })
+    await row.waitFor()
+    expect(await row.textContent()).toContain('hetzner fsn1 cx22')
+    await row.getByRole('button', { name: 'Release' }).click()
+    await page.getByRole('dialog').getByRole('button', { name: 'Release cloud-1' }).click()
+    await waitFor(async () => (await page.locator('#panel-cloud tr', { hasText: 'cloud-1' }).locator('td').last().textContent()) === 'released', { what: 'the row marked released' })
+    expect((await p.client.cloud.provisionInfo(made.id)).releasedAt).not.toBeNull()
+    cleanups.push(async () => {
+      await p.client.cloud.disconnect('hetzner').catch(() => {})
+    })
   })
 
   test('Open office mints a vouch and opens the office signed in; the office refuses local login with its reason', async () => {
