@@ -47,15 +47,15 @@ export async function readSecret(src: SecretSource): Promise<string> {
   }
   if (src.env && process.env[src.env]) return process.env[src.env]!.trim()
   const ways = [src.file && `${src.file.flag} FILE`, src.env && `$${src.env}`].filter(Boolean)
-  const how = `${ways.join(', ')}${ways.length ? ' or ' : ''}stdin`
+  const how = ways.length ? `with ${ways.join(', ')} or on stdin` : 'on stdin (or run this at a terminal to be asked)'
   const kind = stdinKind()
   if (kind === 'data') {
     const text = (await Bun.stdin.text()).replace(/\r?\n$/, '')
     if (text) return text
-    throw new MusterError('not-configured', `No ${src.what} on stdin. Pass it with ${how}.`)
+    throw new MusterError('not-configured', `No ${src.what} on stdin. Pass it ${how}.`)
   }
   if (kind === 'tty') return promptSecret(`${src.what[0]?.toUpperCase()}${src.what.slice(1)}`)
-  throw new MusterError('not-configured', `No ${src.what} given and no terminal to ask on. Pass it with ${how}.`)
+  throw new MusterError('not-configured', `No ${src.what} given and no terminal to ask on. Pass it ${how}.`)
 }
 
 export async function promptSecret(message: string): Promise<string> {

@@ -6,6 +6,7 @@ export default defineCommand({
   args: {
     provider: {
       type: 'string',
+      required: true,
       valueHint: 'hetzner|digitalocean|aws|azure|gcp',
       description:
         'hetzner, digitalocean: the API token; aws: {"accessKeyId","secretAccessKey","region"?}; ' +

@@ -4,10 +4,10 @@ import { clientArgs } from '../_args.ts'
 export default defineCommand({
   meta: { name: 'provision', description: 'Create a machine at a provider that installs the worker role and joins this Platform by itself' },
   args: {
-    provider: { type: 'string', valueHint: 'P', description: 'hetzner, digitalocean, aws, azure or gcp' },
-    name: { type: 'string', valueHint: 'NAME', description: 'The node name (and machine name), like worker-1' },
-    region: { type: 'string', valueHint: 'REGION', description: 'From `muster cloud regions P`' },
-    size: { type: 'string', valueHint: 'SIZE', description: 'From `muster cloud sizes P`' },
+    provider: { type: 'string', valueHint: 'P', required: true, description: 'hetzner, digitalocean, aws, azure or gcp' },
+    name: { type: 'string', valueHint: 'NAME', required: true, description: 'The node name (and machine name), like worker-1' },
+    region: { type: 'string', valueHint: 'REGION', required: true, description: 'From `muster cloud regions P`' },
+    size: { type: 'string', valueHint: 'SIZE', required: true, description: 'From `muster cloud sizes P`' },
     role: { type: 'string', valueHint: 'general|build', default: 'general', description: 'What the machine is for' },
     ...clientArgs,
   },
