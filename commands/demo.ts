@@ -21,7 +21,7 @@ export default defineCommand({
       const r = await demo.start()
       printLine()
       printLine(`muster is running in ${r.dir}`)
-      printLine(`  Platform API:       ${r.apiUrl}`)
+      printLine(`  dashboard and API:  ${r.apiUrl}  (log in as superadmin)`)
       printLine(`  enrollment:         ${r.enrollmentUrl}  (pin ${r.fingerprint})`)
       printLine(`  superadmin password: ${r.passwordFile}`)
       printLine(`  nodes: ${r.nodes.join(', ')}; project ${r.project} runs 2 replicas, one on each`)
