@@ -80,16 +80,23 @@ export class Platform {
     const dataDir = new DataDir(options.dataDir)
     dataDir.ensureDir('platform')
     const release = options.lock === false ? () => {} : acquireServeLock(dataDir)
+    let p: Platform
     try {
       const masterKey = loadMasterKey(dataDir)
       const db = openDb(dataDir.path('muster.db'))
-      const p = new Platform(options, { dataDir, db, masterKey })
+      p = new Platform(options, { dataDir, db, masterKey })
       p.closers.push(() => db.close(), release)
-      await p.auth.ensureSuperadmin(dataDir)
-      await p.startServices()
-      return p
     } catch (e) {
       release()
+      throw e
+    }
+    try {
+      // Services check their configuration first, so a refused start leaves no account behind.
+      await p.startServices()
+      await p.auth.ensureSuperadmin(dataDir)
+      return p
+    } catch (e) {
+      await p.close() // stops what did start, closes the store, releases the lock
       throw e
     }
   }

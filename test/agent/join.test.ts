@@ -50,7 +50,7 @@ describe('worker join', () => {
 
     expect((await joinPlatform(opts)).alreadyJoined).toBe(true)
     const elsewhere = joinPlatform({ ...opts, platformUrl: 'https://127.0.0.1:1' })
-    expect(elsewhere).rejects.toThrow(`rm -rf ${opts.dataDir}/worker`)
+    await expect(elsewhere).rejects.toThrow(`rm -rf ${opts.dataDir}/worker`)
   })
 
   test('a wrong pin fails before the token is asked for or a request is sent', async () => {
@@ -69,7 +69,7 @@ describe('worker join', () => {
     await using p = await startListenerPlatform()
     using dir = tmpDir()
     const { opts, asked } = await setup(p, dir.path, { platformUrl: p.url })
-    expect(joinPlatform(opts)).rejects.toThrow('would cross an unauthenticated link')
+    await expect(joinPlatform(opts)).rejects.toThrow('would cross an unauthenticated link')
     await joinPlatform(opts).catch(() => {})
     expect(asked()).toBe(0)
     expect(p.appSeen).toEqual([])
@@ -89,7 +89,7 @@ describe('worker join', () => {
     try {
       const port = (server.address() as { port: number }).port
       const { opts } = await setup(p, dir.path, { platformUrl: `https://127.0.0.1:${port}`, fingerprint: kc.fingerprint })
-      expect(joinPlatform(opts)).rejects.toThrow('redirect')
+      await expect(joinPlatform(opts)).rejects.toThrow('redirect')
       await joinPlatform(opts).catch(() => {})
       expect(hits).toBeGreaterThan(0)
       expect(p.listener.forwarded + p.listener.refused).toBe(0)

@@ -38,7 +38,7 @@ describe('data directory', () => {
     const p = await Platform.open({ dataDir: dir.path, lock: false })
     await p.close()
     chmodSync(`${dir.path}/platform/master.key`, 0o644)
-    expect(Platform.open({ dataDir: dir.path, lock: false })).rejects.toThrow(/chmod 600/)
+    await expect(Platform.open({ dataDir: dir.path, lock: false })).rejects.toThrow(/chmod 600/)
   })
 
   test('first start creates master.key and the superadmin password file, once', async () => {

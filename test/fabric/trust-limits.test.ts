@@ -137,3 +137,15 @@ describe('--node-auth', () => {
     }
   })
 })
+
+describe('a refused start', () => {
+  test('a bad fleet token file refuses the start before any account exists, and frees the lock', async () => {
+    using dir = tmpDir()
+    writeFileSync(`${dir.path}/fleet`, 'short\n', { mode: 0o600 })
+    const { Platform } = await import('../../src/platform.ts')
+    const { existsSync } = await import('node:fs')
+    await expect(Platform.open({ dataDir: `${dir.path}/data`, remoteDispatch: true, fleetTokenFile: `${dir.path}/fleet` })).rejects.toThrow(/at least 16 characters/)
+    expect(existsSync(`${dir.path}/data/platform/initial-superadmin-password`)).toBe(false)
+    expect(existsSync(`${dir.path}/data/platform/serve.lock`)).toBe(false)
+  })
+})

@@ -35,7 +35,7 @@ describe('enrollment listener', () => {
     const wrong = `sha256:${'ab'.repeat(32)}`
     const certPem = (await newCert('w1')).certPem
     const attempt = pinnedFetch(`${p.enrollUrl}/api/v1/nodes/enroll`, post(JSON.stringify({ token, nodeId: 'w1', certPem })), { fingerprint: wrong })
-    expect(attempt).rejects.toBeInstanceOf(PinMismatchError)
+    await expect(attempt).rejects.toBeInstanceOf(PinMismatchError)
     await attempt.catch(() => {})
     expect(p.listener.forwarded + p.listener.refused).toBe(0)
     expect(p.appSeen).toEqual([])

@@ -37,14 +37,14 @@ describe('projects', () => {
     const shown = await p.client.projects.show('web')
     expect(shown.placements.find((x) => x.node === 'a')?.state).toBe('running')
     // a node credential is not an operator
-    expect(b.node.projects.list()).rejects.toMatchObject({ code: 'forbidden' })
+    await expect(b.node.projects.list()).rejects.toMatchObject({ code: 'forbidden' })
   })
 
   test('a node with replicas cannot be removed; removing the project frees it and empties its document', async () => {
     await using p = await startPlatform({ remoteDispatch: true })
     const a = await joinNode(p, 'a')
     await p.client.projects.deploy({ name: 'web', command: ['sleep', '60'], replicas: 1 })
-    expect(p.client.nodes.remove('a')).rejects.toMatchObject({ code: 'node-in-use' })
+    await expect(p.client.nodes.remove('a')).rejects.toMatchObject({ code: 'node-in-use' })
     const before = await a.node.projects.assignments()
     const waiting = a.node.projects.assignments(before.payload.revision, 10)
     await p.client.projects.remove('web')
