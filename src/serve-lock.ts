@@ -1,5 +1,7 @@
 // platform/serve.lock: one `muster serve` per data directory. The file holds
-// the pid; a lock whose process is gone (kill -9, crash) is taken over.
+// the pid and, on Linux, the process's start time, so a lock whose process is
+// gone (kill -9, crash) — or whose pid now belongs to another process — is
+// taken over.
 import { closeSync, existsSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
 import { MusterError } from './errors.ts'
 import type { DataDir } from './datadir.ts'
@@ -15,26 +17,41 @@ function alive(pid: number): boolean {
   }
 }
 
+/** The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), or null off Linux. */
+function startTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null
+  } catch {
+    return null
+  }
+}
+
 /** The pid of the `serve` holding this data directory, or null. */
 export function serveLockHolder(dataDir: DataDir): number | null {
   const file = dataDir.path(LOCK_FILE)
   if (!existsSync(file)) return null
-  const pid = Number.parseInt(readFileSync(file, 'utf8'), 10)
-  return Number.isInteger(pid) && pid > 0 && alive(pid) ? pid : null
+  const [pidText, started] = readFileSync(file, 'utf8').trim().split(/\s+/)
+  const pid = Number.parseInt(pidText ?? '', 10)
+  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return null
+  // Same pid, another process: the holder died and its pid was reused.
+  if (started && startTime(pid) !== null && startTime(pid) !== started) return null
+  return pid
 }
 
 /** Takes the lock or refuses naming the pid that holds it; returns the release function. */
 export function acquireServeLock(dataDir: DataDir): () => void {
   dataDir.ensureDir('platform')
   const file = dataDir.path(LOCK_FILE)
+  const mine = `${process.pid}${startTime(process.pid) ? ` ${startTime(process.pid)}` : ''}`
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const fd = openSync(file, 'wx', 0o600)
-      writeSync(fd, `${process.pid}\n`)
+      writeSync(fd, `${mine}\n`)
       closeSync(fd)
       return () => {
         try {
-          if (readFileSync(file, 'utf8').trim() === String(process.pid)) unlinkSync(file)
+          if (readFileSync(file, 'utf8').trim() === mine) unlinkSync(file)
         } catch {}
       }
     } catch (e) {
