@@ -63,3 +63,13 @@ export async function callJson<T>(
 export function isStatus(e: unknown, status: number): boolean {
   return e instanceof MusterError && e.detail?.providerStatus === status
 }
+
+/** The answer, or null when the provider says the thing does not exist (404). */
+export async function unless404<T>(call: Promise<T>): Promise<T | null> {
+  try {
+    return await call
+  } catch (e) {
+    if (isStatus(e, 404)) return null
+    throw e
+  }
+}

@@ -7,7 +7,7 @@
 // touched. Machine ids are VM names.
 import { MusterError } from '../../errors.ts'
 import { randomSecret } from '../../crypto/tokens.ts'
-import { callJson, isStatus, request } from '../http.ts'
+import { callJson, request, unless404 } from '../http.ts'
 import type { AzureCredentials, CloudProvider, CreateMachine, Machine, MachineRef, MachineStatus, Region, Size } from '../provider.ts'
 
 const COMPUTE = '2024-07-01'
@@ -85,12 +85,8 @@ export class AzureProvider implements CloudProvider {
   }
 
   private async vm(name: string, expand = false): Promise<Vm | null> {
-    try {
-      return (await this.call<Vm>('GET', `${this.group}/providers/Microsoft.Compute/virtualMachines/${encodeURIComponent(name)}${expand ? '?$expand=instanceView' : ''}`, COMPUTE)).body
-    } catch (e) {
-      if (isStatus(e, 404)) return null
-      throw e
-    }
+    const r = await unless404(this.call<Vm>('GET', `${this.group}/providers/Microsoft.Compute/virtualMachines/${encodeURIComponent(name)}${expand ? '?$expand=instanceView' : ''}`, COMPUTE))
+    return r && r.body
   }
 
   async findMachine({ requestId, name }: MachineRef): Promise<Machine | null> {
@@ -155,11 +151,7 @@ export class AzureProvider implements CloudProvider {
   }
 
   async deleteMachine(id: string): Promise<void> {
-    try {
-      await this.call('DELETE', `${this.group}/providers/Microsoft.Compute/virtualMachines/${encodeURIComponent(id)}`, COMPUTE)
-    } catch (e) {
-      if (!isStatus(e, 404)) throw e
-    }
+    await unless404(this.call('DELETE', `${this.group}/providers/Microsoft.Compute/virtualMachines/${encodeURIComponent(id)}`, COMPUTE))
   }
 
   private async machine(vm: Vm, withAddress = false): Promise<Machine> {

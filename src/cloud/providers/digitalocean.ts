@@ -1,7 +1,7 @@
 // DigitalOcean API v2 (https://docs.digitalocean.com/reference/api/): a
 // personal access token as a bearer. Droplets carry the request id as a tag,
 // so a retried create finds the droplet the first attempt made.
-import { callJson, isStatus } from '../http.ts'
+import { callJson, unless404 } from '../http.ts'
 import type { CloudProvider, CreateMachine, MachineRef, Machine, MachineStatus, Region, Size, TokenCredentials } from '../provider.ts'
 
 interface Droplet {
@@ -86,21 +86,13 @@ export class DigitalOceanProvider implements CloudProvider {
 
   async getMachine(id: string): Promise<Machine | null> {
     if (!/^\d+$/.test(id)) return null
-    try {
-      return machine((await this.call<{ droplet: Droplet }>('GET', `/droplets/${id}`)).body.droplet)
-    } catch (e) {
-      if (isStatus(e, 404)) return null
-      throw e
-    }
+    const r = await unless404(this.call<{ droplet: Droplet }>('GET', `/droplets/${id}`))
+    return r && machine(r.body.droplet)
   }
 
   async deleteMachine(id: string): Promise<void> {
     if (!/^\d+$/.test(id)) return
-    try {
-      await this.call('DELETE', `/droplets/${id}`)
-    } catch (e) {
-      if (!isStatus(e, 404)) throw e
-    }
+    await unless404(this.call('DELETE', `/droplets/${id}`))
   }
 }
 

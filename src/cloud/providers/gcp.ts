@@ -7,7 +7,7 @@
 // Machine ids are ZONE/NAME.
 import { createHash } from 'node:crypto'
 import { MusterError } from '../../errors.ts'
-import { callJson, isStatus, request } from '../http.ts'
+import { callJson, isStatus, request, unless404 } from '../http.ts'
 import type { CloudProvider, CreateMachine, GcpCredentials, Machine, MachineRef, MachineStatus, Region, Size } from '../provider.ts'
 
 const SCOPE = 'https://www.googleapis.com/auth/compute'
@@ -110,12 +110,8 @@ export class GcpProvider implements CloudProvider {
   }
 
   private async instance(zone: string, name: string): Promise<Instance | null> {
-    try {
-      return (await this.call<Instance>('GET', `/zones/${encodeURIComponent(zone)}/instances/${encodeURIComponent(name)}`)).body
-    } catch (e) {
-      if (isStatus(e, 404)) return null
-      throw e
-    }
+    const r = await unless404(this.call<Instance>('GET', `/zones/${encodeURIComponent(zone)}/instances/${encodeURIComponent(name)}`))
+    return r && r.body
   }
 
   async findMachine({ requestId, name, region }: MachineRef): Promise<Machine | null> {
@@ -155,11 +151,7 @@ export class GcpProvider implements CloudProvider {
   async deleteMachine(id: string): Promise<void> {
     const [zone, name] = id.split('/')
     if (!zone || !name) return
-    try {
-      await this.call('DELETE', `/zones/${encodeURIComponent(zone)}/instances/${encodeURIComponent(name)}`)
-    } catch (e) {
-      if (!isStatus(e, 404)) throw e
-    }
+    await unless404(this.call('DELETE', `/zones/${encodeURIComponent(zone)}/instances/${encodeURIComponent(name)}`))
   }
 }
 

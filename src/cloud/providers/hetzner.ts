@@ -1,7 +1,7 @@
 // Hetzner Cloud API v1 (https://docs.hetzner.cloud): one project token as a
 // bearer. Servers carry the request id as a label, so a retried create finds
 // the server the first attempt made instead of ordering a second one.
-import { callJson, isStatus } from '../http.ts'
+import { callJson, unless404 } from '../http.ts'
 import type { CloudProvider, CreateMachine, MachineRef, Machine, MachineStatus, Region, Size, TokenCredentials } from '../provider.ts'
 
 interface HServer {
@@ -98,21 +98,13 @@ export class HetznerProvider implements CloudProvider {
 
   async getMachine(id: string): Promise<Machine | null> {
     if (!/^\d+$/.test(id)) return null
-    try {
-      return machine((await this.call<{ server: HServer }>('GET', `/servers/${id}`)).body.server)
-    } catch (e) {
-      if (isStatus(e, 404)) return null
-      throw e
-    }
+    const r = await unless404(this.call<{ server: HServer }>('GET', `/servers/${id}`))
+    return r && machine(r.body.server)
   }
 
   async deleteMachine(id: string): Promise<void> {
     if (!/^\d+$/.test(id)) return
-    try {
-      await this.call('DELETE', `/servers/${id}`)
-    } catch (e) {
-      if (!isStatus(e, 404)) throw e
-    }
+    await unless404(this.call('DELETE', `/servers/${id}`))
   }
 }
 
