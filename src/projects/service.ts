@@ -44,15 +44,7 @@ export interface PlacementView {
   exitCode?: number | null
 }
 
-export interface ProjectView {
-  name: string
-  command: string[]
-  env: Record<string, string>
-  replicas: number
-  cpu: number
-  memory: number
-  revision: number
-  origin: string
+export type ProjectView = Omit<Project, 'previous'> & {
   shortfall: number
   reason: ShortfallReason | null
   placements: PlacementView[]
