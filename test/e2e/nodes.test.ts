@@ -72,9 +72,16 @@ describe('nodes through dist/muster', () => {
       expect(audit2.entries).toHaveLength(2)
 
       // Operator verbs.
+      const rotated = await runMuster(['nodes', 'rotate', 'w1', '--json'], { env: env2 })
+      expect(JSON.parse(rotated.stdout)).toMatchObject({ nodeId: 'w1', generation: 2 })
+      expect((await fetch(`${serve.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${credential}` } })).status).toBe(200) // the grace hour
       expect((await runMuster(['nodes', 'drain', 'w1'], { env: env2 })).code).toBe(0)
       expect((await runMuster(['nodes', 'revoke', 'w1', '--json'], { env: env2 })).code).toBe(0)
       await waitFor(async () => (await fetch(`${serve.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${credential}` } })).status === 403)
+      const rebound = await runMuster(['nodes', 'rebind', 'w1'], { env: env2 })
+      expect(rebound.code).toBe(0)
+      expect(rebound.stdout.trim()).toMatch(/^mjt_[a-z2-7]{16}\.[A-Za-z0-9_-]{43}$/) // the new enrollment, shown once
+      expect((await fetch(`${serve.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${credential}` } })).status).toBe(401)
       const rm = await runMuster(['nodes', 'remove', 'w1'], { env: env2 })
       expect(rm.code).toBe(0)
       const rmLocal = await runMuster(['nodes', 'remove', 'local'], { env: env2 })
