@@ -109,7 +109,7 @@ export class Auth {
 
   /** The principal behind a request, or null when it carries no operator credential. */
   authenticate(headers: Headers): Principal | null {
-    const bearer = headers.get('authorization')?.match(/^Bearer\s+(\S+)$/i)?.[1]
+    const bearer = bearerToken(headers)
     if (bearer) return this.fromApiToken(bearer)
     const sid = readCookie(headers.get('cookie'), SESSION_COOKIE)
     if (sid) return this.fromSession(sid)
@@ -119,7 +119,7 @@ export class Auth {
   /** The principal, refusing with 401 without credentials and 403 without the permission. */
   require(headers: Headers, permission: Permission): Principal {
     const p = this.authenticate(headers)
-    if (!p && /^Bearer\s+mn[cj]_/i.test(headers.get('authorization') ?? '')) {
+    if (!p && /^mn[cj]_/.test(bearerToken(headers) ?? '')) {
       throw new MusterError('forbidden', 'Node credentials and join tokens are not accepted here; this route needs an operator.')
     }
     if (!p) throw new MusterError('unauthorized', 'Authentication required: give an operator API token (--token, $MUSTER_TOKEN or `muster login`; over HTTP, Authorization: Bearer mat_…).')
@@ -146,6 +146,11 @@ export class Auth {
     if (!acct || acct.disabled || !isRole(acct.role)) return null
     return { kind: 'session', name: acct.name, account: acct.name, role: acct.role }
   }
+}
+
+/** The bearer token of a request's Authorization header, if any. */
+export function bearerToken(headers: Headers): string | undefined {
+  return headers.get('authorization')?.match(/^Bearer\s+(\S+)$/i)?.[1]
 }
 
 export function readCookie(header: string | null, name: string): string | undefined {

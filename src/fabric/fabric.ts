@@ -17,6 +17,7 @@ import { compatibilityOf, Registry, type NodeEntry, type ReplicaStatus } from '.
 import { TrustKeys } from './trust-keys.ts'
 import { NODE_NAME } from '../http/validate.ts'
 import { log } from '../log.ts'
+import { bearerToken } from '../auth/auth.ts'
 import { assertPrivate } from '../datadir.ts'
 
 export type NodeAuthMode = 'legacy' | 'both' | 'enrolled'
@@ -77,6 +78,8 @@ export class Fabric {
   remoteDispatch: boolean
   enrollment: EnrollmentEndpoint | null = null
   private auditWrites = 0
+  /** SHA-256 of the legacy shared fleet token, compared in constant time. */
+  private readonly fleetDigest: string | undefined
 
   constructor(
     private readonly platform: Platform,
@@ -85,6 +88,7 @@ export class Fabric {
     this.db = platform.db
     this.now = platform.now
     this.remoteDispatch = options.remoteDispatch
+    this.fleetDigest = options.fleetToken ? sha256Hex(options.fleetToken) : undefined
     this.registry = new Registry(this.db, this.now, options.staleAfterMs)
     this.trust = new TrustKeys(platform.dataDir, this.now)
     this.credentials = new NodeCredentials(platform.masterKey)
@@ -170,7 +174,10 @@ export class Fabric {
 
   /** The node a credential belongs to, or a refusal; checks generation and revocation. */
   authenticateNode(headers: Headers): NodeEntry {
-    const bearer = headers.get('authorization')?.match(/^Bearer\s+(\S+)$/i)?.[1]
+    return this.nodeForCredential(bearerToken(headers))
+  }
+
+  private nodeForCredential(bearer: string | undefined): NodeEntry {
     const c = bearer ? parseCredential(bearer) : null
     if (!c) throw new MusterError('unauthorized', 'A node credential (Authorization: Bearer mnc_…) is required.')
     const n = this.registry.get(c.name)
@@ -209,15 +216,14 @@ export class Fabric {
   }
 
   private nodeForHeartbeat(headers: Headers, nodeId: string | undefined): NodeEntry {
-    const bearer = headers.get('authorization')?.match(/^Bearer\s+(\S+)$/i)?.[1] ?? ''
+    const bearer = bearerToken(headers) ?? ''
     if (bearer.startsWith('mnc_')) {
       if (this.options.nodeAuth === 'legacy') throw new MusterError('forbidden', 'This Platform runs with --node-auth legacy: node credentials are not accepted.')
-      const n = this.authenticateNode(headers)
+      const n = this.nodeForCredential(bearer)
       if (nodeId && nodeId !== n.name) throw new MusterError('forbidden', 'A node credential registers only its own node.')
       return n
     }
-    const fleet = this.options.fleetToken
-    if (!fleet || !bearer || !safeEqual(sha256Hex(bearer), sha256Hex(fleet))) throw new MusterError('unauthorized', 'A node credential (Authorization: Bearer mnc_…) is required.')
+    if (!this.fleetDigest || !bearer || !safeEqual(sha256Hex(bearer), this.fleetDigest)) throw new MusterError('unauthorized', 'A node credential (Authorization: Bearer mnc_…) is required.')
     if (this.options.nodeAuth === 'enrolled') throw new MusterError('forbidden', 'The shared fleet token is no longer accepted (--node-auth enrolled): enroll this node.')
     if (!nodeId || !NODE_NAME.test(nodeId) || nodeId === 'local') throw new MusterError('invalid-request', 'Invalid nodeId: the shared fleet token needs a node name in the body.', { field: 'nodeId' })
     let n = this.registry.get(nodeId)
