@@ -18,6 +18,7 @@ import { startLocalNode } from './projects/local-node.ts'
 import type { RateLimitOptions } from './fabric/rate-limit.ts'
 import { ReadinessProber } from './fabric/probe.ts'
 import { EnrollmentListener } from './listener/listener.ts'
+import { FileVault, type Vault } from './vault.ts'
 
 export interface PlatformOptions {
   dataDir: string
@@ -54,6 +55,8 @@ export class Platform {
   readonly db: Db
   readonly auth: Auth
   readonly masterKey: Uint8Array
+  /** The Platform's own secrets (CA, trust keys, listener TLS, federation key). */
+  readonly vault: Vault
   readonly now: () => number
   readonly secure: boolean
   fabric!: Fabric
@@ -70,6 +73,7 @@ export class Platform {
     this.dataDir = parts.dataDir
     this.db = parts.db
     this.masterKey = parts.masterKey
+    this.vault = new FileVault(parts.dataDir)
     this.now = options.clock ?? Date.now
     this.secure = Boolean(options.tlsCert)
     this.auth = new Auth(this.db, this.now)
