@@ -1,0 +1,15 @@
+// One planted bug: `from` must occur exactly once in `file`; the runner
+// (`bun run mutants`) replaces it with `to` in a temporary copy, runs only
+// `tests`, and reports the mutant as a survivor when they all still pass.
+export interface Mutant {
+  /** What guarantee the mutation breaks, in a few words. */
+  name: string
+  /** Path from the repository root. */
+  file: string
+  from: string
+  to: string
+  /** Test files (paths from the root) expected to catch it; e2e tests may need dist/muster, which the runner rebuilds. */
+  tests: string[]
+  /** Optional `bun test -t` filter to run only the catching tests. */
+  filter?: string
+}
