@@ -49,6 +49,8 @@ export const CODES = {
   'cloud-provider-error': { status: 502, retryable: true },
   'cloud-in-use': { status: 409, retryable: false },
   'cloud-unavailable': { status: 503, retryable: false },
+  'cloud-throttled': { status: 503, retryable: true },
+  'audit-unavailable': { status: 503, retryable: true },
 } as const
 
 export type Code = keyof typeof CODES

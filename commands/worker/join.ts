@@ -12,6 +12,7 @@ export default defineCommand({
     'enrollment-token': { type: 'string', valueHint: 'mjt_…', description: 'The join token on argv (lands in shell history; prefer the file)' },
     address: { type: 'string', valueHint: 'ADDR', description: 'Address the Platform reaches this node by (repeatable; default: first routable IPv4 and localhost)' },
     port: { type: 'string', valueHint: 'PORT', default: '7381', description: 'Port the Agent listens on' },
+    'heartbeat-only': { type: 'boolean', description: 'Give no address: the Platform never dials this node, which is ready on heartbeats alone (the Agent listens on loopback)' },
     ...dataDirArg,
     ...jsonArg,
   },
@@ -34,6 +35,7 @@ export default defineCommand({
       caFile: args['platform-ca-file'],
       addresses: multiArg(rawArgs, 'address'),
       port: intArg(args, 'port', 1, 65535),
+      heartbeatOnly: args['heartbeat-only'] === true,
       readToken: () =>
         readSecret({
           what: 'enrollment token',

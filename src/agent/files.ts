@@ -27,7 +27,7 @@ export interface AgentConfig {
   pin: PlatformPin
   addresses: string[]
   port: number
-  /** The Agent's own URL as the Platform dials it. */
+  /** The Agent's own URL as the Platform dials it; empty when the node joined heartbeat-only (never dialled). */
   url: string
   joinedAt: string
   joinedWith: string

@@ -31,6 +31,8 @@ export interface JoinOptions {
   /** Addresses the Platform dials this node by; default first routable IPv4 and localhost. */
   addresses?: string[]
   port?: number
+  /** Give no address: the Platform never dials this node (ready on heartbeats alone); the Agent listens on loopback only. */
+  heartbeatOnly?: boolean
   /** Asked only once the Platform is authenticated. */
   readToken: () => Promise<string>
   now?: () => number
@@ -58,7 +60,8 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   const port = o.port ?? 7381
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new MusterError('invalid-request', `--port ${port}: expected 1-65535`)
   const given = normaliseAddresses(o.addresses ?? [], '--address')
-  const addresses = given.length > 0 ? given : defaultAddresses()
+  if (o.heartbeatOnly && given.length > 0) throw new MusterError('invalid-request', 'Give --address or --heartbeat-only, not both.')
+  const addresses = o.heartbeatOnly ? ['127.0.0.1'] : given.length > 0 ? given : defaultAddresses()
 
   // 2. one machine joins one Platform: a repeat is a no-op, another Platform is refused
   const existing = readAgentConfig(dataDir)
@@ -83,8 +86,9 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   if (!token) throw new MusterError('not-configured', 'The enrollment token is empty.')
 
   // 6. enroll, waiting out 429 Retry-After a bounded number of times
-  const agentUrl = httpsUrl(addresses[0]!, port)
-  const answer = await enrollWithRetry(() => enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({ token, nodeId: o.nodeId, certPem: cert, url: agentUrl, version: VERSION }))
+  //    (without an address when heartbeat-only: the Platform then never dials the node)
+  const agentUrl = o.heartbeatOnly ? '' : httpsUrl(addresses[0]!, port)
+  const answer = await enrollWithRetry(() => enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({ token, nodeId: o.nodeId, certPem: cert, ...(agentUrl ? { url: agentUrl } : {}), version: VERSION }))
 
   // 7. check the answer before keeping anything
   if (answer.nodeId !== o.nodeId || typeof answer.credential !== 'string' || !answer.credential.startsWith(`mnc_${o.nodeId}.`)) {

@@ -8,11 +8,13 @@ import type { Platform } from '../platform.ts'
 import { deleteConnection, getConnection, listConnections, upsertConnection } from '../store/cloud-connections.ts'
 import { existingMachines, listProvisions, STARTING_STATES } from '../store/cloud-provisions.ts'
 import { getScaling, updateScaling } from '../store/cloud-scaling.ts'
+import { actorFrom, audited, auditView } from './audit.ts'
 import { Autoscaler } from './autoscale.ts'
 import { binaryFromEnv, type BinarySource } from './binary.ts'
-import { endpointsFromEnv, parseCredentials, PROVIDERS, type CloudEndpoints, type CloudProvider, type Credentials, type ProviderName } from './provider.ts'
+import { binaryArch, endpointsFromEnv, parseCredentials, PROVIDERS, type Arch, type CloudEndpoints, type CloudProvider, type Credentials, type ProviderContext, type ProviderName } from './provider.ts'
 import { createProvider } from './providers/index.ts'
 import { Provisioner } from './provisioner.ts'
+import { DEFAULT_RETRY, type RetryPolicy } from './retry.ts'
 import { seal, sealKey, unseal } from './seal.ts'
 
 const services = new WeakMap<Platform, Cloud>()
@@ -39,6 +41,10 @@ export class Cloud {
   endpoints: CloudEndpoints
   /** An explicit binary download (MUSTER_CLOUD_BINARY_URL/SHA256); else the Platform serves its own. */
   binary: BinarySource | null
+  /** The architecture of that binary: sizes and images follow it (MUSTER_CLOUD_BINARY_ARCH, else this Platform's). */
+  arch: Arch
+  /** How provider calls ride out throttling; tests shorten it. */
+  retry: RetryPolicy = DEFAULT_RETRY
   readonly provisioner: Provisioner
   readonly autoscaler: Autoscaler
   private readonly key: Uint8Array
@@ -47,6 +53,7 @@ export class Cloud {
   constructor(readonly platform: Platform) {
     this.endpoints = endpointsFromEnv()
     this.binary = binaryFromEnv()
+    this.arch = binaryArch()
     this.key = sealKey(platform.masterKey)
     this.provisioner = new Provisioner(this)
     this.autoscaler = new Autoscaler(this)
@@ -76,34 +83,47 @@ export class Cloud {
 
   // ---- connections -------------------------------------------------------------
 
+  private context(): ProviderContext {
+    return { endpoints: this.endpoints, retry: this.retry, arch: this.arch, env: process.env }
+  }
+
   /** The client for a connected provider; refuses when it is not connected. */
   provider(name: ProviderName): CloudProvider {
     const row = getConnection(this.db, name)
     if (!row) throw new MusterError('cloud-not-connected', `${name} is not connected: run \`muster cloud connect --provider ${name}\` first.`)
     const creds = JSON.parse(unseal(this.key, name, row.sealed)) as Credentials
-    return createProvider(name, creds, this.endpoints)
+    return createProvider(name, creds, this.context())
   }
 
-  /** 1. parse  2. prove by a list call  3. seal and keep. Nothing is stored when the provider refuses. */
+  /** 1. parse  2. audit  3. prove by a list call  4. seal and keep. Nothing is stored when the provider refuses. */
   async connect(name: ProviderName, input: unknown, actor: Principal) {
     const creds = parseCredentials(name, input)
-    const { account } = await createProvider(name, creds, this.endpoints).validate()
-    upsertConnection(this.db, { provider: name, sealed: seal(this.key, name, JSON.stringify(creds)), account, connected_at: this.now(), connected_by: actorOf(actor) })
-    log.info(`cloud: ${name} connected by ${actorOf(actor)}${account ? ` (${account})` : ''}`)
-    return this.connectionView(name)
+    const form = 'roleArn' in creds ? 'role' : 'ambient' in creds ? 'ambient' : 'federatedTokenFile' in creds ? 'workload identity' : 'key'
+    return audited(this.db, () => this.now(), actorFrom(actor), 'connect', { provider: name, detail: `credentials: ${form}` }, async () => {
+      const { account } = await createProvider(name, creds, this.context()).validate()
+      upsertConnection(this.db, { provider: name, sealed: seal(this.key, name, JSON.stringify(creds)), account, connected_at: this.now(), connected_by: actorOf(actor) })
+      log.info(`cloud: ${name} connected by ${actorOf(actor)}${account ? ` (${account})` : ''}`)
+      return this.connectionView(name)
+    }, (c) => `credentials: ${form}${c.account ? `; account ${c.account}` : ''}`)
   }
 
   /** Refused while machines it created exist: releasing them needs the credentials. Also withdraws scaling consent for it. */
-  disconnect(name: ProviderName, actor: Principal) {
+  async disconnect(name: ProviderName, actor: Principal) {
     if (!getConnection(this.db, name)) throw new MusterError('cloud-not-connected', `${name} is not connected.`)
     const machines = existingMachines(this.db, name)
     if (machines.length > 0) {
       throw new MusterError('cloud-in-use', `${machines.length} machine(s) created through ${name} still exist (${machines.map((m) => m.id).join(', ')}); release them first (\`muster cloud release ID\`).`)
     }
-    deleteConnection(this.db, name)
-    if (getScaling(this.db).provider === name) updateScaling(this.db, { enabled: 0, updated_at: this.now() })
-    log.info(`cloud: ${name} disconnected by ${actorOf(actor)}`)
-    return { provider: name, connected: false }
+    return audited(this.db, () => this.now(), actorFrom(actor), 'disconnect', { provider: name }, () => {
+      deleteConnection(this.db, name)
+      if (getScaling(this.db).provider === name) updateScaling(this.db, { enabled: 0, updated_at: this.now() })
+      log.info(`cloud: ${name} disconnected by ${actorOf(actor)}`)
+      return { provider: name, connected: false as const }
+    })
+  }
+
+  audit(limit?: number) {
+    return auditView(this.db, limit)
   }
 
   connectionView(name: ProviderName) {

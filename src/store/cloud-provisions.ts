@@ -25,24 +25,37 @@ export interface ProvisionRow {
   updated_at: number
   ready_at: number | null
   released_at: number | null
+  /** The first-boot data, sealed (src/cloud/first-boot.ts); made once, dropped when the provision stops starting. */
+  first_boot: Uint8Array | null
+  /** JSON {"agentFrom","sshFrom"}: what the machine lets in; null on rows from before openings existed (nothing). */
+  inbound: string | null
+  /** The provider's asynchronous create (a GCP Operation name). */
+  operation: string | null
+  /** When the create answered with the machine's id, and when the provider first showed it. */
+  ordered_at: number | null
+  seen_at: number | null
 }
 
-export type NewProvision = Pick<ProvisionRow, 'id' | 'request_id' | 'provider' | 'name' | 'region' | 'size' | 'role' | 'origin' | 'requested_by' | 'created_at'>
+export type NewProvision = Pick<ProvisionRow, 'id' | 'request_id' | 'provider' | 'name' | 'region' | 'size' | 'role' | 'origin' | 'requested_by' | 'created_at' | 'inbound'>
 
 /** Inserts a provision in state creating; false when its request id is already recorded. */
 export function insertProvision(db: Db, p: NewProvision): boolean {
   return (
     db
       .query(
-        `INSERT INTO cloud_provisions (id, request_id, provider, name, region, size, role, origin, requested_by, state, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'creating', ?10, ?10) ON CONFLICT(request_id) DO NOTHING`,
+        `INSERT INTO cloud_provisions (id, request_id, provider, name, region, size, role, origin, requested_by, state, created_at, updated_at, inbound)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'creating', ?10, ?10, ?11) ON CONFLICT(request_id) DO NOTHING`,
       )
-      .run(p.id, p.request_id, p.provider, p.name, p.region, p.size, p.role, p.origin, p.requested_by, p.created_at).changes === 1
+      .run(p.id, p.request_id, p.provider, p.name, p.region, p.size, p.role, p.origin, p.requested_by, p.created_at, p.inbound).changes === 1
   )
 }
 
 export function getProvision(db: Db, id: string): ProvisionRow | null {
   return db.query<ProvisionRow, [string]>('SELECT * FROM cloud_provisions WHERE id = ?1').get(id)
+}
+
+export function provisionByRequestId(db: Db, requestId: string): ProvisionRow | null {
+  return db.query<ProvisionRow, [string]>('SELECT * FROM cloud_provisions WHERE request_id = ?1').get(requestId)
 }
 
 export function liveProvisionByName(db: Db, name: string): ProvisionRow | null {
@@ -68,7 +81,7 @@ export function updateProvision(db: Db, id: string, fields: Partial<Omit<Provisi
   const keys = Object.keys(fields) as (keyof typeof fields)[]
   if (keys.length === 0) return false
   const sets = keys.map((k, i) => `${k} = ?${i + 2}`).join(', ')
-  const values = keys.map((k) => fields[k] as string | number | null)
+  const values = keys.map((k) => fields[k] as string | number | Uint8Array | null)
   const guard = from ? ` AND state IN (${from.map((_, i) => `?${keys.length + 2 + i}`).join(', ')})` : ''
   return db.query(`UPDATE cloud_provisions SET ${sets} WHERE id = ?1${guard}`).run(id, ...values, ...(from ?? [])).changes === 1
 }
