@@ -28,15 +28,19 @@ export class FirstBootStore {
   /** The provision's first-boot data: the kept one, else made now (and kept before anything reaches the provider). */
   async get(row: ProvisionRow, provider: CloudProvider, deadline: number): Promise<string> {
     const kept = getFirstBoot(this.cloud.db, row.id)
-    if (kept) {
-      const text = unsealFor(this.key, aad(row.id), kept)
-      if (text === null) throw new MusterError('internal', `The first-boot data of ${row.id} cannot be opened with this Platform's master key.`)
-      return text
-    }
+    if (kept) return this.open(row.id, kept)
     const made = await this.make(row, provider, deadline)
-    if (setFirstBoot(this.cloud.db, row.id, sealFor(this.key, aad(row.id), made))) return made
-    // Someone else kept theirs first: theirs is what the provider gets.
-    return this.get(row, provider, deadline)
+    // Kept only if none is yet; when another attempt kept its own first, that one is what the provider gets.
+    setFirstBoot(this.cloud.db, row.id, sealFor(this.key, aad(row.id), made))
+    const winner = getFirstBoot(this.cloud.db, row.id)
+    if (!winner) throw new MusterError('conflict', `${row.id} stopped starting while its first-boot data was made.`)
+    return this.open(row.id, winner)
+  }
+
+  private open(id: string, sealed: Uint8Array): string {
+    const text = unsealFor(this.key, aad(id), sealed)
+    if (text === null) throw new MusterError('internal', `The first-boot data of ${id} cannot be opened with this Platform's master key.`)
+    return text
   }
 
   drop(id: string): void {

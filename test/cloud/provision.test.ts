@@ -5,6 +5,7 @@
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
+import { CLOSED } from '../../src/cloud/provider.ts'
 import { cloudOf } from '../../src/cloud/service.ts'
 import { createClient } from '../../src/client/index.ts'
 import { VERSION } from '../../src/version.ts'
@@ -64,13 +65,22 @@ describe('provisioning', () => {
       MUSTER_PLATFORM_FINGERPRINT: s.p.fingerprint,
       MUSTER_BINARY_URL: BINARY.url,
       MUSTER_BINARY_SHA256: BINARY.sha256,
+      MUSTER_PROBE: 'no',
+      MUSTER_SSH: 'no',
     })
     expect(boot.files.get('/root/muster-first-boot/install.sh')!.content).toBe(readFileSync(resolve(import.meta.dir, '../../install.sh'), 'utf8'))
     const join = boot.files.get('/root/muster-first-boot/join.sh')!.content
     expect(join).toContain('sh ./install.sh --role worker --from "$MUSTER_BINARY_URL" --sha256 "$MUSTER_BINARY_SHA256"')
-    expect(join).toMatch(/runuser -u muster -- \/usr\/local\/bin\/muster worker join [^\n]*\\\n[^\n]*"\$@" <\.\/enrollment-token\n/)
+    expect(join).toMatch(/runuser -u muster -- \/usr\/local\/bin\/muster worker join [^\n]*\\\n[^\n]*--label "role=\$MUSTER_ROLE" "\$@" <\.\/enrollment-token\n/)
+    // no inbound by default: heartbeat-only unless --probe, and SSH stopped unless --allow-ssh-inbound
+    expect(join).toContain('set -- --heartbeat-only\nif [ "$MUSTER_PROBE" = yes ]; then')
+    expect(join).toContain('if [ "$MUSTER_SSH" != yes ]; then\n\tsystemctl disable --now ssh.socket ssh.service')
     expect(Bun.spawnSync(['sh', '-n'], { stdin: new TextEncoder().encode(join) }).exitCode).toBe(0)
-    if (Bun.which('shellcheck')) expect(Bun.spawnSync(['shellcheck', '-s', 'sh', '-'], { stdin: new TextEncoder().encode(join) }).stdout.toString()).toBe('')
+    // CI installs shellcheck: its absence is a failure, not a skip
+    expect(Bun.which('shellcheck')).not.toBeNull()
+    const lint = Bun.spawnSync(['shellcheck', '-s', 'sh', '-'], { stdin: new TextEncoder().encode(join) })
+    expect(lint.stdout.toString()).toBe('')
+    expect(lint.exitCode).toBe(0)
     expect(boot.runcmd).toEqual([['sh', '/root/muster-first-boot/join.sh']])
     // the token is only in its file; no provider credential anywhere
     expect(sent.userData.split(boot.token).length).toBe(2)
@@ -123,6 +133,7 @@ describe('provisioning', () => {
   test('a machine deleted behind muster’s back fails the provision; a refused create fails at once', async () => {
     await using s = await setup()
     const prv = await s.p.client.cloud.provision({ provider: 'hetzner', name: 'cloud-4', region: 'fsn1', size: 'cx22' })
+    await s.cloud.provisioner.reconcile() // seen at the provider once
     s.hz.book.remove(prv.machineId!)
     await s.cloud.provisioner.reconcile()
     expect(await s.p.client.cloud.provisionInfo(prv.id)).toMatchObject({ state: 'failed', reason: `the machine ${prv.machineId} no longer exists at hetzner` })
@@ -141,7 +152,7 @@ describe('provisioning', () => {
     const input = { provider: 'hetzner' as const, name: 'cloud-6', region: 'fsn1', size: 'cx22', role: 'general' as const }
     // recorded, then the Platform "crashed" after the provider created the machine but before the answer was stored
     const row = s.cloud.provisioner.record(input, 'operator', 'test')!
-    await s.cloud.provider('hetzner').createMachine({ ...input, userData: '#cloud-config\n', requestId: row.request_id })
+    await s.cloud.provider('hetzner').createMachine({ ...input, userData: '#cloud-config\n', requestId: row.request_id, inbound: CLOSED })
     expect(s.hz.book.created).toHaveLength(1)
     await s.cloud.provisioner.reconcile()
     const adopted = await s.p.client.cloud.provisionInfo(row.id)

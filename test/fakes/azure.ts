@@ -177,7 +177,11 @@ export function startAzureFake(): AzureFake {
       }
       if (req.method === 'PUT') {
         const b = (await req.json()) as { location?: string; tags?: Record<string, string>; properties?: { hardwareProfile?: { vmSize?: string }; storageProfile?: { imageReference?: { sku?: string } }; osProfile?: { customData?: string; adminPassword?: string }; networkProfile?: { networkInterfaces?: { id: string; properties?: { deleteOption?: string } }[] } } }
-        if (m) return armError(409, 'PropertyChangeNotAllowed', "Changing property 'osProfile.customData' is not allowed.")
+        if (m) {
+          // PUT is idempotent: the same VM again is no change; a changed customData is refused.
+          const same = b.properties?.osProfile?.customData === Buffer.from(m.userData, 'utf8').toString('base64') && b.properties?.osProfile?.adminPassword === m.extra.adminPassword
+          return same ? json(vmBody(m, false), 200) : armError(409, 'PropertyChangeNotAllowed', "Changing property 'osProfile.customData' is not allowed.")
+        }
         const size = SKUS.find((s) => s.name === b.properties?.hardwareProfile?.vmSize && s.resourceType === 'virtualMachines')
         if (!size) return armError(400, 'InvalidParameter', `The value ${b.properties?.hardwareProfile?.vmSize} provided for the VM size is not valid.`)
         const gens = size.capabilities.find((c) => c.name === 'HyperVGenerations')?.value ?? 'V1'
@@ -192,7 +196,7 @@ export function startAzureFake(): AzureFake {
         if (customData.length > 87380) return armError(400, 'InvalidParameter', 'Custom data in OSProfile must be in Base64 encoding and with a maximum length of 87380 characters.')
         const failed = fake.failNextVm
         fake.failNextVm = null
-        const created = book.add({ id: crypto.randomUUID(), name, region: b.location ?? '', size: size.name, userData: Buffer.from(customData, 'base64').toString('utf8'), labels: b.tags ?? {}, extra: { nic, nics, networkProfile: b.properties?.networkProfile, ...(failed ? { failed } : {}) } })
+        const created = book.add({ id: crypto.randomUUID(), name, region: b.location ?? '', size: size.name, userData: Buffer.from(customData, 'base64').toString('utf8'), labels: b.tags ?? {}, extra: { nic, nics, adminPassword: pw, networkProfile: b.properties?.networkProfile, ...(failed ? { failed } : {}) } })
         return json(vmBody(created, false), 201, { 'azure-asyncoperation': `${url.origin}/operations/${crypto.randomUUID()}` })
       }
     }

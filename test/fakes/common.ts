@@ -104,6 +104,8 @@ export interface FakeServer extends Faults {
   log: Call[]
   /** Requests answered with a throttle. */
   throttled: Call[]
+  /** The body of every create request that reached the provider (lost, de-duplicated or not). */
+  createBodies: string[]
   stop(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
 }
@@ -124,6 +126,7 @@ export function serveFake(spec: FakeSpec | FakeSpec['handle'], book = new Machin
   const calls: string[] = []
   const log: Call[] = []
   const throttled: Call[] = []
+  const createBodies: string[] = []
   const throttles: { times: number; match: (req: Request, url: URL, body: string) => boolean; waitS: number }[] = []
   let lose = 0
   const server = Bun.serve({
@@ -143,7 +146,9 @@ export function serveFake(spec: FakeSpec | FakeSpec['handle'], book = new Machin
           throttled.push(call)
           return s.throttle(req, url, t.waitS)
         }
-        const creating = lose > 0 && s.isCreate(req, url, body)
+        const isCreate = s.isCreate(req, url, body)
+        if (isCreate) createBodies.push(body)
+        const creating = lose > 0 && isCreate
         const res = await s.handle(req, url)
         if (creating && res.status < 300) {
           lose--
@@ -165,6 +170,7 @@ export function serveFake(spec: FakeSpec | FakeSpec['handle'], book = new Machin
     calls,
     log,
     throttled,
+    createBodies,
     stop,
     [Symbol.asyncDispose]: stop,
     throttle: (times, match = () => true, waitS = 1) => void throttles.push({ times, match, waitS }),

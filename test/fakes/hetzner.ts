@@ -80,7 +80,7 @@ export interface HetznerFirewall {
   id: number
   name: string
   labels: Record<string, string>
-  rules: { direction: string; protocol: string; port?: string; source_ips?: string[] }[]
+  rules: { direction: string; protocol: string; port?: string; source_ips?: string[]; description?: string }[]
 }
 
 export interface HetznerFake extends FakeServer {
