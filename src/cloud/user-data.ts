@@ -98,15 +98,16 @@ export function firstBootData(f: FirstBoot): string {
     envLine('MUSTER_SSH', f.ssh ? 'yes' : 'no'),
     ...(f.address ? [envLine('MUSTER_ADDRESS', f.address)] : []),
   ].join('\n')
-  const installer = Buffer.from(Bun.gzipSync(new TextEncoder().encode(installScript), { level: 9 })).toString('base64')
+  // Compressed for AWS's 16 KB (cloud-init writes gz+b64 files decoded).
+  const gz = (text: string) => Buffer.from(Bun.gzipSync(new TextEncoder().encode(text), { level: 9 })).toString('base64')
   return [
     '#cloud-config',
     `# muster: install the worker role and join as ${f.nodeId}`,
     'write_files:',
     file(`${FIRST_BOOT_DIR}/enrollment-token`, '0600', `${f.token}\n`) +
       file(`${FIRST_BOOT_DIR}/join.env`, '0600', `${env}\n`) +
-      file(`${FIRST_BOOT_DIR}/install.sh`, '0700', installer, 'gz+b64') +
-      file(`${FIRST_BOOT_DIR}/join.sh`, '0700', JOIN_SCRIPT),
+      file(`${FIRST_BOOT_DIR}/install.sh`, '0700', gz(installScript), 'gz+b64') +
+      file(`${FIRST_BOOT_DIR}/join.sh`, '0700', gz(JOIN_SCRIPT), 'gz+b64'),
     'runcmd:',
     `  - [sh, ${FIRST_BOOT_DIR}/join.sh]`,
     '',
