@@ -48,6 +48,8 @@ export class Provisioner {
   /** How long a provision request waits for the provider before answering with the state so far. */
   answerWithinMs = 20_000
   private readonly inFlight = new Map<string, Promise<void>>()
+  /** Per provider, when its last throttling answer said to come back (wall clock, as its reset headers are). */
+  private readonly quietUntil = new Map<string, number>()
   private reconciling: Promise<void> | null = null
   readonly firstBoot: FirstBootStore
 
@@ -130,6 +132,7 @@ export class Provisioner {
       log.info(`cloud: ${row.id} ${row.name}: machine ${m.id} at ${row.provider} (${m.providerStatus})`)
     } catch (e) {
       const message = (e as Error).message
+      this.noteThrottle(row.provider, e)
       if (retryable(e) && now() - row.created_at < this.timeoutMs) {
         updateProvision(this.db, row.id, { reason: `will retry: ${message}`, updated_at: now() }, ['creating'])
         log.warn(`cloud: ${row.id}: ${message} (will retry)`)
@@ -137,6 +140,11 @@ export class Provisioner {
       }
       this.fail(row, message)
     }
+  }
+
+  private noteThrottle(provider: string, e: unknown): void {
+    const after = e instanceof MusterError && e.code === 'cloud-throttled' ? e.detail?.retryAfterMs : undefined
+    if (typeof after === 'number') this.quietUntil.set(provider, Date.now() + after)
   }
 
   private fail(row: ProvisionRow, reason: string): void {
@@ -150,9 +158,12 @@ export class Provisioner {
   reconcile(): Promise<void> {
     this.reconciling ??= (async () => {
       for (const row of provisionsIn(this.db, STARTING_STATES)) {
+        // A provider that asked to be left alone until its reset is not asked again before it.
+        if ((this.quietUntil.get(row.provider) ?? 0) > Date.now() && this.cloud.now() - row.created_at <= this.timeoutMs) continue
         try {
           await this.advance(row)
         } catch (e) {
+          this.noteThrottle(row.provider, e)
           log.warn(`cloud: ${row.id}: ${(e as Error).message}`)
         }
       }

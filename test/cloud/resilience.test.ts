@@ -105,6 +105,27 @@ describe('provisioning against real-world providers', () => {
     await expect(t.p.client.cloud.regions('hetzner')).rejects.toMatchObject({ code: 'cloud-throttled', message: expect.stringContaining('rate_limit_exceeded') })
   })
 
+  test('digitalocean: a throttled droplet create is sent again after ratelimit-reset (only a 429 makes it safe to resend)', async () => {
+    await using t = await setup('digitalocean')
+    t.fake.throttle(1, (r, u) => r.method === 'POST' && u.pathname === '/v2/droplets', 1)
+    const prv = await t.p.client.cloud.provision({ provider: 'digitalocean', name: 'do-r1', region: 'ams3', size: 's-1vcpu-1gb' })
+    expect(prv.state).toBe('booting')
+    expect(t.fake.calls.filter((c) => c === 'POST /v2/droplets')).toHaveLength(2)
+    expect(t.fake.book.created).toHaveLength(1)
+  })
+
+  test('a provider that asks for a wait longer than muster waits in one call is left alone until then', async () => {
+    await using t = await setup('hetzner')
+    t.fake.throttle(1, (r, u) => r.method === 'POST' && u.pathname === '/v1/servers', 120)
+    const prv = await t.p.client.cloud.provision({ provider: 'hetzner', name: 'hz-q', region: 'fsn1', size: 'cx22' })
+    expect(prv).toMatchObject({ state: 'creating', reason: expect.stringMatching(/^will retry: hetzner is throttling requests \(429 rate_limit_exceeded: .*\); it asks to wait 1[12]\ds/) })
+    const before = t.fake.calls.length
+    await t.cloud.provisioner.reconcile()
+    await t.cloud.provisioner.reconcile()
+    expect(t.fake.calls.length).toBe(before)
+    expect(t.fake.book.created).toHaveLength(0)
+  })
+
   test('hetzner: a uniqueness_error is answered by adopting the same-named server that carries this request id; another’s is refused', async () => {
     await using f = startHetznerFake()
     const p = new HetznerProvider({ token: f.token }, hz(f.url))

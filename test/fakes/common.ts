@@ -118,8 +118,8 @@ export interface FakeSpec {
   isCreate(req: Request, url: URL, body: string): boolean
 }
 
-/** A response whose body breaks off: the client sees the connection reset. */
-const lost = () => new Response(new ReadableStream({ start: (c) => c.error(new Error('answer lost on purpose')) }), { headers: { 'content-type': 'application/json' } })
+/** A response whose body breaks off: the client sees the connection reset (an undefined reason: Bun logs nothing). */
+const lost = () => new Response(new ReadableStream({ start: (c) => c.error(undefined) }), { headers: { 'content-type': 'application/json' } })
 
 export function serveFake(spec: FakeSpec | FakeSpec['handle'], book = new MachineBook()): FakeServer {
   const s: FakeSpec = typeof spec === 'function' ? { handle: spec, throttle: () => new Response('{}', { status: 429 }), isCreate: () => false } : spec

@@ -79,7 +79,7 @@ export class AwsProvider implements CloudProvider {
 
   async findMachine({ requestId, region }: MachineRef): Promise<Machine | null> {
     const r = await this.call(region, 'DescribeInstances', { 'Filter.1.Name': 'client-token', 'Filter.1.Value.1': requestId })
-    const live = reservations(r).find((i) => textOf(i, 'instanceState', 'name') !== 'terminated')
+    const live = reservations(r).find((i) => textOf(i, 'instanceState', 'name') !== 'terminated' && textOf(i, 'clientToken') === requestId)
     return live ? machine(region, live) : null
   }
 

@@ -75,7 +75,7 @@ export class DigitalOceanProvider implements CloudProvider {
   /** The droplet of this request: by its tag, or by its name carrying the tag. */
   async findMachine({ requestId, name }: MachineRef): Promise<Machine | null> {
     const tag = requestTag(requestId)
-    const tagged = (await this.call<{ droplets: Droplet[] }>('GET', `/droplets?tag_name=${encodeURIComponent(tag)}`)).body.droplets[0]
+    const tagged = (await this.call<{ droplets: Droplet[] }>('GET', `/droplets?tag_name=${encodeURIComponent(tag)}`)).body.droplets.find((d) => d.tags?.includes(tag))
     if (tagged) return machine(tagged)
     const named = (await this.call<{ droplets: Droplet[] }>('GET', `/droplets?name=${encodeURIComponent(name)}`)).body.droplets.find((d) => d.name === name && d.tags?.includes(tag))
     return named ? machine(named) : null

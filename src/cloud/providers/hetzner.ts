@@ -99,7 +99,8 @@ export class HetznerProvider implements CloudProvider {
 
   private async byLabel(requestId: string): Promise<HServer | null> {
     const found = await this.call<{ servers: HServer[] }>('GET', `/servers?label_selector=${encodeURIComponent(`muster-request=${requestId}`)}`)
-    return found.body.servers[0] ?? null
+    // The selector already filters; the label is checked again so nothing else is ever taken for ours.
+    return found.body.servers.find((s) => s.labels?.['muster-request'] === requestId) ?? null
   }
 
   async findMachine({ requestId }: MachineRef): Promise<Machine | null> {
