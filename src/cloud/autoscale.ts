@@ -38,8 +38,8 @@ export class Autoscaler {
 
   constructor(private readonly cloud: Cloud) {}
 
-  view() {
-    const s = getScaling(this.cloud.db)
+  async view() {
+    const s = await getScaling(this.cloud.db)
     return {
       enabled: s.enabled === 1,
       maxMachines: s.max_machines,
@@ -53,8 +53,8 @@ export class Autoscaler {
     }
   }
 
-  configure(input: ScalingInput, actor: string) {
-    const s = getScaling(this.cloud.db)
+  async configure(input: ScalingInput, actor: string) {
+    const s = await getScaling(this.cloud.db)
     const next: Partial<ScalingRow> = { updated_at: this.cloud.now() }
     if (input.maxMachines !== undefined) next.max_machines = input.maxMachines
     if (input.cooldownMinutes !== undefined) next.cooldown_minutes = input.cooldownMinutes
@@ -68,9 +68,9 @@ export class Autoscaler {
       if (!after.provider || !after.region || !after.size) {
         throw new MusterError('invalid-request', 'Enabling scale-out needs what to order: give provider, region and size (--provider, --region, --size).', { field: after.provider ? (after.region ? 'size' : 'region') : 'provider' })
       }
-      this.cloud.provider(after.provider as ProviderName)
+      await this.cloud.provider(after.provider as ProviderName)
     }
-    updateScaling(this.cloud.db, next)
+    await updateScaling(this.cloud.db, next)
     if (after.enabled !== s.enabled) log.info(`cloud: automatic scale-out ${after.enabled ? 'enabled' : 'disabled'} by ${actor}`)
     if (!after.enabled) this.shortfallSince = null
     return this.view()
@@ -85,37 +85,37 @@ export class Autoscaler {
   private async decide(): Promise<Decision> {
     const now = this.cloud.now()
     const db = this.cloud.db
-    const s = getScaling(db)
+    const s = await getScaling(db)
     if (!s.enabled || !s.provider || !s.region || !s.size) {
       this.shortfallSince = null
       return { action: 'none', why: 'disabled' }
     }
     // 1. The signal: replicas that fit nowhere although nodes were eligible, held for two minutes.
-    if (this.cloud.platform.projects.shortfall().total === 0) {
+    if (this.cloud.deps.projects.shortfall().total === 0) {
       this.shortfallSince = null
       return { action: 'none', why: 'no-shortfall' }
     }
     this.shortfallSince ??= now
     if (now - this.shortfallSince < HOLD_MS) return { action: 'none', why: 'holding' }
     // 2. The limits: nothing starting, under the maximum, outside the cooldown.
-    if (provisionsIn(db, STARTING_STATES).length > 0) return { action: 'none', why: 'machine-starting' }
-    if (existingMachines(db).length >= s.max_machines) return { action: 'none', why: 'at-max' }
+    if ((await provisionsIn(db, STARTING_STATES)).length > 0) return { action: 'none', why: 'machine-starting' }
+    if ((await existingMachines(db)).length >= s.max_machines) return { action: 'none', why: 'at-max' }
     const cooldownMs = s.cooldown_minutes * 60_000
     if (s.last_request_at !== null && now - s.last_request_at < cooldownMs) return { action: 'none', why: 'cooldown' }
     // 3. The decision is recorded (request id from the window, and the time) before the provider is asked.
     const { requestId, name } = requestIdFor(now, s.cooldown_minutes)
     const input = { provider: s.provider as ProviderName, name, region: s.region, size: s.size, role: s.role }
     try {
-      this.cloud.provisioner.check(input)
+      await this.cloud.provisioner.check(input)
     } catch (e) {
       log.warn(`cloud: scale-out wanted a machine but cannot order one: ${(e as Error).message}`)
       return { action: 'none', why: 'unavailable', detail: (e as Error).message }
     }
-    const row = db.transaction(() => {
-      const r = this.cloud.provisioner.record(input, 'autoscale', 'autoscaler', requestId)
-      if (r) updateScaling(db, { last_request_at: now })
+    const row = await db.tx(async (t) => {
+      const r = await this.cloud.provisioner.record(input, 'autoscale', 'autoscaler', requestId, t)
+      if (r) await updateScaling(t, { last_request_at: now })
       return r
-    }).immediate()
+    })
     if (!row) return { action: 'none', why: 'already-requested' }
     log.info(`cloud: scale-out requested ${row.id} (${name}) for a shortfall held since ${new Date(this.shortfallSince).toISOString()}`)
     // 4. Only now the provider.

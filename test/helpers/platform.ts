@@ -1,14 +1,18 @@
-// An in-process Platform on a temp data directory and a free loopback port.
+// An in-process Platform on a temp data directory and a free loopback port,
+// on SQLite (default) or on a fresh PostgreSQL database of its own.
 import { rmSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Platform, type PlatformOptions } from '../../src/platform.ts'
 import { createClient, type Client } from '../../src/client/index.ts'
+import { freshDatabase, type Engine } from './postgres.ts'
 
 export interface TestPlatform {
   platform: Platform
   url: string
   dataDir: string
+  /** The store's URL when on PostgreSQL. */
+  database?: string
   /** A superadmin API token. */
   token: string
   /** An SDK client authenticated as superadmin. */
@@ -21,21 +25,31 @@ export interface TestPlatform {
   [Symbol.asyncDispose](): Promise<void>
 }
 
-export async function startPlatform(opts: Partial<PlatformOptions> & { keepDir?: boolean } = {}): Promise<TestPlatform> {
+export async function startPlatform(opts: Partial<PlatformOptions> & { keepDir?: boolean; engine?: Engine } = {}): Promise<TestPlatform> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'muster-platform-'))
   let offset = 0
   const clock = opts.clock ?? (() => Date.now() + offset)
-  const platform = await Platform.open({ port: 0, host: '127.0.0.1', ...opts, dataDir, clock })
+  const db = opts.engine === 'postgres' && !opts.database ? await freshDatabase() : undefined
+  const database = opts.database ?? db?.url
+  let platform: Platform
+  try {
+    platform = await Platform.open({ port: 0, host: '127.0.0.1', ...opts, dataDir, clock, database })
+  } catch (e) {
+    await db?.drop()
+    throw e
+  }
   const url = await platform.listen()
-  const { token } = platform.auth.mintApiToken({ name: 'test', role: 'superadmin' })
+  const { token } = await platform.auth.mintApiToken({ name: 'test', role: 'superadmin' })
   const close = async () => {
     await platform.close()
+    await db?.drop()
     if (!opts.keepDir && !opts.dataDir) rmSync(dataDir, { recursive: true, force: true })
   }
   return {
     platform,
     url,
     dataDir,
+    database,
     token,
     client: createClient({ url, token }),
     clientWith: (t) => createClient({ url, token: t }),
