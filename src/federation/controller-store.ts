@@ -25,7 +25,7 @@ const SELECT_OFFICE = `SELECT o.*, t.secret_hash, t.generation, t.created_at AS 
 /** The office record comes first, so the controller knows who holds what before a token exists. */
 export async function ensureOffice(db: Db, o: { officeId: string; label?: string; note?: string; now: number }): Promise<void> {
   await db.run(`INSERT INTO federation_offices (office_id, label, note, created_at) VALUES (?1, ?2, ?3, ?4)
-            ON CONFLICT(office_id) DO UPDATE SET label = coalesce(?2, label), note = coalesce(?3, note)`, o.officeId, o.label ?? null, o.note ?? null, o.now)
+            ON CONFLICT(office_id) DO UPDATE SET label = coalesce(?2, federation_offices.label), note = coalesce(?3, federation_offices.note)`, o.officeId, o.label ?? null, o.note ?? null, o.now)
 }
 
 /** Stores a first token; false when the office already has one. */
@@ -36,7 +36,7 @@ export async function insertOfficeToken(db: Db, officeId: string, secretHash: st
 /** Replaces the office's token: the old secret stops working at once, and a revoke is lifted. */
 export async function rotateOfficeToken(db: Db, officeId: string, secretHash: string, now: number): Promise<void> {
   await db.run(`INSERT INTO federation_tokens (office_id, secret_hash, created_at) VALUES (?1, ?2, ?3)
-            ON CONFLICT(office_id) DO UPDATE SET secret_hash = ?2, created_at = ?3, revoked_at = NULL, generation = generation + 1`, officeId, secretHash, now)
+            ON CONFLICT(office_id) DO UPDATE SET secret_hash = ?2, created_at = ?3, revoked_at = NULL, generation = federation_tokens.generation + 1`, officeId, secretHash, now)
 }
 
 /** Revokes; the record stays. False when the office has no token. */

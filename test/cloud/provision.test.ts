@@ -96,7 +96,7 @@ describe('provisioning', () => {
     expect(again.status).toBe(403)
 
     await expect(s.p.client.cloud.disconnect('hetzner')).rejects.toMatchObject({ code: 'cloud-in-use' })
-    const viewer = s.p.clientWith(s.p.platform.auth.mintApiToken({ name: 'v', role: 'viewer' }).token)
+    const viewer = s.p.clientWith((await s.p.platform.auth.mintApiToken({ name: 'v', role: 'viewer' })).token)
     await expect(viewer.cloud.release(prv.id)).rejects.toMatchObject({ code: 'forbidden' })
     const released = await s.p.client.cloud.release(prv.id)
     expect(released).toMatchObject({ state: 'released', node: null, reason: 'released by test' })
@@ -140,15 +140,15 @@ describe('provisioning', () => {
     await using s = await setup()
     const input = { provider: 'hetzner' as const, name: 'cloud-6', region: 'fsn1', size: 'cx22', role: 'general' as const }
     // recorded, then the Platform "crashed" after the provider created the machine but before the answer was stored
-    const row = s.cloud.provisioner.record(input, 'operator', 'test')!
-    await s.cloud.provider('hetzner').createMachine({ ...input, userData: '#cloud-config\n', requestId: row.request_id })
+    const row = (await s.cloud.provisioner.record(input, 'operator', 'test'))!
+    await (await s.cloud.provider('hetzner')).createMachine({ ...input, userData: '#cloud-config\n', requestId: row.request_id })
     expect(s.hz.book.created).toHaveLength(1)
     await s.cloud.provisioner.reconcile()
     const adopted = await s.p.client.cloud.provisionInfo(row.id)
     expect(adopted).toMatchObject({ state: 'booting', machineId: s.hz.book.created[0]!.id })
     expect(s.hz.book.created).toHaveLength(1)
     // recorded but never sent: the resume creates it, once
-    const row2 = s.cloud.provisioner.record({ ...input, name: 'cloud-7' }, 'operator', 'test')!
+    const row2 = (await s.cloud.provisioner.record({ ...input, name: 'cloud-7' }, 'operator', 'test'))!
     await Promise.all([s.cloud.provisioner.reconcile(), s.cloud.provisioner.reconcile()])
     await s.cloud.provisioner.reconcile()
     expect(s.hz.book.created.map((m) => m.name)).toEqual(['cloud-6', 'cloud-7'])

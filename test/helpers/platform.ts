@@ -1,6 +1,7 @@
 // An in-process Platform on a temp data directory and a free loopback port,
 // on SQLite (default) or on a fresh PostgreSQL database of its own.
-import { rmSync, mkdtempSync } from 'node:fs'
+import { afterAll, beforeEach } from 'bun:test'
+import { existsSync, rmSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Platform, type PlatformOptions } from '../../src/platform.ts'
@@ -25,11 +26,26 @@ export interface TestPlatform {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+let defaultEngine: Engine = 'sqlite'
+
+/** Inside describe.each(ENGINES): every Platform the enclosed tests start uses this engine. */
+export function onEngine(engine: Engine): void {
+  beforeEach(() => {
+    defaultEngine = engine
+  })
+  afterAll(() => {
+    defaultEngine = 'sqlite'
+  })
+}
+
 export async function startPlatform(opts: Partial<PlatformOptions> & { keepDir?: boolean; engine?: Engine } = {}): Promise<TestPlatform> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'muster-platform-'))
   let offset = 0
   const clock = opts.clock ?? (() => Date.now() + offset)
-  const db = opts.engine === 'postgres' && !opts.database ? await freshDatabase() : undefined
+  const engine = opts.engine ?? defaultEngine
+  // A restart on a kept data directory reuses the database it recorded (platform/database-url).
+  const recorded = existsSync(join(dataDir, 'platform', 'database-url'))
+  const db = engine === 'postgres' && !opts.database && !recorded ? await freshDatabase() : undefined
   const database = opts.database ?? db?.url
   let platform: Platform
   try {
@@ -42,8 +58,11 @@ export async function startPlatform(opts: Partial<PlatformOptions> & { keepDir?:
   const { token } = await platform.auth.mintApiToken({ name: 'test', role: 'superadmin' })
   const close = async () => {
     await platform.close()
-    await db?.drop()
-    if (!opts.keepDir && !opts.dataDir) rmSync(dataDir, { recursive: true, force: true })
+    // Dropped with the data directory that names it; a kept directory may be started again.
+    if (!opts.keepDir && !opts.dataDir) {
+      await db?.drop()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
   }
   return {
     platform,

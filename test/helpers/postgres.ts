@@ -62,20 +62,44 @@ export function postgresServer(): Promise<string> {
   return server
 }
 
-/** A new, empty database; `drop` removes it (and ends its connections). */
-export async function freshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+let template: Promise<string> | undefined
+
+/** A database already holding every migration, copied for each test (much faster than migrating each time). */
+function migratedTemplate(admin: string): Promise<string> {
+  template ??= (async () => {
+    const name = `muster_tpl_${randomId(8)}`
+    const sql = new SQL(admin)
+    try {
+      await sql.unsafe(`CREATE DATABASE ${name}`)
+    } finally {
+      await sql.close()
+    }
+    const { openStore } = await import('../../src/store/db.ts')
+    await (await openStore(urlOf(admin, name))).close()
+    return name
+  })()
+  return template
+}
+
+function urlOf(admin: string, db: string): string {
+  const url = new URL(admin)
+  url.pathname = `/${db}`
+  return url.toString()
+}
+
+/** A new database of its own (migrated, or empty when `empty`); `drop` removes it (and ends its connections). */
+export async function freshDatabase(opts: { empty?: boolean } = {}): Promise<{ url: string; drop(): Promise<void> }> {
   const admin = await postgresServer()
   const name = `muster_t_${randomId(12)}`
+  const from = opts.empty ? '' : ` TEMPLATE ${await migratedTemplate(admin)}`
   const sql = new SQL(admin)
   try {
-    await sql.unsafe(`CREATE DATABASE ${name}`)
+    await sql.unsafe(`CREATE DATABASE ${name}${from}`)
   } finally {
     await sql.close()
   }
-  const url = new URL(admin)
-  url.pathname = `/${name}`
   return {
-    url: url.toString(),
+    url: urlOf(admin, name),
     drop: async () => {
       const s = new SQL(admin)
       try {
