@@ -21,7 +21,7 @@ export default defineCommand({
     'enroll-rate': { type: 'string', valueHint: 'N', default: '500', description: 'Enroll requests admitted per second' },
     'enroll-burst': { type: 'string', valueHint: 'N', default: '1000', description: 'Enroll burst size' },
     'enroll-in-flight': { type: 'string', valueHint: 'N', default: '256', description: 'Enroll requests handled at once' },
-    database: { type: 'string', valueHint: 'URL', description: 'Store URL (default: SQLite muster.db in the data directory)' },
+    database: { type: 'string', valueHint: 'URL', description: 'PostgreSQL store (postgres://…; also $MUSTER_DATABASE_URL). Default: SQLite muster.db in the data directory' },
   },
   async run({ args, rawArgs }) {
     const port = intArg(args, 'port', 0, 65535) ?? 7380
@@ -32,11 +32,13 @@ export default defineCommand({
     const { resolveDataDir } = await import('../src/datadir.ts')
     const dataDir = resolveDataDir(args['data-dir'])
     if (args.database) {
-      // The store is the embedded SQLite file in the data directory; a URL naming that file is accepted, nothing else.
-      const { resolve } = await import('node:path')
-      const file = args.database.startsWith('sqlite:') ? resolve(args.database.replace(/^sqlite:(\/\/)?/, '')) : null
-      if (file !== resolve(dataDir, 'muster.db')) {
-        throw new UsageError(`--database: this build keeps its store in the data directory (sqlite://${resolve(dataDir, 'muster.db')}); PostgreSQL and other locations are not available`)
+      // PostgreSQL, or the data directory's own SQLite file; nothing else.
+      const { storeUrlFor } = await import('../src/store/open.ts')
+      const { DataDir } = await import('../src/datadir.ts')
+      try {
+        storeUrlFor(new DataDir(dataDir), args.database)
+      } catch (e) {
+        throw new UsageError(`--database: ${(e as Error).message}`)
       }
     }
     await serve({
@@ -54,6 +56,7 @@ export default defineCommand({
       fleetTokenFile: args['fleet-token-file'],
       nodeStaleAfterMs: (intArg(args, 'node-stale-seconds', 1, 86400) ?? 45) * 1000,
       rescheduleGraceMs: (intArg(args, 'reschedule-grace-seconds', 0, 86400) ?? 60) * 1000,
+      database: args.database,
       enrollLimit: {
         perSecond: intArg(args, 'enroll-rate', 1, 1_000_000) ?? 500,
         burst: intArg(args, 'enroll-burst', 1, 10_000_000) ?? 1000,

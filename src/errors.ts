@@ -43,6 +43,8 @@ export const CODES = {
   'data-dir-newer': { status: 500, retryable: false },
   'already-running': { status: 409, retryable: false },
   'not-configured': { status: 400, retryable: false },
+  'store-unavailable': { status: 503, retryable: true },
+  'store-sealed': { status: 500, retryable: false },
   // cloud
   'cloud-not-connected': { status: 409, retryable: false },
   'cloud-credentials-refused': { status: 400, retryable: false },

@@ -1,66 +1,49 @@
 // A Platform: its data directory, store, keys and services, and the HTTP
 // server in front of them. `muster serve` and the tests both start one here.
+// This is the one place that composes the services; each service gets the
+// Context (src/context.ts) and the siblings it uses, never the Platform.
 import type { Server } from 'bun'
 import { readFileSync } from 'node:fs'
 import { Auth } from './auth/auth.ts'
+import { Changes } from './changes.ts'
+import type { Context } from './context.ts'
 import { randomBytes } from './crypto/tokens.ts'
 import { assertPrivate, DataDir } from './datadir.ts'
 import { bindHostFor } from './addresses.ts'
 import { MusterError } from './errors.ts'
-import { startFederation } from './federation/service.ts'
+import { startFederation, type Federation } from './federation/service.ts'
 import { createApp } from './http/app.ts'
 import { log } from './log.ts'
+import type { PlatformOptions } from './options.ts'
 import { acquireServeLock } from './serve-lock.ts'
-import { openDb, type Db } from './store/db.ts'
+import type { Services } from './services.ts'
+import { openPlatformStore } from './store/open.ts'
+import type { Store } from './store/db.ts'
 import { Fabric } from './fabric/fabric.ts'
 import { Projects } from './projects/service.ts'
 import { startLocalNode } from './projects/local-node.ts'
-import type { RateLimitOptions } from './fabric/rate-limit.ts'
 import { ReadinessProber } from './fabric/probe.ts'
 import { EnrollmentListener } from './listener/listener.ts'
-import { FileVault, type Vault } from './vault.ts'
+import { startCloud, type Cloud } from './cloud/service.ts'
+import { openVault, type Vault } from './vault.ts'
 
-export interface PlatformOptions {
-  dataDir: string
-  host?: string
-  port?: number
-  tlsCert?: string
-  tlsKey?: string
-  publicUrl?: string
-  /** Milliseconds since the epoch; injectable so tests can move time. */
-  clock?: () => number
-  /** Hold platform/serve.lock (default true). */
-  lock?: boolean
-  enrollmentPort?: number
-  enrollmentAddresses?: string[]
-  /** Where the enrollment listener binds (default all IPv4 interfaces). */
-  enrollmentHost?: string
-  /** How often nodes with an address get a health probe (default 15 s, or $MUSTER_PROBE_INTERVAL_MS). */
-  probeIntervalMs?: number
-  remoteDispatch?: boolean
-  localNode?: boolean
-  nodeAuth?: 'legacy' | 'both' | 'enrolled'
-  fleetTokenFile?: string
-  /** A node without a heartbeat for this long is unreachable (default 45 s). */
-  nodeStaleAfterMs?: number
-  enrollLimit?: RateLimitOptions
-  /** How long an unreachable node keeps its replicas before they move (default 60 s). */
-  rescheduleGraceMs?: number
-}
+export type { PlatformOptions }
 
 export const MASTER_KEY_FILE = 'platform/master.key'
 
-export class Platform {
+export class Platform implements Services {
+  readonly ctx: Context
   readonly dataDir: DataDir
-  readonly db: Db
+  readonly store: Store
   readonly auth: Auth
   readonly masterKey: Uint8Array
-  /** The Platform's own secrets (CA, trust keys, listener TLS, federation key). */
   readonly vault: Vault
   readonly now: () => number
   readonly secure: boolean
   fabric!: Fabric
   projects!: Projects
+  federation!: Federation
+  cloud!: Cloud
   listener: EnrollmentListener | undefined
   prober!: ReadinessProber
   private server: Server<unknown> | undefined
@@ -68,15 +51,24 @@ export class Platform {
 
   private constructor(
     readonly options: PlatformOptions,
-    parts: { dataDir: DataDir; db: Db; masterKey: Uint8Array },
+    parts: { dataDir: DataDir; store: Store; masterKey: Uint8Array; vault: Vault; changes: Changes },
   ) {
     this.dataDir = parts.dataDir
-    this.db = parts.db
+    this.store = parts.store
     this.masterKey = parts.masterKey
-    this.vault = new FileVault(parts.dataDir)
+    this.vault = parts.vault
     this.now = options.clock ?? Date.now
     this.secure = Boolean(options.tlsCert)
-    this.auth = new Auth(this.db, this.now)
+    this.ctx = {
+      store: parts.store,
+      now: this.now,
+      dataDir: parts.dataDir,
+      vault: parts.vault,
+      masterKey: parts.masterKey,
+      changes: parts.changes,
+      onClose: (fn) => this.onClose(fn),
+    }
+    this.auth = new Auth(this.ctx)
   }
 
   /** Opens the data directory (lock, master key, store) and the services on it. */
@@ -87,9 +79,18 @@ export class Platform {
     let p: Platform
     try {
       const masterKey = loadMasterKey(dataDir)
-      const db = openDb(dataDir.path('muster.db'))
-      p = new Platform(options, { dataDir, db, masterKey })
-      p.closers.push(() => db.close(), release)
+      const store = await openPlatformStore(dataDir, options.database)
+      try {
+        const vault = await openVault(store, dataDir, masterKey)
+        const changes = new Changes(store)
+        await changes.start()
+        p = new Platform(options, { dataDir, store, masterKey, vault, changes })
+        p.closers.push(() => changes.stop(), () => store.close())
+      } catch (e) {
+        await store.close()
+        throw e
+      }
+      p.closers.push(release)
     } catch (e) {
       release()
       throw e
@@ -107,27 +108,28 @@ export class Platform {
 
   /** Each area's service, started in order; each registers its own onClose. */
   private async startServices(): Promise<void> {
+    const ctx = this.ctx
     // services: fabric (enrollment authority)
-    this.fabric = Fabric.fromPlatform(this)
-    this.prober = new ReadinessProber(this)
+    this.fabric = await Fabric.open(ctx, this.options, () => this.publicUrl)
+    this.prober = new ReadinessProber(ctx, this.fabric, this.options.probeIntervalMs)
     this.prober.start()
     // services: listener (certificate now; the port opens in listen)
-    if (this.options.enrollmentPort !== undefined) this.listener = await EnrollmentListener.prepare(this)
+    if (this.options.enrollmentPort !== undefined) this.listener = await EnrollmentListener.prepare(ctx, this.fabric, this.options, (req) => this.app.handle(req))
     // services: projects
-    this.projects = new Projects(this.fabric, this.now, this.options.rescheduleGraceMs ?? 60_000)
+    this.projects = await Projects.open(ctx, this.fabric, this.options.rescheduleGraceMs ?? 60_000)
     if (this.options.localNode) {
-      const local = startLocalNode(this)
+      const local = startLocalNode(ctx, this.fabric)
       this.projects.local = local
       const view = this.fabric.localNode
       this.fabric.localNode = () => ({ ...view(), capacity: local.capacity() })
       this.onClose(() => local.stop())
     }
-    this.projects.start()
+    await this.projects.start()
     this.onClose(() => this.projects.stop())
     // services: federation
-    await startFederation(this)
+    this.federation = await startFederation(ctx, { auth: this.auth, projects: this.projects })
     // services: cloud
-    await import('./cloud/service.ts').then((m) => m.startCloud(this))
+    this.cloud = startCloud(ctx, { fabric: this.fabric, projects: this.projects, publicUrl: () => this.publicUrl })
   }
 
   /** Registers something to stop when the Platform closes (run in reverse order). */

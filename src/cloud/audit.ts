@@ -36,31 +36,31 @@ export interface AuditTarget {
 export async function audited<T>(db: Db, now: () => number, actor: Actor, action: CloudAction, what: AuditTarget, run: () => Promise<T> | T, describe?: (r: T) => string | null): Promise<T> {
   let id: number
   try {
-    id = insertCloudAudit(db, { at: now(), action, principal: actor.principal, via: actor.via, provider: what.provider ?? null, target: what.target ?? null, outcome: 'started', detail: what.detail ?? null })
+    id = await insertCloudAudit(db, { at: now(), action, principal: actor.principal, via: actor.via, provider: what.provider ?? null, target: what.target ?? null, outcome: 'started', detail: what.detail ?? null })
   } catch (e) {
     log.error(`cloud audit: cannot record ${action} by ${actor.principal}: ${(e as Error).message}`)
     throw new MusterError('audit-unavailable', `The cloud audit log cannot be written, so ${action} was not carried out.`)
   }
-  const finish = (outcome: 'ok' | 'failed', detail: string | null) => {
+  const finish = async (outcome: 'ok' | 'failed', detail: string | null) => {
     try {
-      finishCloudAudit(db, id, outcome, detail?.slice(0, 1000) ?? null)
+      await finishCloudAudit(db, id, outcome, detail?.slice(0, 1000) ?? null)
     } catch (e) {
       log.error(`cloud audit: cannot finish record ${id} (${action}): ${(e as Error).message}`)
     }
   }
   try {
     const r = await run()
-    finish('ok', describe ? describe(r) : (what.detail ?? null))
+    await finish('ok', describe ? describe(r) : (what.detail ?? null))
     return r
   } catch (e) {
-    finish('failed', (e as Error).message)
+    await finish('failed', (e as Error).message)
     throw e
   }
 }
 
-export function auditView(db: Db, limit?: number) {
+export async function auditView(db: Db, limit?: number) {
   return {
-    entries: listCloudAudit(db, limit).map((r) => ({
+    entries: (await listCloudAudit(db, limit)).map((r) => ({
       at: new Date(r.at).toISOString(),
       action: r.action,
       principal: r.principal,

@@ -39,8 +39,8 @@ export class Autoscaler {
 
   constructor(private readonly cloud: Cloud) {}
 
-  view() {
-    const s = getScaling(this.cloud.db)
+  async view() {
+    const s = await getScaling(this.cloud.db)
     return {
       enabled: s.enabled === 1,
       maxMachines: s.max_machines,
@@ -56,7 +56,7 @@ export class Autoscaler {
 
   /** Changes consent or limits; audited (an unwritable audit refuses the change). */
   async configure(input: ScalingInput, actor: Actor) {
-    const s = getScaling(this.cloud.db)
+    const s = await getScaling(this.cloud.db)
     const next: Partial<ScalingRow> = { updated_at: this.cloud.now() }
     if (input.maxMachines !== undefined) next.max_machines = input.maxMachines
     if (input.cooldownMinutes !== undefined) next.cooldown_minutes = input.cooldownMinutes
@@ -70,7 +70,7 @@ export class Autoscaler {
       if (!after.provider || !after.region || !after.size) {
         throw new MusterError('invalid-request', 'Enabling scale-out needs what to order: give provider, region and size (--provider, --region, --size).', { field: after.provider ? (after.region ? 'size' : 'region') : 'provider' })
       }
-      this.cloud.provider(after.provider as ProviderName)
+      await this.cloud.provider(after.provider as ProviderName)
     }
     const changes = Object.entries(input).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${v}`).join(' ')
     await audited(this.cloud.db, () => this.cloud.now(), actor, 'scaling', { provider: after.provider, detail: changes || 'no change' }, () => updateScaling(this.cloud.db, next))
@@ -88,41 +88,41 @@ export class Autoscaler {
   private async decide(): Promise<Decision> {
     const now = this.cloud.now()
     const db = this.cloud.db
-    const s = getScaling(db)
+    const s = await getScaling(db)
     if (!s.enabled || !s.provider || !s.region || !s.size) {
       this.shortfallSince = null
       return { action: 'none', why: 'disabled' }
     }
     // 1. The signal: replicas that fit nowhere although nodes were eligible, held for two minutes.
-    if (this.cloud.platform.projects.shortfall().total === 0) {
+    if (this.cloud.deps.projects.shortfall().total === 0) {
       this.shortfallSince = null
       return { action: 'none', why: 'no-shortfall' }
     }
     this.shortfallSince ??= now
     if (now - this.shortfallSince < HOLD_MS) return { action: 'none', why: 'holding' }
     // 2. The limits: nothing starting, under the maximum, outside the cooldown.
-    if (provisionsIn(db, STARTING_STATES).length > 0) return { action: 'none', why: 'machine-starting' }
-    if (existingMachines(db).length >= s.max_machines) return { action: 'none', why: 'at-max' }
+    if ((await provisionsIn(db, STARTING_STATES)).length > 0) return { action: 'none', why: 'machine-starting' }
+    if ((await existingMachines(db)).length >= s.max_machines) return { action: 'none', why: 'at-max' }
     const cooldownMs = s.cooldown_minutes * 60_000
     if (s.last_request_at !== null && now - s.last_request_at < cooldownMs) return { action: 'none', why: 'cooldown' }
     // 3. The decision is recorded (request id from the window, and the time) before the provider is asked.
     const { requestId, name } = requestIdFor(now, s.cooldown_minutes)
     const input = { provider: s.provider as ProviderName, name, region: s.region, size: s.size, role: s.role }
     try {
-      this.cloud.provisioner.check(input)
+      await this.cloud.provisioner.check(input)
     } catch (e) {
       log.warn(`cloud: scale-out wanted a machine but cannot order one: ${(e as Error).message}`)
       return { action: 'none', why: 'unavailable', detail: (e as Error).message }
     }
-    if (provisionByRequestId(db, requestId)) return { action: 'none', why: 'already-requested' }
+    if (await provisionByRequestId(db, requestId)) return { action: 'none', why: 'already-requested' }
     let row
     try {
       const order = () =>
-        db.transaction(() => {
-          const r = this.cloud.provisioner.record(input, 'autoscale', AUTOSCALER.principal, requestId)
-          if (r) updateScaling(db, { last_request_at: now })
+        db.tx(async (t) => {
+          const r = await this.cloud.provisioner.record(input, 'autoscale', AUTOSCALER.principal, requestId, t)
+          if (r) await updateScaling(t, { last_request_at: now })
           return r
-        }).immediate()
+        })
       row = await audited(db, () => now, AUTOSCALER, 'autoscale-order', { provider: input.provider, target: name, detail: `${requestId}: ${input.region} ${input.size} role=${input.role}` }, order, (r) => (r ? `${r.id} (${requestId})` : `already ordered in this window (${requestId})`))
     } catch (e) {
       if (!(e instanceof MusterError && e.code === 'audit-unavailable')) throw e

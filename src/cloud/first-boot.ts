@@ -22,17 +22,17 @@ export class FirstBootStore {
   private readonly key: Uint8Array
 
   constructor(private readonly cloud: Cloud) {
-    this.key = sealKey(cloud.platform.masterKey, FIRST_BOOT_PURPOSE)
+    this.key = sealKey(cloud.ctx.masterKey, FIRST_BOOT_PURPOSE)
   }
 
   /** The provision's first-boot data: the kept one, else made now (and kept before anything reaches the provider). */
   async get(row: ProvisionRow, provider: CloudProvider, deadline: number): Promise<string> {
-    const kept = getFirstBoot(this.cloud.db, row.id)
+    const kept = await getFirstBoot(this.cloud.db, row.id)
     if (kept) return this.open(row.id, kept)
     const made = await this.make(row, provider, deadline)
     // Kept only if none is yet; when another attempt kept its own first, that one is what the provider gets.
-    setFirstBoot(this.cloud.db, row.id, sealFor(this.key, aad(row.id), made))
-    const winner = getFirstBoot(this.cloud.db, row.id)
+    await setFirstBoot(this.cloud.db, row.id, sealFor(this.key, aad(row.id), made))
+    const winner = await getFirstBoot(this.cloud.db, row.id)
     if (!winner) throw new MusterError('conflict', `${row.id} stopped starting while its first-boot data was made.`)
     return this.open(row.id, winner)
   }
@@ -43,12 +43,12 @@ export class FirstBootStore {
     return text
   }
 
-  drop(id: string): void {
-    dropFirstBoot(this.cloud.db, id)
+  async drop(id: string): Promise<void> {
+    await dropFirstBoot(this.cloud.db, id)
   }
 
   private async make(row: ProvisionRow, provider: CloudProvider, deadline: number): Promise<string> {
-    const ep = this.cloud.platform.fabric.enrollment
+    const ep = this.cloud.deps.fabric.enrollment
     if (!ep) throw new MusterError('cloud-unavailable', 'The enrollment listener is not open.')
     const inbound = parseInbound(row.inbound)
     // 1. an address made before the machine (Azure), so a --probe node can give it
@@ -58,7 +58,7 @@ export class FirstBootStore {
     // 3. a single-use enrollment for the name, valid until past the provision's deadline
     //    (it replaces one an interrupted attempt minted but never handed to the provider)
     const ttlMinutes = Math.ceil((deadline - this.cloud.now()) / 60_000) + 10
-    const { token } = issueEnrollment(this.cloud.platform.fabric, row.name, Math.min(Math.max(ttlMinutes, 10), 1440), true)
+    const { token } = await issueEnrollment(this.cloud.deps.fabric, row.name, Math.min(Math.max(ttlMinutes, 10), 1440), true)
     // 4. the cloud-config: install the worker role, join pinned to the listener's certificate
     const userData = firstBootData({
       provider: row.provider as ProviderName,
@@ -80,6 +80,6 @@ export class FirstBootStore {
   private async ownBinary() {
     const exe = ownExecutable()
     if (!exe) throw new MusterError('cloud-unavailable', 'No muster binary to install on the machine: set MUSTER_CLOUD_BINARY_URL and MUSTER_CLOUD_BINARY_SHA256.')
-    return { url: `${this.cloud.platform.publicUrl}${BINARY_ROUTE}`, sha256: await ownExecutableSha256(exe) }
+    return { url: `${this.cloud.deps.publicUrl()}${BINARY_ROUTE}`, sha256: await ownExecutableSha256(exe) }
   }
 }

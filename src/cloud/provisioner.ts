@@ -10,6 +10,8 @@ import { randomId } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import { getProvision, insertProvision, listProvisions, liveProvisionByName, provisionsIn, STARTING_STATES, updateProvision, type ProvisionRow } from '../store/cloud-provisions.ts'
+import type { Db } from '../store/db.ts'
+import { isUniqueViolation } from '../store/sql.ts'
 import { pendingEnrollments, revokePendingEnrollments } from '../store/join-tokens.ts'
 import { isTombstoned } from '../store/nodes.ts'
 import { audited, type Actor } from './audit.ts'
@@ -61,7 +63,7 @@ export class Provisioner {
     return this.cloud.db
   }
   private get fabric() {
-    return this.cloud.platform.fabric
+    return this.cloud.deps.fabric
   }
 
   ownBinary(): string | null {
@@ -69,41 +71,41 @@ export class Provisioner {
   }
 
   /** Refuses what could never work, before anything is recorded or ordered. */
-  check(input: ProvisionInput): void {
+  async check(input: ProvisionInput): Promise<void> {
     const why = this.cloud.unavailableReason()
     if (why) throw new MusterError('cloud-unavailable', `Provisioning is not available: ${why}.`)
-    this.cloud.provider(input.provider)
+    await this.cloud.provider(input.provider)
     const name = input.name
     if (name === 'local' || this.fabric.registry.get(name)) throw new MusterError('name-taken', `A node named ${name} is already registered.`)
-    const live = liveProvisionByName(this.db, name)
+    const live = await liveProvisionByName(this.db, name)
     if (live) throw new MusterError('name-taken', `Provision ${live.id} already uses the name ${name}.`)
-    if (pendingEnrollments(this.db, this.cloud.now(), name).length > 0) throw new MusterError('enrollment-pending', `${name} has an unused enrollment issued by an operator; pick another name or let it expire.`)
-    const released = listProvisions(this.db).some((r) => r.name === name && r.state === 'released')
-    if (isTombstoned(this.db, name) && !released) throw new MusterError('name-taken', `The name ${name} belonged to a removed node; pick another name.`)
+    if ((await pendingEnrollments(this.db, this.cloud.now(), name)).length > 0) throw new MusterError('enrollment-pending', `${name} has an unused enrollment issued by an operator; pick another name or let it expire.`)
+    const released = (await listProvisions(this.db)).some((r) => r.name === name && r.state === 'released')
+    if ((await isTombstoned(this.db, name)) && !released) throw new MusterError('name-taken', `The name ${name} belonged to a removed node; pick another name.`)
   }
 
   /** Records a provision (state creating); null when its request id was recorded before. */
-  record(input: ProvisionInput, origin: 'operator' | 'autoscale', actor: string, requestId?: string, inbound: Inbound = CLOSED): ProvisionRow | null {
+  async record(input: ProvisionInput, origin: 'operator' | 'autoscale', actor: string, requestId?: string, db: Db = this.db, inbound: Inbound = CLOSED): Promise<ProvisionRow | null> {
     const id = `prv-${randomId(12)}`
     try {
-      const fresh = insertProvision(this.db, { id, request_id: requestId ?? id, provider: input.provider, name: input.name, region: input.region, size: input.size, role: input.role, origin, requested_by: actor, created_at: this.cloud.now(), inbound: inboundJson(inbound) })
-      return fresh ? getProvision(this.db, id) : null
+      const fresh = await insertProvision(db, { id, request_id: requestId ?? id, provider: input.provider, name: input.name, region: input.region, size: input.size, role: input.role, origin, requested_by: actor, created_at: this.cloud.now(), inbound: inboundJson(inbound) })
+      return fresh ? await getProvision(db, id) : null
     } catch (e) {
-      if (/UNIQUE/.test((e as Error).message)) throw new MusterError('name-taken', `Another provision already uses the name ${input.name}.`)
+      if (isUniqueViolation(e)) throw new MusterError('name-taken', `Another provision already uses the name ${input.name}.`)
       throw e
     }
   }
 
   async request(input: ProvisionInput, actor: Actor, inbound: Inbound = CLOSED) {
-    this.check(input)
+    await this.check(input)
     const detail = `${input.provider} ${input.region} ${input.size} role=${input.role}${inbound.agentFrom ? ` probe-from=${inbound.agentFrom}` : ''}${inbound.sshFrom ? ` ssh-from=${inbound.sshFrom}` : ''}`
-    const row = await audited(this.db, () => this.cloud.now(), actor, 'provision', { provider: input.provider, target: input.name, detail }, () => this.record(input, 'operator', actor.principal, undefined, inbound)!, (r) => `${r.id}: ${detail}`)
+    const row = await audited(this.db, () => this.cloud.now(), actor, 'provision', { provider: input.provider, target: input.name, detail }, async () => (await this.record(input, 'operator', actor.principal, undefined, this.db, inbound))!, (r) => `${r.id}: ${detail}`)
     log.info(`cloud: ${row.id} requested by ${actor.principal}: ${input.name} at ${input.provider} ${input.region} ${input.size}`)
     // Most creates answer in seconds; a slow one (Azure builds its network first) goes on in the background.
     let timer: ReturnType<typeof setTimeout> | undefined
     await Promise.race([this.create(row), new Promise((r) => (timer = setTimeout(r, this.answerWithinMs)))])
     clearTimeout(timer)
-    return this.view(getProvision(this.db, row.id)!)
+    return this.view((await getProvision(this.db, row.id))!)
   }
 
   /** Creates (or adopts) the machine of a provision in state creating; one attempt at a time per provision. */
@@ -118,7 +120,7 @@ export class Provisioner {
   private async attempt(row: ProvisionRow): Promise<void> {
     const now = () => this.cloud.now()
     try {
-      const provider = this.cloud.provider(row.provider as ProviderName)
+      const provider = await this.cloud.provider(row.provider as ProviderName)
       // 1. the first-boot data: made once and kept sealed, the same bytes on every attempt
       const userData = await this.firstBoot.get(row, provider, row.created_at + this.timeoutMs)
       // 2. a machine an earlier attempt made with this request id is adopted: its token is the one
@@ -128,17 +130,17 @@ export class Provisioner {
       m ??= await provider.createMachine({ ...ref, size: row.size, userData, role: row.role, inbound: parseInbound(row.inbound) })
       const state = m.status === 'running' ? 'enrolling' : 'booting'
       const t = now()
-      updateProvision(this.db, row.id, { state, machine_id: m.id, machine_status: m.providerStatus, address: m.address, operation: m.operation ?? null, ordered_at: t, reason: null, updated_at: t }, ['creating'])
+      await updateProvision(this.db, row.id, { state, machine_id: m.id, machine_status: m.providerStatus, address: m.address, operation: m.operation ?? null, ordered_at: t, reason: null, updated_at: t }, ['creating'])
       log.info(`cloud: ${row.id} ${row.name}: machine ${m.id} at ${row.provider} (${m.providerStatus})`)
     } catch (e) {
       const message = (e as Error).message
       this.noteThrottle(row.provider, e)
       if (retryable(e) && now() - row.created_at < this.timeoutMs) {
-        updateProvision(this.db, row.id, { reason: `will retry: ${message}`, updated_at: now() }, ['creating'])
+        await updateProvision(this.db, row.id, { reason: `will retry: ${message}`, updated_at: now() }, ['creating'])
         log.warn(`cloud: ${row.id}: ${message} (will retry)`)
         return
       }
-      this.fail(row, message)
+      await this.fail(row, message)
     }
   }
 
@@ -147,9 +149,9 @@ export class Provisioner {
     if (typeof after === 'number') this.quietUntil.set(provider, Date.now() + after)
   }
 
-  private fail(row: ProvisionRow, reason: string): void {
-    if (updateProvision(this.db, row.id, { state: 'failed', reason, first_boot: null, updated_at: this.cloud.now() }, STARTING_STATES)) {
-      revokePendingEnrollments(this.db, row.name, this.cloud.now())
+  private async fail(row: ProvisionRow, reason: string): Promise<void> {
+    if (await updateProvision(this.db, row.id, { state: 'failed', reason, first_boot: null, updated_at: this.cloud.now() }, STARTING_STATES)) {
+      await revokePendingEnrollments(this.db, row.name, this.cloud.now())
       log.warn(`cloud: ${row.id} ${row.name} failed: ${reason}`)
     }
   }
@@ -157,7 +159,7 @@ export class Provisioner {
   /** Moves every starting provision on; runs on a timer and before status reads. */
   reconcile(): Promise<void> {
     this.reconciling ??= (async () => {
-      for (const row of provisionsIn(this.db, STARTING_STATES)) {
+      for (const row of await provisionsIn(this.db, STARTING_STATES)) {
         // A provider that asked to be left alone until its reset is not asked again before it.
         if ((this.quietUntil.get(row.provider) ?? 0) > Date.now() && this.cloud.now() - row.created_at <= this.timeoutMs) continue
         try {
@@ -176,7 +178,7 @@ export class Provisioner {
     const node = this.fabric.registry.get(row.name)
     const nodeState = node ? this.fabric.registry.state(node).state : null
     if (row.state !== 'creating' && nodeState === 'ready') {
-      updateProvision(this.db, row.id, { state: 'ready', ready_at: now, reason: null, first_boot: null, updated_at: now }, ['booting', 'enrolling'])
+      await updateProvision(this.db, row.id, { state: 'ready', ready_at: now, reason: null, first_boot: null, updated_at: now }, ['booting', 'enrolling'])
       log.info(`cloud: ${row.id} ${row.name} is ready`)
       return
     }
@@ -188,7 +190,7 @@ export class Provisioner {
       if (!this.inFlight.has(row.id)) await this.create(row)
       return
     }
-    const provider = this.cloud.provider(row.provider as ProviderName)
+    const provider = await this.cloud.provider(row.provider as ProviderName)
     const m = await provider.getMachine(row.machine_id!)
     // An asynchronous create that failed (GCP: quota, capacity) is the reason, whatever the machine looks like.
     if (row.operation && provider.operationError && (!m || m.status === 'pending')) {
@@ -199,58 +201,58 @@ export class Provisioner {
       // Right after its create the provider may not show it yet: still coming, for a while.
       const since = row.ordered_at ?? row.updated_at
       if (row.seen_at === null && now - since < VISIBILITY_GRACE_MS) {
-        updateProvision(this.db, row.id, { reason: `${row.provider} does not show machine ${row.machine_id} yet; still coming`, updated_at: now }, ['booting', 'enrolling'])
+        await updateProvision(this.db, row.id, { reason: `${row.provider} does not show machine ${row.machine_id} yet; still coming`, updated_at: now }, ['booting', 'enrolling'])
         return
       }
       return this.fail(row, `the machine ${row.machine_id} no longer exists at ${row.provider}`)
     }
     if (m.status === 'stopped' || m.status === 'failed' || m.status === 'deleting') return this.fail(row, `the machine is ${m.providerStatus} at ${row.provider}`)
     const state = m.status === 'running' ? 'enrolling' : 'booting'
-    updateProvision(this.db, row.id, { state, machine_status: m.providerStatus, address: m.address, seen_at: row.seen_at ?? now, reason: null, updated_at: now }, ['booting', 'enrolling'])
+    await updateProvision(this.db, row.id, { state, machine_status: m.providerStatus, address: m.address, seen_at: row.seen_at ?? now, reason: null, updated_at: now }, ['booting', 'enrolling'])
   }
 
   /** 1. stop trusting the node  2. delete the machine  3. remove the node (or leave it revoked while replicas are placed there). */
   async release(id: string, actor: Actor) {
-    const row = this.get(id)
+    const row = await this.get(id)
     if (row.state === 'released') return this.view(row)
     if (this.inFlight.has(id)) throw new MusterError('conflict', `${id} is being created right now; release it in a moment.`)
-    const provider = this.cloud.provider(row.provider as ProviderName)
+    const provider = await this.cloud.provider(row.provider as ProviderName)
     return audited(this.db, () => this.cloud.now(), actor, 'release', { provider: row.provider, target: row.name, detail: id }, async () => {
-      revokePendingEnrollments(this.db, row.name, this.cloud.now())
+      await revokePendingEnrollments(this.db, row.name, this.cloud.now())
       const mine = row.machine_id !== null || row.state === 'creating'
-      if (mine && this.fabric.registry.get(row.name)?.revokedAt === null) this.fabric.revoke(row.name)
+      if (mine && this.fabric.registry.get(row.name)?.revokedAt === null) await this.fabric.revoke(row.name)
       const machineId = row.machine_id ?? (await provider.findMachine({ requestId: row.request_id, name: row.name, region: row.region }))?.id ?? null
       if (machineId) await provider.deleteMachine(machineId)
       let note = `released by ${actor.principal}`
       if (mine && this.fabric.registry.get(row.name)) {
         try {
-          this.fabric.remove(row.name)
+          await this.fabric.remove(row.name)
         } catch (e) {
           if (!(e instanceof MusterError && e.code === 'node-in-use')) throw e
           note += `; node ${row.name} is revoked and stays listed until its replicas move (${e.message})`
         }
       }
-      updateProvision(this.db, id, { state: 'released', reason: note, machine_id: machineId, first_boot: null, released_at: this.cloud.now(), updated_at: this.cloud.now() })
+      await updateProvision(this.db, id, { state: 'released', reason: note, machine_id: machineId, first_boot: null, released_at: this.cloud.now(), updated_at: this.cloud.now() })
       log.info(`cloud: ${id} ${row.name} ${note}`)
-      return this.view(this.get(id))
+      return this.view(await this.get(id))
     }, (v) => `${id}: ${v.reason}`)
   }
 
-  get(id: string): ProvisionRow {
-    const row = /^prv-[a-z2-7]{12}$/.test(id) ? getProvision(this.db, id) : null
+  async get(id: string): Promise<ProvisionRow> {
+    const row = /^prv-[a-z2-7]{12}$/.test(id) ? await getProvision(this.db, id) : null
     if (!row) throw new MusterError('not-found', `No provision ${id}.`)
     return row
   }
 
   async show(id: string) {
-    this.get(id)
+    await this.get(id)
     await this.reconcile()
-    return this.view(this.get(id))
+    return this.view(await this.get(id))
   }
 
   async list() {
     await this.reconcile()
-    return { provisions: listProvisions(this.db).map((r) => this.view(r)) }
+    return { provisions: (await listProvisions(this.db)).map((r) => this.view(r)) }
   }
 
   view(r: ProvisionRow) {

@@ -4,7 +4,9 @@
 import type { Principal } from '../auth/auth.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import type { Platform } from '../platform.ts'
+import type { Context } from '../context.ts'
+import type { Fabric } from '../fabric/fabric.ts'
+import type { Projects } from '../projects/service.ts'
 import { deleteConnection, getConnection, listConnections, upsertConnection } from '../store/cloud-connections.ts'
 import { existingMachines, listProvisions, STARTING_STATES } from '../store/cloud-provisions.ts'
 import { getScaling, updateScaling } from '../store/cloud-scaling.ts'
@@ -17,21 +19,25 @@ import { Provisioner } from './provisioner.ts'
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.ts'
 import { seal, sealKey, unseal } from './seal.ts'
 
-const services = new WeakMap<Platform, Cloud>()
+/** What the cloud area uses of its siblings. */
+export interface CloudDeps {
+  fabric: Fabric
+  projects: Projects
+  /** Where created machines download the binary from (the Platform API). */
+  publicUrl: () => string
+}
 
 /** Starts the cloud service of a Platform (called from Platform.startServices). */
-export function startCloud(platform: Platform): Cloud {
-  const cloud = new Cloud(platform)
-  services.set(platform, cloud)
+export function startCloud(ctx: Context, deps: CloudDeps): Cloud {
+  const cloud = new Cloud(ctx, deps)
   cloud.start()
-  platform.onClose(() => cloud.stop())
+  ctx.onClose(() => cloud.stop())
   return cloud
 }
 
-export function cloudOf(platform: Platform): Cloud {
-  const c = services.get(platform)
-  if (!c) throw new MusterError('unavailable', 'The cloud service is not running on this Platform.')
-  return c
+/** The cloud service of a Platform (tests reach it this way). */
+export function cloudOf(p: { cloud: Cloud }): Cloud {
+  return p.cloud
 }
 
 export const actorOf = (p: Principal | null): string => (p ? (p.account ?? p.name) : 'autoscaler')
@@ -50,20 +56,23 @@ export class Cloud {
   private readonly key: Uint8Array
   private timers: ReturnType<typeof setInterval>[] = []
 
-  constructor(readonly platform: Platform) {
+  constructor(
+    readonly ctx: Context,
+    readonly deps: CloudDeps,
+  ) {
     this.endpoints = endpointsFromEnv()
     this.binary = binaryFromEnv()
     this.arch = binaryArch()
-    this.key = sealKey(platform.masterKey)
+    this.key = sealKey(ctx.masterKey)
     this.provisioner = new Provisioner(this)
     this.autoscaler = new Autoscaler(this)
   }
 
   get db() {
-    return this.platform.db
+    return this.ctx.store
   }
   now(): number {
-    return this.platform.now()
+    return this.ctx.now()
   }
 
   start(): void {
@@ -88,8 +97,8 @@ export class Cloud {
   }
 
   /** The client for a connected provider; refuses when it is not connected. */
-  provider(name: ProviderName): CloudProvider {
-    const row = getConnection(this.db, name)
+  async provider(name: ProviderName): Promise<CloudProvider> {
+    const row = await getConnection(this.db, name)
     if (!row) throw new MusterError('cloud-not-connected', `${name} is not connected: run \`muster cloud connect --provider ${name}\` first.`)
     const creds = JSON.parse(unseal(this.key, name, row.sealed)) as Credentials
     return createProvider(name, creds, this.context())
@@ -101,22 +110,22 @@ export class Cloud {
     const form = 'roleArn' in creds ? 'role' : 'ambient' in creds ? 'ambient' : 'federatedTokenFile' in creds ? 'workload identity' : 'key'
     return audited(this.db, () => this.now(), actorFrom(actor), 'connect', { provider: name, detail: `credentials: ${form}` }, async () => {
       const { account } = await createProvider(name, creds, this.context()).validate()
-      upsertConnection(this.db, { provider: name, sealed: seal(this.key, name, JSON.stringify(creds)), account, connected_at: this.now(), connected_by: actorOf(actor) })
+      await upsertConnection(this.db, { provider: name, sealed: seal(this.key, name, JSON.stringify(creds)), account, connected_at: this.now(), connected_by: actorOf(actor) })
       log.info(`cloud: ${name} connected by ${actorOf(actor)}${account ? ` (${account})` : ''}`)
-      return this.connectionView(name)
+      return await this.connectionView(name)
     }, (c) => `credentials: ${form}${c.account ? `; account ${c.account}` : ''}`)
   }
 
   /** Refused while machines it created exist: releasing them needs the credentials. Also withdraws scaling consent for it. */
   async disconnect(name: ProviderName, actor: Principal) {
-    if (!getConnection(this.db, name)) throw new MusterError('cloud-not-connected', `${name} is not connected.`)
-    const machines = existingMachines(this.db, name)
+    if (!(await getConnection(this.db, name))) throw new MusterError('cloud-not-connected', `${name} is not connected.`)
+    const machines = await existingMachines(this.db, name)
     if (machines.length > 0) {
       throw new MusterError('cloud-in-use', `${machines.length} machine(s) created through ${name} still exist (${machines.map((m) => m.id).join(', ')}); release them first (\`muster cloud release ID\`).`)
     }
-    return audited(this.db, () => this.now(), actorFrom(actor), 'disconnect', { provider: name }, () => {
-      deleteConnection(this.db, name)
-      if (getScaling(this.db).provider === name) updateScaling(this.db, { enabled: 0, updated_at: this.now() })
+    return audited(this.db, () => this.now(), actorFrom(actor), 'disconnect', { provider: name }, async () => {
+      await deleteConnection(this.db, name)
+      if ((await getScaling(this.db)).provider === name) await updateScaling(this.db, { enabled: 0, updated_at: this.now() })
       log.info(`cloud: ${name} disconnected by ${actorOf(actor)}`)
       return { provider: name, connected: false as const }
     })
@@ -126,46 +135,46 @@ export class Cloud {
     return auditView(this.db, limit)
   }
 
-  connectionView(name: ProviderName) {
-    const row = listConnections(this.db).find((c) => c.provider === name)
+  async connectionView(name: ProviderName) {
+    const row = (await listConnections(this.db)).find((c) => c.provider === name)
     return {
       provider: name,
       connected: Boolean(row),
       account: row?.account ?? null,
       connectedAt: row ? new Date(row.connected_at).toISOString() : null,
       connectedBy: row?.connected_by ?? null,
-      machines: existingMachines(this.db, name).length,
+      machines: (await existingMachines(this.db, name)).length,
     }
   }
 
   async regions(name: ProviderName) {
-    return { provider: name, regions: await this.provider(name).regions() }
+    return { provider: name, regions: await (await this.provider(name)).regions() }
   }
 
   async sizes(name: ProviderName, region?: string) {
-    return { provider: name, region: region ?? null, sizes: await this.provider(name).sizes(region) }
+    return { provider: name, region: region ?? null, sizes: await (await this.provider(name)).sizes(region) }
   }
 
   /** Why provisioning cannot run here, or null when it can. */
   unavailableReason(): string | null {
-    if (!this.platform.fabric.enrollment) return 'a created machine joins through the enrollment listener: start serve with --enrollment-port'
+    if (!this.deps.fabric.enrollment) return 'a created machine joins through the enrollment listener: start serve with --enrollment-port'
     if (!this.binary && !this.provisioner.ownBinary()) return 'no muster binary to install: run a compiled muster, or set MUSTER_CLOUD_BINARY_URL and MUSTER_CLOUD_BINARY_SHA256'
     return null
   }
 
-  status() {
-    const rows = listProvisions(this.db).filter((r) => r.state !== 'released')
+  async status() {
+    const rows = (await listProvisions(this.db)).filter((r) => r.state !== 'released')
     const why = this.unavailableReason()
     return {
-      providers: PROVIDERS.map((p) => this.connectionView(p)),
+      providers: await Promise.all(PROVIDERS.map((p) => this.connectionView(p))),
       provisioning: { available: why === null, ...(why ? { reason: why } : {}) },
       machines: {
-        total: existingMachines(this.db).length,
+        total: (await existingMachines(this.db)).length,
         starting: rows.filter((r) => STARTING_STATES.includes(r.state)).length,
         ready: rows.filter((r) => r.state === 'ready').length,
         failed: rows.filter((r) => r.state === 'failed').length,
       },
-      scaling: this.autoscaler.view(),
+      scaling: await this.autoscaler.view(),
     }
   }
 }

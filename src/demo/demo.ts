@@ -94,9 +94,9 @@ export class Demo {
         return child.log().match(/listening on (http\S+)/)?.[1]
       })
       const m = await until('the enrollment listener', 20_000, async () => child.log().match(/enrollment listener on (https:\/\/\S+) .*fingerprint (sha256:[0-9a-f]{64})/))
-      const host = openHostStore(platformDir)
-      const { token } = host.auth.mintApiToken({ name: 'demo', role: 'superadmin' })
-      host.close()
+      const host = await openHostStore(platformDir)
+      const { token } = await host.auth.mintApiToken({ name: 'demo', role: 'superadmin' })
+      await host.close()
       this.client = createClient({ url: apiUrl, token })
       return { apiUrl, enrollmentUrl: m[1]!, fingerprint: m[2]!, token }
     })

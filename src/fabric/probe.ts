@@ -4,7 +4,8 @@
 // entry's `probe`; the registry decides ready/unreachable from it.
 import { pinnedFetch, PinMismatchError } from '../crypto/pin.ts'
 import { log } from '../log.ts'
-import type { Platform } from '../platform.ts'
+import type { Context } from '../context.ts'
+import type { Fabric } from './fabric.ts'
 import { getNode } from '../store/nodes.ts'
 import type { NodeEntry } from './registry.ts'
 
@@ -42,21 +43,25 @@ export class ReadinessProber {
   private readonly inFlight = new Map<string, Promise<void>>()
   private stopped = false
 
-  constructor(private readonly platform: Platform) {
+  constructor(
+    private readonly ctx: Context,
+    private readonly fabric: Fabric,
+    intervalMs?: number,
+  ) {
     const env = Number(process.env.MUSTER_PROBE_INTERVAL_MS)
-    this.intervalMs = platform.options.probeIntervalMs ?? (env > 0 ? env : DEFAULT_INTERVAL_MS)
+    this.intervalMs = intervalMs ?? (env > 0 ? env : DEFAULT_INTERVAL_MS)
   }
 
   start(): void {
-    const fabric = this.platform.fabric
+    const fabric = this.fabric
     // A node's first heartbeat (or one after a long gap) gets a probe at once,
     // so it does not wait a whole interval to become ready.
     fabric.heartbeatListeners.push((n) => {
-      if (n.url && (!n.probe || this.platform.now() - n.probe.at >= this.intervalMs)) void this.probe(n.name)
+      if (n.url && (!n.probe || this.ctx.now() - n.probe.at >= this.intervalMs)) void this.probe(n.name)
     })
     this.timer = setInterval(() => void this.probeAll(), this.intervalMs)
     this.timer.unref?.()
-    this.platform.onClose(() => this.stop())
+    this.ctx.onClose(() => this.stop())
   }
 
   stop(): void {
@@ -66,7 +71,7 @@ export class ReadinessProber {
 
   /** Probes every node with an address, CONCURRENCY at a time. */
   async probeAll(): Promise<void> {
-    const names = [...this.platform.fabric.registry.nodes.values()].filter((n) => n.url && n.certSha256 && n.revokedAt === null).map((n) => n.name)
+    const names = [...this.fabric.registry.nodes.values()].filter((n) => n.url && n.certSha256 && n.revokedAt === null).map((n) => n.name)
     for (let i = 0; i < names.length; i += CONCURRENCY) await Promise.all(names.slice(i, i + CONCURRENCY).map((name) => this.probe(name)))
   }
 
@@ -80,10 +85,10 @@ export class ReadinessProber {
   }
 
   private async run(name: string): Promise<void> {
-    const registry = this.platform.fabric.registry
+    const registry = this.fabric.registry
     const before = registry.get(name)
     if (!before?.url || !before.certSha256 || this.stopped) return
-    const row = getNode(this.platform.db, name)
+    const row = await getNode(this.ctx.store, name)
     if (!row?.cert_pem) return
     const result = await probeAgent(before.url, row.cert_pem, name)
     const now: NodeEntry | undefined = registry.get(name)
@@ -93,6 +98,6 @@ export class ReadinessProber {
       if (result.ok) log.info(`node ${name}: health probe passes`)
       else log.warn(`node ${name}: ${result.reason}`)
     }
-    now.probe = { ok: result.ok, at: this.platform.now(), ...(result.reason ? { reason: result.reason } : {}) }
+    now.probe = { ok: result.ok, at: this.ctx.now(), ...(result.reason ? { reason: result.reason } : {}) }
   }
 }

@@ -4,7 +4,7 @@ import { Elysia } from 'elysia'
 import { MusterError } from '../errors.ts'
 import { SESSION_COOKIE } from '../auth/auth.ts'
 import { log } from '../log.ts'
-import type { Platform } from '../platform.ts'
+import type { Services } from '../services.ts'
 import { authRoutes } from './routes/auth.ts'
 import { healthRoutes } from './routes/health.ts'
 import { federationRoutes } from './routes/federation.ts'
@@ -43,12 +43,12 @@ function crossSiteWrite(request: Request, publicHost: string | undefined): Muste
   return new MusterError('forbidden', 'Cross-site request refused: changes made with a session must come from this Platform’s pages, as JSON.')
 }
 
-export function createApp(platform: Platform) {
+export function createApp(platform: Services) {
   return new Elysia({ name: 'muster' })
-    .onRequest(({ request }) => {
+    .onRequest(async ({ request }) => {
       // A closed local door refuses password login before the body (the credential) is even parsed.
       if (request.method === 'POST' && request.url.endsWith('/login')) {
-        const refusal = platform.auth.loginRefusal()
+        const refusal = await platform.auth.loginRefusal()
         if (refusal) return errorResponse(refusal)
       }
       const forged = crossSiteWrite(request, platform.options.publicUrl ? new URL(platform.options.publicUrl).host : undefined)

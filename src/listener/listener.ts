@@ -16,7 +16,9 @@ import { bindHostFor, defaultAddresses, httpsUrl, normaliseAddresses } from '../
 import { MusterError } from '../errors.ts'
 import type { EnrollmentEndpoint } from '../fabric/fabric.ts'
 import { log } from '../log.ts'
-import type { Platform } from '../platform.ts'
+import type { Context } from '../context.ts'
+import type { Fabric } from '../fabric/fabric.ts'
+import type { PlatformOptions } from '../options.ts'
 import { ensurePlatformTls, type PlatformTls } from './platform-tls.ts'
 
 export const MAX_BODY_BYTES = 64 * 1024
@@ -44,21 +46,23 @@ export class EnrollmentListener {
   private renewTimer: ReturnType<typeof setInterval> | undefined
 
   private constructor(
-    private readonly platform: Platform,
+    private readonly ctx: Context,
+    private readonly fabric: Fabric,
+    /** Hands a request to the Platform's application. */
+    private readonly forward: (req: Request) => Response | Promise<Response>,
     readonly addresses: string[],
     private readonly requestedPort: number,
     private readonly host: string,
   ) {}
 
   /** Loads (or renews) the certificate; `listen` opens the port. */
-  static async prepare(platform: Platform): Promise<EnrollmentListener> {
-    const o = platform.options
+  static async prepare(ctx: Context, fabric: Fabric, o: PlatformOptions, forward: (req: Request) => Response | Promise<Response>): Promise<EnrollmentListener> {
     const given = normaliseAddresses(o.enrollmentAddresses ?? [], '--enrollment-address')
     const addresses = given.length > 0 ? given : defaultAddresses()
     const host = o.enrollmentHost ?? bindHostFor(addresses)
-    const l = new EnrollmentListener(platform, addresses, o.enrollmentPort ?? 0, host)
-    l.tls = await ensurePlatformTls(platform.dataDir, addresses, platform.now())
-    platform.onClose(() => l.stop())
+    const l = new EnrollmentListener(ctx, fabric, forward, addresses, o.enrollmentPort ?? 0, host)
+    l.tls = await ensurePlatformTls(ctx.dataDir, addresses, ctx.now())
+    ctx.onClose(() => l.stop())
     return l
   }
 
@@ -90,14 +94,14 @@ export class EnrollmentListener {
     this.renewTimer = setInterval(() => void this.renewIfNeeded().catch((e) => log.warn(`enrollment listener renewal: ${(e as Error).message}`)), RENEW_CHECK_MS)
     this.renewTimer.unref?.()
     const ep = this.endpoint
-    this.platform.fabric.enrollment = ep
+    this.fabric.enrollment = ep
     log.info(`enrollment listener on ${ep.url} (port ${ep.port}, addresses ${ep.addresses.join(', ')}) fingerprint ${ep.fingerprint}`)
     return ep
   }
 
   /** Replaces the certificate when it stopped fitting; new connections get the new one. */
   async renewIfNeeded(): Promise<boolean> {
-    const next = await ensurePlatformTls(this.platform.dataDir, this.addresses, this.platform.now())
+    const next = await ensurePlatformTls(this.ctx.dataDir, this.addresses, this.ctx.now())
     if (!next.renewed) return false
     this.tls = next
     if (this.inner) {
@@ -105,7 +109,7 @@ export class EnrollmentListener {
       this.startInner()
       void old.stop(false)
     }
-    if (this.front) this.platform.fabric.enrollment = this.endpoint
+    if (this.front) this.fabric.enrollment = this.endpoint
     return true
   }
 
@@ -122,7 +126,7 @@ export class EnrollmentListener {
     this.inner = undefined
     for (const c of this.clients) c.destroy()
     await closed
-    if (this.platform.fabric?.enrollment) this.platform.fabric.enrollment = null
+    if (this.fabric.enrollment) this.fabric.enrollment = null
   }
 
   // ---- inner: TLS and routing ----------------------------------------------
@@ -155,7 +159,7 @@ export class EnrollmentListener {
     this.forwarded++
     // Only what these two anonymous routes need crosses: no cookies, no bearer tokens.
     const headers = new Headers({ accept: 'application/json', 'content-type': req.headers.get('content-type') ?? 'application/json' })
-    return this.platform.app.handle(new Request(`http://enrollment-listener${path}`, { method: 'POST', headers, body }))
+    return this.forward(new Request(`http://enrollment-listener${path}`, { method: 'POST', headers, body }))
   }
 
   // ---- front: the connection limit -----------------------------------------

@@ -2,20 +2,21 @@
 // placement and runs its replicas with the same runner and the same signature
 // check as a remote Agent.
 import { cpus, totalmem } from 'node:os'
-import type { Platform } from '../platform.ts'
+import type { Context } from '../context.ts'
+import type { Fabric } from '../fabric/fabric.ts'
 import { Runner } from '../agent/runner.ts'
 import { log } from '../log.ts'
 import { checkAssignments, type SignedAssignments } from './assignments.ts'
 import type { LocalNodeHooks } from './service.ts'
 
-export function startLocalNode(platform: Platform): LocalNodeHooks & { stop(): Promise<void> } {
-  const runner = new Runner({ logDir: platform.dataDir.ensureDir('platform', 'local-node', 'logs') })
+export function startLocalNode(ctx: Context, fabric: Fabric): LocalNodeHooks & { stop(): Promise<void> } {
+  const runner = new Runner({ logDir: ctx.dataDir.ensureDir('platform', 'local-node', 'logs') })
   let revision = 0
   return {
     capacity: () => ({ cpuMillis: cpus().length * 1000, memoryMB: Math.floor(totalmem() / 1024 / 1024) }),
     status: () => runner.status(),
     apply(doc: SignedAssignments) {
-      const check = checkAssignments(doc, platform.fabric.trust.published(), 'local', revision, platform.now())
+      const check = checkAssignments(doc, fabric.trust.published(), 'local', revision, ctx.now())
       if (!check.ok) {
         log.warn(`local node: refused assignments: ${check.reason}`)
         return

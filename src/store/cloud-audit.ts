@@ -18,21 +18,28 @@ export interface CloudAuditRow {
 /** How many rows are kept; older ones are dropped as new ones come. */
 export const CLOUD_AUDIT_KEEP = 5000
 
-export function insertCloudAudit(db: Db, r: Omit<CloudAuditRow, 'id'>): number {
-  const row = db
-    .query<{ id: number }, [number, string, string, string, string | null, string | null, string, string | null]>(
-      'INSERT INTO cloud_audit (at, action, principal, via, provider, target, outcome, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id',
-    )
-    .get(r.at, r.action, r.principal, r.via, r.provider, r.target, r.outcome, r.detail)!
-  db.query('DELETE FROM cloud_audit WHERE id <= ?1').run(row.id - CLOUD_AUDIT_KEEP)
-  return row.id
+export async function insertCloudAudit(db: Db, r: Omit<CloudAuditRow, 'id'>): Promise<number> {
+  const row = await db.get<{ id: number }>(
+    'INSERT INTO cloud_audit (at, action, principal, via, provider, target, outcome, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id',
+    r.at,
+    r.action,
+    r.principal,
+    r.via,
+    r.provider,
+    r.target,
+    r.outcome,
+    r.detail,
+  )
+  const id = row!.id
+  await db.run('DELETE FROM cloud_audit WHERE id <= ?1', id - CLOUD_AUDIT_KEEP)
+  return id
 }
 
-export function finishCloudAudit(db: Db, id: number, outcome: 'ok' | 'failed', detail: string | null): void {
-  db.query('UPDATE cloud_audit SET outcome = ?2, detail = ?3 WHERE id = ?1').run(id, outcome, detail)
+export async function finishCloudAudit(db: Db, id: number, outcome: 'ok' | 'failed', detail: string | null): Promise<void> {
+  await db.run('UPDATE cloud_audit SET outcome = ?2, detail = ?3 WHERE id = ?1', id, outcome, detail)
 }
 
 /** Newest first. */
-export function listCloudAudit(db: Db, limit = 500): CloudAuditRow[] {
-  return db.query<CloudAuditRow, [number]>('SELECT * FROM cloud_audit ORDER BY id DESC LIMIT ?1').all(limit)
+export async function listCloudAudit(db: Db, limit = 500): Promise<CloudAuditRow[]> {
+  return await db.all<CloudAuditRow>('SELECT * FROM cloud_audit ORDER BY id DESC LIMIT ?1', limit)
 }

@@ -5,14 +5,15 @@
 import type { Db } from './db.ts'
 
 /** Keeps the sealed first-boot data; false when the provision already has some (it wins: use that). */
-export function setFirstBoot(db: Db, id: string, sealed: Uint8Array): boolean {
-  return db.query(`UPDATE cloud_provisions SET first_boot = ?2 WHERE id = ?1 AND first_boot IS NULL AND state = 'creating'`).run(id, sealed).changes === 1
+export async function setFirstBoot(db: Db, id: string, sealed: Uint8Array): Promise<boolean> {
+  return (await db.run(`UPDATE cloud_provisions SET first_boot = ?2 WHERE id = ?1 AND first_boot IS NULL AND state = 'creating'`, id, sealed)) === 1
 }
 
-export function getFirstBoot(db: Db, id: string): Uint8Array | null {
-  return db.query<{ first_boot: Uint8Array | null }, [string]>('SELECT first_boot FROM cloud_provisions WHERE id = ?1').get(id)?.first_boot ?? null
+export async function getFirstBoot(db: Db, id: string): Promise<Uint8Array | null> {
+  const row = await db.get<{ first_boot: Uint8Array | null }>('SELECT first_boot FROM cloud_provisions WHERE id = ?1', id)
+  return row?.first_boot ?? null
 }
 
-export function dropFirstBoot(db: Db, id: string): void {
-  db.query('UPDATE cloud_provisions SET first_boot = NULL WHERE id = ?1').run(id)
+export async function dropFirstBoot(db: Db, id: string): Promise<void> {
+  await db.run('UPDATE cloud_provisions SET first_boot = NULL WHERE id = ?1', id)
 }

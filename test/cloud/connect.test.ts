@@ -31,7 +31,7 @@ describe('cloud connections', () => {
     const refused = await p.client.cloud.connect('hetzner', 'wrong-token-value').catch((e: unknown) => e)
     expect(refused).toMatchObject({ code: 'cloud-credentials-refused', detail: { status: 400 } })
     expect((await p.client.cloud.status()).providers[0]!.connected).toBe(false)
-    expect(p.platform.db.query('SELECT COUNT(*) AS n FROM cloud_connections').get()).toEqual({ n: 0 })
+    expect(await p.platform.store.get('SELECT COUNT(*) AS n FROM cloud_connections')).toEqual({ n: 0 })
 
     const c = await p.client.cloud.connect('hetzner', `${hz.token}\n`)
     expect(c).toMatchObject({ provider: 'hetzner', connected: true, connectedBy: 'test', machines: 0 })
@@ -43,9 +43,9 @@ describe('cloud connections', () => {
     expect(hz.calls.filter((x) => x === 'GET /v1/servers').length).toBe(2)
 
     // sealed at rest: neither the row nor the database files hold the token
-    const row = p.platform.db.query<{ sealed: Uint8Array }, []>('SELECT sealed FROM cloud_connections').get()!
+    const row = (await p.platform.store.get<{ sealed: Uint8Array }>('SELECT sealed FROM cloud_connections'))!
     expect(Buffer.from(row.sealed).toString('latin1')).not.toContain(hz.token)
-    p.platform.db.exec('PRAGMA wal_checkpoint(FULL)')
+    await p.platform.store.script('PRAGMA wal_checkpoint(FULL)')
     // the database file must be there and hold the sealed row; the WAL is checked when SQLite keeps one
     const db = readFileSync(`${p.dataDir}/muster.db`)
     expect(db.length).toBeGreaterThan(4096)
@@ -71,7 +71,7 @@ describe('cloud connections', () => {
     await using dofake = startDigitalOceanFake()
     await using p = await startPlatform()
     cloudOf(p.platform).endpoints.digitalocean = dofake.url
-    const viewer = p.clientWith(p.platform.auth.mintApiToken({ name: 'v', role: 'viewer' }).token)
+    const viewer = p.clientWith((await p.platform.auth.mintApiToken({ name: 'v', role: 'viewer' })).token)
     await expect(viewer.cloud.connect('digitalocean', dofake.token)).rejects.toMatchObject({ code: 'forbidden' })
     await expect(p.clientWith().cloud.status()).rejects.toMatchObject({ code: 'unauthorized' })
     await expect(p.client.cloud.connect('nimbus', 'x')).rejects.toMatchObject({ code: 'invalid-request', detail: { field: 'provider' } })

@@ -160,7 +160,7 @@ describe('dashboard', () => {
   })
 
   test('a viewer is told which permission it lacks, and nothing changes', async () => {
-    insertAccount(p.platform.db, { name: 'vera', role: 'viewer', passwordHash: await hashPassword('viewer-pass-1'), now: Date.now() })
+    await insertAccount(p.platform.store, { name: 'vera', role: 'viewer', passwordHash: await hashPassword('viewer-pass-1'), now: Date.now() })
     const page = await newPage()
     await logIn(page, p.url, 'vera', 'viewer-pass-1')
     await page.locator('#who').getByText('vera').waitFor()

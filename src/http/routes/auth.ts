@@ -4,7 +4,7 @@ import * as v from 'valibot'
 import { SESSION_COOKIE, SESSION_TTL_MS, readCookie } from '../../auth/auth.ts'
 import { ROLES, roleCan } from '../../auth/permissions.ts'
 import { MusterError } from '../../errors.ts'
-import type { Platform } from '../../platform.ts'
+import type { Services } from '../../services.ts'
 import { parseBody } from '../validate.ts'
 
 const Login = v.object({
@@ -16,7 +16,7 @@ const MintToken = v.object({
   role: v.optional(v.picklist(ROLES)),
 })
 
-export const authRoutes = (platform: Platform) =>
+export const authRoutes = (platform: Services) =>
   new Elysia({ name: 'routes/auth' })
     .post('/login', async ({ body, request }) => {
       const form = request.headers.get('content-type')?.includes('application/x-www-form-urlencoded')
@@ -32,27 +32,27 @@ export const authRoutes = (platform: Platform) =>
       if (form) return new Response(null, { status: 303, headers: { location: '/', 'set-cookie': cookie } })
       return new Response(JSON.stringify({ ok: true, account }), { headers: { 'content-type': 'application/json', 'set-cookie': cookie } })
     })
-    .post('/logout', ({ request }) => {
+    .post('/logout', async ({ request }) => {
       const sid = readCookie(request.headers.get('cookie'), SESSION_COOKIE)
-      if (sid) platform.auth.logout(sid)
+      if (sid) await platform.auth.logout(sid)
       return new Response(JSON.stringify({ ok: true }), {
         headers: { 'content-type': 'application/json', 'set-cookie': sessionCookie('', platform.secure, 0) },
       })
     })
-    .get('/api/v1/whoami', ({ request }) => {
-      const p = platform.auth.authenticate(request.headers)
+    .get('/api/v1/whoami', async ({ request }) => {
+      const p = await platform.auth.authenticate(request.headers)
       if (!p) throw new MusterError('unauthorized', 'Authentication required.')
       return { name: p.name, account: p.account, role: p.role, kind: p.kind }
     })
-    .post('/api/v1/api-tokens', ({ body, request }) => {
-      const p = platform.auth.authenticate(request.headers)
+    .post('/api/v1/api-tokens', async ({ body, request }) => {
+      const p = await platform.auth.authenticate(request.headers)
       if (!p) throw new MusterError('unauthorized', 'Authentication required.')
       const b = parseBody(MintToken, body)
       const role = b.role ?? p.role
       // A principal can mint a token of its own role or a lesser one, never more.
       if (role !== p.role && !roleCan(p.role, 'server.accounts.manage')) throw new MusterError('forbidden', 'Permission server.accounts.manage is required to mint a token of another role.')
       if (role === 'superadmin' && p.role !== 'superadmin') throw new MusterError('forbidden', 'Only a superadmin can mint a superadmin token.')
-      const { token } = platform.auth.mintApiToken({ name: b.name ?? `${p.name}-cli`, role, account: p.account })
+      const { token } = await platform.auth.mintApiToken({ name: b.name ?? `${p.name}-cli`, role, account: p.account })
       return { token, name: b.name ?? `${p.name}-cli`, role }
     })
 
