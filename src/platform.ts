@@ -10,6 +10,7 @@ import { MusterError } from './errors.ts'
 import { startFederation } from './federation/service.ts'
 import { createApp } from './http/app.ts'
 import { log } from './log.ts'
+import { rememberPeer } from './http/peer.ts'
 import { acquireServeLock } from './serve-lock.ts'
 import { openDb, type Db } from './store/db.ts'
 import { Fabric } from './fabric/fabric.ts'
@@ -154,7 +155,15 @@ export class Platform {
         maxRequestBodySize: 1024 * 1024,
         idleTimeout: 120, // assignment long polls hold a request for up to a minute
         tls,
-        fetch: (req) => app.handle(req),
+        fetch: (req, server) => {
+          rememberPeer(req, server.requestIP(req)?.address)
+          return app.handle(req)
+        },
+        // Elysia maps every error itself; this is the last net, and a 5xx is a bug (SPEC §16.7).
+        error: (e) => {
+          log.error(`unhandled server error: ${e.stack ?? e.message}`)
+          return Response.json({ error: { code: 'internal', message: 'Internal error; see the Platform log.' } }, { status: 500 })
+        },
       })
     } catch (e) {
       const err = e as NodeJS.ErrnoException

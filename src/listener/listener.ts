@@ -16,6 +16,7 @@ import { bindHostFor, defaultAddresses, httpsUrl, normaliseAddresses } from '../
 import { MusterError } from '../errors.ts'
 import type { EnrollmentEndpoint } from '../fabric/fabric.ts'
 import { log } from '../log.ts'
+import { malformedRequest, requestPath } from '../http/request.ts'
 import type { Platform } from '../platform.ts'
 import { ensurePlatformTls, type PlatformTls } from './platform-tls.ts'
 
@@ -137,12 +138,17 @@ export class EnrollmentListener {
       // above ours, so the JSON 413 below is what callers see.
       maxRequestBodySize: 16 * MAX_BODY_BYTES,
       fetch: (req) => this.route(req),
-      error: () => json(500, 'internal', 'Internal error; see the Platform log.'),
+      error: (e) => {
+        log.error(`enrollment listener: unhandled error: ${e.stack ?? e.message}`)
+        return json(500, 'internal', 'Internal error; see the Platform log.')
+      },
     })
   }
 
   private async route(req: Request): Promise<Response> {
-    const path = new URL(req.url).pathname
+    const path = requestPath(req)
+    const malformed = malformedRequest(req)
+    if (malformed) return json(malformed.status, malformed.code, malformed.message)
     if (req.method !== 'POST' || !FORWARDED_ROUTES.has(path)) {
       this.refused++
       return json(404, 'not-found', 'No such route.')
