@@ -4,7 +4,7 @@ import { Elysia } from 'elysia'
 import { MusterError } from '../errors.ts'
 import { SESSION_COOKIE } from '../auth/auth.ts'
 import { log } from '../log.ts'
-import { isJson, malformedRequest, mediaType, requestPath, sameOrigin } from './request.ts'
+import { isJson, isPath, malformedRequest, mediaType, sameOrigin } from './request.ts'
 import type { Platform } from '../platform.ts'
 import { authRoutes } from './routes/auth.ts'
 import { healthRoutes } from './routes/health.ts'
@@ -36,7 +36,7 @@ const FOREIGN_LOGIN = 'Login forms are accepted only from this Platform’s own 
  */
 function crossSiteWrite(request: Request, publicHost: string | undefined): MusterError | null {
   if (SAFE_METHODS.has(request.method)) return null
-  if (requestPath(request) === '/login') {
+  if (isPath(request, '/login')) {
     return request.method === 'POST' && !isJson(request) && !sameOrigin(request, publicHost) ? new MusterError('forbidden', FOREIGN_LOGIN) : null
   }
   if (request.headers.has('authorization')) return null
@@ -54,7 +54,7 @@ export function createApp(platform: Platform) {
       const forged = crossSiteWrite(request, publicHost)
       if (forged) return errorResponse(forged)
       // A closed local door refuses password login before the body (the credential) is even parsed.
-      if (request.method === 'POST' && requestPath(request) === '/login') {
+      if (request.method === 'POST' && isPath(request, '/login')) {
         const refusal = platform.auth.loginRefusal()
         if (refusal) return errorResponse(refusal)
       }

@@ -13,6 +13,12 @@ export function malformedRequest(request: Request): MusterError | null {
   return new MusterError('invalid-request', 'Missing or malformed Host header.', { field: 'host' })
 }
 
+/** Whether a request is for `path` as the router sees it (which also routes `path/` there). */
+export function isPath(request: Request, path: string): boolean {
+  const p = requestPath(request)
+  return p === path || p === `${path}/`
+}
+
 /** The path of a request (no query), whatever its URL looks like. */
 export function requestPath(request: Request): string {
   const url = request.url

@@ -34,6 +34,12 @@ describe('login CSRF', () => {
         expect(((await res.json()) as { error: { code: string } }).error.code).toBe('forbidden')
       }
     }
+    // The router also serves /login/ and /login?…: the same check holds there.
+    for (const path of ['/login/', '/login?next=/', '//login']) {
+      const { body, type } = multipart(creds)
+      const res = await fetch(`${p.url}${path}`, { method: 'POST', headers: { 'content-type': type, origin: 'https://evil.example' }, body, redirect: 'manual' })
+      expect({ path, status: res.status }).toEqual({ path, status: 403 })
+    }
     // The Platform's own page (same Origin) logs in with a multipart form.
     const own = multipart(creds)
     const ok = await fetch(`${p.url}/login`, { method: 'POST', headers: { 'content-type': own.type, origin: p.url }, body: own.body, redirect: 'manual' })

@@ -45,6 +45,14 @@ export default [
     filter: 'login CSRF',
   },
   {
+    name: 'login CSRF through /login/ (the router serves it, the check misses it)',
+    file: 'src/http/request.ts',
+    from: 'return p === path || p === `${path}/`',
+    to: 'return p === path',
+    tests: ['test/http/login.test.ts'],
+    filter: 'login CSRF',
+  },
+  {
     name: 'a malformed Origin is parsed as a URL (500)',
     file: 'src/http/request.ts',
     from: "if (!/^https?:\\/\\/[^/?#\\s]+\\/?$/i.test(origin) || !URL.canParse(origin)) return 'opaque'",
