@@ -15,6 +15,7 @@ import { startFederation, type Federation } from './federation/service.ts'
 import { createApp } from './http/app.ts'
 import { log } from './log.ts'
 import type { PlatformOptions } from './options.ts'
+import { rememberPeer } from './http/peer.ts'
 import { acquireServeLock } from './serve-lock.ts'
 import type { Services } from './services.ts'
 import { openPlatformStore } from './store/open.ts'
@@ -156,7 +157,15 @@ export class Platform implements Services {
         maxRequestBodySize: 1024 * 1024,
         idleTimeout: 120, // assignment long polls hold a request for up to a minute
         tls,
-        fetch: (req) => app.handle(req),
+        fetch: (req, server) => {
+          rememberPeer(req, server.requestIP(req)?.address)
+          return app.handle(req)
+        },
+        // Elysia maps every error itself; this is the last net, and a 5xx is a bug (SPEC §16.7).
+        error: (e) => {
+          log.error(`unhandled server error: ${e.stack ?? e.message}`)
+          return Response.json({ error: { code: 'internal', message: 'Internal error; see the Platform log.' } }, { status: 500 })
+        },
       })
     } catch (e) {
       const err = e as NodeJS.ErrnoException

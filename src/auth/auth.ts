@@ -9,6 +9,7 @@ import { deleteSession, findSession, insertSession, pruneSessions } from '../sto
 import { getApiToken, insertApiToken } from '../store/api-tokens.ts'
 import { isRole, roleCan, type Permission, type Role } from './permissions.ts'
 import { log } from '../log.ts'
+import { LoginThrottle } from './throttle.ts'
 
 export const SESSION_COOKIE = 'muster_session'
 export const SESSION_TTL_MS = 12 * 3600_000
@@ -33,6 +34,8 @@ export function hashPassword(password: string): Promise<string> {
 
 export class Auth {
   readonly loginGates: LoginGate[] = []
+  /** Failed-login brakes for POST /login (SPEC §16.5). */
+  readonly throttle: LoginThrottle = new LoginThrottle(() => this.now())
   private dummyHash: Promise<string> | undefined
 
   private readonly db: Db

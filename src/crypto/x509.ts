@@ -2,7 +2,7 @@
 // listener and agents (SPEC §4, §7, §8): generation with WebCrypto and our DER
 // writer, parsing of certificates we are handed, fingerprints, and the checks
 // that decide when the Platform's TLS certificate must be renewed.
-import { createPublicKey } from 'node:crypto'
+import { X509Certificate, createPublicKey } from 'node:crypto'
 import { isIP } from 'node:net'
 import { MusterError } from '../errors.ts'
 import {
@@ -226,6 +226,9 @@ function readSans(tbsItems: DerNode[]): { dnsNames: string[]; ipAddresses: strin
 export function parseCertificate(pemOrDer: string | Uint8Array): ParsedCertificate {
   try {
     const der = typeof pemOrDer === 'string' ? pemToDer(pemOrDer) : pemOrDer
+    // The runtime's parser (BoringSSL) judges the certificate first; ours only
+    // reads fields from one it accepted (SPEC §16.7: input from anyone).
+    new X509Certificate(der)
     const [tbs, sigAlg, sig] = children(expectTag(readDerExact(der), TAG.SEQUENCE))
     expectTag(sigAlg, TAG.SEQUENCE)
     decodeBitString(sig!)

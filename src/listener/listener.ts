@@ -19,6 +19,7 @@ import { log } from '../log.ts'
 import type { Context } from '../context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
 import type { PlatformOptions } from '../options.ts'
+import { malformedRequest, requestPath } from '../http/request.ts'
 import { ensurePlatformTls, type PlatformTls } from './platform-tls.ts'
 
 export const MAX_BODY_BYTES = 64 * 1024
@@ -141,12 +142,17 @@ export class EnrollmentListener {
       // above ours, so the JSON 413 below is what callers see.
       maxRequestBodySize: 16 * MAX_BODY_BYTES,
       fetch: (req) => this.route(req),
-      error: () => json(500, 'internal', 'Internal error; see the Platform log.'),
+      error: (e) => {
+        log.error(`enrollment listener: unhandled error: ${e.stack ?? e.message}`)
+        return json(500, 'internal', 'Internal error; see the Platform log.')
+      },
     })
   }
 
   private async route(req: Request): Promise<Response> {
-    const path = new URL(req.url).pathname
+    const path = requestPath(req)
+    const malformed = malformedRequest(req)
+    if (malformed) return json(malformed.status, malformed.code, malformed.message)
     if (req.method !== 'POST' || !FORWARDED_ROUTES.has(path)) {
       this.refused++
       return json(404, 'not-found', 'No such route.')

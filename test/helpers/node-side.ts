@@ -20,8 +20,8 @@ export async function startListenerPlatform(opts: Partial<PlatformOptions> & { k
   const appSeen: string[] = []
   const original = app.handle.bind(app)
   app.handle = (req: Request) => {
-    const u = new URL(req.url)
-    if (u.hostname === 'enrollment-listener') appSeen.push(`${req.method} ${u.pathname}`)
+    // Only the listener's forwards: the API port's requests may carry any URL (the fuzz test sends some).
+    if (req.url.startsWith('http://enrollment-listener/')) appSeen.push(`${req.method} ${new URL(req.url).pathname}`)
     return original(req)
   }
   const out = Object.assign(p, { listener, enrollUrl: `https://127.0.0.1:${listener.port}`, appSeen, fingerprint: '' })

@@ -6,6 +6,9 @@ import { ROLES, roleCan } from '../../auth/permissions.ts'
 import { MusterError } from '../../errors.ts'
 import type { Services } from '../../services.ts'
 import { parseBody } from '../validate.ts'
+import { isJson } from '../request.ts'
+import { peerAddress } from '../peer.ts'
+import { throttledLogin } from '../../auth/throttle.ts'
 
 const Login = v.object({
   identifier: v.pipe(v.string(), v.minLength(1), v.maxLength(256)),
@@ -18,18 +21,12 @@ const MintToken = v.object({
 
 export const authRoutes = (platform: Services) =>
   new Elysia({ name: 'routes/auth' })
+    // Origin (login CSRF) and the local door are checked in app.ts before the body is read.
     .post('/login', async ({ body, request }) => {
-      const form = request.headers.get('content-type')?.includes('application/x-www-form-urlencoded')
-      // A form can be posted from any site: refuse one whose Origin is not this Platform (login CSRF).
-      const origin = request.headers.get('origin')
-      if (form && origin && origin !== 'null' && new URL(origin).host !== request.headers.get('host')) {
-        throw new MusterError('forbidden', 'Login forms are accepted only from this Platform’s own pages.')
-      }
-      if (form && origin === 'null') throw new MusterError('forbidden', 'Login forms are accepted only from this Platform’s own pages.')
       const { identifier, password } = parseBody(Login, body)
-      const { sessionId, account } = await platform.auth.login(identifier, password)
+      const { sessionId, account } = await throttledLogin(platform.auth.throttle, peerAddress(request), identifier, () => platform.auth.login(identifier, password))
       const cookie = sessionCookie(sessionId, platform.secure, SESSION_TTL_MS / 1000)
-      if (form) return new Response(null, { status: 303, headers: { location: '/', 'set-cookie': cookie } })
+      if (!isJson(request)) return new Response(null, { status: 303, headers: { location: '/', 'set-cookie': cookie } })
       return new Response(JSON.stringify({ ok: true, account }), { headers: { 'content-type': 'application/json', 'set-cookie': cookie } })
     })
     .post('/logout', async ({ request }) => {

@@ -29,7 +29,7 @@ export const officeRoutes = (platform: Services) => {
     })
     .post('/api/office/calls', ({ body }) => handleControllerCall(platform.federation, parseBody(ControllerCall, body), (body as { payload?: unknown }).payload))
     .get('/api/v1/office/local-authority', async ({ request }) => {
-      view(request.headers)
+      await view(request.headers)
       const link = platform.federation.link
       return {
         ...(await localAuthority(platform.ctx.dataDir, platform.ctx.store)),
@@ -37,11 +37,11 @@ export const officeRoutes = (platform: Services) => {
       }
     })
     .get('/api/v1/office/identity-writes', async ({ request }) => {
-      view(request.headers)
+      await view(request.headers)
       return identityWrites(platform.federation)
     })
     .get('/api/v1/office/projects', async ({ request }) => {
-      view(request.headers)
+      await view(request.headers)
       return placedProjects(platform.federation)
     })
 }

@@ -4,6 +4,7 @@ import { MusterError } from '../../errors.ts'
 import type { Services } from '../../services.ts'
 import { parseBody } from '../validate.ts'
 import { ProjectSpec } from '../../projects/spec.ts'
+import { projectFor } from '../../projects/redact.ts'
 
 export const projectRoutes = (platform: Services) => {
   const projects = () => platform.projects
@@ -13,9 +14,15 @@ export const projectRoutes = (platform: Services) => {
     return name
   }
   return new Elysia({ name: 'routes/projects', prefix: '/api/v1' })
-    .get('/projects', ({ request }) => need(request, 'server.projects.view').then(() => projects().list()))
+    .get('/projects', async ({ request }) => {
+      const { role } = await need(request, 'server.projects.view')
+      return { projects: projects().list().projects.map((p) => projectFor(p, role)) }
+    })
     .post('/projects', ({ request, body }) => need(request, 'server.projects.manage').then(() => projects().deploy(parseBody(ProjectSpec, body))))
-    .get('/projects/:name', ({ request, params }) => need(request, 'server.projects.view').then(() => projects().show(projectName(params.name))))
+    .get('/projects/:name', async ({ request, params }) => {
+      const { role } = await need(request, 'server.projects.view')
+      return projectFor(projects().show(projectName(params.name)), role)
+    })
     .delete('/projects/:name', ({ request, params }) => need(request, 'server.projects.manage').then(() => projects().remove(projectName(params.name))))
     .get('/shortfall', ({ request }) => need(request, 'server.projects.view').then(() => projects().shortfall()))
     .get('/nodes/self/assignments', async ({ request, query }) => {
