@@ -38,7 +38,7 @@ function networkError(provider: ProviderName, url: string, e: unknown): MusterEr
   return new MusterError('cloud-provider-error', `Cannot reach the ${provider} API at ${new URL(url).origin}: ${why}.`, { network: true, retryable: true })
 }
 
-async function once(provider: ProviderName, url: string, init: RequestInit): Promise<ApiAnswer> {
+async function sendOnce(provider: ProviderName, url: string, init: RequestInit): Promise<ApiAnswer> {
   let res: Response
   try {
     res = await fetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(TIMEOUT_MS) })
@@ -60,7 +60,7 @@ export async function send(provider: ProviderName, url: string, init: RequestIni
     const last = attempt + 1 >= policy.attempts
     let a: ApiAnswer
     try {
-      a = await once(provider, url, init)
+      a = await sendOnce(provider, url, init)
     } catch (e) {
       const wait = backoffMs(policy, attempt)
       if (!o.idempotent || last || waited + wait > policy.maxWaitMs) throw e
@@ -81,7 +81,7 @@ export async function send(provider: ProviderName, url: string, init: RequestIni
 
 /** One request with no retries (identity endpoints build their own refusals). */
 export function request(provider: ProviderName, url: string, init: RequestInit): Promise<ApiAnswer> {
-  return once(provider, url, init)
+  return sendOnce(provider, url, init)
 }
 
 export function parseJson<T>(provider: ProviderName, a: ApiAnswer): T {
