@@ -8,7 +8,7 @@ import { invalid, issueField, NodeName } from '../http/validate.ts'
 import { bindCertificate, getNode, insertNode, isTombstoned, nodeByCert } from '../store/nodes.ts'
 import { getJoinToken, takeTokenUse } from '../store/join-tokens.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
-import type { Fabric } from './fabric.ts'
+import type { Fabric, NodeAnchors } from './fabric.ts'
 import { globMatch } from './glob.ts'
 import type { TrustKey } from './trust-keys.ts'
 
@@ -20,7 +20,7 @@ export const EnrollBody = v.object({
   version: v.optional(v.pipe(v.string(), v.maxLength(64))),
 })
 
-export interface EnrollAnswer {
+export interface EnrollAnswer extends NodeAnchors {
   nodeId: string
   agentId: string
   credential: string

@@ -15,6 +15,7 @@ import { mintJoinToken } from './join-tokens.ts'
 import { RateLimiter, type RateLimitOptions } from './rate-limit.ts'
 import { compatibilityOf, Registry, type NodeEntry, type ReplicaStatus } from './registry.ts'
 import { TrustKeys } from './trust-keys.ts'
+import { caWarning } from '../pki/platform-ca.ts'
 import { NODE_NAME } from '../http/validate.ts'
 import { log } from '../log.ts'
 import { bearerToken } from '../auth/auth.ts'
@@ -60,7 +61,18 @@ export interface EnrollmentEndpoint {
   url: string
   addresses: string[]
   port: number
+  /** The pin to join with: the CA pin (the old listener certificate's fingerprint while it is still served). */
   fingerprint: string
+  /** The Platform CA's pin, always. */
+  caFingerprint: string
+}
+
+export interface NodeAnchors {
+  caFingerprint: string
+  pins: string[]
+  platformUrl: string
+  /** The operator allowed a plain-http API for nodes (--allow-insecure-node-traffic). */
+  insecureNodeTraffic?: true
 }
 
 export class Fabric {
@@ -90,7 +102,7 @@ export class Fabric {
     this.remoteDispatch = options.remoteDispatch
     this.fleetDigest = options.fleetToken ? sha256Hex(options.fleetToken) : undefined
     this.registry = new Registry(this.db, this.now, options.staleAfterMs)
-    this.trust = new TrustKeys(platform.dataDir, this.now)
+    this.trust = new TrustKeys(platform.vault, this.now)
     this.credentials = new NodeCredentials(platform.masterKey)
     this.limits = {
       enroll: new RateLimiter('enroll', options.enrollLimit),
@@ -156,7 +168,7 @@ export class Fabric {
       agentId: `agent-${nodeId}`,
       credential: this.credentials.issue(nodeId, certSha256, generation),
       trustKeys: this.trust.published(),
-      platformUrl: this.platform.publicUrl,
+      ...this.nodeAnchors(),
     }
   }
 
@@ -164,9 +176,26 @@ export class Fabric {
     this.requireNodesEnabled()
     const release = this.limits.trust.admit()
     try {
-      return { trustKeys: this.trust.published() }
+      return { trustKeys: this.trust.published(), ...this.nodeAnchors() }
     } finally {
       release()
+    }
+  }
+
+  /**
+   * How a node authenticates this Platform from now on (enroll and trust
+   * answers, which arrive over a connection its current pin authenticated):
+   * the CA pin to keep, every pin to accept (a prepared CA replacement, the
+   * listener's old certificate while it is served) and the API URL.
+   */
+  nodeAnchors(): NodeAnchors {
+    const pki = this.platform.pki
+    const served = this.platform.listener?.certificate
+    return {
+      caFingerprint: pki.ca.pin,
+      pins: [...pki.caPins(), ...(served?.legacy ? [served.pin] : [])],
+      platformUrl: this.platform.publicUrl,
+      ...(this.platform.options.allowInsecureNodeTraffic ? { insecureNodeTraffic: true } : {}),
     }
   }
 
@@ -346,7 +375,16 @@ export class Fabric {
     capacity: null,
   })
 
+  /** `nodes platform`: where nodes enroll, the pins, the CA's lifetime and warnings (a CA with a year or less left). */
   platformInfo() {
-    return { remoteDispatch: this.remoteDispatch, enrollment: this.enrollment }
+    const pki = this.platform.pki
+    const about = (ca: { pin: string; notAfter: Date }) => ({ fingerprint: ca.pin, notAfter: ca.notAfter.toISOString() })
+    const warning = caWarning(pki.ca, this.now())
+    return {
+      remoteDispatch: this.remoteDispatch,
+      enrollment: this.enrollment,
+      ca: { ...about(pki.ca), ...(pki.next ? { next: about(pki.next) } : {}) },
+      warnings: warning ? [warning] : [],
+    }
   }
 }

@@ -275,7 +275,8 @@ export class Projects {
   assignmentsNow(node: string): SignedAssignments {
     const cached = this.signed.get(node)
     const w = this.wanted.get(node) ?? { revision: nodeAssignment(this.db, node)?.revision ?? 0, replicas: [] }
-    if (cached && cached.payload.revision === w.revision) return cached
+    // Signed again once another key signs: a document lives as long as its revision, keys do not.
+    if (cached && cached.payload.revision === w.revision && cached.kid === this.fabric.trust.currentKid()) return cached
     const payload: AssignmentPayload = { node, revision: w.revision, issuedAt: new Date(this.now()).toISOString(), replicas: w.replicas }
     const { kid, signature } = this.fabric.trust.sign(ASSIGNMENTS_DOMAIN, assignmentBytes(payload))
     const doc = { payload, kid, signature }

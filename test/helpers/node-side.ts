@@ -1,5 +1,6 @@
 // Helpers for the node side: a Platform with its enrollment listener on
 // 127.0.0.1, a spy on what reaches the application, and free ports.
+import { readFileSync } from 'node:fs'
 import type { PlatformOptions } from '../../src/platform.ts'
 import type { EnrollmentListener } from '../../src/listener/listener.ts'
 import { startPlatform, type TestPlatform } from './platform.ts'
@@ -30,3 +31,10 @@ export async function startListenerPlatform(opts: Partial<PlatformOptions> & { k
 }
 
 export { freePort } from '../../src/addresses.ts'
+
+/** The listener's certificate chain and key as files hold them, and the Platform CA: to stand up a server the node trusts. */
+export function listenerTls(dataDir: string): { cert: string; key: string; ca: string } {
+  const read = (f: string) => readFileSync(`${dataDir}/platform/${f}`, 'utf8')
+  const ca = read('ca/cert.pem')
+  return { cert: read('tls/cert.pem') + ca, key: read('tls/key.pem'), ca }
+}
