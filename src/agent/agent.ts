@@ -78,6 +78,8 @@ export class Agent {
   private trustDueAt = 0
   private renewDueAt = 0
   private refreshing: Promise<boolean> | undefined
+  /** Ticks completed (tests wait on it to see that nothing was due). */
+  ticks = 0
   /** performance.now() of the last refresh made for an unknown kid. */
   private lastUnknownKidRefresh = -Infinity
   workloads: Workloads | undefined
@@ -195,6 +197,7 @@ export class Agent {
       const ok = await this.renew()
       this.renewDueAt = this.now() + (ok ? this.intervals.renew : Math.min(RETRY_MS, this.intervals.renew))
     }
+    this.ticks++
   }
 
   /** Trades the node credential for the next generation (one at a time). */
