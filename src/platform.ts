@@ -53,7 +53,9 @@ export interface PlatformOptions {
 }
 
 export const MASTER_KEY_FILE = 'platform/master.key'
-const CERT_CHECK_MS = 30_000
+const CERT_CHECK_MS = 2_000
+/** Every this many ticks the vault is read again (a CA replaced on purpose, another Platform's work). */
+const CA_RELOAD_TICKS = 15
 
 /**
  * SPEC §16.3: a node is never told to send its credential over plain http to
@@ -195,8 +197,10 @@ export class Platform {
     // listen: enrollment listener
     await this.listener?.listen()
     this.warnUnreachablePublicUrl()
-    // listen: certificates are checked against the wall clock on a short tick (a clock may jump)
-    const tick = setInterval(() => void this.checkCertificates(), CERT_CHECK_MS)
+    // listen: certificates are checked against the wall clock on a short tick (a clock may jump);
+    // the API has no per-connection hook, and a certificate a jump left expired fails the handshake.
+    let ticks = 0
+    const tick = setInterval(() => void this.checkCertificates(++ticks % CA_RELOAD_TICKS === 0), CERT_CHECK_MS)
     tick.unref?.()
     this.onClose(() => clearInterval(tick))
     return url
@@ -236,12 +240,16 @@ export class Platform {
     return this.apiRenewing
   }
 
-  /** The short tick: a CA changed in the vault (`admin ca promote`, another Platform), and renewals due by the wall clock. */
-  async checkCertificates(): Promise<void> {
+  /**
+   * The short tick: renewals due by the wall clock (a comparison in memory);
+   * with `reload`, also a CA changed in the vault (`admin ca promote`, another
+   * Platform) and a full look at the listener's certificate.
+   */
+  async checkCertificates(reload = true): Promise<void> {
     try {
-      const changed = await this.pki.reload()
+      const changed = reload && (await this.pki.reload())
       if (changed) this.apiRenewAt = 0
-      await this.listener?.renewIfNeeded()
+      if (reload || (this.listener && this.now() >= this.listener.certificate.renewAt)) await this.listener?.renewIfNeeded()
       if (this.now() >= this.apiRenewAt) await this.renewApiCert()
     } catch (e) {
       log.warn(`certificate check: ${(e as Error).message}`)
