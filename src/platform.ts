@@ -53,7 +53,7 @@ export interface PlatformOptions {
 }
 
 export const MASTER_KEY_FILE = 'platform/master.key'
-const CERT_CHECK_MS = 2_000
+const CERT_CHECK_MS = Number(process.env.MUSTER_CERT_CHECK_MS) > 0 ? Number(process.env.MUSTER_CERT_CHECK_MS) : 2_000
 /** Every this many ticks the vault is read again (a CA replaced on purpose, another Platform's work). */
 const CA_RELOAD_TICKS = 15
 
