@@ -269,6 +269,11 @@ export class Platform {
     return `${this.secure ? 'https' : 'http'}://${host}:${this.api.port}`
   }
 
+  /** The Platform CA pin when the API serves a certificate from that CA (not the operator's --tls-cert); else null. */
+  get apiCaPin(): string | null {
+    return this.secure && !this.options.tlsCert ? this.pki.ca.pin : null
+  }
+
   /** The URL nodes and operators are given: --public-url, else the API's own (a wildcard bind named by this machine's address). */
   get publicUrl(): string {
     if (this.options.publicUrl) return this.options.publicUrl.replace(/\/+$/, '')

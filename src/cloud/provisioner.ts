@@ -119,7 +119,9 @@ export class Provisioner {
         const ttlMinutes = Math.ceil((row.created_at + this.timeoutMs - now()) / 60_000) + 10
         const { token } = issueEnrollment(this.fabric, row.name, Math.min(Math.max(ttlMinutes, 10), 1440), true)
         // 3. First-boot data: install the worker role, join pinned to the listener's certificate.
-        const userData = firstBootData({ provider: row.provider, nodeId: row.name, token, enrollmentUrl: ep.url, fingerprint: ep.fingerprint, binaryUrl: binary.url, binarySha256: binary.sha256, role: row.role })
+        // The binary served by this Platform's API over https from its own CA is verified with the CA pin.
+        const binaryPin = !this.cloud.binary && binary.url.startsWith('https://') ? (this.cloud.platform.apiCaPin ?? undefined) : undefined
+        const userData = firstBootData({ provider: row.provider, nodeId: row.name, token, enrollmentUrl: ep.url, fingerprint: ep.fingerprint, binaryUrl: binary.url, binarySha256: binary.sha256, binaryPin, role: row.role })
         if (userData.length > provider.maxUserDataBytes) throw new MusterError('cloud-unavailable', `The first-boot data (${userData.length} bytes) is over ${row.provider}'s limit of ${provider.maxUserDataBytes}.`)
         // 4. The machine, idempotent on the request id.
         m = await provider.createMachine({ name: row.name, region: row.region, size: row.size, userData, requestId: row.request_id, role: row.role })
