@@ -144,19 +144,19 @@ export async function authenticateByPin(host: string, port: number, pins: readon
   return matchPin(await probeChain(host, port), pins)
 }
 
-/** The second comparison, on the connection that carries the request. */
-export function secondComparison(match: PinMatch): (host: string, cert: PeerCertificate) => Error | undefined {
+/** The second comparison, on the connection that carries the request, against the pins themselves. */
+export function secondComparison(match: PinMatch, pins: readonly string[]): (host: string, cert: PeerCertificate) => Error | undefined {
   return (host, cert) => {
     if (match.kind === 'certificate') {
       const seen = fromColonHex(cert.fingerprint256 ?? '')
-      return safeEqual(seen, match.pin) ? undefined : new PinMismatchError(match.pin, seen)
+      return pinIn(pins, seen) ? undefined : new PinMismatchError(pins.join(' or '), seen)
     }
     // A custom checkServerIdentity replaces the host name check: keep it.
     const wrongHost = checkHostName(host.replace(/^\[(.*)\]$/, '$1'), cert)
     if (wrongHost) return wrongHost
     const raw = cert.raw
     const seen = raw ? certFingerprint(new Uint8Array(raw)) : 'no certificate'
-    return raw && isIssuedBy(new Uint8Array(raw), match.anchorPem) && safeEqual(spkiPin(match.anchorPem), match.pin) ? undefined : new PinMismatchError(match.pin, seen)
+    return raw && isIssuedBy(new Uint8Array(raw), match.anchorPem) && pinIn(pins, spkiPin(match.anchorPem)) ? undefined : new PinMismatchError(pins.join(' or '), seen)
   }
 }
 
@@ -200,7 +200,7 @@ export async function pinnedFetch(url: string | URL, init: RequestInit, pin: Pin
   for (let attempt = 0; ; attempt++) {
     const { match, cached } = await learnedMatch(target, pins)
     try {
-      return await fetch(target, { ...base, tls: { ca: match.anchorPem, checkServerIdentity: secondComparison(match) } })
+      return await fetch(target, { ...base, tls: { ca: match.anchorPem, checkServerIdentity: secondComparison(match, pins) } })
     } catch (err) {
       // The server now presents another certificate (renewed, or moved from the
       // old self-signed one to the CA's): fetch reports a bare TLS error. The

@@ -269,9 +269,13 @@ describe('the Platform CA pin (the SHA-256 of the CA key)', () => {
   test('a chain leading to another CA with the same name is refused; so is the real CA sent behind a leaf it did not sign', async () => {
     const lookalike = await generateCa()
     expect(parseCertificate(lookalike.certPem).subjectDer).toEqual(parseCertificate(ca.certPem).subjectDer)
-    const fake = serveChain(async () => issueServerCert(lookalike, local))
-    const err = await pinnedFetch(`https://127.0.0.1:${(await fake.ready()).port}/`, { method: 'POST', body: 'secret' }, { fingerprint: spkiPin(ca.certPem) }).catch((e: unknown) => e)
+    const fakeLeaf = await issueServerCert(lookalike, local)
+    // its own chain: the leaf, then the lookalike CA (same name as the pinned one, another key)
+    const fake = serveChain(() => ({ ...fakeLeaf, certPem: fakeLeaf.certPem + lookalike.certPem }), undefined, true)
+    const direct = await tcpSwitch([(await fake.ready()).port])
+    const err = await pinnedFetch(`https://127.0.0.1:${direct.port}/`, { method: 'POST', body: 'secret' }, { fingerprint: spkiPin(ca.certPem) }).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(PinMismatchError)
+    expect(direct.connections()).toBe(1) // refused at the probe: no connection ever carried the request
     expect(fake.seen).toEqual([])
     // the CA certificate is public: an attacker can send it after a leaf of its own
     const own = await issueServerCert(lookalike, local)

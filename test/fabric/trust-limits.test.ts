@@ -6,6 +6,7 @@ import { VERSION } from '../../src/version.ts'
 import { verifyDomain } from '../../src/crypto/ed25519.ts'
 import { fromB64url } from '../../src/crypto/tokens.ts'
 import { tmpDir } from '../helpers/tmp.ts'
+import { createClient } from '../../src/client/index.ts'
 
 const DAY = 86400_000
 type Keys = { trustKeys: { kid: string; publicKey: string; notBefore: string; notAfter: string }[] }
@@ -40,6 +41,22 @@ describe('trust keys', () => {
     const later = (await trust(p.url)).trustKeys.map((k) => k.kid)
     expect(later).not.toContain(k1.kid)
     expect(later).toContain(k2.kid)
+  })
+
+  test('a node whose assignments do not change still gets them signed by the key that signs now', async () => {
+    await using p = await startPlatform({ remoteDispatch: true })
+    const e = await p.client.nodes.createEnrollment({ nodeId: 'a' })
+    const enrolled = (await (await enrollRaw(p.url, { token: e.token, nodeId: 'a', certPem: (await newCert('a')).certPem, version: VERSION })).json()) as { credential: string }
+    const node = createClient({ url: p.url, token: enrolled.credential })
+    const first = await node.projects.assignments()
+    expect(first.kid).toBe(p.platform.fabric.trust.currentKid())
+    p.advance(280 * DAY)
+    await p.platform.fabric.trust.sync()
+    p.advance(90 * DAY) // the next key signs now
+    const second = await node.projects.assignments()
+    expect(second.payload.revision).toBe(first.payload.revision)
+    expect(second.kid).not.toBe(first.kid)
+    expect(second.kid).toBe(p.platform.fabric.trust.currentKid())
   })
 
   test('trust keys survive a restart and their files are 0600', async () => {

@@ -3,11 +3,11 @@
 // renewed from the same CA when the addresses change or 30 days remain, so
 // the pin nodes hold never changes.
 import { describe, expect, test } from 'bun:test'
-import { statSync, unlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { isIssuedBy, spkiPin } from '../../src/crypto/ca.ts'
 import { probeChain } from '../../src/crypto/pin.ts'
-import { certCovers, certFingerprint, derToPem } from '../../src/crypto/x509.ts'
+import { certCovers, certFingerprint, derToPem, generateKeyAndCert } from '../../src/crypto/x509.ts'
 import { Platform } from '../../src/platform.ts'
 import { startListenerPlatform } from '../helpers/node-side.ts'
 import { tmpDir } from '../helpers/tmp.ts'
@@ -93,6 +93,31 @@ describe('the enrollment listener certificate', () => {
     expect(certCovers(s.leaf, { dnsNames: ['enroll.example.test'], ipAddresses: ['127.0.0.1'] })).toBe(true)
     expect(p.fingerprint).toBe(pin)
     expect((await p.client.nodes.platform()).enrollment?.fingerprint).toBe(pin)
+  })
+
+  test('a self-signed certificate from before the CA is kept and published while it fits, then replaced by one from the CA', async () => {
+    using dir = tmpDir()
+    const dataDir = `${dir.path}/data`
+    // what the earlier version left in platform/tls/: a self-signed certificate for the listener's addresses
+    const legacy = await generateKeyAndCert({ commonName: 'muster platform', dnsNames: [], ipAddresses: ['127.0.0.1'], days: 365 })
+    mkdirSync(`${dataDir}/platform/tls`, { recursive: true, mode: 0o700 })
+    writeFileSync(`${dataDir}/platform/tls/cert.pem`, legacy.certPem, { mode: 0o600 })
+    writeFileSync(`${dataDir}/platform/tls/key.pem`, legacy.keyPem, { mode: 0o600 })
+    await using p = await startListenerPlatform({ dataDir })
+    const ca = p.platform.pki.ca
+    expect(p.fingerprint).toBe(legacy.fingerprint)
+    expect(p.platform.fabric.enrollment).toMatchObject({ fingerprint: legacy.fingerprint, caFingerprint: ca.pin })
+    expect((await served(p.listener.port)).chain).toEqual([legacy.certPem])
+    // nodes are told to keep both pins while the old certificate is served
+    expect(p.platform.fabric.nodeAnchors()).toMatchObject({ caFingerprint: ca.pin, pins: [ca.pin, legacy.fingerprint] })
+    // kept until two days before it ends (nodes refresh daily)
+    p.advance(360 * DAY)
+    expect(certFingerprint((await served(p.listener.port)).leaf)).toBe(legacy.fingerprint)
+    p.advance(4 * DAY)
+    const s = await served(p.listener.port)
+    expect(isIssuedBy(s.leaf, ca.certPem)).toBe(true)
+    expect(p.fingerprint).toBe(ca.pin)
+    expect(p.platform.fabric.nodeAnchors().pins).toEqual([ca.pin])
   })
 
   test('renewed while running once 30 days remain, by the wall clock at the next connection; new connections get it', async () => {
