@@ -3,7 +3,8 @@
 // days later; a running node carries on with no re-join, and new joins use
 // the new pin.
 import { describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { generateCa, spkiPin } from '../../src/crypto/ca.ts'
 import { runMuster, startMuster, startServe } from '../helpers/binary.ts'
 import { freePort } from '../helpers/node-side.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
@@ -61,5 +62,27 @@ describe('replacing the Platform CA', () => {
     expect(stale.code).toBe(1)
     expect(stale.stderr).toContain('neither is nor chains to the pinned')
     expect((await join('w3', prepared.next)).code).toBe(0)
+  })
+
+  test('a CA with a year or less left is a warning in nodes platform, human and --json', async () => {
+    using dir = tmpDir()
+    const data = `${dir.path}/platform`
+    // a CA made (as if) nine years and some months ago: 200 days left
+    const ageing = await generateCa(200)
+    mkdirSync(`${data}/platform/ca`, { recursive: true, mode: 0o700 })
+    writeFileSync(`${data}/platform/ca/cert.pem`, ageing.certPem, { mode: 0o600 })
+    writeFileSync(`${data}/platform/ca/key.pem`, ageing.keyPem, { mode: 0o600 })
+    await using serve = await startServe(data, ['--enrollment-port', '0', '--enrollment-address', '127.0.0.1', '--no-local-node'])
+    const { token } = JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', data, '--json'])).stdout) as { token: string }
+    const env = { MUSTER_URL: serve.url, MUSTER_TOKEN: token }
+    const json = await runMuster(['nodes', 'platform', '--json'], { env })
+    const info = JSON.parse(json.stdout)
+    expect(info.ca.fingerprint).toBe(spkiPin(ageing.certPem))
+    expect(info.warnings).toHaveLength(1)
+    expect(info.warnings[0]).toMatch(/^The Platform CA expires on .* \(19\d days left\): replace it before then \(muster admin ca prepare/)
+    const human = await runMuster(['nodes', 'platform'], { env })
+    expect(human.code).toBe(0)
+    expect(human.stderr).toContain('days left): replace it before then')
+    expect(human.stdout).toContain(`platform CA:     ${spkiPin(ageing.certPem)}`)
   })
 })

@@ -84,6 +84,33 @@ describe('the API off loopback', () => {
   })
 })
 
+describe('operators against an https Platform', () => {
+  test('login checks the CA pin before the password goes out and saves it; later commands use it', { timeout: 60_000 }, async () => {
+    using dir = tmpDir()
+    const data = `${dir.path}/platform`
+    await using serve = await startServe(data, ['--host', '0.0.0.0'])
+    const url = `https://127.0.0.1:${portOf(serve.url)}`
+    const password = readFileSync(`${data}/platform/initial-superadmin-password`, 'utf8').trim()
+    const { token } = JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', data, '--json'])).stdout) as { token: string }
+    const pin = (JSON.parse((await runMuster(['nodes', 'platform', '--json', '--platform-url', url, '--token', token, '--platform-ca-file', `${data}/platform/ca/cert.pem`])).stdout) as { ca: { fingerprint: string } }).ca.fingerprint
+    const home = (name: string) => ({ HOME: `${dir.path}/${name}`, XDG_CONFIG_HOME: `${dir.path}/${name}/.config` })
+    // a wrong pin: refused at the TLS handshake, before the request (and the password) is written
+    const wrong = await runMuster(['login', '--platform-url', url, '--identifier', 'superadmin', '--platform-fingerprint', `sha256:${'ab'.repeat(32)}`], { stdin: `${password}\n`, env: home('a') })
+    expect(wrong.code).toBe(1)
+    expect(wrong.stderr).toContain('does not match the pinned')
+    // without a pin the system roots do not know the Platform CA
+    const unpinned = await runMuster(['login', '--platform-url', url, '--identifier', 'superadmin'], { stdin: `${password}\n`, env: home('b') })
+    expect(unpinned.code).toBe(1)
+    const ok = await runMuster(['login', '--platform-url', url, '--identifier', 'superadmin', '--platform-fingerprint', pin, '--json'], { stdin: `${password}\n`, env: home('c') })
+    expect(ok.code).toBe(0)
+    const saved = JSON.parse(readFileSync(`${dir.path}/c/.config/muster/credentials.json`, 'utf8'))
+    expect(saved).toMatchObject({ url, pin: { fingerprint: pin } })
+    const listed = await runMuster(['nodes', 'list', '--json'], { env: home('c') })
+    expect(listed.code).toBe(0)
+    expect(Array.isArray(JSON.parse(listed.stdout).nodes)).toBe(true)
+  })
+})
+
 describe('plain http for nodes', () => {
   test('serve refuses remote dispatch with a plain-http public URL, says how to fix it, and starts with the flag', async () => {
     using dir = tmpDir()
