@@ -180,11 +180,16 @@ export class Agent {
    * at once, at most once a minute, so the caller can verify again. False when
    * no refresh was made or it failed.
    */
-  async refreshForUnknownKid(): Promise<boolean> {
+  refreshForUnknownKid(): Promise<boolean> {
+    return this.refreshSoon('a signature by a key this node does not hold')
+  }
+
+  /** A trust refresh now, for a reason other than the day passing; at most once a minute. */
+  private async refreshSoon(why: string): Promise<boolean> {
     if (this.refreshing) return this.refreshing
     if (performance.now() - this.lastUnknownKidRefresh < UNKNOWN_KID_REFRESH_MS) return false
     this.lastUnknownKidRefresh = performance.now()
-    log.info('a signature by a key this node does not hold: refreshing trust keys')
+    log.info(`${why}: refreshing trust keys`)
     return this.refreshTrust()
   }
 
@@ -252,6 +257,15 @@ export class Agent {
     }
     if (err.code === 'rate-limited') return Math.min(MAX_BACKOFF_MS, 1000 * Math.max(1, Number(err.detail?.retryAfterSeconds) || 1))
     this.failures++
+    // The API may have moved (to https, another address): the trust answer names where it is now.
+    if (err.code === 'platform-unreachable' && this.failures >= 3) {
+      const before = this.config.platformUrl
+      if ((await this.refreshSoon('the Platform API does not answer')) && this.config.platformUrl !== before) {
+        log.info(`the Platform API moved to ${this.config.platformUrl}`)
+        this.failures = 0
+        return 0
+      }
+    }
     if (this.failures === 1 || this.failures % 10 === 0) {
       const hint = err.code === 'node-revoked' ? ' This node was revoked; an operator must rebind it.' : err.code === 'unauthorized' ? ' The credential is not accepted; the node may have been removed or rebound.' : ''
       log.warn(`heartbeat failed (${this.failures}x): ${err.message.replace(/\.$/, '')}.${hint} Keeping trust keys; retrying with backoff.`)

@@ -8,7 +8,8 @@ import { Agent } from '../../src/agent/agent.ts'
 import { credentialGeneration } from '../../src/agent/files.ts'
 import { joinPlatform } from '../../src/agent/join.ts'
 import { signAgentRequest } from '../../src/agent/signing.ts'
-import { clearPinCache } from '../../src/crypto/pin.ts'
+import { clearPinCache, pinnedFetch } from '../../src/crypto/pin.ts'
+import { createClient } from '../../src/client/index.ts'
 import { freePort, startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
@@ -105,6 +106,33 @@ describe('agent trust refresh', () => {
       await waitFor(() => credentialGeneration(agent.nodeCredential) === generation + 1, { what: 'the daily renewal' })
     } finally {
       await agent.stop()
+    }
+  })
+
+  test('the API moved to https on restart: failing heartbeats bring a trust refresh, whose answer names the new URL', async () => {
+    using dir = tmpDir()
+    const dataDir = `${dir.path}/platform`
+    const [apiPort, enrollmentPort] = [await freePort(), await freePort()]
+    const first = await startListenerPlatform({ dataDir, port: apiPort, enrollmentPort, probeIntervalMs: 150 })
+    const { agent, dataDir: work } = await joinedAgent(first, dir.path)
+    const pinned = (p: ListenerPlatform) => createClient({ url: `https://127.0.0.1:${apiPort}`, token: p.token, fetch: (u, i) => pinnedFetch(u, i, { fingerprint: p.platform.pki.ca.pin }) })
+    try {
+      await agent.start()
+      expect(agent.config.platformUrl).toBe(`http://127.0.0.1:${apiPort}`)
+      await waitFor(async () => (await first.client.nodes.list()).nodes.find((n) => n.name === 'w1')?.state === 'ready', { what: 'w1 ready over http' })
+      await first.close()
+      // the same Platform, now bound off loopback: its API serves HTTPS from the Platform CA
+      await using second = await startListenerPlatform({ dataDir, port: apiPort, enrollmentPort, host: '0.0.0.0', publicUrl: `https://127.0.0.1:${apiPort}`, probeIntervalMs: 150 })
+      await waitFor(() => agent.config.platformUrl === `https://127.0.0.1:${apiPort}`, { what: 'the Agent on the new API URL' })
+      expect(JSON.parse(readFileSync(`${work}/worker/agent.json`, 'utf8')).platformUrl).toBe(`https://127.0.0.1:${apiPort}`)
+      const since = Date.now()
+      await waitFor(async () => {
+        const n = (await pinned(second).nodes.list()).nodes.find((x) => x.name === 'w1')
+        return n?.state === 'ready' && Date.parse(n.lastSeenAt ?? '') >= since
+      }, { what: 'w1 ready over https' })
+    } finally {
+      await agent.stop()
+      await first.close()
     }
   })
 })
