@@ -158,14 +158,16 @@ export class Agent {
   /** Asks for trust keys over the pinned connection; on failure keeps the current ones. One at a time. */
   refreshTrust(): Promise<boolean> {
     this.refreshing ??= (async () => {
+      // The next one is due a day after this one was asked for, whatever the answer took.
+      const asked = this.now()
       try {
-        const r = await refreshTrust(this.dataDir, this.config, this.now())
+        const r = await refreshTrust(this.dataDir, this.config, asked)
         this.trust = r.keys
         this.config = r.config
-        this.trustDueAt = this.now() + this.intervals.trust
+        this.trustDueAt = asked + this.intervals.trust
         return true
       } catch (e) {
-        this.trustDueAt = this.now() + Math.min(RETRY_MS, this.intervals.trust)
+        this.trustDueAt = asked + Math.min(RETRY_MS, this.intervals.trust)
         log.warn(`${(e as Error).message} Keeping the current ${this.trust.length} trust key(s).`)
         return false
       } finally {
@@ -186,8 +188,9 @@ export class Agent {
 
   /** A trust refresh now, for a reason other than the day passing; at most once a minute. */
   private async refreshSoon(why: string): Promise<boolean> {
-    if (this.refreshing) return this.refreshing
-    if (performance.now() - this.lastUnknownKidRefresh < UNKNOWN_KID_REFRESH_MS) return false
+    // A refresh under way may have been asked before what we need existed: let it finish, then ask again if allowed.
+    const inFlight = this.refreshing ? await this.refreshing : false
+    if (performance.now() - this.lastUnknownKidRefresh < UNKNOWN_KID_REFRESH_MS) return inFlight
     this.lastUnknownKidRefresh = performance.now()
     log.info(`${why}: refreshing trust keys`)
     return this.refreshTrust()
@@ -199,8 +202,9 @@ export class Agent {
     const jumped = (due: number, period: number) => now >= due || due - now > period + this.intervals.tick
     if (jumped(this.trustDueAt, this.intervals.trust)) await this.refreshTrust()
     if (jumped(this.renewDueAt, this.intervals.renew)) {
+      const asked = this.now()
       const ok = await this.renew()
-      this.renewDueAt = this.now() + (ok ? this.intervals.renew : Math.min(RETRY_MS, this.intervals.renew))
+      this.renewDueAt = asked + (ok ? this.intervals.renew : Math.min(RETRY_MS, this.intervals.renew))
     }
     this.ticks++
   }

@@ -69,7 +69,7 @@ export default [
   {
     name: 'agent: unknown kids refresh trust without limit',
     file: 'src/agent/agent.ts',
-    from: 'if (performance.now() - this.lastUnknownKidRefresh < UNKNOWN_KID_REFRESH_MS) return false',
+    from: 'if (performance.now() - this.lastUnknownKidRefresh < UNKNOWN_KID_REFRESH_MS) return inFlight',
     to: '',
     tests: ['test/agent/refresh.test.ts'],
   },
