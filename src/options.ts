@@ -9,6 +9,8 @@ export interface PlatformOptions {
   tlsCert?: string
   tlsKey?: string
   publicUrl?: string
+  /** Allow remote dispatch with a plain-http public URL (a TLS-terminating proxy on a private link). */
+  allowInsecureNodeTraffic?: boolean
   /** Milliseconds since the epoch; injectable so tests can move time. */
   clock?: () => number
   /** Hold platform/serve.lock (default true). */

@@ -6,7 +6,7 @@ export default defineCommand({
   args: {
     'platform-url': { type: 'string', required: true, valueHint: 'https://H[:P]', description: 'The Platform’s enrollment URL (https only)' },
     'node-id': { type: 'string', required: true, valueHint: 'NAME', description: 'This node’s name, as the enrollment was issued' },
-    'platform-fingerprint': { type: 'string', valueHint: 'sha256:HEX', description: 'Pin the Platform’s certificate (from `muster nodes platform`)' },
+    'platform-fingerprint': { type: 'string', valueHint: 'sha256:HEX', description: 'Pin of the Platform CA (`fingerprint` in `muster nodes platform`)' },
     'platform-ca-file': { type: 'string', valueHint: 'FILE', description: 'Verify the Platform with this CA instead of the system roots' },
     'enrollment-token-file': { type: 'string', valueHint: 'FILE', description: 'File holding the join token (else $MUSTER_ENROLLMENT_TOKEN, stdin, or a prompt)' },
     'enrollment-token': { type: 'string', valueHint: 'mjt_…', description: 'The join token on argv (lands in shell history; prefer the file)' },

@@ -68,6 +68,8 @@ export class FirstBootStore {
       fingerprint: ep.fingerprint,
       binaryUrl: binary.url,
       binarySha256: binary.sha256,
+      // the binary served by this Platform's API over https from its own CA is verified with the CA pin
+      binaryPin: !this.cloud.binary && binary.url.startsWith('https://') ? (this.cloud.deps.apiCaPin() ?? undefined) : undefined,
       role: row.role,
       probe: inbound.agentFrom !== null,
       address,

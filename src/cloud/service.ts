@@ -25,6 +25,8 @@ export interface CloudDeps {
   projects: Projects
   /** Where created machines download the binary from (the Platform API). */
   publicUrl: () => string
+  /** The pin of the CA that issued the API's certificate, when the API is https from the Platform CA. */
+  apiCaPin: () => string | null
 }
 
 /** Starts the cloud service of a Platform (called from Platform.startServices). */

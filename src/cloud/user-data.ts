@@ -18,6 +18,8 @@ export interface FirstBoot {
   /** Where install.sh downloads the binary, and its SHA-256 (checked before anything is installed). */
   binaryUrl: string
   binarySha256: string
+  /** The Platform CA pin the https download is verified with, when the API's certificate comes from that CA. */
+  binaryPin?: string
   role: 'general' | 'build'
   /** --probe: the node gives its public address (this one when known, else the metadata service's) so the Platform can probe it. */
   probe: boolean
@@ -34,8 +36,11 @@ set -eu
 cd ${FIRST_BOOT_DIR}
 # shellcheck source=/dev/null
 . ./join.env
-# 1. install the worker role: the muster account, the binary (checksum verified), the Agent unit, the receipt
-sh ./install.sh --role worker --from "$MUSTER_BINARY_URL" --sha256 "$MUSTER_BINARY_SHA256"
+# 1. install the worker role: the muster account, the binary (checksum verified; over https from the
+#    Platform's own CA, verified with its pin), the Agent unit, the receipt
+set --
+[ -z "\${MUSTER_BINARY_PIN:-}" ] || set -- --platform-fingerprint "$MUSTER_BINARY_PIN"
+sh ./install.sh --role worker --from "$MUSTER_BINARY_URL" --sha256 "$MUSTER_BINARY_SHA256" "$@"
 # 2. nothing comes in that muster was not told to open: without --allow-ssh-inbound the SSH daemon stops for good
 if [ "$MUSTER_SSH" != yes ]; then
 	systemctl disable --now ssh.socket ssh.service >/dev/null 2>&1 || true
@@ -86,6 +91,7 @@ function file(path: string, mode: string, content: string, encoding?: 'gz+b64'):
 export function firstBootData(f: FirstBoot): string {
   if (!/^mjt_[a-z2-7]{16}\.[A-Za-z0-9_-]{43}$/.test(f.token)) throw new MusterError('internal', 'Unexpected join token shape.')
   if (!/^sha256:[0-9a-f]{64}$/.test(f.fingerprint) || !/^[0-9a-f]{64}$/.test(f.binarySha256)) throw new MusterError('internal', 'Unexpected fingerprint or checksum shape.')
+  if (f.binaryPin !== undefined && !/^sha256:[0-9a-f]{64}$/.test(f.binaryPin)) throw new MusterError('internal', 'Unexpected pin shape.')
   const env = [
     envLine('MUSTER_PROVIDER', f.provider),
     envLine('MUSTER_NODE_ID', f.nodeId),
@@ -97,6 +103,7 @@ export function firstBootData(f: FirstBoot): string {
     envLine('MUSTER_PROBE', f.probe ? 'yes' : 'no'),
     envLine('MUSTER_SSH', f.ssh ? 'yes' : 'no'),
     ...(f.address ? [envLine('MUSTER_ADDRESS', f.address)] : []),
+    ...(f.binaryPin ? [envLine('MUSTER_BINARY_PIN', f.binaryPin)] : []),
   ].join('\n')
   // Compressed for AWS's 16 KB (cloud-init writes gz+b64 files decoded).
   const gz = (text: string) => Buffer.from(Bun.gzipSync(new TextEncoder().encode(text), { level: 9 })).toString('base64')

@@ -9,7 +9,7 @@ import { bindCertificate, getNode, insertNode, isTombstoned, nodeByCert } from '
 import { getJoinToken, takeTokenUse } from '../store/join-tokens.ts'
 import { isUniqueViolation } from '../store/sql.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
-import type { Fabric } from './fabric.ts'
+import type { Fabric, NodeAnchors } from './fabric.ts'
 import { globMatch } from './glob.ts'
 import type { TrustKey } from './trust-keys.ts'
 
@@ -21,7 +21,7 @@ export const EnrollBody = v.object({
   version: v.optional(v.pipe(v.string(), v.maxLength(64))),
 })
 
-export interface EnrollAnswer {
+export interface EnrollAnswer extends NodeAnchors {
   nodeId: string
   agentId: string
   credential: string

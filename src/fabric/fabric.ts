@@ -13,56 +13,17 @@ import { VERSION } from '../version.ts'
 import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS, type ParsedCredential } from './credentials.ts'
 import type { EnrollAnswer } from './enroll.ts'
 import { mintJoinToken } from './join-tokens.ts'
-import { RateLimiter, type RateLimitOptions } from './rate-limit.ts'
+import { RateLimiter } from './rate-limit.ts'
+import { DEFAULT_LIMITS, type EnrollmentEndpoint, type FabricOptions, type FabricPlatform, type NodeAnchors, type NodeInUseCheck, type NodeView } from './types.ts'
 import { compatibilityOf, Registry, type NodeEntry, type ReplicaStatus } from './registry.ts'
 import { TrustKeys } from './trust-keys.ts'
+import { caWarning } from '../pki/platform-ca.ts'
 import { NODE_NAME } from '../http/validate.ts'
 import { log } from '../log.ts'
 import { bearerToken } from '../auth/auth.ts'
 import { assertPrivate } from '../datadir.ts'
 
-export type NodeAuthMode = 'legacy' | 'both' | 'enrolled'
-
-export interface FabricOptions {
-  remoteDispatch: boolean
-  nodeAuth: NodeAuthMode
-  fleetToken?: string
-  staleAfterMs: number
-  enrollLimit: RateLimitOptions
-  heartbeatLimit: RateLimitOptions
-  trustLimit: RateLimitOptions
-}
-
-export const DEFAULT_LIMITS = {
-  enroll: { perSecond: 500, burst: 1000, maxInFlight: 256 },
-  heartbeat: { perSecond: 50_000, burst: 100_000, maxInFlight: 4096 },
-  trust: { perSecond: 50, burst: 200, maxInFlight: 64 },
-} satisfies Record<string, RateLimitOptions>
-
-/** Something that keeps a node in use (projects placed on it). */
-export type NodeInUseCheck = (node: string) => string | null
-
-export interface NodeView {
-  name: string
-  state: string
-  reason?: string
-  compatibility: string
-  version: string | null
-  certificateSha256: string | null
-  agentId: string
-  lastSeenAt: string | null
-  url: string | null
-  auth: 'enrolled' | 'legacy' | 'local'
-  drained: boolean
-  capacity: { cpuMillis: number; memoryMB: number | null } | null
-}
-
-export interface EnrollmentEndpoint {
-  url: string
-  addresses: string[]
-  port: number
-  fingerprint: string
-}
+export * from './types.ts'
 
 export class Fabric {
   readonly db: Store
@@ -86,15 +47,14 @@ export class Fabric {
     readonly ctx: Context,
     readonly options: FabricOptions,
     registry: Registry,
-    /** Where nodes reach the Platform API (the enroll answer's platformUrl). */
-    private readonly publicUrl: () => string,
+    private readonly platform: FabricPlatform,
   ) {
     this.db = ctx.store
     this.now = ctx.now
     this.remoteDispatch = options.remoteDispatch
     this.fleetDigest = options.fleetToken ? sha256Hex(options.fleetToken) : undefined
     this.registry = registry
-    this.trust = new TrustKeys(ctx.dataDir, this.now)
+    this.trust = new TrustKeys(ctx.vault, this.now)
     this.credentials = new NodeCredentials(ctx.masterKey)
     this.limits = {
       enroll: new RateLimiter('enroll', options.enrollLimit),
@@ -109,7 +69,7 @@ export class Fabric {
     })
   }
 
-  static async open(ctx: Context, o: PlatformOptions, publicUrl: () => string): Promise<Fabric> {
+  static async open(ctx: Context, o: PlatformOptions, platform: FabricPlatform): Promise<Fabric> {
     let fleetToken: string | undefined
     if (o.fleetTokenFile) {
       assertPrivate(o.fleetTokenFile)
@@ -126,7 +86,7 @@ export class Fabric {
       heartbeatLimit: DEFAULT_LIMITS.heartbeat,
       trustLimit: DEFAULT_LIMITS.trust,
     }
-    return new Fabric(ctx, options, await Registry.load(ctx.store, ctx.now, staleAfterMs), publicUrl)
+    return new Fabric(ctx, options, await Registry.load(ctx.store, ctx.now, staleAfterMs), platform)
   }
 
   requireNodesEnabled(): void {
@@ -165,7 +125,7 @@ export class Fabric {
       agentId: `agent-${nodeId}`,
       credential: this.credentials.issue(nodeId, certSha256, generation),
       trustKeys: this.trust.published(),
-      platformUrl: this.publicUrl(),
+      ...this.nodeAnchors(),
     }
   }
 
@@ -173,10 +133,20 @@ export class Fabric {
     this.requireNodesEnabled()
     const release = this.limits.trust.admit()
     try {
-      return { trustKeys: this.trust.published() }
+      return { trustKeys: this.trust.published(), ...this.nodeAnchors() }
     } finally {
       release()
     }
+  }
+
+  /**
+   * How a node authenticates this Platform from now on (enroll and trust
+   * answers, which arrive over a connection its current pin authenticated):
+   * the CA pin to keep, every pin to accept (a prepared CA replacement, the
+   * listener's old certificate while it is served) and the API URL.
+   */
+  nodeAnchors(): NodeAnchors {
+    return this.platform.nodeAnchors()
   }
 
   // ---- node credentials --------------------------------------------------
@@ -370,7 +340,16 @@ export class Fabric {
     capacity: null,
   })
 
+  /** `nodes platform`: where nodes enroll, the pins, the CA's lifetime and warnings (a CA with a year or less left). */
   platformInfo() {
-    return { remoteDispatch: this.remoteDispatch, enrollment: this.enrollment }
+    const pki = this.platform.pki
+    const about = (ca: { pin: string; notAfter: Date }) => ({ fingerprint: ca.pin, notAfter: ca.notAfter.toISOString() })
+    const warning = caWarning(pki.ca, this.now())
+    return {
+      remoteDispatch: this.remoteDispatch,
+      enrollment: this.enrollment,
+      ca: { ...about(pki.ca), ...(pki.next ? { next: about(pki.next) } : {}) },
+      warnings: warning ? [warning] : [],
+    }
   }
 }

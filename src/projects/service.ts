@@ -296,7 +296,8 @@ export class Projects {
   async assignmentsNow(node: string): Promise<SignedAssignments> {
     const cached = this.signed.get(node)
     const w = this.wanted.get(node) ?? { revision: (await nodeAssignment(this.db, node))?.revision ?? 0, replicas: [] }
-    if (cached && cached.payload.revision === w.revision) return cached
+    // Signed again once another key signs: a document lives as long as its revision, keys do not.
+    if (cached && cached.payload.revision === w.revision && cached.kid === this.fabric.trust.currentKid()) return cached
     const payload: AssignmentPayload = { node, revision: w.revision, issuedAt: new Date(this.now()).toISOString(), replicas: w.replicas }
     const { kid, signature } = this.fabric.trust.sign(ASSIGNMENTS_DOMAIN, assignmentBytes(payload))
     const doc = { payload, kid, signature }

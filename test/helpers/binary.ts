@@ -25,8 +25,8 @@ export interface RunResult {
 }
 
 /** Runs `muster ARGS…` to completion. */
-export async function runMuster(args: string[], opts: { env?: Record<string, string | undefined>; stdin?: string; timeoutMs?: number; cwd?: string } = {}): Promise<RunResult> {
-  const bin = await musterBin()
+export async function runMuster(args: string[], opts: { env?: Record<string, string | undefined>; stdin?: string; timeoutMs?: number; cwd?: string; bin?: string } = {}): Promise<RunResult> {
+  const bin = opts.bin ?? (await musterBin())
   const p = Bun.spawn([bin, ...args], {
     env: { ...process.env, NO_COLOR: '1', ...opts.env },
     stdin: opts.stdin === undefined ? 'ignore' : new TextEncoder().encode(opts.stdin),
@@ -50,8 +50,8 @@ export interface Daemon {
 }
 
 /** Starts a long-running `muster …` (serve, agent) and collects its log. */
-export async function startMuster(args: string[], opts: { env?: Record<string, string | undefined> } = {}): Promise<Daemon> {
-  const bin = await musterBin()
+export async function startMuster(args: string[], opts: { env?: Record<string, string | undefined>; bin?: string } = {}): Promise<Daemon> {
+  const bin = opts.bin ?? (await musterBin())
   const proc = Bun.spawn([bin, ...args], {
     env: { ...process.env, NO_COLOR: '1', MUSTER_LOG_LEVEL: '3', ...opts.env },
     stdin: 'ignore',
@@ -95,8 +95,8 @@ export async function startMuster(args: string[], opts: { env?: Record<string, s
 }
 
 /** Starts `muster serve` on a free loopback port and returns its URL once it listens. */
-export async function startServe(dataDir: string, extra: string[] = [], env?: Record<string, string>) {
-  const d = await startMuster(['serve', '--data-dir', dataDir, '--port', '0', ...extra], { env })
+export async function startServe(dataDir: string, extra: string[] = [], env?: Record<string, string>, bin?: string) {
+  const d = await startMuster(['serve', '--data-dir', dataDir, ...(extra.includes('--port') ? [] : ['--port', '0']), ...extra], { env, bin })
   const m = await d.waitForLog(/listening on (https?:\/\/\S+)/)
   return Object.assign(d, { url: m[1]! })
 }
