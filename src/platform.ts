@@ -22,7 +22,7 @@ import { openPlatformStore } from './store/open.ts'
 import type { Store } from './store/db.ts'
 import { Fabric } from './fabric/fabric.ts'
 import { Projects } from './projects/service.ts'
-import { startLocalNode } from './projects/local-node.ts'
+import { localNodeView, startLocalNode } from './projects/local-node.ts'
 import { ReadinessProber } from './fabric/probe.ts'
 import { EnrollmentListener } from './listener/listener.ts'
 import { startCloud, type Cloud } from './cloud/service.ts'
@@ -121,8 +121,7 @@ export class Platform implements Services {
     if (this.options.localNode) {
       const local = startLocalNode(ctx, this.fabric)
       this.projects.local = local
-      const view = this.fabric.localNode
-      this.fabric.localNode = () => ({ ...view(), capacity: local.capacity() })
+      this.fabric.localNode = () => localNodeView(this.now(), local.capacity())
       this.onClose(() => local.stop())
     }
     await this.projects.start()
@@ -131,6 +130,11 @@ export class Platform implements Services {
     this.federation = await startFederation(ctx, { auth: this.auth, projects: this.projects })
     // services: cloud
     this.cloud = startCloud(ctx, { fabric: this.fabric, projects: this.projects, publicUrl: () => this.publicUrl })
+  }
+
+  /** Reads serve --nodes-file again; a bad file is logged and the running set kept (SIGHUP calls this). */
+  reloadNodesFile(): ReturnType<Fabric['reloadNodesFile']> {
+    return this.fabric.reloadNodesFile()
   }
 
   /** Registers something to stop when the Platform closes (run in reverse order). */

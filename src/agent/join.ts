@@ -31,6 +31,8 @@ export interface JoinOptions {
   /** Addresses the Platform dials this node by; default first routable IPv4 and localhost. */
   addresses?: string[]
   port?: number
+  /** Labels to carry (worker join --label), sent at enroll. */
+  labels?: Record<string, string>
   /** Asked only once the Platform is authenticated. */
   readToken: () => Promise<string>
   now?: () => number
@@ -84,7 +86,7 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
 
   // 6. enroll, waiting out 429 Retry-After a bounded number of times
   const agentUrl = httpsUrl(addresses[0]!, port)
-  const answer = await enrollWithRetry(() => enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({ token, nodeId: o.nodeId, certPem: cert, url: agentUrl, version: VERSION }))
+  const answer = await enrollWithRetry(() => enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({ token, nodeId: o.nodeId, certPem: cert, url: agentUrl, version: VERSION, ...(o.labels && Object.keys(o.labels).length > 0 ? { labels: o.labels } : {}) }))
 
   // 7. check the answer before keeping anything
   if (answer.nodeId !== o.nodeId || typeof answer.credential !== 'string' || !answer.credential.startsWith(`mnc_${o.nodeId}.`)) {
