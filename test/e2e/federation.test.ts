@@ -2,7 +2,7 @@
 // `muster serve` processes on loopback, driven the way an operator would.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import { runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
+import { joinWorker, runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { freePort } from '../federation/_helpers.ts'
 
@@ -110,12 +110,7 @@ describe('federation through dist/muster', () => {
     const cookie = (await fetch(v.redeemUrl, { redirect: 'manual' })).headers.get('set-cookie')!.split(';')[0]!
     const enrollment = await fetch(`http://127.0.0.1:${ports.b}/api/v1/nodes/enrollments`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{"nodeId":"b-w1"}' })
     expect(enrollment.status).toBe(200)
-    const workerDir = `${dirs.path}/b-w1`
-    const joined = await runMuster(['worker', 'join', '--platform-url', enrollUrl, '--node-id', 'b-w1', '--platform-fingerprint', fingerprint, '--address', '127.0.0.1', '--port', String(await freePort()), '--data-dir', workerDir], {
-      env: { MUSTER_ENROLLMENT_TOKEN: ((await enrollment.json()) as { token: string }).token },
-    })
-    expect(joined.code).toBe(0)
-    await using _agent = await startMuster(['agent', '--data-dir', workerDir], { env: { MUSTER_AGENT_HOST: '127.0.0.1', MUSTER_AGENT_HEARTBEAT_MS: '300' } })
+    await using _agent = await joinWorker(dirs.path, 'b-w1', { enrollUrl, fingerprint }, ((await enrollment.json()) as { token: string }).token)
     const r = await json<{ officeId: string; project: { name: string; replicas: number } }>(['federation', 'place', 'office-b', 'web', '--replicas', '2', '--env', 'A=1', '--', 'sleep', '100'])
     expect(r).toMatchObject({ officeId: 'office-b', project: { name: 'web', replicas: 2 } })
     // The office runs it on its worker and reports that in its heartbeats.

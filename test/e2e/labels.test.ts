@@ -2,8 +2,7 @@
 // `--label role=build` shows it in `nodes list` and runs only projects that
 // ask for role=build; `projects deploy --node-label` places on labelled nodes.
 import { describe, expect, test } from 'bun:test'
-import { runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
-import { freePort } from '../helpers/node-side.ts'
+import { joinWorker, runMuster, startServeWithListener, type Daemon } from '../helpers/binary.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 interface Project {
@@ -17,24 +16,16 @@ describe('labels through dist/muster', () => {
   test('a worker joined with --label role=build runs only build projects', { timeout: 120_000 }, async () => {
     using dir = tmpDir()
     const marker = `muster-labels-${crypto.randomUUID().slice(0, 8)}`
-    await using serve = await startServe(`${dir.path}/platform`, ['--enrollment-port', '0', '--enrollment-address', '127.0.0.1'], { MUSTER_PROBE_INTERVAL_MS: '300' })
-    const [, enrollUrl, fingerprint] = (await serve.waitForLog(/enrollment listener on (https:\/\/\S+) .*fingerprint (sha256:[0-9a-f]{64})/)) as unknown as [string, string, string]
-    const { token: apiToken } = JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', `${dir.path}/platform`, '--json'])).stdout) as { token: string }
-    const env = { MUSTER_URL: serve.url, MUSTER_TOKEN: apiToken }
+    await using serve = await startServeWithListener(`${dir.path}/platform`)
+    const env = serve.env
     const show = async (name: string) => JSON.parse((await runMuster(['projects', 'show', name, '--json'], { env })).stdout) as Project
     const agents: Daemon[] = []
     try {
       for (const [node, labels] of [['builder', ['--label', 'role=build', '--label', 'arch=x86']], ['gen', []]] as const) {
         const { token } = JSON.parse((await runMuster(['nodes', 'enroll-token', node, '--json'], { env })).stdout) as { token: string }
-        const data = `${dir.path}/${node}`
-        const joined = await runMuster(
-          ['worker', 'join', '--platform-url', enrollUrl, '--node-id', node, '--platform-fingerprint', fingerprint, '--address', '127.0.0.1', '--port', String(await freePort()), '--data-dir', data, ...labels],
-          { env: { MUSTER_ENROLLMENT_TOKEN: token } },
-        )
-        expect(joined.code).toBe(0)
-        agents.push(await startMuster(['agent', '--data-dir', data], { env: { MUSTER_AGENT_HOST: '127.0.0.1', MUSTER_AGENT_HEARTBEAT_MS: '300' } }))
+        agents.push(await joinWorker(dir.path, node, serve, token, [...labels]))
       }
-      const bad = await runMuster(['worker', 'join', '--platform-url', enrollUrl, '--node-id', 'x', '--label', 'role'], { env: { MUSTER_ENROLLMENT_TOKEN: 'mjt_x' } })
+      const bad = await runMuster(['worker', 'join', '--platform-url', serve.enrollUrl, '--node-id', 'x', '--label', 'role'], { env: { MUSTER_ENROLLMENT_TOKEN: 'mjt_x' } })
       expect(bad.code).toBe(2)
       expect(bad.stderr).toContain('--label needs KEY=VALUE')
       await waitFor(async () => {
