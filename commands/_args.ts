@@ -54,6 +54,16 @@ export function afterDashes(rawArgs: string[]): string[] {
   return i < 0 ? [] : rawArgs.slice(i + 1)
 }
 
+/** Every `--FLAG KEY=VALUE` as labels (SPEC §16.11); a bad one is a usage error. */
+export async function labelArgs(rawArgs: string[], flag: string): Promise<Record<string, string>> {
+  const { parseLabelArgs } = await import('../src/fabric/labels.ts')
+  try {
+    return parseLabelArgs(multiArg(rawArgs, flag), `--${flag}`)
+  } catch (e) {
+    throw new UsageError((e as Error).message)
+  }
+}
+
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/
 
 /** A node or project name, checked before anything is sent. */

@@ -19,6 +19,7 @@ export const CODES = {
   'worker-newer': { status: 409, retryable: false },
   'node-exists': { status: 409, retryable: false },
   'node-in-use': { status: 409, retryable: false },
+  'node-healthy': { status: 409, retryable: false },
   'name-taken': { status: 409, retryable: false },
   'enrollment-pending': { status: 409, retryable: false },
   'certificate-in-use': { status: 409, retryable: false },

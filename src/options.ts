@@ -25,6 +25,8 @@ export interface PlatformOptions {
   localNode?: boolean
   nodeAuth?: 'legacy' | 'both' | 'enrolled'
   fleetTokenFile?: string
+  /** Operator-declared nodes: JSON {"nodes":[{"name","labels"?,"drained"?}]} (SPEC §16.8). */
+  nodesFile?: string
   /** A node without a heartbeat for this long is unreachable (default 45 s). */
   nodeStaleAfterMs?: number
   enrollLimit?: RateLimitOptions

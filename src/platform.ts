@@ -21,7 +21,7 @@ import { openPlatformStore } from './store/open.ts'
 import type { Store } from './store/db.ts'
 import { Fabric, type NodeAnchors } from './fabric/fabric.ts'
 import { Projects } from './projects/service.ts'
-import { startLocalNode } from './projects/local-node.ts'
+import { localNodeView, startLocalNode } from './projects/local-node.ts'
 import { ReadinessProber } from './fabric/probe.ts'
 import { EnrollmentListener } from './listener/listener.ts'
 import { startCloud, type Cloud } from './cloud/service.ts'
@@ -155,8 +155,7 @@ export class Platform implements Services {
     if (this.options.localNode) {
       const local = startLocalNode(ctx, this.fabric)
       this.projects.local = local
-      const view = this.fabric.localNode
-      this.fabric.localNode = () => ({ ...view(), capacity: local.capacity() })
+      this.fabric.localNode = () => localNodeView(this.now(), local.capacity())
       this.onClose(() => local.stop())
     }
     await this.projects.start()
@@ -189,6 +188,11 @@ export class Platform implements Services {
       platformUrl: this.publicUrl,
       ...(this.options.allowInsecureNodeTraffic ? { insecureNodeTraffic: true } : {}),
     }
+  }
+
+  /** Reads serve --nodes-file again; a bad file is logged and the running set kept (SIGHUP calls this). */
+  reloadNodesFile(): ReturnType<Fabric['reloadNodesFile']> {
+    return this.fabric.reloadNodesFile()
   }
 
   /** Registers something to stop when the Platform closes (run in reverse order). */

@@ -13,13 +13,15 @@ export default defineCommand({
     address: { type: 'string', valueHint: 'ADDR', description: 'Address the Platform reaches this node by (repeatable; default: first routable IPv4 and localhost)' },
     port: { type: 'string', valueHint: 'PORT', default: '7381', description: 'Port the Agent listens on' },
     'heartbeat-only': { type: 'boolean', description: 'Give no address: the Platform never dials this node, which is ready on heartbeats alone (the Agent listens on loopback)' },
+    label: { type: 'string', valueHint: 'KEY=VALUE', description: 'A label this node carries, like role=build (repeatable; sent at enroll; a nodes file on the Platform wins)' },
     ...dataDirArg,
     ...jsonArg,
   },
   async run({ args, rawArgs }) {
     const { UsageError } = await import('../_args.ts')
     if (args['platform-fingerprint'] && args['platform-ca-file']) throw new UsageError('give --platform-fingerprint or --platform-ca-file, not both')
-    const { checkName, checkFingerprint, checkUrl } = await import('../_args.ts')
+    const { checkName, checkFingerprint, checkUrl, labelArgs } = await import('../_args.ts')
+    const labels = await labelArgs(rawArgs, 'label')
     checkUrl(args['platform-url'], '--platform-url')
     checkName(args['node-id'], '--node-id')
     checkFingerprint(args['platform-fingerprint'], '--platform-fingerprint')
@@ -36,6 +38,7 @@ export default defineCommand({
       addresses: multiArg(rawArgs, 'address'),
       port: intArg(args, 'port', 1, 65535),
       heartbeatOnly: args['heartbeat-only'] === true,
+      labels,
       readToken: () =>
         readSecret({
           what: 'enrollment token',

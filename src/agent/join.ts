@@ -33,6 +33,8 @@ export interface JoinOptions {
   port?: number
   /** Give no address: the Platform never dials this node (ready on heartbeats alone); the Agent listens on loopback only. */
   heartbeatOnly?: boolean
+  /** Labels to carry (worker join --label), sent at enroll. */
+  labels?: Record<string, string>
   /** Asked only once the Platform is authenticated. */
   readToken: () => Promise<string>
   now?: () => number
@@ -88,7 +90,8 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   // 6. enroll, waiting out 429 Retry-After a bounded number of times
   //    (without an address when heartbeat-only: the Platform then never dials the node)
   const agentUrl = o.heartbeatOnly ? '' : httpsUrl(addresses[0]!, port)
-  const answer = await enrollWithRetry(() => enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({ token, nodeId: o.nodeId, certPem: cert, ...(agentUrl ? { url: agentUrl } : {}), version: VERSION }))
+  const labels = o.labels && Object.keys(o.labels).length > 0 ? { labels: o.labels } : {}
+  const answer = await enrollWithRetry(() => enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({ token, nodeId: o.nodeId, certPem: cert, ...(agentUrl ? { url: agentUrl } : {}), version: VERSION, ...labels }))
 
   // 7. check the answer before keeping anything
   if (answer.nodeId !== o.nodeId || typeof answer.credential !== 'string' || !answer.credential.startsWith(`mnc_${o.nodeId}.`)) {

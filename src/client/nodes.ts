@@ -84,14 +84,15 @@ export function nodesApi(call: Transport) {
     createJoinToken: (body: { maxUses?: number; namePattern?: string; ttlMinutes?: number; label?: string }) => call<FleetToken>('POST', '/api/v1/join-tokens', body),
     listJoinTokens: () => call<{ tokens: FleetTokenInfo[] }>('GET', '/api/v1/join-tokens'),
     revokeJoinToken: (id: string) => call<{ id: string; revoked: boolean }>('DELETE', `/api/v1/join-tokens/${enc(id)}`),
-    enroll: (body: { token: string; nodeId: string; certPem: string; url?: string; version?: string }) => call<EnrollResult>('POST', '/api/v1/nodes/enroll', body),
+    enroll: (body: { token: string; nodeId: string; certPem: string; url?: string; version?: string; labels?: Record<string, string> }) => call<EnrollResult>('POST', '/api/v1/nodes/enroll', body),
     /** Heartbeat; authenticate the client with the node credential. */
     register: (body: HeartbeatBody = {}) => call<{ nodeId: string; state: string; reason?: string; generation: number; drained: boolean }>('POST', '/api/v1/nodes/register', body),
     renew: () => call<{ nodeId: string; generation: number; credential: string }>('POST', '/api/v1/nodes/renew'),
     trust: () => call<TrustAnswer>('POST', '/api/v1/nodes/trust'),
     platform: () => call<PlatformInfo>('GET', '/api/v1/nodes/platform'),
     audit: () => call<{ entries: AuditEntry[] }>('GET', '/api/v1/nodes/audit'),
-    remove: (name: string) => call<{ nodeId: string; removed: boolean }>('DELETE', `/api/v1/nodes/${enc(name)}`),
+    /** Refused for a healthy node (node-healthy) unless `force`. */
+    remove: (name: string, opts: { force?: boolean } = {}) => call<{ nodeId: string; removed: boolean }>('DELETE', `/api/v1/nodes/${enc(name)}${opts.force ? '?force=true' : ''}`),
     revoke: (name: string) => call<{ nodeId: string; state: string }>('POST', `/api/v1/nodes/${enc(name)}/revoke`),
     rotate: (name: string) => call<{ nodeId: string; generation: number; previousValidUntil: string }>('POST', `/api/v1/nodes/${enc(name)}/rotate`),
     rebind: (name: string, body: { ttlMinutes?: number } = {}) => call<Enrollment>('POST', `/api/v1/nodes/${enc(name)}/rebind`, body),

@@ -9,7 +9,6 @@ import type { Db, Store } from '../store/db.ts'
 import { insertAudit, listAudit, pruneAudit } from '../store/enroll-audit.ts'
 import { pendingEnrollments, revokePendingEnrollments } from '../store/join-tokens.ts'
 import { deleteNodeWithTombstone, insertNode, updateNodeFields } from '../store/nodes.ts'
-import { VERSION } from '../version.ts'
 import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS, type ParsedCredential } from './credentials.ts'
 import type { EnrollAnswer } from './enroll.ts'
 import { mintJoinToken } from './join-tokens.ts'
@@ -22,6 +21,8 @@ import { NODE_NAME } from '../http/validate.ts'
 import { log } from '../log.ts'
 import { bearerToken } from '../auth/auth.ts'
 import { assertPrivate } from '../datadir.ts'
+import type { Labels } from './labels.ts'
+import { DeclaredNodes, type NodesFileReload } from './nodes-file.ts'
 
 export * from './types.ts'
 
@@ -48,6 +49,8 @@ export class Fabric {
     readonly options: FabricOptions,
     registry: Registry,
     private readonly platform: FabricPlatform,
+    /** Nodes the operator declared in serve --nodes-file (reserved names; their fields win). */
+    readonly declared: DeclaredNodes,
   ) {
     this.db = ctx.store
     this.now = ctx.now
@@ -76,6 +79,7 @@ export class Fabric {
       fleetToken = readFileSync(o.fleetTokenFile, 'utf8').trim()
       if (fleetToken.length < 16) throw new MusterError('not-configured', `${o.fleetTokenFile}: the fleet token must be at least 16 characters.`)
     }
+    const declared = DeclaredNodes.open(o.nodesFile)
     const staleAfterMs = o.nodeStaleAfterMs ?? 45_000
     const options: FabricOptions = {
       remoteDispatch: Boolean(o.remoteDispatch || o.enrollmentPort !== undefined),
@@ -86,7 +90,20 @@ export class Fabric {
       heartbeatLimit: DEFAULT_LIMITS.heartbeat,
       trustLimit: DEFAULT_LIMITS.trust,
     }
-    return new Fabric(ctx, options, await Registry.load(ctx.store, ctx.now, staleAfterMs), platform)
+    return new Fabric(ctx, options, await Registry.load(ctx.store, ctx.now, staleAfterMs), platform, declared)
+  }
+
+  /** Reads the nodes file again (SIGHUP): checked whole first, a bad one is logged and the running set kept; changes apply at once. */
+  reloadNodesFile(): Promise<NodesFileReload> {
+    return this.declared.reloadFile(async (name) => {
+      if (this.registry.get(name)) await this.changed(name, false)
+    })
+  }
+
+  /** What placement and listings use: the nodes file's labels and drain win over the node's own. */
+  nodeSettings(n: NodeEntry): { labels: Labels; drained: boolean; declared: boolean } {
+    const d = this.declared.get(n.name)
+    return { labels: d?.labels ?? n.labels, drained: d?.drained ?? n.drained, declared: d !== undefined }
   }
 
   requireNodesEnabled(): void {
@@ -196,7 +213,7 @@ export class Fabric {
       const changed = this.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
       if (changed) for (const l of this.heartbeatListeners) l(n)
       const { state, reason } = this.registry.state(n)
-      return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: n.drained }
+      return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: this.nodeSettings(n).drained }
     } finally {
       release()
     }
@@ -213,6 +230,7 @@ export class Fabric {
     if (!this.fleetDigest || !bearer || !safeEqual(sha256Hex(bearer), this.fleetDigest)) throw new MusterError('unauthorized', 'A node credential (Authorization: Bearer mnc_…) is required.')
     if (this.options.nodeAuth === 'enrolled') throw new MusterError('forbidden', 'The shared fleet token is no longer accepted (--node-auth enrolled): enroll this node.')
     if (!nodeId || !NODE_NAME.test(nodeId) || nodeId === 'local') throw new MusterError('invalid-request', 'Invalid nodeId: the shared fleet token needs a node name in the body.', { field: 'nodeId' })
+    if (this.declared.has(nodeId)) throw new MusterError('forbidden', `Node ${nodeId} is declared in the nodes file: it joins only with an enrollment issued for it (muster nodes enroll-token ${nodeId}), never the shared fleet token.`)
     let n = this.registry.get(nodeId) ?? (await this.registry.refresh(nodeId))
     if (n && n.auth !== 'legacy') throw new MusterError('forbidden', `Node ${nodeId} is enrolled; it must use its own credential.`)
     if (!n) {
@@ -271,16 +289,23 @@ export class Fabric {
 
   async drain(name: string, drained = true) {
     this.requireNode(name)
+    const declared = this.declared.get(name)?.drained
+    if (declared !== undefined && declared !== drained) throw new MusterError('conflict', `Node ${name} is declared ${declared ? 'drained' : 'not drained'} in the nodes file ${this.declared.file}; change it there and reload the Platform.`)
     await this.registry.update(name, { drained: drained ? 1 : 0 })
     await this.changed(name)
     return { nodeId: name, drained }
   }
 
-  async remove(name: string) {
-    this.requireNode(name)
+  /** Removes a node; a healthy one only with `force` (a working machine is stopped first: revoke or drain). */
+  async remove(name: string, force = false) {
+    const n = this.requireNode(name)
     for (const check of this.inUseChecks) {
       const why = check(name)
       if (why) throw new MusterError('node-in-use', `Node ${name} is in use: ${why}. Move or remove that first.`)
+    }
+    if (!force && this.registry.healthy(n)) {
+      const seen = Math.max(0, Math.round((this.now() - (n.lastSeenAt ?? 0)) / 1000))
+      throw new MusterError('node-healthy', `Node ${name} is healthy (last heartbeat ${seen}s ago). Stop it first: \`muster nodes revoke ${name}\` ends its credential at once, \`muster nodes drain ${name}\` moves its work away; or remove it anyway with --force (API: ?force=true).`)
     }
     await this.registry.flush()
     await deleteNodeWithTombstone(this.db, name, this.now())
@@ -302,6 +327,7 @@ export class Fabric {
     const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString())
     const nodes: NodeView[] = [...this.registry.nodes.values()].map((n) => {
       const { state, reason } = this.registry.state(n)
+      const settings = this.nodeSettings(n)
       return {
         name: n.name,
         state,
@@ -313,32 +339,23 @@ export class Fabric {
         lastSeenAt: iso(n.lastSeenAt),
         url: n.url,
         auth: n.auth,
-        drained: n.drained,
+        drained: settings.drained,
+        labels: settings.labels,
+        declared: settings.declared,
         capacity: n.cpuMillis !== null ? { cpuMillis: n.cpuMillis, memoryMB: n.memoryMB } : null,
       }
     })
     nodes.sort((a, b) => a.name.localeCompare(b.name))
-    nodes.unshift(this.localNode())
+    // The local node is listed only when it runs (serve --local-node; SPEC §16.6).
+    if (this.localNode) nodes.unshift(this.localNode())
     return {
       nodes,
       pendingEnrollments: (await pendingEnrollments(this.db, now)).map((t) => ({ nodeId: t.node_id!, expiresAt: new Date(t.expires_at).toISOString() })),
     }
   }
 
-  /** The Platform's own node; the projects area replaces this with its local Agent's view. */
-  localNode: () => NodeView = () => ({
-    name: 'local',
-    state: 'ready',
-    compatibility: 'current',
-    version: VERSION,
-    certificateSha256: null,
-    agentId: 'agent-local',
-    lastSeenAt: new Date(this.now()).toISOString(),
-    url: null,
-    auth: 'local',
-    drained: false,
-    capacity: null,
-  })
+  /** The Platform's own node when it runs (serve --local-node): the Platform sets its view here. */
+  localNode: (() => NodeView) | null = null
 
   /** `nodes platform`: where nodes enroll, the pins, the CA's lifetime and warnings (a CA with a year or less left). */
   platformInfo() {

@@ -2,6 +2,7 @@
 // API shows it, where nodes enroll, and what it needs of the Platform.
 import type { Pki } from '../pki/pki.ts'
 import type { RateLimitOptions } from './rate-limit.ts'
+import type { Labels } from './labels.ts'
 
 export type NodeAuthMode = 'legacy' | 'both' | 'enrolled'
 
@@ -36,6 +37,10 @@ export interface NodeView {
   url: string | null
   auth: 'enrolled' | 'legacy' | 'local'
   drained: boolean
+  /** The node's labels: the nodes file's when it declares them, else what the node reported at enroll. */
+  labels: Labels
+  /** Declared in the nodes file (serve --nodes-file). */
+  declared: boolean
   capacity: { cpuMillis: number; memoryMB: number | null } | null
 }
 

@@ -22,7 +22,7 @@ import type { Context } from '../context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
 import type { PlatformOptions } from '../options.ts'
 import type { Pki } from '../pki/pki.ts'
-import { malformedRequest, requestPath } from '../http/request.ts'
+import { joinTokenAsBearer, malformedRequest, requestPath } from '../http/request.ts'
 import { ensureServerCert, type ServerCert } from '../pki/server-cert.ts'
 
 export const MAX_BODY_BYTES = 64 * 1024
@@ -175,6 +175,8 @@ export class EnrollmentListener {
     const path = requestPath(req)
     const malformed = malformedRequest(req)
     if (malformed) return json(malformed.status, malformed.code, malformed.message)
+    const joinToken = joinTokenAsBearer(req)
+    if (joinToken) return json(joinToken.status, joinToken.code, joinToken.message)
     if (req.method !== 'POST' || !FORWARDED_ROUTES.has(path)) {
       this.refused++
       return json(404, 'not-found', 'No such route.')

@@ -104,7 +104,7 @@ describe('dashboard', () => {
     const worker1 = page.locator('tr[data-node="worker-1"]')
     await worker1.waitFor()
     expect(await worker1.locator('td.state').textContent()).toContain('enrolled')
-    await page.locator('tr[data-node="local"]').waitFor()
+    expect(await page.locator('tr[data-node="local"]').count()).toBe(0) // no local node unless serve --local-node
     await page.locator('tr[data-pending="worker-2"]').waitFor()
     // The label holds markup: it shows as text and nothing runs.
     const label = page.locator('tr[data-token] td.label')
@@ -157,6 +157,37 @@ describe('dashboard', () => {
     await waitFor(async () => (await row.locator('td.state').textContent())?.includes('revoked'), { what: 'worker-1 shown revoked' })
     const nodes = await p.client.nodes.list()
     expect(nodes.nodes.find((n) => n.name === 'worker-1')?.state).toBe('revoked')
+  })
+
+  test('Remove asks; a healthy node is refused with its reason and offered force; newer and labels are shown', async () => {
+    const e = await p.client.nodes.createEnrollment({ nodeId: 'worker-5' })
+    const { certPem } = await newCert('worker-5')
+    const enrolled = await enrollRaw(p.url, { token: e.token, nodeId: 'worker-5', certPem, version: VERSION, labels: { role: 'build' } })
+    const credential = ((await enrolled.json()) as { credential: string }).credential
+    const newer = VERSION.replace(/^(\d+)\./, (_, major: string) => `${Number(major) + 1}.`)
+    const hb = await fetch(`${p.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' }, body: JSON.stringify({ version: newer }) })
+    expect(hb.status).toBe(200)
+    const page = await newPage()
+    await logIn(page, p.url, 'superadmin', password(p.dataDir))
+    const row = page.locator('tr[data-node="worker-5"]')
+    await row.waitFor()
+    expect(await row.locator('.badge.newer').textContent()).toBe('newer')
+    expect(await row.locator('td.labels').textContent()).toContain('role=build')
+    // Remove → confirm → refused as healthy → cancel: nothing changes
+    await row.getByRole('button', { name: 'Remove' }).click()
+    await page.locator('dialog').getByRole('button', { name: 'Remove worker-5' }).click()
+    const offer = page.locator('dialog', { hasText: 'worker-5 is healthy' })
+    await offer.waitFor()
+    expect(await offer.textContent()).toContain('muster nodes revoke worker-5')
+    await offer.getByRole('button', { name: 'Cancel' }).click()
+    expect((await p.client.nodes.list()).nodes.some((n) => n.name === 'worker-5')).toBe(true)
+    // again, forcing it this time
+    await row.getByRole('button', { name: 'Remove' }).click()
+    await page.locator('dialog').getByRole('button', { name: 'Remove worker-5' }).click()
+    await page.locator('dialog').getByRole('button', { name: 'Force remove worker-5' }).click()
+    await row.waitFor({ state: 'detached' })
+    expect((await p.client.nodes.list()).nodes.some((n) => n.name === 'worker-5')).toBe(false)
+    expect(pageErrors).toEqual([])
   })
 
   test('a viewer is told which permission it lacks, and nothing changes', async () => {
