@@ -6,6 +6,7 @@ import { connect } from 'node:tls'
 import { isIP } from 'node:net'
 import { certNames, defaultAddresses, httpsUrl, normaliseAddresses } from '../addresses.ts'
 import { probeCertificate } from '../crypto/pin.ts'
+import { signEnrollProof } from '../crypto/enroll-proof.ts'
 import { safeEqual } from '../crypto/tokens.ts'
 import { certCovers, generateKeyAndCert } from '../crypto/x509.ts'
 import { DataDir } from '../datadir.ts'
@@ -84,7 +85,11 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
 
   // 6. enroll, waiting out 429 Retry-After a bounded number of times
   const agentUrl = httpsUrl(addresses[0]!, port)
-  const answer = await enrollWithRetry(() => enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({ token, nodeId: o.nodeId, certPem: cert, url: agentUrl, version: VERSION }))
+  // Each attempt proves possession of the agent key afresh (SPEC §16.4).
+  const keyPem = dataDir.readSecretText(WORKER.key)!
+  const answer = await enrollWithRetry(() =>
+    enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({ token, nodeId: o.nodeId, certPem: cert, url: agentUrl, version: VERSION, ...signEnrollProof({ keyPem, certPem: cert, nodeId: o.nodeId, token, nowMs: now() }) }),
+  )
 
   // 7. check the answer before keeping anything
   if (answer.nodeId !== o.nodeId || typeof answer.credential !== 'string' || !answer.credential.startsWith(`mnc_${o.nodeId}.`)) {

@@ -27,13 +27,14 @@ describe('nodes through dist/muster', () => {
 
       const cert = await newCert('w1')
       writeFileSync(`${dir.path}/cert.pem`, cert.certPem)
+      writeFileSync(`${dir.path}/key.pem`, cert.keyPem, { mode: 0o600 })
       writeFileSync(`${dir.path}/token`, `${enrollment.token}\n`, { mode: 0o644 })
-      const loose = await runMuster(['nodes', 'enroll', 'w1', '--enrollment-token-file', `${dir.path}/token`, '--cert-file', `${dir.path}/cert.pem`, '--agent-url', 'https://127.0.0.1:7381'], { env })
+      const loose = await runMuster(['nodes', 'enroll', 'w1', '--enrollment-token-file', `${dir.path}/token`, '--cert-file', `${dir.path}/cert.pem`, '--key-file', `${dir.path}/key.pem`, '--agent-url', 'https://127.0.0.1:7381'], { env })
       expect(loose.code).toBe(1) // a secret file others can read is refused, with the fix
       expect(loose.stderr).toContain(`chmod 600 ${dir.path}/token`)
       chmodSync(`${dir.path}/token`, 0o600)
       const enrolled = await runMuster(
-        ['nodes', 'enroll', 'w1', '--enrollment-token-file', `${dir.path}/token`, '--cert-file', `${dir.path}/cert.pem`, '--agent-url', 'https://127.0.0.1:7381', '--trust-out', `${dir.path}/trust.json`, '--credential-out', `${dir.path}/cred`],
+        ['nodes', 'enroll', 'w1', '--enrollment-token-file', `${dir.path}/token`, '--cert-file', `${dir.path}/cert.pem`, '--key-file', `${dir.path}/key.pem`, '--agent-url', 'https://127.0.0.1:7381', '--trust-out', `${dir.path}/trust.json`, '--credential-out', `${dir.path}/cred`],
         { env },
       )
       expect(enrolled.code).toBe(0)
@@ -41,7 +42,7 @@ describe('nodes through dist/muster', () => {
       const credential = readFileSync(`${dir.path}/cred`, 'utf8').trim()
       expect(credential).toMatch(/^mnc_w1\.1\./)
 
-      const bad = await runMuster(['nodes', 'enroll', 'rack-1', '--enrollment-token', 'mjt_aaaaaaaaaaaaaaaa.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', '--cert-file', `${dir.path}/cert.pem`, '--agent-url', 'https://127.0.0.1:7381'], { env })
+      const bad = await runMuster(['nodes', 'enroll', 'rack-1', '--enrollment-token', 'mjt_aaaaaaaaaaaaaaaa.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', '--cert-file', `${dir.path}/cert.pem`, '--key-file', `${dir.path}/key.pem`, '--agent-url', 'https://127.0.0.1:7381'], { env })
       expect(bad.code).toBe(1)
       expect(bad.stderr).toContain('Enrollment refused.')
       expect(bad.stderr).toContain('shell history') // the secret-on-argv warning
