@@ -73,7 +73,8 @@ export function nodesApi(call: Transport) {
     enroll: (body: { token: string; nodeId: string; certPem: string; url?: string; version?: string; proofTime: number; proof: string }) => call<EnrollResult>('POST', '/api/v1/nodes/enroll', body),
     /** Heartbeat; authenticate the client with the node credential. */
     register: (body: HeartbeatBody = {}) => call<{ nodeId: string; state: string; reason?: string; generation: number; drained: boolean }>('POST', '/api/v1/nodes/register', body),
-    renew: () => call<{ nodeId: string; generation: number; credential: string }>('POST', '/api/v1/nodes/renew'),
+    /** Renew the node credential; a rotated-away (previous-generation) credential needs signRenewProof's fields. */
+    renew: (body?: { proofTime: number; proof: string }) => call<{ nodeId: string; generation: number; credential: string }>('POST', '/api/v1/nodes/renew', body),
     trust: () => call<{ trustKeys: TrustKey[] }>('POST', '/api/v1/nodes/trust'),
     platform: () => call<PlatformInfo>('GET', '/api/v1/nodes/platform'),
     audit: () => call<{ entries: AuditEntry[] }>('GET', '/api/v1/nodes/audit'),

@@ -94,9 +94,12 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     if (body.nodeId === 'local') return await refuse('reserved name')
     const existing = await getNode(db, body.nodeId)
     // A repeat of a finished enrollment (same token, name, certificate) gets the
-    // same answer and costs no use: a lost response never burns one.
+    // same answer and costs no use: a lost response never burns one. It needs the
+    // proof like any enroll, and works for 24 hours after the enrollment (even on an
+    // expired or used-up token), never for a revoked node.
     if (existing && existing.cert_sha256 === certSha256 && existing.token_id === token.id) {
       if (existing.revoked_at !== null) return await refuse('node revoked')
+      if (now - existing.enrolled_at > REPEAT_WINDOW_MS) return await refuse('repeat more than 24 hours after the enrollment')
       await audit('enrolled', 'repeat of a finished enrollment', body.nodeId, body.version)
       return fabric.enrollAnswer(body.nodeId, certSha256, existing.generation)
     }
