@@ -53,4 +53,13 @@ export const FABRIC_MIGRATIONS: Migration[] = [
     name: 'nodes by heartbeat time (Platforms sharing a store read each other\'s heartbeats)',
     sql: `CREATE INDEX nodes_last_seen ON nodes (last_seen_at);`,
   },
+  {
+    id: 120,
+    name: 'enrollment audit in two budgets: refusals never push enrollment records out',
+    sql: `
+      ALTER TABLE enroll_audit ADD COLUMN budget TEXT NOT NULL DEFAULT 'refusals';
+      UPDATE enroll_audit SET budget = 'enrollments' WHERE outcome IN ('enrolled', 'node-exists', 'worker-newer');
+      CREATE INDEX enroll_audit_budget ON enroll_audit (budget, id);
+    `,
+  },
 ]
