@@ -2,6 +2,7 @@
 // enrolls that prove possession of the key as worker join does (SPEC §16.4).
 import { signEnrollProof } from '../../src/crypto/enroll-proof.ts'
 import { generateKeyAndCert } from '../../src/crypto/x509.ts'
+import { clockFor } from './clocks.ts'
 
 /** The key of every certificate newCert made, so enrollRaw can sign for it. */
 const keys = new Map<string, string>()
@@ -19,15 +20,15 @@ export function withProof<T extends { token: string; nodeId: string; certPem: st
 
 /**
  * POST /api/v1/nodes/enroll with a JSON body. A body without a `proof` key whose
- * certificate newCert made is signed with that certificate's key first; give
- * `proof` (even undefined) to send exactly what you wrote.
+ * certificate newCert made is signed with that certificate's key first, at the
+ * Platform's (injected) time; give `proof` (even undefined) to send exactly what you wrote.
  */
 export async function enrollRaw(url: string, body: unknown, opts: { nowMs?: number } = {}): Promise<Response> {
   let sent = body
   const b = body as { token?: unknown; nodeId?: unknown; certPem?: unknown } | null
   if (b && typeof b === 'object' && !('proof' in b) && typeof b.token === 'string' && typeof b.nodeId === 'string' && typeof b.certPem === 'string') {
     const keyPem = keys.get(b.certPem)
-    if (keyPem) sent = withProof(b as { token: string; nodeId: string; certPem: string }, keyPem, opts.nowMs)
+    if (keyPem) sent = withProof(b as { token: string; nodeId: string; certPem: string }, keyPem, opts.nowMs ?? clockFor(url))
   }
   return fetch(`${url}/api/v1/nodes/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(sent) })
 }
