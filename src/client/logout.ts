@@ -6,11 +6,14 @@
 import { MusterError } from '../errors.ts'
 import { createClient } from './index.ts'
 
-export async function logoutSaved(saved: { url: string; token: string }): Promise<boolean> {
+type Fetch = (url: string, init: RequestInit) => Promise<Response>
+
+/** `fetchImpl` authenticates the Platform (the pinned fetch saved with the login). */
+export async function logoutSaved(saved: { url: string; token: string }, fetchImpl?: Fetch): Promise<boolean> {
   const id = /^mat_([a-z2-7]{16})\./.exec(saved.token)?.[1]
   if (!id) return false
   try {
-    await createClient({ url: saved.url, token: saved.token }).auth.revokeApiToken(id)
+    await createClient({ url: saved.url, token: saved.token, ...(fetchImpl ? { fetch: fetchImpl } : {}) }).auth.revokeApiToken(id)
     return true
   } catch (e) {
     if (e instanceof MusterError && e.code === 'unauthorized') return false

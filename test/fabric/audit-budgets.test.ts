@@ -75,4 +75,30 @@ describe.each(ENGINES)('on %s', (engine) => {
       await pg?.drop()
     }
   })
+
+  test('a store made by a version without migrations 10 and 120 (later ones applied) takes them afterwards', async () => {
+    using dir = tmpDir()
+    const pg = engine === 'postgres' ? await freshDatabase({ empty: true }) : undefined
+    const url = pg?.url ?? join(dir.path, 'muster.db')
+    try {
+      // What a data directory made by main before this work holds: every migration but these two, 110, 210, 401, 402 included.
+      const without = MIGRATIONS.filter((m) => m.id !== 10 && m.id !== 120)
+      expect(without.some((m) => m.id > 120)).toBe(true)
+      const old = await openStore(url, without)
+      await old.run("INSERT INTO enroll_audit (at, outcome, reason, node_id, version) VALUES (1, 'enrolled', NULL, 'w1', NULL)")
+      await old.run("INSERT INTO api_tokens (id, name, secret_hash, role, account, created_at) VALUES ('aaaaaaaaaaaaaaaa', 'ci', 'x', 'operator', NULL, 1)")
+      await old.close()
+      const store = await openStore(url)
+      try {
+        const ids = (await store.all<{ id: number }>('SELECT id FROM schema_migrations ORDER BY id')).map((r) => r.id)
+        expect(ids).toEqual(MIGRATIONS.map((m) => m.id).sort((a, b) => a - b))
+        expect(await store.get('SELECT budget FROM enroll_audit')).toEqual({ budget: 'enrollments' })
+        expect(await store.get('SELECT expires_at, origin FROM api_tokens')).toEqual({ expires_at: null, origin: 'host' })
+      } finally {
+        await store.close()
+      }
+    } finally {
+      await pg?.drop()
+    }
+  })
 })

@@ -54,6 +54,11 @@ export const FABRIC_MIGRATIONS: Migration[] = [
     sql: `CREATE INDEX nodes_last_seen ON nodes (last_seen_at);`,
   },
   {
+    id: 110,
+    name: 'node labels (KEY=VALUE pairs as a JSON object)',
+    sql: `ALTER TABLE nodes ADD COLUMN labels TEXT;`,
+  },
+  {
     id: 120,
     name: 'enrollment audit in two budgets: refusals never push enrollment records out',
     sql: `
