@@ -65,10 +65,14 @@ describe.each(ENGINES)('on %s', (engine) => {
     await using p = await startPlatform()
     const viewer = await p.platform.auth.mintApiToken({ name: 'v', role: 'viewer', account: 'superadmin' })
     const other = await p.platform.auth.mintApiToken({ name: 'o', role: 'operator' })
+    // the viewer's own account holds a superadmin token: neither listed to nor revoked by the viewer
+    const boss = await p.platform.auth.mintApiToken({ name: 'boss', role: 'superadmin', account: 'superadmin' })
     const v = p.clientWith(viewer.token)
     expect((await v.auth.listApiTokens()).tokens.map((t) => t.id)).toEqual([viewer.id])
     const refusal = async (id: string) => ((await v.auth.revokeApiToken(id).catch((e: MusterError) => e)) as MusterError).code
     expect(await refusal(other.id)).toBe('not-found')
+    expect(await refusal(boss.id)).toBe('not-found')
+    expect(await whoami(p, boss.token)).toBe(200)
     expect(await refusal('aaaaaaaaaaaaaaaa')).toBe('not-found')
     expect(await whoami(p, other.token)).toBe(200)
     expect(await p.client.auth.revokeApiToken(other.id)).toEqual({ id: other.id, revoked: true })
