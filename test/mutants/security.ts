@@ -152,4 +152,12 @@ export default [
     to: 'return { recorded: true',
     tests: ['test/e2e/local-door.test.ts'],
   },
+  {
+    name: 'logout to an https Platform ignores the pin saved at login (the token is never revoked)',
+    file: 'commands/logout.ts',
+    from: 'await logoutSaved(saved, fetchFor(saved.pin))',
+    to: 'await logoutSaved(saved)',
+    tests: ['test/pki/api-https.test.ts'],
+    filter: 'login checks the CA pin',
+  },
 ] satisfies Mutant[]
