@@ -3,6 +3,7 @@
 //   bun run build && bun bench/heartbeat.ts [--nodes 1000] [--beats 60000] [--connections 64] [--registry 100000]
 import { Database } from 'bun:sqlite'
 import { generateKeyAndCert } from '../src/crypto/x509.ts'
+import { signEnrollProof } from '../src/crypto/enroll-proof.ts'
 import { drive, peakRssMB, report, rssMB, startBare, startPlatform } from './lib.ts'
 
 const arg = (name: string, dflt: number) => {
@@ -25,8 +26,9 @@ try {
   const { token } = (await res.json()) as { token: string }
   const credentials: string[] = []
   for (let i = 0; i < nodes; i++) {
-    const { certPem } = await generateKeyAndCert({ commonName: `hb${i}`, dnsNames: [], ipAddresses: ['127.0.0.1'], days: 30 })
-    const r = await fetch(`${platform.url}/api/v1/nodes/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token, nodeId: `hb-${i}`, certPem, version: '0.1.0' }) })
+    const { certPem, keyPem } = await generateKeyAndCert({ commonName: `hb${i}`, dnsNames: [], ipAddresses: ['127.0.0.1'], days: 30 })
+    const proof = signEnrollProof({ keyPem, certPem, nodeId: `hb-${i}`, token })
+    const r = await fetch(`${platform.url}/api/v1/nodes/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token, nodeId: `hb-${i}`, certPem, version: '0.1.0', ...proof }) })
     credentials.push(((await r.json()) as { credential: string }).credential)
   }
   const body = JSON.stringify({ version: '0.1.0', capacity: { cpuMillis: 2000, memoryMB: 4096 }, replicas: [] })

@@ -1,5 +1,5 @@
 import { defineCommand } from 'citty'
-import { dataDirArg, jsonArg, UsageError } from '../_args.ts'
+import { dataDirArg, intArg, jsonArg, UsageError } from '../_args.ts'
 
 export default defineCommand({
   meta: { name: 'api-token', description: 'Mint an operator API token straight from the data directory (works while serve runs)' },
@@ -8,21 +8,29 @@ export default defineCommand({
     name: { type: 'string', default: 'admin', valueHint: 'NAME', description: 'A label for the token' },
     role: { type: 'string', default: 'superadmin', valueHint: 'ROLE', description: 'Role: superadmin, operator or viewer' },
     account: { type: 'string', valueHint: 'ACCOUNT', description: 'Account the token acts for (default: superadmin for a superadmin token, none otherwise); needed to vouch on offices' },
+    'ttl-days': { type: 'string', valueHint: 'N', description: 'Expire the token after N days (default: never; revoke with `muster tokens revoke`)' },
+    'break-glass': { type: 'boolean', description: 'On a joined office (local door closed): mint anyway, recorded as a break-glass and reported to the controller' },
     ...jsonArg,
   },
   async run({ args }) {
     const { isRole } = await import('../../src/auth/permissions.ts')
     if (!isRole(args.role)) throw new UsageError(`--role must be superadmin, operator or viewer, got "${args.role}"`)
     if (!/^[\w .@-]{1,64}$/.test(args.name)) throw new UsageError('--name must be 1–64 letters, digits, spaces or ._@-')
+    const ttlDays = intArg(args, 'ttl-days', 1, 3650)
     const { openHostStore } = await import('../../src/host-store.ts')
     const { resolveDataDir } = await import('../../src/datadir.ts')
+    const { apiTokenDoor } = await import('../../src/federation/host.ts')
     const host = await openHostStore(resolveDataDir(args['data-dir']))
     try {
       const account = args.account ?? (args.role === 'superadmin' ? 'superadmin' : null)
       if (account !== null) await host.auth.assertAccountMayHold(account, args.role)
-      const { token } = await host.auth.mintApiToken({ name: args.name, role: args.role, account })
-      if (args.json) return void process.stdout.write(`${JSON.stringify({ token, name: args.name, role: args.role })}\n`)
-      process.stderr.write(`API token "${args.name}" (${args.role}); shown once:\n`)
+      const door = await apiTokenDoor(host, account, Boolean(args['break-glass']))
+      const expiresAt = ttlDays === undefined ? null : Date.now() + ttlDays * 86_400_000
+      const { token, id } = await host.auth.mintApiToken({ name: args.name, role: args.role, account, expiresAt, origin: 'host' })
+      const expires = expiresAt === null ? null : new Date(expiresAt).toISOString()
+      if (args.json) return void process.stdout.write(`${JSON.stringify({ id, token, name: args.name, role: args.role, expiresAt: expires, breakGlassRecorded: door.recorded })}\n`)
+      if (door.recorded) process.stderr.write(`Break-glass recorded on office ${door.officeId}${account ? ` for ${account}` : ''}; reported to the controller with the next heartbeat. Local login is open again.\n`)
+      process.stderr.write(`API token "${args.name}" (${args.role}, id ${id}, ${expires ? `expires ${expires}` : 'never expires'}); shown once:\n`)
       process.stdout.write(`${token}\n`)
     } finally {
       await host.close()

@@ -18,8 +18,8 @@ export default defineCommand({
     const { resolveDataDir } = await import('../../src/datadir.ts')
     const host = await openHostStore(resolveDataDir(args['data-dir']))
     try {
-      await host.auth.setPassword(args.account, password)
-      process.stderr.write(`Password for ${args.account} changed.\n`)
+      const ended = await host.auth.setPassword(args.account, password)
+      process.stderr.write(`Password for ${args.account} changed; ended ${ended.sessions} session(s) and revoked ${ended.tokens} token(s) made by its logins.\n`)
     } finally {
       await host.close()
     }

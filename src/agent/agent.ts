@@ -20,6 +20,7 @@ import { apiClient } from './connect.ts'
 import { credentialGeneration, readCredential, readTrustFile, requireJoined, WORKER, writeCredential, type AgentConfig } from './files.ts'
 import { startAgentServer, type SignedHandler } from './server.ts'
 import { refreshTrust } from './trust.ts'
+import { signRenewProof } from '../crypto/enroll-proof.ts'
 import { startWorkloads, type Workloads } from './workloads.ts'
 
 const DAY_MS = 86_400_000
@@ -74,6 +75,8 @@ export class Agent {
   private failures = 0
   private renewedAfter401 = false
   private readonly renewing = new SingleFlight<boolean>()
+  /** Set by a 429 on renew: no renewal before this (real) time. */
+  private renewNotBefore = 0
   private nudging: ReturnType<typeof setTimeout> | undefined
   /** Wall-clock times (ms) at which the trust refresh and the renewal are next due. */
   private trustDueAt = 0
@@ -207,17 +210,29 @@ export class Agent {
     this.ticks++
   }
 
-  /** Trades the node credential for the next generation (one at a time). */
+  /**
+   * Trades the node credential for the next generation (one at a time), with a
+   * proof of the agent key: a credential an operator rotated away renews only
+   * with it (SPEC §16.5). A 429 is retried once its Retry-After has passed.
+   */
   renew(): Promise<boolean> {
+    if (Date.now() < this.renewNotBefore) return Promise.resolve(false)
     return this.renewing.run(async () => {
       try {
-        const r = await apiClient(this.config, this.credential).nodes.renew()
+        const generation = credentialGeneration(this.credential) ?? 0
+        const proof = signRenewProof({ keyPem: this.dataDir.readSecretText(WORKER.key) ?? '', certPem: this.dataDir.readSecretText(WORKER.cert) ?? '', nodeId: this.config.nodeId, generation, nowMs: this.now() })
+        const r = await apiClient(this.config, this.credential).nodes.renew(proof)
         this.credential = r.credential
         writeCredential(this.dataDir, r.credential)
         log.info(`node credential renewed (generation ${r.generation})`)
         return true
       } catch (e) {
         log.warn(`node credential renewal failed: ${(e as Error).message}`)
+        if (e instanceof MusterError && e.code === 'rate-limited') {
+          const waitMs = 1000 * Math.min(3600, Math.max(1, Number(e.detail?.retryAfterSeconds) || 60))
+          this.renewNotBefore = Date.now() + waitMs
+          this.after(waitMs, () => this.renew())
+        }
         return false
       }
     })

@@ -6,6 +6,7 @@ import { connect } from 'node:tls'
 import { isIP } from 'node:net'
 import { certNames, defaultAddresses, httpsUrl, isLoopback, normaliseAddresses } from '../addresses.ts'
 import { authenticateByPin, PinMismatchError } from '../crypto/pin.ts'
+import { signEnrollProof } from '../crypto/enroll-proof.ts'
 import { certCovers, generateKeyAndCert } from '../crypto/x509.ts'
 import { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
@@ -91,7 +92,19 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   //    (without an address when heartbeat-only: the Platform then never dials the node)
   const agentUrl = o.heartbeatOnly ? '' : httpsUrl(addresses[0]!, port)
   const labels = o.labels && Object.keys(o.labels).length > 0 ? { labels: o.labels } : {}
-  const answer = await enrollWithRetry(() => enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({ token, nodeId: o.nodeId, certPem: cert, ...(agentUrl ? { url: agentUrl } : {}), version: VERSION, ...labels }))
+  // Each attempt proves possession of the agent key afresh (SPEC §16.4).
+  const keyPem = dataDir.readSecretText(WORKER.key)!
+  const answer = await enrollWithRetry(() =>
+    enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({
+      token,
+      nodeId: o.nodeId,
+      certPem: cert,
+      ...(agentUrl ? { url: agentUrl } : {}),
+      version: VERSION,
+      ...labels,
+      ...signEnrollProof({ keyPem, certPem: cert, nodeId: o.nodeId, token, nowMs: now() }),
+    }),
+  )
 
   // 7. check the answer before keeping anything
   if (answer.nodeId !== o.nodeId || typeof answer.credential !== 'string' || !answer.credential.startsWith(`mnc_${o.nodeId}.`)) {

@@ -6,13 +6,16 @@ import type { DataDir } from '../datadir.ts'
 import type { Db } from '../store/db.ts'
 import { countAccounts, getAccount, insertAccount, setPasswordHash } from '../store/accounts.ts'
 import { deleteSession, findSession, insertSession, pruneSessions } from '../store/sessions.ts'
-import { getApiToken, insertApiToken } from '../store/api-tokens.ts'
-import { isRole, roleCan, type Permission, type Role } from './permissions.ts'
+import { getApiToken, insertApiToken, type ApiTokenOrigin } from '../store/api-tokens.ts'
+import { endAccountLogins, touchApiToken } from '../store/token-lifecycle.ts'
+import { isRole, lowerRole, roleCan, type Permission, type Role } from './permissions.ts'
 import { log } from '../log.ts'
 import { LoginThrottle } from './throttle.ts'
 
 export const SESSION_COOKIE = 'muster_session'
 export const SESSION_TTL_MS = 12 * 3600_000
+/** A session opened by a vouch lives at most this long (SPEC §16.6). */
+export const VOUCHED_SESSION_TTL_MS = 12 * 3600_000
 export const INITIAL_PASSWORD_FILE = 'platform/initial-superadmin-password'
 const API_TOKEN = /^mat_([a-z2-7]{16})\.([A-Za-z0-9_-]{43})$/
 const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/
@@ -23,6 +26,10 @@ export interface Principal {
   name: string
   account: string | null
   role: Role
+  /** API tokens: the token's id, how it was made, and when it expires (ms; null: never). */
+  token?: { id: string; origin: ApiTokenOrigin; expiresAt: number | null }
+  /** Sessions opened by a vouch: they cannot mint API tokens (SPEC §16.6). */
+  vouched?: boolean
 }
 
 /** A check that may refuse password login before any credential is read (federation's local door). */
@@ -39,7 +46,12 @@ export class Auth {
   private dummyHash: Promise<string> | undefined
 
   private readonly db: Db
-  private readonly now: () => number
+  readonly now: () => number
+
+  /** The store the credentials live in. */
+  get store(): Db {
+    return this.db
+  }
 
   constructor(ctx: { store: Db; now: () => number }) {
     this.db = ctx.store
@@ -86,32 +98,34 @@ export class Auth {
     await deleteSession(this.db, sha256Hex(sessionId))
   }
 
-  /** Opens a session for an account without a password (a redeemed vouch). */
-  async openSession(account: string): Promise<string> {
+  /** Opens a session for an account without a password (a redeemed vouch): at most `roleCap`, at most 12 hours, no token minting. */
+  async openVouchedSession(account: string, roleCap: Role): Promise<string> {
     const sessionId = randomSecret()
     const now = this.now()
-    await insertSession(this.db, sha256Hex(sessionId), account, now, now + SESSION_TTL_MS)
+    await insertSession(this.db, sha256Hex(sessionId), account, now, now + VOUCHED_SESSION_TTL_MS, { origin: 'vouch', roleCap })
     return sessionId
   }
 
-  async mintApiToken(opts: { name: string; role: Role; account?: string | null }): Promise<{ token: string; id: string }> {
+  async mintApiToken(opts: { name: string; role: Role; account?: string | null; expiresAt?: number | null; origin?: ApiTokenOrigin; now?: number }): Promise<{ token: string; id: string; expiresAt: number | null }> {
     const id = randomId(16)
     const secret = randomSecret()
-    await insertApiToken(this.db, { id, name: opts.name, secretHash: sha256Hex(secret), role: opts.role, account: opts.account ?? null, now: this.now() })
-    return { token: `mat_${id}.${secret}`, id }
+    const expiresAt = opts.expiresAt ?? null
+    await insertApiToken(this.db, { id, name: opts.name, secretHash: sha256Hex(secret), role: opts.role, account: opts.account ?? null, now: opts.now ?? this.now(), expiresAt, origin: opts.origin })
+    return { token: `mat_${id}.${secret}`, id, expiresAt }
   }
 
   /** Refuses to tie a token to a missing account, or to one whose own role is lesser than the token's. */
   async assertAccountMayHold(account: string, role: Role): Promise<void> {
     const row = await getAccount(this.db, account)
     if (!row) throw new MusterError('not-found', `No account named ${account}.`)
-    const rank = { viewer: 0, operator: 1, superadmin: 2 } as const
-    if (!isRole(row.role) || rank[role] > rank[row.role]) throw new MusterError('forbidden', `Account ${account} is ${row.role}; it cannot hold a ${role} token.`)
+    if (!isRole(row.role) || lowerRole(role, row.role) !== role) throw new MusterError('forbidden', `Account ${account} is ${row.role}; it cannot hold a ${role} token.`)
   }
 
-  async setPassword(account: string, password: string): Promise<void> {
+  /** Sets a password, ending the account's sessions and revoking the tokens its logins made (SPEC §16.5). */
+  async setPassword(account: string, password: string): Promise<{ sessions: number; tokens: number }> {
     if (!(await getAccount(this.db, account))) throw new MusterError('not-found', `No account named ${account}.`)
     await setPasswordHash(this.db, account, await hashPassword(password))
+    return endAccountLogins(this.db, account, this.now())
   }
 
   /** The principal behind a request, or null when it carries no operator credential. */
@@ -137,13 +151,16 @@ export class Auth {
   private async fromApiToken(token: string): Promise<Principal | null> {
     const m = API_TOKEN.exec(token)
     if (!m) return null
-    const row = await getApiToken(this.db, m[1]!)
+    const now = this.now()
+    // Revoked or expired tokens are not found: every request reads the store, so a revocation holds at once on every Platform.
+    const row = await getApiToken(this.db, m[1]!, now)
     if (!row || !safeEqual(row.secret_hash, sha256Hex(m[2]!)) || !isRole(row.role)) return null
     if (row.account) {
       const acct = await getAccount(this.db, row.account)
       if (!acct || acct.disabled) return null
     }
-    return { kind: 'api-token', name: row.name, account: row.account, role: row.role }
+    await touchApiToken(this.db, row.id, now)
+    return { kind: 'api-token', name: row.name, account: row.account, role: row.role, token: { id: row.id, origin: row.origin, expiresAt: row.expires_at === null ? null : Number(row.expires_at) } }
   }
 
   private async fromSession(sid: string): Promise<Principal | null> {
@@ -151,6 +168,11 @@ export class Auth {
     if (!row) return null
     const acct = await getAccount(this.db, row.account)
     if (!acct || acct.disabled || !isRole(acct.role)) return null
+    if (row.origin === 'vouch') {
+      // The lower of what the vouch granted and what the account holds now; a cap that is no role grants nothing.
+      if (!row.role_cap || !isRole(row.role_cap)) return null
+      return { kind: 'session', name: acct.name, account: acct.name, role: lowerRole(row.role_cap, acct.role), vouched: true }
+    }
     return { kind: 'session', name: acct.name, account: acct.name, role: acct.role }
   }
 }

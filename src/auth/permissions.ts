@@ -11,6 +11,7 @@ export const PERMISSIONS = [
   'server.federation.view',
   'server.federation.manage',
   'server.accounts.manage',
+  'server.federation.vouch',
 ] as const
 export type Permission = (typeof PERMISSIONS)[number]
 
@@ -28,12 +29,20 @@ export const ROLE_PERMISSIONS: Record<Role, ReadonlySet<Permission>> = {
     'server.projects.manage',
     'server.cloud.connect',
     'server.cloud.manage',
+    'server.federation.vouch',
   ]),
   viewer: new Set(VIEW),
 }
 
 export function isRole(value: string): value is Role {
   return (ROLES as readonly string[]).includes(value)
+}
+
+const RANK: Record<Role, number> = { viewer: 0, operator: 1, superadmin: 2 }
+
+/** The lesser of two roles (least privilege). */
+export function lowerRole(a: Role, b: Role): Role {
+  return RANK[a] <= RANK[b] ? a : b
 }
 
 export function roleCan(role: Role, permission: Permission): boolean {

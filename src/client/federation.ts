@@ -71,7 +71,7 @@ export function federationApi(call: Transport) {
     place: (officeId: string, spec: OfficeProjectSpec) => call<{ officeId: string; project: OfficeProjectStatus }>('POST', `${office(officeId)}/projects`, spec),
     breakGlassReports: () => call<{ reports: OfficeBreakGlassReport[] }>('GET', '/api/v1/federation/break-glass'),
     /** On an office: trade a vouch for a session (the cookie comes back in Set-Cookie). */
-    redeemVouch: (vouch: string) => call<{ ok: true; account: string; created: boolean }>('POST', '/api/office/vouch', { vouch }),
+    redeemVouch: (vouch: string) => call<{ ok: true; account: string; created: boolean; role: string }>('POST', '/api/office/vouch', { vouch }),
     localAuthority: () => call<OfficeLocalAuthority>('GET', '/api/v1/office/local-authority'),
     identityWrites: () => call<{ writes: OfficeIdentityWrite[] }>('GET', '/api/v1/office/identity-writes'),
     placedProjects: () => call<{ projects: (Omit<OfficeProjectSpec, 'env'> & { envKeys: string[]; placedAt: string; status: OfficeProjectStatus })[] }>('GET', '/api/v1/office/projects'),

@@ -13,6 +13,25 @@ export type * from './federation.ts'
 export type * from './cloud.ts'
 export { MusterError } from '../errors.ts'
 
+export interface ApiToken {
+  id: string
+  name: string
+  role: string
+  account: string | null
+  createdAt: string
+  lastUsedAt: string | null
+  /** null: never expires. */
+  expiresAt: string | null
+}
+export interface MintedApiToken {
+  id: string
+  /** Shown once. */
+  token: string
+  name: string
+  role: string
+  expiresAt: string | null
+}
+
 export interface Health {
   ok: boolean
   version: string
@@ -30,7 +49,12 @@ export function createClient(opts: ClientOptions) {
     auth: {
       login: (identifier: string, password: string) => call<{ ok: boolean; account: string }>('POST', '/login', { identifier, password }),
       whoami: () => call<{ name: string; account: string | null; role: string; kind: string }>('GET', '/api/v1/whoami'),
-      mintApiToken: (body: { name?: string; role?: string }) => call<{ token: string; name: string; role: string }>('POST', '/api/v1/api-tokens', body),
+      /** A token of the caller's role or a lesser one; made with a login session it is a login token (30 days at most). */
+      mintApiToken: (body: { name?: string; role?: string; ttlDays?: number }) => call<MintedApiToken>('POST', '/api/v1/api-tokens', body),
+      /** The caller's own live tokens (every account's for server.accounts.manage). */
+      listApiTokens: () => call<{ tokens: ApiToken[] }>('GET', '/api/v1/api-tokens'),
+      /** Revokes at once, on every Platform sharing the store. */
+      revokeApiToken: (id: string) => call<{ id: string; revoked: true }>('DELETE', `/api/v1/api-tokens/${encodeURIComponent(id)}`),
     },
   }
 }

@@ -84,10 +84,12 @@ export function nodesApi(call: Transport) {
     createJoinToken: (body: { maxUses?: number; namePattern?: string; ttlMinutes?: number; label?: string }) => call<FleetToken>('POST', '/api/v1/join-tokens', body),
     listJoinTokens: () => call<{ tokens: FleetTokenInfo[] }>('GET', '/api/v1/join-tokens'),
     revokeJoinToken: (id: string) => call<{ id: string; revoked: boolean }>('DELETE', `/api/v1/join-tokens/${enc(id)}`),
-    enroll: (body: { token: string; nodeId: string; certPem: string; url?: string; version?: string; labels?: Record<string, string> }) => call<EnrollResult>('POST', '/api/v1/nodes/enroll', body),
+    /** `proofTime` and `proof` come from signEnrollProof (src/crypto/enroll-proof.ts) with the agent key. */
+    enroll: (body: { token: string; nodeId: string; certPem: string; url?: string; version?: string; labels?: Record<string, string>; proofTime: number; proof: string }) => call<EnrollResult>('POST', '/api/v1/nodes/enroll', body),
     /** Heartbeat; authenticate the client with the node credential. */
     register: (body: HeartbeatBody = {}) => call<{ nodeId: string; state: string; reason?: string; generation: number; drained: boolean }>('POST', '/api/v1/nodes/register', body),
-    renew: () => call<{ nodeId: string; generation: number; credential: string }>('POST', '/api/v1/nodes/renew'),
+    /** Renew the node credential; a rotated-away (previous-generation) credential needs signRenewProof's fields. */
+    renew: (body?: { proofTime: number; proof: string }) => call<{ nodeId: string; generation: number; credential: string }>('POST', '/api/v1/nodes/renew', body),
     trust: () => call<TrustAnswer>('POST', '/api/v1/nodes/trust'),
     platform: () => call<PlatformInfo>('GET', '/api/v1/nodes/platform'),
     audit: () => call<{ entries: AuditEntry[] }>('GET', '/api/v1/nodes/audit'),

@@ -2,6 +2,7 @@
 // one refusal for every bad token; the audit log gets the reason.
 import * as v from 'valibot'
 import { parseCertificate } from '../crypto/x509.ts'
+import { enrollProofMessage, verifyProof } from '../crypto/enroll-proof.ts'
 import { safeEqual, sha256Hex } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import { invalid, issueField, NodeName } from '../http/validate.ts'
@@ -22,6 +23,9 @@ export const EnrollBody = v.object({
   version: v.optional(v.pipe(v.string(), v.maxLength(64))),
   /** Labels the node asks to carry (worker join --label); a nodes file's labels win. */
   labels: v.optional(LabelsSchema),
+  // Checked after the token (a wrong or missing proof is the one refusal, never a 400).
+  proofTime: v.optional(v.unknown()),
+  proof: v.optional(v.unknown()),
 })
 
 export interface EnrollAnswer extends NodeAnchors {
@@ -41,6 +45,8 @@ const lostRace = (e: unknown): false => {
 }
 
 const JOIN_TOKEN = /^mjt_([a-z2-7]{16})\.([A-Za-z0-9_-]{43})$/
+/** How long after its first enrollment a node may repeat it (a lost response), even on an expired or used-up token. */
+export const REPEAT_WINDOW_MS = 24 * 3600_000
 const REFUSED = () => new MusterError('enrollment-refused', 'Enrollment refused.')
 
 export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAnswer> {
@@ -81,7 +87,10 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
       await audit('refused', 'wrong secret', body.nodeId, body.version)
       throw REFUSED()
     }
-    // 5. check revocation, name binding or pattern, expiry
+    // 5. proof of possession of the certificate's key, over this name, token and certificate, made now
+    const message = enrollProofMessage({ nodeId: body.nodeId, tokenId: token.id, certSha256, proofTime: body.proofTime as number })
+    if (!(await verifyProof(cert.der, message, body.proof, body.proofTime, now))) return await refuse('no proof of key')
+    // 6. check revocation, name binding or pattern, expiry
     if (token.revoked_at !== null) return await refuse('token revoked')
     if (token.kind === 'enrollment' && token.node_id !== body.nodeId) return await refuse('token bound to another name')
     if (token.kind === 'fleet' && token.name_pattern && !globMatch(token.name_pattern, body.nodeId)) return await refuse('name not allowed by the token pattern')
@@ -90,16 +99,19 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     if (token.kind !== 'enrollment' && fabric.declared.has(body.nodeId)) return await refuse('declared name needs an enrollment for it')
     const existing = await getNode(db, body.nodeId)
     // A repeat of a finished enrollment (same token, name, certificate) gets the
-    // same answer and costs no use: a lost response never burns one.
+    // same answer and costs no use: a lost response never burns one. It needs the
+    // proof like any enroll, and works for 24 hours after the enrollment (even on an
+    // expired or used-up token), never for a revoked node.
     if (existing && existing.cert_sha256 === certSha256 && existing.token_id === token.id) {
       if (existing.revoked_at !== null) return await refuse('node revoked')
+      if (now - existing.enrolled_at > REPEAT_WINDOW_MS) return await refuse('repeat more than 24 hours after the enrollment')
       await audit('enrolled', 'repeat of a finished enrollment', body.nodeId, body.version)
       return fabric.enrollAnswer(body.nodeId, certSha256, existing.generation)
     }
     if (token.expires_at <= now) return await refuse('token expired')
     if (token.uses >= token.max_uses) return await refuse('token used up')
     if (token.kind === 'fleet' && (await isTombstoned(db, body.nodeId))) return await refuse('name was removed (tombstoned)')
-    // 6. check version: a newer node is told so, without spending the token
+    // 7. check version: a newer node is told so, without spending the token
     if (body.version && compareVersions(body.version, VERSION) > 0) {
       await audit('worker-newer', `node ${body.version} is newer than Platform ${VERSION}`, body.nodeId, body.version)
       throw new MusterError('worker-newer', `This node runs muster ${body.version}, newer than the Platform's ${VERSION}; update the Platform first.`, {
@@ -107,7 +119,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
         platformVersion: VERSION,
       })
     }
-    // 7. the name and the certificate must be free (or the name being rebound)
+    // 8. the name and the certificate must be free (or the name being rebound)
     const rebinding = existing !== null && existing.cert_sha256 === null && token.kind === 'enrollment'
     if (existing && !rebinding) {
       await audit('node-exists', 'name enrolled with another certificate', body.nodeId, body.version)
@@ -118,7 +130,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
       await audit('node-exists', 'certificate enrolled under another name', body.nodeId, body.version)
       throw new MusterError('certificate-in-use', 'This certificate is already enrolled under another name.')
     }
-    // 8. take one use atomically, 9. register the node and 10. audit, in one transaction
+    // 9. take one use atomically, 10. register the node and 11. audit, in one transaction
     // (The use is a compare-and-set, so racing enrolls never exceed max uses; a racing
     // insert of the same name or certificate loses on the primary key, and its whole
     // transaction, the use included, rolls back.)
@@ -140,7 +152,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     }
     const node = await fabric.registry.refresh(body.nodeId)
     await fabric.changed(body.nodeId)
-    // 11. issue the credential
+    // 12. issue the credential
     return fabric.enrollAnswer(body.nodeId, certSha256, node?.generation ?? 1)
 
     async function refuse(reason: string): Promise<never> {

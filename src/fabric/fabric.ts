@@ -13,6 +13,8 @@ import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS, type Pa
 import type { EnrollAnswer } from './enroll.ts'
 import { mintJoinToken } from './join-tokens.ts'
 import { RateLimiter } from './rate-limit.ts'
+import { KeyedLimit, RENEW_LIMIT } from './renew.ts'
+import { advanceGeneration } from '../store/node-generation.ts'
 import { DEFAULT_LIMITS, type EnrollmentEndpoint, type FabricOptions, type FabricPlatform, type NodeAnchors, type NodeInUseCheck, type NodeView } from './types.ts'
 import { compatibilityOf, Registry, type NodeEntry, type ReplicaStatus } from './registry.ts'
 import { TrustKeys } from './trust-keys.ts'
@@ -33,6 +35,8 @@ export class Fabric {
   readonly trust: TrustKeys
   readonly credentials: NodeCredentials
   readonly limits: { enroll: RateLimiter; heartbeat: RateLimiter; trust: RateLimiter }
+  /** Renewals per node (SPEC §16.5). */
+  readonly renewLimit: KeyedLimit
   readonly inUseChecks: NodeInUseCheck[] = []
   /** Called after an accepted heartbeat that changed liveness, capacity or replica status (workloads listen here). */
   readonly heartbeatListeners: ((node: NodeEntry) => void)[] = []
@@ -64,6 +68,7 @@ export class Fabric {
       heartbeat: new RateLimiter('heartbeat', options.heartbeatLimit),
       trust: new RateLimiter('trust', options.trustLimit),
     }
+    this.renewLimit = new KeyedLimit(RENEW_LIMIT, this.now)
     this.registry.startFlushing()
     ctx.onClose(() => this.registry.stop())
     // A node changed on another Platform sharing the store: reload it from there.
@@ -173,6 +178,13 @@ export class Fabric {
     return this.nodeForCredential(bearerToken(headers))
   }
 
+  /** As authenticateNode, with the generation of the credential presented (renewal needs the current one). */
+  async authenticateNodeCredential(headers: Headers): Promise<{ node: NodeEntry; generation: number }> {
+    const bearer = bearerToken(headers)
+    const node = await this.nodeForCredential(bearer)
+    return { node, generation: parseCredential(bearer!)!.generation }
+  }
+
   private credentialMatches(c: ParsedCredential, n: NodeEntry | undefined): boolean {
     return (
       n !== undefined &&
@@ -194,12 +206,17 @@ export class Fabric {
     return n
   }
 
-  /** Issues the next generation; the previous keeps working one hour. */
-  async nextGeneration(name: string): Promise<{ generation: number; credential: string }> {
-    const n = this.registry.get(name)
+  /**
+   * Issues the generation after `from` (default: the stored one); the previous keeps
+   * working one hour. A compare-and-set in the store: when the node moved on meanwhile
+   * (here or on another Platform), nothing is issued.
+   */
+  async nextGeneration(name: string, from?: number): Promise<{ generation: number; credential: string }> {
+    const n = from === undefined ? await this.registry.refresh(name) : this.registry.get(name)
     if (!n || n.certSha256 === null) throw new MusterError('not-found', `No enrolled node ${name}.`)
-    const generation = n.generation + 1
-    await this.registry.update(name, { generation, previous_valid_until: this.now() + PREVIOUS_GENERATION_GRACE_MS })
+    const generation = await advanceGeneration(this.db, name, from ?? n.generation, this.now() + PREVIOUS_GENERATION_GRACE_MS)
+    await this.registry.refresh(name)
+    if (generation === null) throw new MusterError('conflict', `The credential of ${name} changed meanwhile; nothing was issued. Try again.`)
     await this.ctx.changes.publish('node', name)
     return { generation, credential: this.credentials.issue(name, n.certSha256, generation) }
   }

@@ -12,6 +12,8 @@ import * as store from './controller-store.ts'
 import { DOMAINS, formatOfficeToken, parseOfficeToken, tokenFingerprint } from './formats.ts'
 import { loadClusterKey, signProof } from './proofs.ts'
 import { mintVouch } from './vouch.ts'
+import { getAccount } from '../store/accounts.ts'
+import { isRole, lowerRole } from '../auth/permissions.ts'
 import type { HeartbeatBody, RegisterBody } from './wire.ts'
 
 export const DEFAULT_HEARTBEAT_SECONDS = 15
@@ -94,11 +96,17 @@ export class Controller {
     return o as store.OfficeRow & { secret_hash: string }
   }
 
-  /** A vouch names the caller's own account, never anyone else's. */
+  /**
+   * A vouch names the caller's own account, never anyone else's, and carries the
+   * lower of the caller's role (a viewer token of a superadmin account is a viewer)
+   * and its account's role now (SPEC §16.6).
+   */
   async vouch(officeId: string, caller: Principal) {
     const o = await this.activeOffice(officeId)
-    const { vouch, expiresAt } = mintVouch(await this.key(), officeId, caller.account ?? '', tokenFingerprint(officeId, o.secret_hash), this.ctx.now())
-    log.info(`federation: vouched for ${caller.account} at office ${officeId}`)
+    const account = caller.account ? await getAccount(this.db, caller.account) : null
+    const role = account && isRole(account.role) ? lowerRole(caller.role, account.role) : caller.role
+    const { vouch, expiresAt } = mintVouch(await this.key(), officeId, caller.account ?? '', role, tokenFingerprint(officeId, o.secret_hash), this.ctx.now())
+    log.info(`federation: vouched for ${caller.account} (${role}) at office ${officeId}`)
     const redeemUrl = o.advertise_url ? `${o.advertise_url}/office/vouch?v=${encodeURIComponent(vouch)}` : null
     return { vouch, redeemUrl, expiresAt: new Date(expiresAt * 1000).toISOString() }
   }

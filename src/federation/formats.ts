@@ -3,6 +3,7 @@
 // functions only, so both sides and the tests share one definition.
 import { MusterError } from '../errors.ts'
 import { b64url, fromB64url, sha256Hex } from '../crypto/tokens.ts'
+import { isRole, type Role } from '../auth/permissions.ts'
 
 export const OFFICE_ID = /^[a-z0-9][a-z0-9-]{0,62}$/
 /** Identities are account names on both sides; no colon, so a vouch splits unambiguously. */
@@ -20,7 +21,7 @@ export const DOMAINS = {
 } as const
 
 export const TOKEN_FORMAT = 'mof1:<office_id>:<controller_verify_key>:<secret>'
-export const VOUCH_FORMAT = 'mfv1:<office_id>:<identity>:<expires_at>:<nonce>:<proof>'
+export const VOUCH_FORMAT = 'mfv2:<office_id>:<identity>:<role>:<expires_at>:<nonce>:<proof>'
 export const VOUCH_TTL_SECONDS = 120
 
 export interface OfficeToken {
@@ -60,26 +61,36 @@ export function fingerprintOfToken(token: OfficeToken): string {
 export interface Vouch {
   officeId: string
   identity: string
+  /**
+   * The voucher's role on the controller, signed (mfv2). Undefined for an mfv1
+   * vouch from an older controller: the office then grants the least role.
+   */
+  role?: Role
   /** Unix seconds. */
   expiresAt: number
   nonce: string
   proof: Uint8Array
 }
 
-export function formatVouch(v: Vouch): string {
-  return `mfv1:${v.officeId}:${v.identity}:${v.expiresAt}:${v.nonce}:${b64url(v.proof)}`
+export function formatVouch(v: Vouch & { role: Role }): string {
+  return `mfv2:${v.officeId}:${v.identity}:${v.role}:${v.expiresAt}:${v.nonce}:${b64url(v.proof)}`
 }
 
-/** What the controller signs for a vouch: every field, and the office's current token fingerprint. */
+/** What the controller signs for a vouch: every field (the role too), and the office's current token fingerprint. */
 export function vouchMessage(v: Omit<Vouch, 'proof'>, fingerprint: string): string {
-  return JSON.stringify(['mfv1', v.officeId, v.identity, v.expiresAt, v.nonce, fingerprint])
+  if (v.role === undefined) return JSON.stringify(['mfv1', v.officeId, v.identity, v.expiresAt, v.nonce, fingerprint])
+  return JSON.stringify(['mfv2', v.officeId, v.identity, v.role, v.expiresAt, v.nonce, fingerprint])
 }
 
-/** Shape only; undefined when the text is not a vouch. */
+/** Shape only (mfv2, or an older controller's mfv1 without a role); undefined when the text is not a vouch. */
 export function parseVouch(text: string): Vouch | undefined {
   const parts = text.trim().split(':')
-  if (parts.length !== 6) return undefined
-  const [scheme, officeId, identity, expires, nonce, proof] = parts as [string, string, string, string, string, string]
-  if (scheme !== 'mfv1' || !OFFICE_ID.test(officeId) || !IDENTITY.test(identity) || !/^\d{1,12}$/.test(expires) || !B64_16.test(nonce) || !B64_SIG.test(proof)) return undefined
-  return { officeId, identity, expiresAt: Number(expires), nonce, proof: fromB64url(proof) }
+  const v2 = parts[0] === 'mfv2' && parts.length === 7
+  if (!v2 && !(parts[0] === 'mfv1' && parts.length === 6)) return undefined
+  const [, officeId, identity, ...rest] = parts as string[]
+  const role = v2 ? rest.shift()! : undefined
+  const [expires, nonce, proof] = rest as [string, string, string]
+  if (!OFFICE_ID.test(officeId!) || !IDENTITY.test(identity!) || !/^\d{1,12}$/.test(expires) || !B64_16.test(nonce) || !B64_SIG.test(proof)) return undefined
+  if (role !== undefined && !isRole(role)) return undefined
+  return { officeId: officeId!, identity: identity!, ...(role !== undefined ? { role: role as Role } : {}), expiresAt: Number(expires), nonce, proof: fromB64url(proof) }
 }

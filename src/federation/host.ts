@@ -9,7 +9,7 @@ import { MusterError } from '../errors.ts'
 import { openHostStore, type HostStore } from '../host-store.ts'
 import { serveLockHolder } from '../serve-lock.ts'
 import { getAccount } from '../store/accounts.ts'
-import { OFFICE_TOKEN_FILE, readMembership } from './membership.ts'
+import { localAuthority, OFFICE_TOKEN_FILE, readMembership } from './membership.ts'
 import { insertBreakGlass, insertDetach } from './office-store.ts'
 
 function openStopped(root: string, act: string): Promise<HostStore> {
@@ -52,6 +52,7 @@ export async function breakGlass(root: string, account?: string, now = Date.now(
     const result: BreakGlassResult = { localLoginAllowed: true, joined: Boolean(m), officeId: m?.token.officeId ?? null, recorded: Boolean(m) }
     if (account !== undefined) {
       const password = randomSecret()
+      // Also ends the account's sessions and revokes the tokens its logins made (SPEC §16.5).
       await host.auth.setPassword(account, password)
       Object.assign(result, { account, password })
     }
@@ -59,6 +60,30 @@ export async function breakGlass(root: string, account?: string, now = Date.now(
   } finally {
     await host.close()
   }
+}
+
+/**
+ * The local door for `muster admin api-token` (SPEC §16.6), which works while serve runs:
+ *   1. not joined: nothing to guard, nothing to record
+ *   2. joined with the door closed, without --break-glass: refused ("the local door is closed")
+ *   3. joined with --break-glass: a break-glass is recorded for the account the token acts
+ *      for, under the current token fingerprint; it opens the door like `admin break-glass`
+ *      and rides along on the office's next heartbeats until the controller acknowledges it
+ */
+export async function apiTokenDoor(host: HostStore, account: string | null, breakGlass: boolean, now = Date.now()): Promise<{ recorded: boolean; officeId: string | null }> {
+  const la = await localAuthority(host.dataDir, host.db)
+  const m = readMembership(host.dataDir)
+  if (!la.joined || !m) return { recorded: false, officeId: null }
+  if (!breakGlass) {
+    if (la.localLoginAllowed) return { recorded: false, officeId: la.officeId }
+    throw new MusterError(
+      'local-login-disabled',
+      `Refused: the local door is closed. This Platform is office '${la.officeId}' of a controller, and while it is joined no token is minted from the host in silence. ` +
+        'Give --break-glass to mint one anyway: it is recorded and reported to the controller, and it opens local login as `muster admin break-glass` does.',
+    )
+  }
+  await insertBreakGlass(host.db, { id: randomId(16), officeId: m.token.officeId, account, at: now, tokenFingerprint: m.fingerprint })
+  return { recorded: true, officeId: m.token.officeId }
 }
 
 /**

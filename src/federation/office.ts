@@ -5,6 +5,7 @@
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import { getAccount, insertAccount } from '../store/accounts.ts'
+import { isRole, lowerRole, type Role } from '../auth/permissions.ts'
 import { acceptCall } from './calls.ts'
 import { readMembership } from './membership.ts'
 import { hasIdentityWrite, insertIdentityWrite, listIdentityWrites, listPlacedProjects, spendNonce, upsertPlacedProject } from './office-store.ts'
@@ -14,33 +15,40 @@ import { checkVouch } from './vouch.ts'
 import type { ControllerCall } from './wire.ts'
 import * as v from 'valibot'
 
-/** An identity the controller vouches for but this office never had gets the least role; its own accounts keep theirs. */
-export const VOUCHED_ACCOUNT_ROLE = 'viewer'
+/** An account a vouch creates is never more than this, whatever the vouch carries. */
+export const VOUCHED_ACCOUNT_MAX_ROLE: Role = 'operator'
+/** What an older controller's vouch (mfv1, no role) is worth: the least role. */
+export const UNROLED_VOUCH_ROLE: Role = 'viewer'
 
 /**
  * Redeeming a vouch (steps 1–5 are checkVouch, offline):
  *   6. spend its nonce, exactly once                  → vouch-already-redeemed
  *   7. link the identity to an existing account (its role stays this office's),
- *      or create one with no usable password; either write is logged
- *   8. open an ordinary session
+ *      or create one with no usable password, at most the vouch's role and never
+ *      superadmin; either write is logged
+ *   8. open a session with the lower of the vouch's role and the account's:
+ *      at most 12 hours, and it cannot mint API tokens (SPEC §16.6)
  */
-export async function redeemVouch(fed: Federation, text: string): Promise<{ sessionId: string; account: string; created: boolean }> {
+export async function redeemVouch(fed: Federation, text: string): Promise<{ sessionId: string; account: string; created: boolean; role: Role }> {
   const now = fed.ctx.now()
   const vouch = checkVouch(text, readMembership(fed.ctx.dataDir), now)
   const db = fed.ctx.store
   if (!(await spendNonce(db, vouch.nonce, 'vouch', vouch.expiresAt * 1000, now))) throw new MusterError('vouch-already-redeemed', 'This vouch was already used; each opens one session. Ask the controller for a new one.')
+  const vouched = vouch.role ?? UNROLED_VOUCH_ROLE
   let created = false
   if (!(await getAccount(db, vouch.identity))) {
-    created = await insertAccount(db, { name: vouch.identity, role: VOUCHED_ACCOUNT_ROLE, passwordHash: null, origin: 'vouch', now })
-    if (created) await insertIdentityWrite(db, { owner: vouch.identity, action: 'created', role: VOUCHED_ACCOUNT_ROLE, reason: 'vouched by the controller; no local account existed (no usable password)', now })
+    const role = lowerRole(vouched, VOUCHED_ACCOUNT_MAX_ROLE)
+    created = await insertAccount(db, { name: vouch.identity, role, passwordHash: null, origin: 'vouch', now })
+    if (created) await insertIdentityWrite(db, { owner: vouch.identity, action: 'created', role, reason: 'vouched by the controller; no local account existed (no usable password)', now })
   }
   const account = (await getAccount(db, vouch.identity))!
   if (!created && !(await hasIdentityWrite(db, account.name))) {
     await insertIdentityWrite(db, { owner: account.name, action: 'linked', role: account.role, reason: "vouched by the controller; the existing account keeps this office's role", now })
   }
-  if (account.disabled) throw new MusterError('forbidden', `Account ${account.name} is disabled on this office.`)
-  log.info(`federation: vouch redeemed for ${account.name}${created ? ' (account created)' : ''}`)
-  return { sessionId: await fed.auth.openSession(account.name), account: account.name, created }
+  if (account.disabled || !isRole(account.role)) throw new MusterError('forbidden', `Account ${account.name} is disabled on this office.`)
+  const role = lowerRole(vouched, account.role)
+  log.info(`federation: vouch redeemed for ${account.name} as ${role}${created ? ' (account created)' : ''}`)
+  return { sessionId: await fed.auth.openVouchedSession(account.name, role), account: account.name, created, role }
 }
 
 export async function identityWrites(fed: Federation) {

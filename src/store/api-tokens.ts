@@ -1,5 +1,10 @@
 // The api_tokens table: the id is public, only the secret's SHA-256 is kept.
+// `origin` says how a token was made: 'login' (by a password login, or by a
+// token that descends from one: revoked when the account's password changes),
+// 'host' (`muster admin api-token`) or 'api' (minted with another token).
 import type { Db } from './db.ts'
+
+export type ApiTokenOrigin = 'login' | 'host' | 'api'
 
 export interface ApiTokenRow {
   id: string
@@ -10,17 +15,18 @@ export interface ApiTokenRow {
   created_at: number
   last_used_at: number | null
   revoked_at: number | null
+  expires_at: number | null
+  origin: ApiTokenOrigin
 }
 
-export async function insertApiToken(db: Db, t: { id: string; name: string; secretHash: string; role: string; account: string | null; now: number }): Promise<void> {
-  await db.run('INSERT INTO api_tokens (id, name, secret_hash, role, account, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)', t.id,
-    t.name,
-    t.secretHash,
-    t.role,
-    t.account,
-    t.now,)
+export async function insertApiToken(db: Db, t: { id: string; name: string; secretHash: string; role: string; account: string | null; now: number; expiresAt?: number | null; origin?: ApiTokenOrigin }): Promise<void> {
+  await db.run(
+    'INSERT INTO api_tokens (id, name, secret_hash, role, account, created_at, expires_at, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)',
+    t.id, t.name, t.secretHash, t.role, t.account, t.now, t.expiresAt ?? null, t.origin ?? 'host',
+  )
 }
 
-export async function getApiToken(db: Db, id: string): Promise<ApiTokenRow | null> {
-  return await db.get<ApiTokenRow>('SELECT * FROM api_tokens WHERE id = ?1 AND revoked_at IS NULL', id)
+/** A token that is neither revoked nor expired at `now`. */
+export async function getApiToken(db: Db, id: string, now: number): Promise<ApiTokenRow | null> {
+  return await db.get<ApiTokenRow>('SELECT * FROM api_tokens WHERE id = ?1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?2)', id, now)
 }

@@ -1,12 +1,20 @@
-// The sessions table: only SHA-256 digests of session ids are kept.
+// The sessions table: only SHA-256 digests of session ids are kept. A session
+// opened by a vouch carries its origin and a role cap (SPEC §16.6).
 import type { Db } from './db.ts'
 
-export async function insertSession(db: Db, idHash: string, account: string, now: number, expiresAt: number): Promise<void> {
-  await db.run('INSERT INTO sessions (id_hash, account, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)', idHash, account, now, expiresAt)
+export interface SessionRow {
+  account: string
+  origin: 'password' | 'vouch'
+  role_cap: string | null
+  expires_at: number
 }
 
-export async function findSession(db: Db, idHash: string, now: number): Promise<{ account: string } | null> {
-  return await db.get<{ account: string }>('SELECT account FROM sessions WHERE id_hash = ?1 AND expires_at > ?2', idHash, now)
+export async function insertSession(db: Db, idHash: string, account: string, now: number, expiresAt: number, opts: { origin?: 'password' | 'vouch'; roleCap?: string | null } = {}): Promise<void> {
+  await db.run('INSERT INTO sessions (id_hash, account, created_at, expires_at, origin, role_cap) VALUES (?1, ?2, ?3, ?4, ?5, ?6)', idHash, account, now, expiresAt, opts.origin ?? 'password', opts.roleCap ?? null)
+}
+
+export async function findSession(db: Db, idHash: string, now: number): Promise<SessionRow | null> {
+  return await db.get<SessionRow>('SELECT account, origin, role_cap, expires_at FROM sessions WHERE id_hash = ?1 AND expires_at > ?2', idHash, now)
 }
 
 export async function deleteSession(db: Db, idHash: string): Promise<void> {

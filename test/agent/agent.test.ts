@@ -94,6 +94,33 @@ describe('agent', () => {
     }
   })
 
+  test('a renewal answered 429 waits out Retry-After, then renews (SPEC §16.5)', async () => {
+    await using p = await startListenerPlatform()
+    using dir = tmpDir()
+    const { agent, dataDir } = await joinedAgent(p, dir.path)
+    const renewals: number[] = []
+    const app = p.platform.app
+    const inner = app.handle
+    app.handle = async (req: Request) => {
+      const res = await inner(req)
+      if (new URL(req.url).pathname === '/api/v1/nodes/renew') renewals.push(res.status)
+      return res
+    }
+    await agent.start()
+    try {
+      await waitFor(() => agent.state === 'enrolled' || agent.state === 'ready', { what: 'first heartbeat' })
+      // w1's renewals are spent, and the next is due in a second
+      for (let i = 0; i < 3; i++) expect(p.platform.fabric.renewLimit.take('w1')).toBe(0)
+      p.advance(59_000)
+      await p.client.nodes.rotate('w1')
+      await waitFor(() => /^mnc_w1\.3\./.test(readFileSync(`${dataDir}/worker/node-credential`, 'utf8')), { timeoutMs: 5000, what: 'renewed after Retry-After' })
+      // heartbeats every 100 ms kept seeing the new generation, but the Agent asked once, then once more after the wait
+      expect(renewals).toEqual([429, 200])
+    } finally {
+      await agent.stop()
+    }
+  })
+
   test('renews when an operator rotates the credential; a dead credential gets one renewal attempt, then backoff', async () => {
     await using p = await startListenerPlatform()
     using dir = tmpDir()

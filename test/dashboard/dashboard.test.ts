@@ -116,7 +116,7 @@ describe('dashboard', () => {
     expect(pageErrors).toEqual([])
   })
 
-  test('Add a machine shows the join command with the token and the pin once; closing it removes the token', async () => {
+  test('Add a machine shows the join command with the pin, the token beside it (never on the command line) once; closing it removes the token', async () => {
     const page = await newPage()
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: p.url })
     await logIn(page, p.url, 'superadmin', password(p.dataDir))
@@ -125,13 +125,17 @@ describe('dashboard', () => {
     await page.getByRole('button', { name: 'Issue join command' }).click()
     const command = (await page.locator('dialog .join-command').textContent()) ?? ''
     const info = await p.client.nodes.platform()
-    const token = /MUSTER_ENROLLMENT_TOKEN=(mjt_\S+) /.exec(command)?.[1] ?? ''
-    expect(token).toMatch(/^mjt_[a-z2-7]{16}\./)
-    expect(command).toBe(`MUSTER_ENROLLMENT_TOKEN=${token} muster worker join --platform-url ${info.enrollment!.url} --node-id worker-3 --platform-fingerprint ${info.enrollment!.fingerprint}`)
+    const token = (await page.locator('dialog .join-token').textContent()) ?? ''
+    expect(token).toMatch(/^mjt_[a-z2-7]{16}\.[A-Za-z0-9_-]{43}$/)
+    // The command reads the token at worker join's no-echo prompt (or from a file): it never holds it.
+    expect(command).toBe(`muster worker join --platform-url ${info.enrollment!.url} --node-id worker-3 --platform-fingerprint ${info.enrollment!.fingerprint}`)
+    expect(command).not.toContain(token.slice(4, 20))
     expect(info.enrollment!.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/)
-    await page.getByRole('button', { name: 'Copy' }).click()
+    await page.getByRole('button', { name: 'Copy', exact: true }).click()
     await page.locator('dialog').getByText('Copied.').waitFor()
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(command)
+    await page.getByRole('button', { name: 'Copy token' }).click()
+    await waitFor(async () => (await page.evaluate(() => navigator.clipboard.readText())) === token, { what: 'the token copied' })
 
     await page.getByRole('button', { name: 'Done' }).click()
     await page.locator('dialog').waitFor({ state: 'detached' })

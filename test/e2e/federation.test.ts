@@ -91,7 +91,7 @@ describe('federation through dist/muster', () => {
     expect(li.code).toBe(0)
     const asMe = { MUSTER_TOKEN: '' } // use the token `muster login` saved, which names the account
     const v = await json<{ vouch: string; redeemUrl: string; expiresAt: string }>(['federation', 'vouch', 'office-a', '--platform-url', controller.url], asMe)
-    expect(v.vouch).toMatch(/^mfv1:office-a:superadmin:\d+:/)
+    expect(v.vouch).toMatch(/^mfv2:office-a:superadmin:superadmin:\d+:/)
     const res = await fetch(v.redeemUrl, { redirect: 'manual' })
     expect(res.status).toBe(303)
     const cookie = res.headers.get('set-cookie')!.split(';')[0]!

@@ -27,13 +27,14 @@ describe('nodes through dist/muster', () => {
 
       const cert = await newCert('w1')
       writeFileSync(`${dir.path}/cert.pem`, cert.certPem)
+      writeFileSync(`${dir.path}/key.pem`, cert.keyPem, { mode: 0o600 })
       writeFileSync(`${dir.path}/token`, `${enrollment.token}\n`, { mode: 0o644 })
-      const loose = await runMuster(['nodes', 'enroll', 'w1', '--enrollment-token-file', `${dir.path}/token`, '--cert-file', `${dir.path}/cert.pem`, '--agent-url', 'https://127.0.0.1:7381'], { env })
+      const loose = await runMuster(['nodes', 'enroll', 'w1', '--enrollment-token-file', `${dir.path}/token`, '--cert-file', `${dir.path}/cert.pem`, '--key-file', `${dir.path}/key.pem`, '--agent-url', 'https://127.0.0.1:7381'], { env })
       expect(loose.code).toBe(1) // a secret file others can read is refused, with the fix
       expect(loose.stderr).toContain(`chmod 600 ${dir.path}/token`)
       chmodSync(`${dir.path}/token`, 0o600)
       const enrolled = await runMuster(
-        ['nodes', 'enroll', 'w1', '--enrollment-token-file', `${dir.path}/token`, '--cert-file', `${dir.path}/cert.pem`, '--agent-url', 'https://127.0.0.1:7381', '--trust-out', `${dir.path}/trust.json`, '--credential-out', `${dir.path}/cred`],
+        ['nodes', 'enroll', 'w1', '--enrollment-token-file', `${dir.path}/token`, '--cert-file', `${dir.path}/cert.pem`, '--key-file', `${dir.path}/key.pem`, '--agent-url', 'https://127.0.0.1:7381', '--trust-out', `${dir.path}/trust.json`, '--credential-out', `${dir.path}/cred`],
         { env },
       )
       expect(enrolled.code).toBe(0)
@@ -41,7 +42,7 @@ describe('nodes through dist/muster', () => {
       const credential = readFileSync(`${dir.path}/cred`, 'utf8').trim()
       expect(credential).toMatch(/^mnc_w1\.1\./)
 
-      const bad = await runMuster(['nodes', 'enroll', 'rack-1', '--enrollment-token', 'mjt_aaaaaaaaaaaaaaaa.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', '--cert-file', `${dir.path}/cert.pem`, '--agent-url', 'https://127.0.0.1:7381'], { env })
+      const bad = await runMuster(['nodes', 'enroll', 'rack-1', '--enrollment-token', 'mjt_aaaaaaaaaaaaaaaa.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', '--cert-file', `${dir.path}/cert.pem`, '--key-file', `${dir.path}/key.pem`, '--agent-url', 'https://127.0.0.1:7381'], { env })
       expect(bad.code).toBe(1)
       expect(bad.stderr).toContain('Enrollment refused.')
       expect(bad.stderr).toContain('shell history') // the secret-on-argv warning
@@ -97,7 +98,8 @@ describe('nodes through dist/muster', () => {
       const w2 = JSON.parse((await runMuster(['nodes', 'enroll-token', 'w2', '--json'], { env: env2 })).stdout) as { token: string }
       const cert2 = await newCert('w2')
       writeFileSync(`${dir.path}/cert2.pem`, cert2.certPem)
-      const enrolled2 = await runMuster(['nodes', 'enroll', 'w2', '--cert-file', `${dir.path}/cert2.pem`, '--agent-url', 'https://127.0.0.1:7382', '--json'], { env: { ...env2, MUSTER_ENROLLMENT_TOKEN: w2.token } })
+      writeFileSync(`${dir.path}/key2.pem`, cert2.keyPem, { mode: 0o600 })
+      const enrolled2 = await runMuster(['nodes', 'enroll', 'w2', '--cert-file', `${dir.path}/cert2.pem`, '--key-file', `${dir.path}/key2.pem`, '--agent-url', 'https://127.0.0.1:7382', '--json'], { env: { ...env2, MUSTER_ENROLLMENT_TOKEN: w2.token } })
       expect(enrolled2.code).toBe(0)
       const credential2 = (JSON.parse(enrolled2.stdout) as { credential: string }).credential
       expect((await fetch(`${serve.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${credential2}` } })).status).toBe(200)
@@ -133,8 +135,10 @@ describe('nodes through dist/muster', () => {
     const minted = JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', data, '--json'])).stdout) as { token: string }
     const env = { MUSTER_URL: serve.url, MUSTER_TOKEN: minted.token }
     const fleet = JSON.parse((await runMuster(['nodes', 'join-token', 'create', '--max-uses', '2', '--json'], { env })).stdout) as { token: string }
-    writeFileSync(`${dir.path}/cert.pem`, (await newCert('b1')).certPem)
-    const enroll = (token: string) => runMuster(['nodes', 'enroll', 'b1', '--cert-file', `${dir.path}/cert.pem`, '--agent-url', 'https://127.0.0.1:7381', '--label', 'role=general', '--json'], { env: { ...env, MUSTER_ENROLLMENT_TOKEN: token } })
+    const b1 = await newCert('b1')
+    writeFileSync(`${dir.path}/cert.pem`, b1.certPem)
+    writeFileSync(`${dir.path}/key.pem`, b1.keyPem, { mode: 0o600 })
+    const enroll = (token: string) => runMuster(['nodes', 'enroll', 'b1', '--cert-file', `${dir.path}/cert.pem`, '--key-file', `${dir.path}/key.pem`, '--agent-url', 'https://127.0.0.1:7381', '--label', 'role=general', '--json'], { env: { ...env, MUSTER_ENROLLMENT_TOKEN: token } })
     const byFleet = await enroll(fleet.token)
     expect(byFleet.code).toBe(1)
     expect(byFleet.stderr).toContain('Enrollment refused.')

@@ -6,7 +6,8 @@
 import { describe, expect, test } from 'bun:test'
 import { VERSION } from '../../src/version.ts'
 import type { Store } from '../../src/store/db.ts'
-import { newCert } from '../helpers/certs.ts'
+import { newCert, withProof } from '../helpers/certs.ts'
+import { clockFor } from '../helpers/clocks.ts'
 import { onEngine, startPlatform } from '../helpers/platform.ts'
 import { ENGINES } from '../helpers/postgres.ts'
 import { waitFor } from '../helpers/tmp.ts'
@@ -61,7 +62,10 @@ describe.each(ENGINES)('on %s', (engine) => {
     const fleet = await p.client.nodes.createJoinToken({ maxUses: 300 })
     const port = Number(new URL(p.url).port)
     const bodies = await Promise.all(
-      Array.from({ length: 258 }, async (_, i) => JSON.stringify({ token: fleet.token, nodeId: `n${i}`, certPem: (await newCert(`n${i}`)).certPem, version: VERSION })),
+      Array.from({ length: 258 }, async (_, i) => {
+        const cert = await newCert(`n${i}`)
+        return JSON.stringify(withProof({ token: fleet.token, nodeId: `n${i}`, certPem: cert.certPem, version: VERSION }, cert.keyPem, clockFor(p.url)))
+      }),
     )
     const limiter = p.platform.fabric.limits.enroll
     let open!: () => void

@@ -80,6 +80,11 @@ describe.each(ENGINES)('on %s', (engine) => {
         expect(r.status).toBe(403)
         expect(await r.text()).toBe(REFUSAL)
       }
+      // a good token without a proof of the key (SPEC §16.4)
+      const unproven = await p.client.nodes.createEnrollment({ nodeId: 'unproven' })
+      const noProof = await enrollRaw(p.url, { token: unproven.token, nodeId: 'unproven', certPem, version: VERSION, proof: undefined })
+      expect(noProof.status).toBe(403)
+      expect(await noProof.text()).toBe(REFUSAL)
       p.advance(2 * 60_000)
       const late = await enrollRaw(p.url, { token: expiring.token, nodeId: 'late', certPem, version: VERSION })
       expect(late.status).toBe(403)
@@ -91,6 +96,7 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(reasons).toContain('token revoked')
       expect(reasons).toContain('token expired')
       expect(reasons).toContain('name not allowed by the token pattern')
+      expect(reasons).toContain('no proof of key')
       expect(audit.entries[0]!.nodeId).toBe('late') // newest first
       expect(JSON.stringify(audit)).not.toContain(bound.token.split('.')[1]!)
       expect(JSON.stringify(audit)).not.toContain('BEGIN CERTIFICATE')

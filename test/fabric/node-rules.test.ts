@@ -4,7 +4,8 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { clearPinCache, pinnedFetch } from '../../src/crypto/pin.ts'
 import { VERSION } from '../../src/version.ts'
-import { enrollRaw, newCert } from '../helpers/certs.ts'
+import { enrollRaw, newCert, withProof } from '../helpers/certs.ts'
+import { clockFor } from '../helpers/clocks.ts'
 import { startListenerPlatform } from '../helpers/node-side.ts'
 import { onEngine, startPlatform, type TestPlatform } from '../helpers/platform.ts'
 import { ENGINES } from '../helpers/postgres.ts'
@@ -118,7 +119,10 @@ describe.each(ENGINES)('on %s', (engine) => {
       const r = await fetch(`${p.url}/api/v1/nodes/enroll`, {
         method: 'POST',
         headers: { authorization: `Bearer ${enrollment.token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ token: enrollment.token, nodeId: 'w1', certPem: (await newCert('w1')).certPem, version: VERSION }),
+        body: JSON.stringify(await (async () => {
+          const cert = await newCert('w1')
+          return withProof({ token: enrollment.token, nodeId: 'w1', certPem: cert.certPem, version: VERSION }, cert.keyPem, clockFor(p.url))
+        })()),
       })
       expect(r.status).toBe(200)
     })

@@ -11,6 +11,7 @@ import { ADDRESS_NOT_NAMED, PROBE_FAILED } from '../../src/fabric/probe.ts'
 import { VERSION } from '../../src/version.ts'
 import { freePort, startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
 import { tmpDir } from '../helpers/tmp.ts'
+import { withProof } from '../helpers/certs.ts'
 
 afterEach(() => clearPinCache())
 
@@ -67,7 +68,7 @@ describe('readiness probe', () => {
       const res = await fetch(`${p.enrollUrl}/api/v1/nodes/enroll`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ token, nodeId: 'sneaky', certPem: cert.certPem, url: `https://127.0.0.1:${target.port}`, version: VERSION }),
+        body: JSON.stringify(withProof({ token, nodeId: 'sneaky', certPem: cert.certPem, url: `https://127.0.0.1:${target.port}`, version: VERSION }, cert.keyPem)),
         tls: { rejectUnauthorized: false },
       })
       expect(res.status).toBe(200)

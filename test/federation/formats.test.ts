@@ -53,13 +53,19 @@ describe('office join token', () => {
 describe('vouch shape', () => {
   const proof = b64url(new Uint8Array(64).fill(7))
   const nonce = b64url(new Uint8Array(16).fill(1))
-  test('parses six well-formed fields', () => {
-    const v = parseVouch(`mfv1:office-a:alice@example.org:1700000000:${nonce}:${proof}`)
-    expect(v).toMatchObject({ officeId: 'office-a', identity: 'alice@example.org', expiresAt: 1700000000, nonce })
+  test('parses seven well-formed fields (mfv2), and six of an older controller (mfv1, no role)', () => {
+    const v = parseVouch(`mfv2:office-a:alice@example.org:viewer:1700000000:${nonce}:${proof}`)
+    expect(v).toMatchObject({ officeId: 'office-a', identity: 'alice@example.org', role: 'viewer', expiresAt: 1700000000, nonce })
     expect(v?.proof.length).toBe(64)
+    const old = parseVouch(`mfv1:office-a:alice@example.org:1700000000:${nonce}:${proof}`)
+    expect(old).toMatchObject({ officeId: 'office-a', identity: 'alice@example.org', expiresAt: 1700000000, nonce })
+    expect(old?.role).toBeUndefined()
   })
   test.each([
     `mfv2:office-a:alice:1700000000:${nonce}:${proof}`,
+    `mfv2:office-a:alice:root:1700000000:${nonce}:${proof}`,
+    `mfv1:office-a:alice:operator:1700000000:${nonce}:${proof}`,
+    `mfv3:office-a:alice:operator:1700000000:${nonce}:${proof}`,
     `mfv1:office-a:alice:17e8:${nonce}:${proof}`,
     `mfv1:office-a::1700000000:${nonce}:${proof}`,
     `mfv1:office-a:alice:1700000000:${nonce}`,

@@ -162,12 +162,12 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(await who.json()).toMatchObject({ account: 'superadmin', role: 'superadmin', kind: 'session' })
       expect(((await refusal(oa.clientWith().federation.redeemVouch(v.vouch))) as MusterError).code).toBe('vouch-already-redeemed')
       // An identity the office never had: created, no usable password, logged; the existing one was linked.
-      await insertAccount(c.platform.store, { name: 'alice', role: 'viewer', passwordHash: null, now: Date.now() })
-      const { token: aliceToken } = await c.platform.auth.mintApiToken({ name: 'alice', role: 'viewer', account: 'alice' })
+      await insertAccount(c.platform.store, { name: 'alice', role: 'operator', passwordHash: null, now: Date.now() })
+      const { token: aliceToken } = await c.platform.auth.mintApiToken({ name: 'alice', role: 'operator', account: 'alice' })
       const alice = await c.clientWith(aliceToken).federation.vouch('office-a')
-      expect(await oa.clientWith().federation.redeemVouch(alice.vouch)).toEqual({ ok: true, account: 'alice', created: true })
+      expect(await oa.clientWith().federation.redeemVouch(alice.vouch)).toEqual({ ok: true, account: 'alice', created: true, role: 'operator' })
       const writes = (await oa.client.federation.identityWrites()).writes
-      expect(writes.map((w) => [w.owner, w.action, w.role])).toEqual([['alice', 'created', 'viewer'], ['superadmin', 'linked', 'superadmin']])
+      expect(writes.map((w) => [w.owner, w.action, w.role])).toEqual([['alice', 'created', 'operator'], ['superadmin', 'linked', 'superadmin']])
       await oa.close()
       const refused = await refusal(breakGlass(da.path, 'alice'))
       expect((refused as MusterError).code).toBe('conflict')

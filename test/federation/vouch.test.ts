@@ -5,6 +5,9 @@ import { MusterError } from '../../src/errors.ts'
 import { fingerprintOfToken, formatOfficeToken, parseOfficeToken } from '../../src/federation/formats.ts'
 import type { Membership } from '../../src/federation/membership.ts'
 import { checkVouch, mintVouch } from '../../src/federation/vouch.ts'
+import { signDomain } from '../../src/crypto/ed25519.ts'
+import { DOMAINS, vouchMessage } from '../../src/federation/formats.ts'
+import type { Role } from '../../src/auth/permissions.ts'
 
 const controller = generateSigningKey()
 const NOW = Date.parse('2026-03-01T12:00:00Z')
@@ -25,18 +28,28 @@ function refusal(fn: () => unknown): string {
 }
 
 const office = membership()
-const mint = (m = office, identity = 'alice', now = NOW) => mintVouch(controller, m.token.officeId, identity, m.fingerprint, now).vouch
+const mint = (m = office, identity = 'alice', now = NOW, role: Role = 'operator') => mintVouch(controller, m.token.officeId, identity, role, m.fingerprint, now).vouch
 
 describe('vouch verification at the office (offline)', () => {
-  test('a fresh vouch verifies and names the office, the identity and a 120 s expiry', () => {
+  test('a fresh vouch verifies and names the office, the identity, the role and a 120 s expiry', () => {
     const v = checkVouch(mint(), office, NOW)
-    expect(v).toMatchObject({ officeId: 'office-a', identity: 'alice', expiresAt: NOW / 1000 + 120 })
-    expect(mint()).toMatch(/^mfv1:office-a:alice:\d+:[A-Za-z0-9_-]{22}:[A-Za-z0-9_-]{86}$/)
+    expect(v).toMatchObject({ officeId: 'office-a', identity: 'alice', role: 'operator', expiresAt: NOW / 1000 + 120 })
+    expect(mint()).toMatch(/^mfv2:office-a:alice:operator:\d+:[A-Za-z0-9_-]{22}:[A-Za-z0-9_-]{86}$/)
   })
 
   test('refuses garbage as vouch-malformed', () => {
     expect(refusal(() => checkVouch('hello', office, NOW))).toBe('vouch-malformed')
-    expect(refusal(() => checkVouch(mint().replace('mfv1', 'mfv2'), office, NOW))).toBe('vouch-malformed')
+    expect(refusal(() => checkVouch(mint().replace('mfv2', 'mfv1'), office, NOW))).toBe('vouch-malformed')
+    expect(refusal(() => checkVouch(mint().replace(':operator:', ':root:'), office, NOW))).toBe('vouch-malformed')
+  })
+
+  test("an older controller's vouch (mfv1) carries no role: it verifies, and the office grants it the least role", () => {
+    const fields = { officeId: 'office-a', identity: 'alice', expiresAt: NOW / 1000 + 120, nonce: b64url(randomBytes(16)) }
+    const proof = signDomain(DOMAINS.vouch, controller.privateKey, vouchMessage(fields, office.fingerprint))
+    const v = checkVouch(`mfv1:office-a:alice:${fields.expiresAt}:${fields.nonce}:${b64url(proof)}`, office, NOW)
+    expect(v.role).toBeUndefined()
+    // the same signature does not pass as an mfv2 vouch with a role added
+    expect(refusal(() => checkVouch(`mfv2:office-a:alice:superadmin:${fields.expiresAt}:${fields.nonce}:${b64url(proof)}`, office, NOW))).toBe('vouch-invalid')
   })
 
   test('refuses on a Platform with no membership as vouch-not-an-office', () => {
@@ -66,7 +79,7 @@ describe('vouch verification at the office (offline)', () => {
 
   test('a vouch signed by another key (an impostor controller) is vouch-invalid', () => {
     const impostor = generateSigningKey()
-    const forged = mintVouch(impostor, 'office-a', 'alice', office.fingerprint, NOW).vouch
+    const forged = mintVouch(impostor, 'office-a', 'alice', 'viewer', office.fingerprint, NOW).vouch
     expect(refusal(() => checkVouch(forged, office, NOW))).toBe('vouch-invalid')
   })
 
@@ -78,16 +91,17 @@ describe('vouch verification at the office (offline)', () => {
       expect(refusal(() => checkVouch(edit(1, 'office-b'), b, NOW))).toBe('vouch-invalid')
     })
     test('identity', () => expect(refusal(() => checkVouch(edit(2, 'superadmin'), office, NOW))).toBe('vouch-invalid'))
-    test('expiry, pushed later', () => expect(refusal(() => checkVouch(edit(3, String(Number(parts[3]) + 60)), office, NOW))).toBe('vouch-invalid'))
-    test('nonce', () => expect(refusal(() => checkVouch(edit(4, b64url(randomBytes(16))), office, NOW))).toBe('vouch-invalid'))
+    test('role, raised', () => expect(refusal(() => checkVouch(edit(3, 'superadmin'), office, NOW))).toBe('vouch-invalid'))
+    test('expiry, pushed later', () => expect(refusal(() => checkVouch(edit(4, String(Number(parts[4]) + 60)), office, NOW))).toBe('vouch-invalid'))
+    test('nonce', () => expect(refusal(() => checkVouch(edit(5, b64url(randomBytes(16))), office, NOW))).toBe('vouch-invalid'))
     test('proof', () => {
-      const proof = Buffer.from(parts[5]!, 'base64url')
+      const proof = Buffer.from(parts[6]!, 'base64url')
       proof[10]! ^= 1
-      expect(refusal(() => checkVouch(edit(5, proof.toString('base64url')), office, NOW))).toBe('vouch-invalid')
+      expect(refusal(() => checkVouch(edit(6, proof.toString('base64url')), office, NOW))).toBe('vouch-invalid')
     })
   })
 
   test('minting refuses an empty identity (an API token tied to no account)', () => {
-    expect(refusal(() => mintVouch(controller, 'office-a', '', office.fingerprint, NOW))).toBe('vouch-identity-invalid')
+    expect(refusal(() => mintVouch(controller, 'office-a', '', 'operator', office.fingerprint, NOW))).toBe('vouch-identity-invalid')
   })
 })

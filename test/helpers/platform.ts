@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { Platform, type PlatformOptions } from '../../src/platform.ts'
 import { createClient, type Client } from '../../src/client/index.ts'
 import { freshDatabase, type Engine } from './postgres.ts'
+import { registerClock } from './clocks.ts'
 
 export interface TestPlatform {
   platform: Platform
@@ -55,6 +56,7 @@ export async function startPlatform(opts: Partial<PlatformOptions> & { keepDir?:
     throw e
   }
   const url = await platform.listen()
+  registerClock(url, clock)
   const { token } = await platform.auth.mintApiToken({ name: 'test', role: 'superadmin' })
   const close = async () => {
     await platform.close()

@@ -25,7 +25,7 @@ const KEYS = [
   'namePattern', 'ttlMinutes', 'label', 'replace', 'capacity', 'cpuMillis', 'memoryMB', 'replicas', 'project',
   'replica', 'state', 'exitCode', 'revision', 'drained', 'command', 'env', 'cpu', 'memory', 'officeId', 'note',
   'rotate', 'provider', 'credentials', 'region', 'size', 'enabled', 'maxMachines', 'cooldownMinutes', 'payload',
-  'signature', 'nonce', 'keyId', 'proof', 'ttlDays', 'officeToken', 'call', 'body', 'id', 'v', 'after', 'wait',
+  'signature', 'nonce', 'keyId', 'proof', 'proofTime', 'ttlDays', 'officeToken', 'call', 'body', 'id', 'v', 'after', 'wait',
   '__proto__', 'constructor', 'prototype', 'toString', 'a[0]', 'a.b', 'x[99999999]',
 ] as const
 
@@ -80,10 +80,11 @@ export function object(r: Rng, m: Material, depth = 0): Record<string, unknown> 
 /** Near-valid bodies for the routes that read one: the right keys, mostly the right types, so checks past the shape run too. */
 const TEMPLATES: Record<string, Record<string, 'string' | 'number' | 'boolean' | 'name' | 'cert' | 'object' | 'array'>> = {
   '/login': { identifier: 'name', password: 'string' },
-  '/api/v1/api-tokens': { name: 'name', role: 'string' },
+  '/api/v1/api-tokens': { name: 'name', role: 'string', ttlDays: 'number' },
   '/api/v1/nodes/enrollments': { nodeId: 'name', ttlMinutes: 'number', replace: 'boolean' },
   '/api/v1/join-tokens': { maxUses: 'number', namePattern: 'string', ttlMinutes: 'number', label: 'string' },
-  '/api/v1/nodes/enroll': { token: 'string', nodeId: 'name', certPem: 'cert', url: 'string', version: 'string' },
+  '/api/v1/nodes/enroll': { token: 'string', nodeId: 'name', certPem: 'cert', url: 'string', version: 'string', proofTime: 'number', proof: 'string' },
+  '/api/v1/nodes/renew': { proofTime: 'number', proof: 'string' },
   '/api/v1/nodes/register': { nodeId: 'name', version: 'string', capacity: 'object', replicas: 'array' },
   '/api/v1/projects': { name: 'name', command: 'array', env: 'object', replicas: 'number', cpu: 'number', memory: 'number' },
   '/api/office/vouch': { vouch: 'string' },

@@ -5,7 +5,7 @@ import { clearPinCache, pinnedFetch, PinMismatchError } from '../../src/crypto/p
 import { createClient } from '../../src/client/index.ts'
 import { VERSION } from '../../src/version.ts'
 import { MAX_CONNECTIONS } from '../../src/listener/listener.ts'
-import { newCert } from '../helpers/certs.ts'
+import { newCert, withProof } from '../helpers/certs.ts'
 import { startListenerPlatform } from '../helpers/node-side.ts'
 import { waitFor } from '../helpers/tmp.ts'
 
@@ -28,7 +28,8 @@ describe('enrollment listener', () => {
     expect(p.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/)
     const { token } = await p.client.nodes.createEnrollment({ nodeId: 'w1' })
     const node = createClient({ url: p.enrollUrl, fetch: (u, i) => pinnedFetch(u, i, { fingerprint: p.fingerprint }) })
-    const r = await node.nodes.enroll({ token, nodeId: 'w1', certPem: (await newCert('w1')).certPem, version: VERSION })
+    const cert = await newCert('w1')
+    const r = await node.nodes.enroll(withProof({ token, nodeId: 'w1', certPem: cert.certPem, version: VERSION }, cert.keyPem))
     expect(r.credential).toMatch(/^mnc_w1\.1\./)
     expect(r.platformUrl).toBe(p.url)
     expect((await node.nodes.trust()).trustKeys).toHaveLength(1)

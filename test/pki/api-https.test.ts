@@ -108,6 +108,14 @@ describe('operators against an https Platform', () => {
     const listed = await runMuster(['nodes', 'list', '--json'], { env: home('c') })
     expect(listed.code).toBe(0)
     expect(Array.isArray(JSON.parse(listed.stdout).nodes)).toBe(true)
+    // tokens list and logout use the saved pin too: the saved token is revoked on the Platform, the file removed
+    const tokens = await runMuster(['tokens', 'list', '--json'], { env: home('c') })
+    expect(tokens.code).toBe(0)
+    const savedId = /^mat_([a-z2-7]{16})\./.exec(saved.token)![1]!
+    expect((JSON.parse(tokens.stdout) as { tokens: { id: string }[] }).tokens.map((t) => t.id)).toContain(savedId)
+    const out = await runMuster(['logout', '--json'], { env: home('c') })
+    expect([out.code, JSON.parse(out.stdout)]).toMatchObject([0, { loggedOut: true, revoked: true }])
+    expect((await pinnedFetch(`${url}/api/v1/whoami`, { headers: { authorization: `Bearer ${saved.token}` } }, { fingerprint: pin })).status).toBe(401)
   })
 })
 

@@ -1,7 +1,10 @@
 // "Add a machine": issues a single-use enrollment for one name
 // (POST /api/v1/nodes/enrollments) and shows the join command once, with the
-// fingerprint to pin from GET /api/v1/nodes/platform. The token lives only in
-// the dialog: closing it removes the dialog from the page and nothing keeps it.
+// fingerprint to pin from GET /api/v1/nodes/platform. The token is never part
+// of the command (a command line lands in shell history and process listings):
+// it is shown beside it, to paste at worker join's no-echo prompt or into a
+// file. It lives only in the dialog: closing it removes the dialog from the
+// page and nothing keeps it.
 import { act, api, code, copyText, h, modal, notice } from './lib.js'
 
 const NODE_NAME = '[a-z0-9][a-z0-9\\-]{0,62}'
@@ -48,21 +51,20 @@ export function addMachineForm(onIssued) {
   }
 }
 
-/** The command an operator runs on the new machine, and what to say about pinning. */
+/** The command an operator runs on the new machine (without the token), and what to say about pinning. */
 function joinCommand(e, platform) {
-  const env = `MUSTER_ENROLLMENT_TOKEN=${e.token}`
   const listener = platform?.enrollment
   if (listener?.url && listener.fingerprint) {
-    return { command: `${env} muster worker join --platform-url ${listener.url} --node-id ${e.nodeId} --platform-fingerprint ${listener.fingerprint}`, note: null }
+    return { command: `muster worker join --platform-url ${listener.url} --node-id ${e.nodeId} --platform-fingerprint ${listener.fingerprint}`, note: null }
   }
   if (location.protocol === 'https:') {
     return {
-      command: `${env} muster worker join --platform-url ${location.origin} --node-id ${e.nodeId} --platform-ca-file PLATFORM-CA.pem`,
+      command: `muster worker join --platform-url ${location.origin} --node-id ${e.nodeId} --platform-ca-file PLATFORM-CA.pem`,
       note: 'This Platform has no enrollment listener, so it publishes no fingerprint to pin: give the CA that signed its certificate with --platform-ca-file, or leave the flag out when the system roots trust it.',
     }
   }
   return {
-    command: `${env} muster worker join --platform-url https://PLATFORM:PORT --node-id ${e.nodeId} --platform-fingerprint sha256:…`,
+    command: `muster worker join --platform-url https://PLATFORM:PORT --node-id ${e.nodeId} --platform-fingerprint sha256:…`,
     note: 'This Platform serves plain http and has no enrollment listener, and worker join only talks HTTPS. Restart it with --enrollment-port 7443: it then publishes the URL and the fingerprint to put here.',
   }
 }
@@ -75,6 +77,12 @@ async function showJoinCommand(e, platform) {
   copy.addEventListener('click', async () => {
     copied.textContent = (await copyText(command, text)) ? 'Copied.' : 'Select the command and copy it by hand.'
   })
+  const token = h('code', { class: 'join-token' }, e.token)
+  const tokenCopied = h('span', { class: 'muted small', 'aria-live': 'polite' })
+  const copyToken = h('button', { type: 'button' }, 'Copy token')
+  copyToken.addEventListener('click', async () => {
+    tokenCopied.textContent = (await copyText(e.token, token)) ? 'Copied.' : 'Select the token and copy it by hand.'
+  })
   await modal(
     `Join command for ${e.nodeId}`,
     h(
@@ -83,6 +91,9 @@ async function showJoinCommand(e, platform) {
       h('p', {}, 'Run this as root on the new machine. The token works once, only for the name ', code(e.nodeId), ', until ', h('time', { datetime: e.expiresAt }, new Date(e.expiresAt).toLocaleString()), '.'),
       h('pre', { class: 'command' }, text),
       h('p', { class: 'row' }, copy, ' ', copied),
+      h('p', {}, 'It asks for the enrollment token without echoing it; paste this one (or put it in a file readable only by root and add ', code('--enrollment-token-file FILE'), '):'),
+      h('pre', { class: 'command' }, token),
+      h('p', { class: 'row' }, copyToken, ' ', tokenCopied),
       note ? notice('warn', note) : '',
       h('p', { class: 'muted small' }, 'The token is shown only now and is not kept by this page. Lost it? Issue a new one with “replace”.'),
     ),

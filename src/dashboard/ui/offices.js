@@ -1,6 +1,7 @@
 // Offices panel (federation): the offices this controller minted tokens for
 // (GET /api/v1/federation/offices) and "Open office", which mints a vouch for
-// the signed-in account (POST …/offices/:id/vouch) and opens its redeem link
+// the signed-in account (POST …/offices/:id/vouch; server.federation.vouch, and
+// the vouch carries the account's role) and opens its redeem link
 // in a new tab. The vouch is single use and lives 120 s; the page keeps nothing.
 import { act, ago, api, badge, h, notice, readPanel, table } from './lib.js'
 
@@ -38,7 +39,7 @@ function officesTable(offices) {
 function openButton(o) {
   const b = h('button', { type: 'button', class: 'small primary' }, 'Open office')
   b.addEventListener('click', () =>
-    act(b, flash, 'server.federation.view', `to open office ${o.officeId}`, async () => {
+    act(b, flash, 'server.federation.vouch', `to open office ${o.officeId}`, async () => {
       const { redeemUrl } = await api('POST', `/api/v1/federation/offices/${encodeURIComponent(o.officeId)}/vouch`, {})
       if (!redeemUrl) throw new Error(`Office ${o.officeId} has not told this controller its address yet.`)
       // noopener: the office's page gets no handle on this one.

@@ -2,7 +2,8 @@
 import { Elysia } from 'elysia'
 import * as v from 'valibot'
 import { SESSION_COOKIE, SESSION_TTL_MS, readCookie } from '../../auth/auth.ts'
-import { ROLES, roleCan } from '../../auth/permissions.ts'
+import { ROLES } from '../../auth/permissions.ts'
+import { listForCaller, mintForCaller, revokeForCaller } from '../../auth/api-tokens.ts'
 import { MusterError } from '../../errors.ts'
 import type { Services } from '../../services.ts'
 import { parseBody } from '../validate.ts'
@@ -17,10 +18,17 @@ const Login = v.object({
 const MintToken = v.object({
   name: v.optional(v.pipe(v.string(), v.regex(/^[\w .@-]{1,64}$/, 'expected 1–64 letters, digits, spaces or ._@-'))),
   role: v.optional(v.picklist(ROLES)),
+  ttlDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
 })
+const TokenId = v.object({ id: v.pipe(v.string(), v.regex(/^[a-z2-7]{16}$/, 'expected a token id (16 characters, as `muster tokens list` shows)')) })
 
-export const authRoutes = (platform: Services) =>
-  new Elysia({ name: 'routes/auth' })
+export const authRoutes = (platform: Services) => {
+  const caller = async (request: Request) => {
+    const p = await platform.auth.authenticate(request.headers)
+    if (!p) throw new MusterError('unauthorized', 'Authentication required.')
+    return p
+  }
+  return new Elysia({ name: 'routes/auth' })
     // Origin (login CSRF) and the local door are checked in app.ts before the body is read.
     .post('/login', async ({ body, request }) => {
       const { identifier, password } = parseBody(Login, body)
@@ -42,16 +50,15 @@ export const authRoutes = (platform: Services) =>
       return { name: p.name, account: p.account, role: p.role, kind: p.kind }
     })
     .post('/api/v1/api-tokens', async ({ body, request }) => {
-      const p = await platform.auth.authenticate(request.headers)
-      if (!p) throw new MusterError('unauthorized', 'Authentication required.')
-      const b = parseBody(MintToken, body)
-      const role = b.role ?? p.role
-      // A principal can mint a token of its own role or a lesser one, never more.
-      if (role !== p.role && !roleCan(p.role, 'server.accounts.manage')) throw new MusterError('forbidden', 'Permission server.accounts.manage is required to mint a token of another role.')
-      if (role === 'superadmin' && p.role !== 'superadmin') throw new MusterError('forbidden', 'Only a superadmin can mint a superadmin token.')
-      const { token } = await platform.auth.mintApiToken({ name: b.name ?? `${p.name}-cli`, role, account: p.account })
-      return { token, name: b.name ?? `${p.name}-cli`, role }
+      const p = await caller(request)
+      return mintForCaller(platform.auth, p, platform.auth.now(), parseBody(MintToken, body))
     })
+    .get('/api/v1/api-tokens', async ({ request }) => listForCaller(platform.auth, await caller(request), platform.auth.now()))
+    .delete('/api/v1/api-tokens/:id', async ({ params, request }) => {
+      const p = await caller(request)
+      return revokeForCaller(platform.auth, p, platform.auth.now(), parseBody(TokenId, { id: params.id }).id)
+    })
+}
 
 export function sessionCookie(value: string, secure: boolean, maxAge: number): string {
   return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${Math.floor(maxAge)}${secure ? '; Secure' : ''}`

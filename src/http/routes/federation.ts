@@ -46,7 +46,7 @@ export const federationRoutes = (platform: Services) => {
           return controller().offices()
         })
         .post('/offices/:officeId/vouch', async ({ params, request }) => {
-          const caller = await need(request.headers, 'server.federation.view') // the vouch names this caller, nobody else
+          const caller = await platform.auth.require(request.headers, 'server.federation.vouch') // the vouch names this caller, nobody else, with its role
           return controller().vouch(officeParam(params.officeId), caller)
         })
         .post('/offices/:officeId/projects', async ({ params, body, request }) => {

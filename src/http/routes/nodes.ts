@@ -3,6 +3,7 @@ import { Elysia } from 'elysia'
 import * as v from 'valibot'
 import type { Services } from '../../services.ts'
 import { enroll } from '../../fabric/enroll.ts'
+import { renewCredential } from '../../fabric/renew.ts'
 import { createFleetToken, issueEnrollment, listFleetTokenViews, revokeJoinTokenById } from '../../fabric/join-tokens.ts'
 import { NAME_PATTERN } from '../../fabric/glob.ts'
 import { NodeName, parseBody } from '../validate.ts'
@@ -69,10 +70,7 @@ export const nodeRoutes = (platform: Services) => {
       return enroll(fabric, body)
     })
     .post('/nodes/register', ({ request, body }) => fabric.heartbeat(request.headers, parseBody(Register, body)))
-    .post('/nodes/renew', async ({ request }) => {
-      const n = await fabric.authenticateNode(request.headers)
-      return { nodeId: n.name, ...(await fabric.nextGeneration(n.name)) }
-    })
+    .post('/nodes/renew', ({ request, body }) => renewCredential(fabric, request.headers, body))
     .post('/nodes/trust', () => fabric.trustKeys())
     .get('/nodes/platform', ({ request }) => need(request, 'server.nodes.view').then(() => fabric.platformInfo()))
     .get('/nodes/audit', ({ request }) => need(request, 'server.nodes.manage').then(async () => ({ entries: await fabric.auditEntries() })))

@@ -7,7 +7,7 @@ import { localAuthority } from '../../federation/membership.ts'
 import { handleControllerCall, identityWrites, placedProjects, redeemVouch } from '../../federation/office.ts'
 import { ControllerCall } from '../../federation/wire.ts'
 import type { Services } from '../../services.ts'
-import { SESSION_TTL_MS } from '../../auth/auth.ts'
+import { VOUCHED_SESSION_TTL_MS } from '../../auth/auth.ts'
 import { parseBody } from '../validate.ts'
 import { sessionCookie } from './auth.ts'
 
@@ -15,11 +15,11 @@ const Redeem = v.object({ vouch: v.pipe(v.string(), v.maxLength(1024)) })
 
 export const officeRoutes = (platform: Services) => {
   const view = (headers: Headers) => platform.auth.require(headers, 'server.federation.view')
-  const cookieFor = (sessionId: string) => sessionCookie(sessionId, platform.secure, SESSION_TTL_MS / 1000)
+  const cookieFor = (sessionId: string) => sessionCookie(sessionId, platform.secure, VOUCHED_SESSION_TTL_MS / 1000)
   return new Elysia({ name: 'routes/office' })
     .post('/api/office/vouch', async ({ body }) => {
       const r = await redeemVouch(platform.federation, parseBody(Redeem, body).vouch)
-      return new Response(JSON.stringify({ ok: true, account: r.account, created: r.created }), {
+      return new Response(JSON.stringify({ ok: true, account: r.account, created: r.created, role: r.role }), {
         headers: { 'content-type': 'application/json', 'set-cookie': cookieFor(r.sessionId) },
       })
     })

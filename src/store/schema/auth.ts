@@ -31,4 +31,16 @@ export const AUTH_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    id: 10,
+    name: 'api token expiry and origin (login tokens end with the account password); session origin and role cap (vouched sessions)',
+    sql: `
+      ALTER TABLE api_tokens ADD COLUMN expires_at INTEGER;
+      ALTER TABLE api_tokens ADD COLUMN origin TEXT NOT NULL DEFAULT 'host';
+      CREATE INDEX api_tokens_account ON api_tokens (account);
+      ALTER TABLE sessions ADD COLUMN origin TEXT NOT NULL DEFAULT 'password';
+      ALTER TABLE sessions ADD COLUMN role_cap TEXT;
+      CREATE INDEX sessions_account ON sessions (account);
+    `,
+  },
 ]

@@ -58,4 +58,13 @@ export const FABRIC_MIGRATIONS: Migration[] = [
     name: 'node labels (KEY=VALUE pairs as a JSON object)',
     sql: `ALTER TABLE nodes ADD COLUMN labels TEXT;`,
   },
+  {
+    id: 120,
+    name: 'enrollment audit in two budgets: refusals never push enrollment records out',
+    sql: `
+      ALTER TABLE enroll_audit ADD COLUMN budget TEXT NOT NULL DEFAULT 'refusals';
+      UPDATE enroll_audit SET budget = 'enrollments' WHERE outcome IN ('enrolled', 'node-exists', 'worker-newer');
+      CREATE INDEX enroll_audit_budget ON enroll_audit (budget, id);
+    `,
+  },
 ]
