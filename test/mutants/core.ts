@@ -73,6 +73,36 @@ export default [
     tests: [ENROLL_TEST],
     filter: 'byte-identical',
   },
+  // #7 the Agent's verification loop: a document whose check failed is applied anyway.
+  {
+    name: 'agent: assignments that fail their check are applied anyway',
+    file: 'src/agent/workloads.ts',
+    from: [
+      '        if (!check.ok) {',
+      '          log.warn(`refused assignments: ${check.reason}`)',
+      '          await Bun.sleep(5000)',
+      '          continue',
+      '        }',
+      '        const next = check.doc.payload',
+    ].join('\n'),
+    to: ['        if (!check.ok) log.warn(`refused assignments: ${check.reason}`)', '        const next = (doc as Extract<typeof check, { ok: true }>[\'doc\']).payload'].join('\n'),
+    tests: ['test/e2e/assignments.test.ts'],
+  },
+  // #8 the assignment revision across Agent restarts.
+  {
+    name: 'agent: the assignments revision is no longer written to disk',
+    file: 'src/agent/workloads.ts',
+    from: 'if (next.revision !== revision) agent.dataDir.writeSecret(REVISION_FILE, `${next.revision}\\n`)',
+    to: '',
+    tests: ['test/agent/assignments.test.ts'],
+  },
+  {
+    name: 'agent: the stored assignments revision is not read at start',
+    file: 'src/agent/workloads.ts',
+    from: "let revision = Number(agent.dataDir.readSecretText(REVISION_FILE)?.trim() ?? '0') || 0",
+    to: 'let revision = 0',
+    tests: ['test/agent/assignments.test.ts'],
+  },
   // #9 the office's registration nonce.
   {
     name: 'federation: the office registers with a constant nonce',

@@ -9,6 +9,7 @@
 //     --jobs      mutants run at once (default 2, or $MUTANTS_JOBS)
 //     --baseline  first run each entry's tests unmutated: they must pass (checks new entries)
 //     --keep      keep the temporary copies (their paths are printed)
+//     --verbose   print the test output of every entry
 //
 // Steps per entry: 1. copy the project (node_modules symlinked), 2. check and
 // apply the replacement, 3. build dist/muster when a named test runs the binary
@@ -43,6 +44,7 @@ let jobs = Number(process.env.MUTANTS_JOBS) || 2
 let baseline = false
 let keep = false
 let listOnly = false
+let verbose = false
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i]!
   const value = () => {
@@ -56,12 +58,13 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--baseline') baseline = true
   else if (a === '--keep') keep = true
   else if (a === '--list') listOnly = true
+  else if (a === '--verbose') verbose = true
   else usage(`unknown argument ${a}`)
 }
 if (!Number.isInteger(jobs) || jobs < 1) usage('--jobs needs a whole number ≥ 1')
 
 function usage(message: string): never {
-  process.stderr.write(`mutants: ${message}\nusage: bun run mutants [--only SUBSTRING]... [--jobs N] [--baseline] [--keep] [--list]\n`)
+  process.stderr.write(`mutants: ${message}\nusage: bun run mutants [--only SUBSTRING]... [--jobs N] [--baseline] [--keep] [--list] [--verbose]\n`)
   process.exit(2)
 }
 
@@ -186,8 +189,9 @@ async function runOne(entry: { mutant: Mutant; source: string; problem?: string 
       const problem = await provideBinary(dir, BINARY_INPUTS.test(m.file))
       if (problem) return done('BROKEN', problem)
     }
-    const v = judge(await runTests(dir, m), true)
-    return done(v.verdict, v.note)
+    const run = await runTests(dir, m)
+    const v = judge(run, true)
+    return done(v.verdict, verbose ? `${v.note}\n${run.output.replace(/^/gm, '         | ')}` : v.note)
   } finally {
     if (keep) process.stdout.write(`   kept ${dir}\n`)
     else rmSync(dir, { recursive: true, force: true })
