@@ -73,6 +73,15 @@ export default [
     tests: [ENROLL_TEST],
     filter: 'byte-identical',
   },
+  // #6 install.sh: the download is pinned, not only the probe before it.
+  {
+    name: 'install.sh: the download no longer pins the probed key',
+    file: 'install.sh',
+    from: 'set -- --proto =https --insecure --pinnedpubkey "sha256//$PIN_KEY"',
+    to: 'set -- --proto =https --insecure',
+    tests: ['test/install/install.test.ts'],
+    filter: 'swaps its certificate',
+  },
   // #7 the Agent's verification loop: a document whose check failed is applied anyway.
   {
     name: 'agent: assignments that fail their check are applied anyway',
