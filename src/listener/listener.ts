@@ -50,6 +50,11 @@ export class EnrollmentListener {
     private readonly host: string,
   ) {}
 
+  /** Connections accepted and held unserved while MAX_CONNECTIONS are open (tests read this). */
+  get queued(): number {
+    return this.waiting.length
+  }
+
   /** Loads (or renews) the certificate; `listen` opens the port. */
   static async prepare(platform: Platform): Promise<EnrollmentListener> {
     const o = platform.options
