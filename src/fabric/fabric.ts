@@ -93,9 +93,9 @@ export class Fabric {
     this.trust = new TrustKeys(platform.dataDir, this.now)
     this.credentials = new NodeCredentials(platform.masterKey)
     this.limits = {
-      enroll: new RateLimiter('enroll', options.enrollLimit),
-      heartbeat: new RateLimiter('heartbeat', options.heartbeatLimit),
-      trust: new RateLimiter('trust', options.trustLimit),
+      enroll: new RateLimiter('enroll', options.enrollLimit, this.now),
+      heartbeat: new RateLimiter('heartbeat', options.heartbeatLimit, this.now),
+      trust: new RateLimiter('trust', options.trustLimit, this.now),
     }
     this.registry.startFlushing()
     platform.onClose(() => this.registry.stop())

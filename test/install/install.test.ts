@@ -6,10 +6,10 @@ import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readF
 import { createServer, connect, type AddressInfo } from 'node:net'
 import { join, resolve } from 'node:path'
 import { musterBin } from '../helpers/binary.ts'
+import { asRoot, describeAsRoot } from '../helpers/root.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 const SCRIPT = resolve(import.meta.dir, '../../install.sh')
-const asRoot = process.getuid?.() === 0
 const TIMEOUT = 30_000
 const scratch = tmpDir('muster-install-')
 afterAll(() => scratch[Symbol.dispose]())
@@ -200,7 +200,7 @@ describe('install.sh', () => {
   }, TIMEOUT)
 })
 
-describe.skipIf(!asRoot)('install.sh as root, into temporary roots', () => {
+describeAsRoot('install.sh as root, into temporary roots', () => {
   test('platform: account, binary, data dir, serve.env, unit, receipt; the unit verifies', async () => {
     const bin = await realBinary()
     const root = newRoot()

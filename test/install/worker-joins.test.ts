@@ -1,17 +1,17 @@
 // A worker installed by install.sh (into a temporary root) joins a Platform
 // started by the test, as the muster account, and is reported ready; doctor
 // reads the receipt of that root.
-import { describe, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { chmodSync, cpSync, mkdirSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { musterBin, runMuster, startServe } from '../helpers/binary.ts'
 import { freePort } from '../helpers/node-side.ts'
+import { describeAsRoot } from '../helpers/root.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 const SCRIPT = resolve(import.meta.dir, '../../install.sh')
-const asRoot = process.getuid?.() === 0
 
-describe.skipIf(!asRoot)('an installed worker', () => {
+describeAsRoot('an installed worker', () => {
   test('joins as the muster account, runs its Agent, is ready; doctor reads its receipt', { timeout: 90_000 }, async () => {
     using dir = tmpDir('muster-installed-')
     chmodSync(dir.path, 0o755) // the account must reach the root's files

@@ -112,6 +112,15 @@ export default [
     to: 'let revision = 0',
     tests: ['test/agent/assignments.test.ts'],
   },
+  // Rate limits run on the Platform's clock (the tests move it).
+  {
+    name: 'rate limits: the enroll limiter ignores the Platform clock',
+    file: 'src/fabric/fabric.ts',
+    from: "enroll: new RateLimiter('enroll', options.enrollLimit, this.now)",
+    to: "enroll: new RateLimiter('enroll', options.enrollLimit)",
+    tests: ['test/fabric/trust-limits.test.ts'],
+    filter: 'enroll over its limit',
+  },
   // #9 the office's registration nonce.
   {
     name: 'federation: the office registers with a constant nonce',
