@@ -160,6 +160,9 @@ describe('dashboard', () => {
   })
 
   test('a viewer is told which permission it lacks, and nothing changes', async () => {
+    // its own node, so the test does not depend on the ones before it
+    const e = await p.client.nodes.createEnrollment({ nodeId: 'worker-7' })
+    expect((await enrollNode('worker-7', e.token)).status).toBe(200)
     insertAccount(p.platform.db, { name: 'vera', role: 'viewer', passwordHash: await hashPassword('viewer-pass-1'), now: Date.now() })
     const page = await newPage()
     await logIn(page, p.url, 'vera', 'viewer-pass-1')
@@ -169,11 +172,11 @@ describe('dashboard', () => {
     await page.locator('input[name=nodeId]').fill('worker-9')
     await page.getByRole('button', { name: 'Issue join command' }).click()
     await page.getByText('You need permission server.nodes.enroll to add a machine').waitFor()
-    await page.locator('tr[data-node="worker-3"]').getByRole('button', { name: 'Revoke' }).click()
-    await page.locator('dialog').getByRole('button', { name: 'Revoke worker-3' }).click()
-    await page.getByText('You need permission server.nodes.manage to revoke worker-3').waitFor()
+    await page.locator('tr[data-node="worker-7"]').getByRole('button', { name: 'Revoke' }).click()
+    await page.locator('dialog').getByRole('button', { name: 'Revoke worker-7' }).click()
+    await page.getByText('You need permission server.nodes.manage to revoke worker-7').waitFor()
     const nodes = await p.client.nodes.list()
-    expect(nodes.nodes.find((n) => n.name === 'worker-3')?.state).not.toBe('revoked')
+    expect(nodes.nodes.find((n) => n.name === 'worker-7')?.state).not.toBe('revoked')
     expect(nodes.pendingEnrollments.map((e) => e.nodeId)).not.toContain('worker-9')
   })
 
