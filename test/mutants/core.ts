@@ -1,5 +1,5 @@
-// Planted bugs in the enrollment, Agent, install and federation wiring
-// (issue 17, #2–#4 and #6–#9): each must make the named tests fail.
+// Planted bugs in the enrollment, Agent, install and federation wiring (issue 17,
+// #2–#4 and #6–#9) and in the rate limiter's clock: each must make the named tests fail.
 import type { Mutant } from './types.ts'
 
 const ENROLL = 'src/fabric/enroll.ts'
