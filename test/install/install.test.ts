@@ -10,7 +10,7 @@ import { asRoot, describeAsRoot } from '../helpers/root.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 const SCRIPT = resolve(import.meta.dir, '../../install.sh')
-const TIMEOUT = 120_000 // useradd, systemd-analyze and shellcheck take tens of seconds on a loaded 2-core machine
+const TIMEOUT = 180_000 // a 110 MB binary copied and hashed, useradd, systemd-analyze: minutes on an overloaded 2-core machine
 const scratch = tmpDir('muster-install-')
 afterAll(() => scratch[Symbol.dispose]())
 
