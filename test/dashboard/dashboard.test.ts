@@ -19,6 +19,8 @@ const CHROMIUM = '/usr/bin/chromium'
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 const XSS = '<img src=x onerror="window.__xss=1">'
 const SCREENSHOT = '/tmp/muster-dashboard.png'
+/** Several Chromium steps of up to 30 s each: a test gets more than the default minute on a loaded machine. */
+const SLOW = { timeout: 150_000 }
 
 let browser: Browser
 let p: TestPlatform
@@ -72,7 +74,7 @@ afterAll(async () => {
 })
 
 describe('dashboard', () => {
-  test('the page is served with a strict CSP, no framing, and unknown /api paths stay JSON 404', async () => {
+  test('the page is served with a strict CSP, no framing, and unknown /api paths stay JSON 404', SLOW, async () => {
     const res = await fetch(`${p.url}/`)
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toContain('text/html')
@@ -93,7 +95,7 @@ describe('dashboard', () => {
     expect(await api404.json()).toMatchObject({ error: { code: 'not-found' } })
   })
 
-  test('a wrong password shows the refusal; the right one shows nodes, pending enrollments and labels as text', async () => {
+  test('a wrong password shows the refusal; the right one shows nodes, pending enrollments and labels as text', SLOW, async () => {
     const page = await newPage()
     await logIn(page, p.url, 'superadmin', 'not-the-password')
     await page.locator('#login-message').getByText('Login refused').waitFor()
@@ -116,7 +118,7 @@ describe('dashboard', () => {
     expect(pageErrors).toEqual([])
   })
 
-  test('Add a machine shows the join command with the token and the pin once; closing it removes the token', async () => {
+  test('Add a machine shows the join command with the token and the pin once; closing it removes the token', SLOW, async () => {
     const page = await newPage()
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: p.url })
     await logIn(page, p.url, 'superadmin', password(p.dataDir))
@@ -148,7 +150,7 @@ describe('dashboard', () => {
     expect((await enrollNode('worker-3', token)).status).toBe(200)
   })
 
-  test('Revoke asks, then the node is revoked on the Platform and in the list', async () => {
+  test('Revoke asks, then the node is revoked on the Platform and in the list', SLOW, async () => {
     const page = await newPage()
     await logIn(page, p.url, 'superadmin', password(p.dataDir))
     const row = page.locator('tr[data-node="worker-1"]')
@@ -159,7 +161,7 @@ describe('dashboard', () => {
     expect(nodes.nodes.find((n) => n.name === 'worker-1')?.state).toBe('revoked')
   })
 
-  test('a viewer is told which permission it lacks, and nothing changes', async () => {
+  test('a viewer is told which permission it lacks, and nothing changes', SLOW, async () => {
     // its own node, so the test does not depend on the ones before it
     const e = await p.client.nodes.createEnrollment({ nodeId: 'worker-7' })
     expect((await enrollNode('worker-7', e.token)).status).toBe(200)
@@ -180,7 +182,7 @@ describe('dashboard', () => {
     expect(nodes.pendingEnrollments.map((e) => e.nodeId)).not.toContain('worker-9')
   })
 
-  test('Projects shows replicas, placements and shortfall, commands as text', async () => {
+  test('Projects shows replicas, placements and shortfall, commands as text', SLOW, async () => {
     await p.client.projects.deploy({ name: 'web', replicas: 2, command: ['echo', '<script>window.__xss=2</script>'] })
     const page = await newPage()
     await logIn(page, p.url, 'superadmin', password(p.dataDir))
@@ -193,7 +195,7 @@ describe('dashboard', () => {
     expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined()
   })
 
-  test('Providers and machines shows the cloud status, or says the build has none (404)', async () => {
+  test('Providers and machines shows the cloud status, or says the build has none (404)', SLOW, async () => {
     const page = await newPage()
     await logIn(page, p.url, 'superadmin', password(p.dataDir))
     await page.locator('#who').getByText('superadmin').waitFor()
@@ -214,7 +216,7 @@ describe('dashboard', () => {
     expect(await panel.locator('.error').count()).toBe(0)
   })
 
-  test('Providers and machines lists the machines this Platform created; Release asks, then deletes', async () => {
+  test('Providers and machines lists the machines this Platform created; Release asks, then deletes', SLOW, async () => {
     await using hz = startHetznerFake()
     const cloud = cloudOf(p.platform)
     cloud.endpoints.hetzner = hz.url
@@ -237,7 +239,7 @@ describe('dashboard', () => {
     })
   })
 
-  test('Open office mints a vouch and opens the office signed in; the office refuses local login with its reason', async () => {
+  test('Open office mints a vouch and opens the office signed in; the office refuses local login with its reason', SLOW, async () => {
     const { token } = await p.client.federation.mint({ officeId: 'office-a', label: '<b>HQ</b>' })
     const office = await startOffice(p.url, token)
     cleanups.push(() => office.close())
@@ -265,7 +267,7 @@ describe('dashboard', () => {
     expect(await local.locator('#app-view').isVisible()).toBe(false)
   })
 
-  test('Log out ends the session', async () => {
+  test('Log out ends the session', SLOW, async () => {
     const page = await newPage()
     await logIn(page, p.url, 'superadmin', password(p.dataDir))
     await page.locator('#who').getByText('superadmin').waitFor()
