@@ -17,7 +17,7 @@ for (let i = 0; i < args.length; i++) {
 if (files.length === 0) files.push(...(await Array.fromAsync(new Glob('test/**/*.test.ts').scan({ cwd: ROOT }))).sort())
 
 async function bunTest(file: string, filter?: string): Promise<{ code: number; output: string }> {
-  const p = Bun.spawn(['bun', 'test', '--timeout', '60000', `./${file}`, ...(filter ? ['-t', filter] : [])], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, NO_COLOR: '1' } })
+  const p = Bun.spawn(['bun', 'test', '--timeout', '120000', `./${file}`, ...(filter ? ['-t', filter] : [])], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, NO_COLOR: '1' } })
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
   return { code, output: out + err }
 }

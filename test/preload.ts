@@ -12,6 +12,6 @@ for (const key of Object.keys(process.env)) {
 }
 process.env.MUSTER_LOG_LEVEL ??= '1'
 
-// End-to-end tests start real processes; give every test a minute (bun 1.4 ignores bunfig's timeout).
+// End-to-end tests start real processes; give every test two minutes (a loaded 2-core machine is slow) (bun 1.4 ignores bunfig's timeout).
 const { setDefaultTimeout } = await import('bun:test')
-setDefaultTimeout(60_000)
+setDefaultTimeout(120_000)

@@ -112,7 +112,7 @@ describe('agent', () => {
       await waitFor(() => count('/api/v1/nodes/renew') > renewsBefore, { what: 'a renewal after the 401' })
       // Four more heartbeats fail after the failed renewal: none of them tries another renewal …
       const beatsAt = count('/api/v1/nodes/register')
-      await waitFor(() => count('/api/v1/nodes/register') >= beatsAt + 4, { what: 'four heartbeats after the renewal', timeoutMs: 20_000 })
+      await waitFor(() => count('/api/v1/nodes/register') >= beatsAt + 4, { what: 'four heartbeats after the renewal', timeoutMs: 45_000 })
       expect(count('/api/v1/nodes/renew')).toBe(renewsBefore + 1)
       // … and they back off, doubling from the 100 ms interval (a busy machine only stretches the gaps).
       const beats = seen.filter((s) => s.path === '/api/v1/nodes/register').slice(beatsAt - 1, beatsAt + 4).map((s) => s.at)

@@ -33,9 +33,9 @@ const heartbeats = (proxy: PlatformProxy) => proxy.passed.filter((x) => x.path =
 
 /** After the Agent logged the refusal: two more heartbeats, none reporting a replica; the marker never written. */
 async function expectNothingRan(proxy: PlatformProxy, agentLog: () => string, reason: string, marker: string) {
-  await waitFor(() => agentLog().includes('refused assignments') || existsSync(marker), { what: 'the Agent to handle the document', timeoutMs: 20_000 })
+  await waitFor(() => agentLog().includes('refused assignments') || existsSync(marker), { what: 'the Agent to handle the document', timeoutMs: 45_000 })
   const seen = heartbeats(proxy).length
-  await waitFor(() => heartbeats(proxy).length >= seen + 2, { what: 'two heartbeats after the refusal', timeoutMs: 20_000 })
+  await waitFor(() => heartbeats(proxy).length >= seen + 2, { what: 'two heartbeats after the refusal', timeoutMs: 45_000 })
   expect(proxy.passed.some((x) => x.path === ASSIGNMENTS_PATH && x.intercepted)).toBe(true)
   expect(agentLog()).toContain(`refused assignments: ${reason}`)
   expect(heartbeats(proxy).map((h) => (h.body as { replicas?: unknown[] }).replicas)).toEqual(heartbeats(proxy).map(() => []))
@@ -43,7 +43,7 @@ async function expectNothingRan(proxy: PlatformProxy, agentLog: () => string, re
 }
 
 describe('a running Agent refuses assignments it cannot verify', () => {
-  test("another node's genuine document is refused and nothing runs", { timeout: 90_000 }, async () => {
+  test("another node's genuine document is refused and nothing runs", { timeout: 180_000 }, async () => {
     using dir = tmpDir()
     using proxy = platformProxy()
     const { serve, env, startAgent, deploy } = await setUp(dir.path, proxy)
@@ -64,7 +64,7 @@ describe('a running Agent refuses assignments it cannot verify', () => {
     await expectNothingRan(proxy, () => agent.log(), 'document is for node w2, not w1', marker)
   })
 
-  test('its own document edited after signing is refused and nothing runs; the genuine one then runs', { timeout: 90_000 }, async () => {
+  test('its own document edited after signing is refused and nothing runs; the genuine one then runs', { timeout: 180_000 }, async () => {
     using dir = tmpDir()
     using proxy = platformProxy()
     const { serve, env, startAgent, deploy } = await setUp(dir.path, proxy)

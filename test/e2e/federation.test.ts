@@ -125,7 +125,7 @@ describe('federation through dist/muster', () => {
     // The office runs it on its own (local) node and reports that in its heartbeats.
     await waitFor(async () => (await offices()).offices.find((o) => o.officeId === 'office-b')?.projects.some((p) => p.name === 'web' && p.state === 'running' && p.running === 2), {
       what: 'web reported running',
-      timeoutMs: 20_000,
+      timeoutMs: 45_000,
     })
     // Without a command, the controller's own project of that name is what is placed.
     expect((await runMuster(['federation', 'place', 'office-b', 'api'], { env })).code).toBe(1) // no such project here
@@ -155,9 +155,9 @@ describe('federation through dist/muster', () => {
   test('revoke stops one office heartbeating; detach leaves, keeps data, opens the door', async () => {
     await bothJoined()
     expect((await runMuster(['federation', 'revoke', 'office-a'], { env })).code).toBe(0)
-    await waitFor(async () => (await offices()).offices.find((o) => o.officeId === 'office-a')?.fresh === false, { what: 'office-a no longer fresh', timeoutMs: 20_000 })
+    await waitFor(async () => (await offices()).offices.find((o) => o.officeId === 'office-a')?.fresh === false, { what: 'office-a no longer fresh', timeoutMs: 45_000 })
     // office-b heartbeats on (fresh means a heartbeat in the last 3 intervals, so wait for one rather than sample)
-    await waitFor(async () => (await offices()).offices.find((o) => o.officeId === 'office-b')?.fresh, { what: 'office-b still fresh', timeoutMs: 20_000 })
+    await waitFor(async () => (await offices()).offices.find((o) => o.officeId === 'office-b')?.fresh, { what: 'office-b still fresh', timeoutMs: 45_000 })
     expect((await offices()).offices.find((o) => o.officeId === 'office-a')?.status).toBe('revoked')
     await officeOn(ports.a)!.stop()
     const detached = await runMuster(['admin', 'detach', '--data-dir', aDir])

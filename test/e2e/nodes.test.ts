@@ -20,7 +20,7 @@ const api = (url: string, token: string, method: string, path: string, body?: un
   fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
 
 describe('nodes through dist/muster', () => {
-  test('enroll-token, join-token, enroll by hand, list, audit; all of it survives kill -9', { timeout: 60_000 }, async () => {
+  test('enroll-token, join-token, enroll by hand, list, audit; all of it survives kill -9', { timeout: 180_000 }, async () => {
     using dir = tmpDir()
     const data = `${dir.path}/data`
     let serve = await startServe(data, ['--remote-dispatch'])
@@ -107,7 +107,7 @@ describe('nodes through dist/muster', () => {
     }
   })
 
-  test('kill -9 in the middle of writes: everything acknowledged is there after the restart, and nothing half-written', { timeout: 90_000 }, async () => {
+  test('kill -9 in the middle of writes: everything acknowledged is there after the restart, and nothing half-written', { timeout: 180_000 }, async () => {
     using dir = tmpDir()
     const data = `${dir.path}/data`
     const serve = await startServe(data, ['--remote-dispatch'])

@@ -12,7 +12,7 @@ import { tmpDir, waitFor } from '../helpers/tmp.ts'
 const SCRIPT = resolve(import.meta.dir, '../../install.sh')
 
 describeAsRoot('an installed worker', () => {
-  test('joins as the muster account, runs its Agent, is ready; doctor reads its receipt', { timeout: 90_000 }, async () => {
+  test('joins as the muster account, runs its Agent, is ready; doctor reads its receipt', { timeout: 180_000 }, async () => {
     using dir = tmpDir('muster-installed-')
     chmodSync(dir.path, 0o755) // the account must reach the root's files
     const root = join(dir.path, 'root')
@@ -49,7 +49,7 @@ describeAsRoot('an installed worker', () => {
       await waitFor(async () => {
         const list = JSON.parse((await runMuster(['nodes', 'list', '--json'], { env })).stdout) as { nodes: { name: string; state: string }[] }
         return list.nodes.find((n) => n.name === 'installed-1')?.state === 'ready'
-      }, { timeoutMs: 20_000, what: 'the installed worker ready' })
+      }, { timeoutMs: 45_000, what: 'the installed worker ready' })
 
       const doctor = Bun.spawnSync([...asAccount, installed, 'doctor', '--root', root, '--data-dir', dataDir, '--json'], { env: { PATH: process.env.PATH, HOME: dataDir } })
       const report = JSON.parse(doctor.stdout.toString()) as { ok: boolean; role: string; checks: { name: string; status: string; message: string }[]; notes: string[] }

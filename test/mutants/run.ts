@@ -129,7 +129,7 @@ function pristineBinary() {
 const needsBinary = (m: Mutant) => m.tests.some((t) => t.startsWith('test/e2e/') || SPAWNS_BINARY.test(readFileSync(join(ROOT, t), 'utf8')))
 
 async function runTests(dir: string, m: Mutant): Promise<{ code: number | null; output: string }> {
-  const cmd = ['bun', 'test', '--timeout', '60000', ...m.tests.map((t) => `./${t}`), ...(m.filter ? ['-t', m.filter] : [])]
+  const cmd = ['bun', 'test', '--timeout', '120000', ...m.tests.map((t) => `./${t}`), ...(m.filter ? ['-t', m.filter] : [])]
   const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' }
   delete env.MUSTER_TEST_REBUILD
   const p = Bun.spawn(cmd, { cwd: dir, env, stdout: 'pipe', stderr: 'pipe', detached: true })

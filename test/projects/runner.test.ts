@@ -32,7 +32,7 @@ describe('runner', () => {
     runner.apply([replica(['sh', '-c', 'echo run; exit 3'])])
     await waitFor(() => runner.status()[0]?.state === 'failed')
     expect(runner.status()[0]!.exitCode).toBe(3)
-    await waitFor(() => (readFileSync(runner.logFile('p', 0), 'utf8').match(/^run$/gm) ?? []).length >= 5, { timeoutMs: 20_000 })
+    await waitFor(() => (readFileSync(runner.logFile('p', 0), 'utf8').match(/^run$/gm) ?? []).length >= 5, { timeoutMs: 45_000 })
     const log = readFileSync(runner.logFile('p', 0), 'utf8')
     // The backoff doubles from 100 ms up to the 400 ms cap …
     const delays = [...log.matchAll(/--- restarting in (\d+) ms/g)].map((m) => Number(m[1]))
@@ -55,7 +55,7 @@ describe('runner', () => {
     runner.apply([])
     await waitFor(() => runner.status().length === 0)
     expect(Date.now() - t0).toBeGreaterThanOrEqual(250)
-    await waitFor(() => !alive(child), { timeoutMs: 3000 })
+    await waitFor(() => !alive(child), { what: 'the child gone' })
   })
 
   test('apply starts new revisions before the old one is dropped by the caller', async () => {
