@@ -42,10 +42,13 @@ describe('agent', () => {
     const impostor = await generateKeyAndCert({ commonName: 'w1', dnsNames: [], ipAddresses: ['127.0.0.1'], days: 2 })
     const fake = Bun.serve({ hostname: '127.0.0.1', port, tls: { cert: impostor.certPem, key: impostor.keyPem }, fetch: () => Response.json({ ok: true, node: 'w1' }) })
     try {
-      await p.platform.prober.probe('w1')
-      const n = await nodeOf(p)
-      expect(n?.state).toBe('unreachable')
-      expect(n?.reason).toContain('another certificate')
+      // probe() joins a periodic probe already under way, which may have run before the impostor listened
+      const n = await waitFor(async () => {
+        await p.platform.prober.probe('w1')
+        const seen = await nodeOf(p)
+        return seen?.reason?.includes('another certificate') ? seen : undefined
+      }, { what: 'a probe that reached the impostor' })
+      expect(n.state).toBe('unreachable')
     } finally {
       fake.stop(true)
     }
