@@ -10,7 +10,7 @@ export default [
   {
     name: 'enroll: the tombstone refusal gets its own message',
     file: ENROLL,
-    from: "return refuse('name was removed (tombstoned)')",
+    from: "return await refuse('name was removed (tombstoned)')",
     to: "throw new MusterError('enrollment-refused', 'This name was removed.')",
     tests: [ENROLL_TEST],
     filter: 'byte-identical',
@@ -18,7 +18,7 @@ export default [
   {
     name: 'enroll: the reserved name is refused with its own code',
     file: ENROLL,
-    from: "if (body.nodeId === 'local') return refuse('reserved name')",
+    from: "if (body.nodeId === 'local') return await refuse('reserved name')",
     to: "if (body.nodeId === 'local') throw new MusterError('name-taken', 'The name local is reserved.')",
     tests: [ENROLL_TEST],
     filter: 'byte-identical',
@@ -26,7 +26,7 @@ export default [
   {
     name: 'enroll: a revoked node repeating its enrollment is told it was revoked',
     file: ENROLL,
-    from: "if (existing.revoked_at !== null) return refuse('node revoked')",
+    from: "if (existing.revoked_at !== null) return await refuse('node revoked')",
     to: "if (existing.revoked_at !== null) throw new MusterError('node-revoked', 'This node has been revoked.')",
     tests: [ENROLL_TEST],
     filter: 'byte-identical',
@@ -68,7 +68,7 @@ export default [
   {
     name: 'enroll: a repeat no longer checks that the node was revoked',
     file: ENROLL,
-    from: "if (existing.revoked_at !== null) return refuse('node revoked')",
+    from: "if (existing.revoked_at !== null) return await refuse('node revoked')",
     to: '',
     tests: [ENROLL_TEST],
     filter: 'byte-identical',
