@@ -14,7 +14,8 @@
 // Steps per entry: 1. copy the project (node_modules symlinked), 2. check and
 // apply the replacement, 3. build dist/muster when a named test runs the binary
 // (from the mutated copy when the bug is in src/ or commands/, else a pristine
-// build shared by all), 4. `bun test FILES [-t FILTER]`, 5. judge, 6. remove the copy.
+// build shared by all), 4. `bun test --bail FILES [-t FILTER]` on the entry's engines
+// (MUSTER_TEST_ENGINES, SQLite unless it names others), 5. judge, 6. remove the copy.
 import { Glob } from 'bun'
 import { chmodSync, copyFileSync, cpSync, mkdirSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -93,6 +94,7 @@ function shapeProblem(m: Mutant, names: Set<string>): string | undefined {
   if (typeof m.file !== 'string' || typeof m.from !== 'string' || typeof m.to !== 'string') return 'file, from and to must be strings'
   if (m.from === m.to) return '`from` and `to` are the same'
   if (!Array.isArray(m.tests) || m.tests.length === 0) return 'no tests named'
+  if (m.engines !== undefined && (!Array.isArray(m.engines) || m.engines.length === 0 || m.engines.some((e) => e !== 'sqlite' && e !== 'postgres'))) return "engines must name 'sqlite' and/or 'postgres'"
   for (const t of m.tests) if (!existsSync(join(ROOT, t))) return `test file ${t} does not exist`
   if (!existsSync(join(ROOT, m.file))) return `${m.file} does not exist`
   const count = readFileSync(join(ROOT, m.file), 'utf8').split(m.from).length - 1
@@ -129,8 +131,9 @@ function pristineBinary() {
 const needsBinary = (m: Mutant) => m.tests.some((t) => t.startsWith('test/e2e/') || SPAWNS_BINARY.test(readFileSync(join(ROOT, t), 'utf8')))
 
 async function runTests(dir: string, m: Mutant): Promise<{ code: number | null; output: string }> {
-  const cmd = ['bun', 'test', '--timeout', '120000', ...m.tests.map((t) => `./${t}`), ...(m.filter ? ['-t', m.filter] : [])]
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' }
+  // --bail: the first failing test kills the mutant, the rest need not run.
+  const cmd = ['bun', 'test', '--bail', '--timeout', '120000', ...m.tests.map((t) => `./${t}`), ...(m.filter ? ['-t', m.filter] : [])]
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', MUSTER_TEST_ENGINES: (m.engines ?? ['sqlite']).join(',') }
   delete env.MUSTER_TEST_REBUILD
   const p = Bun.spawn(cmd, { cwd: dir, env, stdout: 'pipe', stderr: 'pipe', detached: true })
   let timedOut = false
