@@ -13,6 +13,9 @@ for (const key of Object.keys(process.env)) {
 }
 process.env.MUSTER_LOG_LEVEL ??= '1'
 
-// End-to-end tests start real processes; give every test a minute (bun 1.4 ignores bunfig's timeout).
+// End-to-end tests start real processes: two minutes per test (a loaded 2-core machine is slow).
+// Bun 1.4 ignores bunfig's timeout, and setDefaultTimeout here reaches only the FIRST file
+// bun loads: `bun run test` (and the mutants runner) pass --timeout 120000 for every file;
+// by hand, run `bun test --timeout 120000 A B` when a file after the first is slow.
 const { setDefaultTimeout } = await import('bun:test')
-setDefaultTimeout(60_000)
+setDefaultTimeout(120_000)

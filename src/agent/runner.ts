@@ -119,6 +119,7 @@ export class Runner {
     if (s.startedAt && Date.now() - s.startedAt > this.opts.stableAfterMs) s.restarts = 0
     const delay = Math.min(this.opts.backoffMaxMs, this.opts.backoffStartMs * 2 ** s.restarts)
     s.restarts++
+    this.writeLog(this.logFile(s.spec.project, s.spec.replica), `--- restarting in ${delay} ms\n`)
     s.timer = setTimeout(() => {
       s.timer = null
       if (!s.stopping) this.launch(s)

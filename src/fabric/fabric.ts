@@ -64,9 +64,9 @@ export class Fabric {
     this.trust = new TrustKeys(ctx.vault, this.now)
     this.credentials = new NodeCredentials(ctx.masterKey)
     this.limits = {
-      enroll: new RateLimiter('enroll', options.enrollLimit),
-      heartbeat: new RateLimiter('heartbeat', options.heartbeatLimit),
-      trust: new RateLimiter('trust', options.trustLimit),
+      enroll: new RateLimiter('enroll', options.enrollLimit, this.now),
+      heartbeat: new RateLimiter('heartbeat', options.heartbeatLimit, this.now),
+      trust: new RateLimiter('trust', options.trustLimit, this.now),
     }
     this.renewLimit = new KeyedLimit(RENEW_LIMIT, this.now)
     this.registry.startFlushing()

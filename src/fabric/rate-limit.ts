@@ -1,6 +1,6 @@
 // Token-bucket rate limits with a cap on requests in flight. Each kind of
 // request (enroll, heartbeat, trust) has its own, so a flood of one cannot
-// starve another.
+// starve another. They run on the Platform's clock.
 import { MusterError } from '../errors.ts'
 
 export interface RateLimitOptions {
@@ -31,8 +31,11 @@ export class RateLimiter {
   /** Admits one request or throws 429 rate-limited with Retry-After; call the returned release when done. */
   admit(): () => void {
     const now = this.now()
-    this.tokens = Math.min(this.opts.burst, this.tokens + ((now - this.last) / 1000) * this.opts.perSecond)
-    this.last = now
+    // A clock that steps back (NTP, a test) neither drains the bucket nor refills it twice.
+    if (now > this.last) {
+      this.tokens = Math.min(this.opts.burst, this.tokens + ((now - this.last) / 1000) * this.opts.perSecond)
+      this.last = now
+    }
     if (this.inFlight >= this.opts.maxInFlight) throw this.refusal(1)
     if (this.tokens < 1) throw this.refusal((1 - this.tokens) / this.opts.perSecond)
     this.tokens -= 1

@@ -59,6 +59,11 @@ export class EnrollmentListener {
     private readonly host: string,
   ) {}
 
+  /** Connections accepted and held unserved while MAX_CONNECTIONS are open (tests read this). */
+  get queued(): number {
+    return this.waiting.length
+  }
+
   /** Loads (or renews) the certificate; `listen` opens the port. */
   static async prepare(ctx: Context, deps: { fabric: Fabric; pki: Pki; forward: (req: Request) => Response | Promise<Response> }, o: PlatformOptions): Promise<EnrollmentListener> {
     const given = normaliseAddresses(o.enrollmentAddresses ?? [], '--enrollment-address')

@@ -9,7 +9,7 @@ import { startHetznerFake } from '../fakes/hetzner.ts'
 import { bootMachine, type BootedMachine } from '../fakes/machine.ts'
 
 describe('cloud through dist/muster', () => {
-  test('connect from stdin, regions, sizes, provision → a machine that joins by itself and is ready, release, disconnect', { timeout: 120_000 }, async () => {
+  test('connect from stdin, regions, sizes, provision → a machine that joins by itself and is ready, release, disconnect', { timeout: 180_000 }, async () => {
     using dir = tmpDir('muster-cloud-e2e-')
     await using hz = startHetznerFake()
     hz.book.bootMs = 400

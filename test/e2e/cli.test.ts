@@ -110,7 +110,7 @@ describe('muster binary', () => {
     expect((await runMuster(['admin', 'passwd', 'nobody', '--data-dir', data], { stdin: 'a-new-long-password\n' })).code).toBe(1)
   })
 
-  test('login asks for the password on a terminal without echoing it', { timeout: 30_000 }, async () => {
+  test('login asks for the password on a terminal without echoing it', { timeout: 180_000 }, async () => {
     using dir = tmpDir()
     const data = `${dir.path}/data`
     await using serve = await startServe(data)

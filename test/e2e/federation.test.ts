@@ -33,6 +33,29 @@ async function json<T>(args: string[], extraEnv: Record<string, string> = {}): P
   return JSON.parse(r.stdout) as T
 }
 
+/** The office serving on `port` now (never the controller). */
+const officeOn = (port: number) => running.find((d) => d !== controller && d.proc.exitCode === null && d.log().includes(`:${port}`))
+
+let joinedBoth: Promise<void> | undefined
+/**
+ * office-a and office-b minted and joined, both fresh. Every test starts from here (the first
+ * one to ask does the work), so each passes alone with -t as well as after the others.
+ */
+function bothJoined(): Promise<void> {
+  joinedBoth ??= (async () => {
+    tokens.a = (await json<{ officeId: string; token: string }>(['federation', 'mint', 'office-a', '--label', 'Office A'])).token
+    tokens.b = (await json<{ token: string }>(['federation', 'mint', 'office-b'])).token
+    await office(aDir, ports.a, { token: tokens.a })
+    // office-b takes nodes: a controller's project never runs on an office's local node (SPEC §16.6)
+    await office(bDir, ports.b, { token: tokens.b }, ['--enrollment-port', '0', '--enrollment-address', '127.0.0.1'])
+    await waitFor(async () => {
+      const o = await offices()
+      return o.offices.length === 2 && o.offices.every((x) => x.fresh)
+    }, { what: 'both offices fresh', timeoutMs: 30_000 })
+  })()
+  return joinedBoth
+}
+
 type Offices = { offices: { officeId: string; fresh: boolean; status: string; advertiseUrl: string | null; projects: { name: string; state: string; running: number }[] }[] }
 const offices = () => json<Offices>(['federation', 'offices'])
 const login = (port: number, identifier: string, password: string) =>
@@ -55,21 +78,14 @@ afterAll(async () => {
 
 describe('federation through dist/muster', () => {
   test('mint, join two offices, directory, tokens', async () => {
-    tokens.a = (await json<{ officeId: string; token: string }>(['federation', 'mint', 'office-a', '--label', 'Office A'])).token
-    tokens.b = (await json<{ token: string }>(['federation', 'mint', 'office-b'])).token
+    await bothJoined()
     expect(tokens.a).toMatch(/^mof1:office-a:[A-Za-z0-9_-]{43}:[A-Za-z0-9_-]{43}$/)
     const again = await runMuster(['federation', 'mint', 'office-a'], { env })
-    expect(again.code).toBe(1)
     expect(again.stderr).toContain('--rotate')
+    expect(again.code).toBe(1)
     const bad = await runMuster(['federation', 'mint', 'Office_A'], { env })
     expect(bad.code).toBe(2)
-    await office(aDir, ports.a, { token: tokens.a })
-    // office-b takes nodes: a controller's project never runs on an office's local node (SPEC §16.6)
-    await office(bDir, ports.b, { token: tokens.b }, ['--enrollment-port', '0', '--enrollment-address', '127.0.0.1'])
-    const dir = await waitFor(async () => {
-      const o = await offices()
-      return o.offices.length === 2 && o.offices.every((x) => x.fresh) ? o.offices : undefined
-    }, { what: 'both offices fresh', timeoutMs: 15_000 })
+    const dir = (await offices()).offices
     expect(dir.map((o) => [o.officeId, o.status, o.advertiseUrl])).toEqual([
       ['office-a', 'active', `http://127.0.0.1:${ports.a}`],
       ['office-b', 'active', `http://127.0.0.1:${ports.b}`],
@@ -83,6 +99,7 @@ describe('federation through dist/muster', () => {
   })
 
   test('the local door is closed with one answer; a vouch from the controller opens a session', async () => {
+    await bothJoined()
     const answers = await Promise.all([login(ports.a, 'superadmin', password(aDir)), login(ports.a, 'superadmin', 'nope'), login(ports.a, 'ghost', 'x')].map(async (r) => [(await r).status, await (await r).text()]))
     expect(answers[0]![0]).toBe(403)
     expect(new Set(answers.map((a) => JSON.stringify(a))).size).toBe(1)
@@ -102,9 +119,10 @@ describe('federation through dist/muster', () => {
     expect(await at.json()).toMatchObject({ joined: true, officeId: 'office-a', localLoginAllowed: false, controller: { state: 'connected' } })
   })
 
-  test('place a project on an office; it is reported back in heartbeats', { timeout: 60_000 }, async () => {
+  test('place a project on an office; it is reported back in heartbeats', { timeout: 180_000 }, async () => {
+    await bothJoined()
     // A worker joins office-b, enrolled by a superadmin the controller vouched for there.
-    const officeB = running.find((d) => d.log().includes(`:${ports.b}`))!
+    const officeB = officeOn(ports.b)!
     const [, enrollUrl, fingerprint] = (await officeB.waitForLog(/enrollment listener on (https:\/\/\S+) .*fingerprint (sha256:[0-9a-f]{64})/)) as unknown as [string, string, string]
     const v = await json<{ redeemUrl: string }>(['federation', 'vouch', 'office-b', '--platform-url', controller.url], { MUSTER_TOKEN: '' })
     const cookie = (await fetch(v.redeemUrl, { redirect: 'manual' })).headers.get('set-cookie')!.split(';')[0]!
@@ -116,7 +134,7 @@ describe('federation through dist/muster', () => {
     // The office runs it on its worker and reports that in its heartbeats.
     await waitFor(async () => (await offices()).offices.find((o) => o.officeId === 'office-b')?.projects.some((p) => p.name === 'web' && p.state === 'running' && p.running === 2), {
       what: 'web reported running',
-      timeoutMs: 20_000,
+      timeoutMs: 45_000,
     })
     // Without a command, the controller's own project of that name is what is placed.
     expect((await runMuster(['federation', 'place', 'office-b', 'api'], { env })).code).toBe(1) // no such project here
@@ -128,10 +146,11 @@ describe('federation through dist/muster', () => {
   })
 
   test('break-glass refuses while serving; done offline it is reported to the controller on reconnect', async () => {
+    await bothJoined()
     const busy = await runMuster(['admin', 'break-glass', '--data-dir', bDir])
     expect(busy.code).toBe(1)
     expect(busy.stderr).toContain('stop it first')
-    await running.find((d) => d.proc.pid && d.log().includes(`:${ports.b}`))!.stop()
+    await officeOn(ports.b)!.stop()
     const bg = await runMuster(['admin', 'break-glass', 'superadmin', '--data-dir', bDir, '--json'])
     expect(bg.code).toBe(0)
     const out = JSON.parse(bg.stdout) as { localLoginAllowed: boolean; account: string; password: string }
@@ -143,10 +162,13 @@ describe('federation through dist/muster', () => {
   })
 
   test('revoke stops one office heartbeating; detach leaves, keeps data, opens the door', async () => {
-    await runMuster(['federation', 'revoke', 'office-a'], { env })
-    await waitFor(async () => (await offices()).offices.find((o) => o.officeId === 'office-a')?.fresh === false, { what: 'office-a no longer fresh' })
-    expect((await offices()).offices.find((o) => o.officeId === 'office-b')?.fresh).toBe(true)
-    await running.find((d) => d.log().includes(`:${ports.a}`))!.stop()
+    await bothJoined()
+    expect((await runMuster(['federation', 'revoke', 'office-a'], { env })).code).toBe(0)
+    await waitFor(async () => (await offices()).offices.find((o) => o.officeId === 'office-a')?.fresh === false, { what: 'office-a no longer fresh', timeoutMs: 45_000 })
+    // office-b heartbeats on (fresh means a heartbeat in the last 3 intervals, so wait for one rather than sample)
+    await waitFor(async () => (await offices()).offices.find((o) => o.officeId === 'office-b')?.fresh, { what: 'office-b still fresh', timeoutMs: 45_000 })
+    expect((await offices()).offices.find((o) => o.officeId === 'office-a')?.status).toBe('revoked')
+    await officeOn(ports.a)!.stop()
     const detached = await runMuster(['admin', 'detach', '--data-dir', aDir])
     expect(detached.code).toBe(0)
     expect(detached.stderr).toContain('unset MUSTER_JOIN_TOKEN')
@@ -157,7 +179,8 @@ describe('federation through dist/muster', () => {
   })
 
   test('an office refuses to start on a token that disagrees with the stored one, or a malformed token', async () => {
-    await running.find((d) => d.log().includes(`:${ports.b}`) && d.proc.exitCode === null)!.stop()
+    await bothJoined()
+    await officeOn(ports.b)!.stop()
     const mismatch = await runMuster(['serve', '--data-dir', bDir, '--port', '0'], { env: { MUSTER_CONTROLLER_URL: controller.url, MUSTER_ADVERTISE_URL: 'http://127.0.0.1:1', MUSTER_JOIN_TOKEN: tokens.a } })
     expect(mismatch.code).toBe(1)
     expect(mismatch.stderr).toContain("'office-a'")

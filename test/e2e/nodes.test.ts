@@ -1,12 +1,26 @@
 // The enrollment authority through the compiled binary, including kill -9.
 import { describe, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { runMuster, startServe } from '../helpers/binary.ts'
 import { newCert } from '../helpers/certs.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
+/** last_seen_at of a node as written in the data directory's database (read beside the running Platform). */
+function lastSeenOnDisk(data: string, name: string): number | null {
+  const db = new Database(`${data}/muster.db`, { readonly: true })
+  try {
+    return (db.query('SELECT last_seen_at FROM nodes WHERE name = ?').get(name) as { last_seen_at: number | null } | null)?.last_seen_at ?? null
+  } finally {
+    db.close()
+  }
+}
+
+const api = (url: string, token: string, method: string, path: string, body?: unknown) =>
+  fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+
 describe('nodes through dist/muster', () => {
-  test('enroll-token, join-token, enroll by hand, list, audit; all of it survives kill -9', { timeout: 60_000 }, async () => {
+  test('enroll-token, join-token, enroll by hand, list, audit; all of it survives kill -9', { timeout: 180_000 }, async () => {
     using dir = tmpDir()
     const data = `${dir.path}/data`
     let serve = await startServe(data, ['--remote-dispatch'])
@@ -58,8 +72,8 @@ describe('nodes through dist/muster', () => {
       const audit = JSON.parse((await runMuster(['nodes', 'audit', '--json'], { env })).stdout) as { entries: { outcome: string; reason: string | null }[] }
       expect(audit.entries.map((e) => e.outcome)).toEqual(['refused', 'enrolled'])
 
-      // Let a heartbeat batch reach the disk, then crash the Platform.
-      await Bun.sleep(1500)
+      // Once the heartbeat batch reached the disk, crash the Platform.
+      await waitFor(() => lastSeenOnDisk(data, 'w1'), { what: "w1's heartbeat flushed to muster.db" })
       serve.proc.kill('SIGKILL')
       await serve.proc.exited
       serve = await startServe(data, ['--remote-dispatch'])
@@ -111,6 +125,65 @@ describe('nodes through dist/muster', () => {
     } finally {
       await serve.stop()
     }
+  })
+
+  test('kill -9 in the middle of writes: everything acknowledged is there after the restart, and nothing half-written', { timeout: 180_000 }, async () => {
+    using dir = tmpDir()
+    const data = `${dir.path}/data`
+    const serve = await startServe(data, ['--remote-dispatch'])
+    const { token } = JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', data, '--json'])).stdout) as { token: string }
+    const fleet = (await (await api(serve.url, token, 'POST', '/api/v1/join-tokens', { maxUses: 1000, namePattern: 'f-*' })).json()) as { id: string; token: string }
+    const certs = await Promise.all(Array.from({ length: 400 }, (_, i) => newCert(`f-${i}`)))
+    // Four writers: operator writes (enrollments, join tokens) and node enrollments, each
+    // counted as acknowledged only when its 200 arrived. They stop at the first failure.
+    const acked = { enrollments: [] as string[], joinTokens: [] as string[], nodes: [] as string[] }
+    let next = 0
+    const writer = async (kind: number) => {
+      for (;;) {
+        const i = next++
+        try {
+          if (kind === 0) {
+            const r = await api(serve.url, token, 'POST', '/api/v1/nodes/enrollments', { nodeId: `e-${i}` })
+            if (r.status !== 200) return
+            acked.enrollments.push(`e-${i}`)
+          } else if (kind === 1) {
+            const r = await api(serve.url, token, 'POST', '/api/v1/join-tokens', { maxUses: 1, label: `t-${i}` })
+            if (r.status !== 200) return
+            acked.joinTokens.push(((await r.json()) as { id: string }).id)
+          } else {
+            const cert = certs[i % certs.length]!
+            const r = await fetch(`${serve.url}/api/v1/nodes/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: fleet.token, nodeId: `f-${i}`, certPem: cert.certPem }) })
+            if (r.status !== 200) return
+            acked.nodes.push(`f-${i}`)
+          }
+        } catch {
+          return
+        }
+      }
+    }
+    const writers = [0, 1, 2, 2].map(writer)
+    const total = () => acked.enrollments.length + acked.joinTokens.length + acked.nodes.length
+    await waitFor(() => total() >= 60 && acked.nodes.length >= 10, { what: 'writes under way', timeoutMs: 30_000 })
+    serve.proc.kill('SIGKILL')
+    await serve.proc.exited
+    await Promise.all(writers)
+    expect(next).toBeLessThan(certs.length) // every node got its own certificate
+
+    await using again = await startServe(data, ['--remote-dispatch'])
+    const list = (await (await api(again.url, token, 'GET', '/api/v1/nodes')).json()) as { nodes: { name: string; certificateSha256: string | null }[]; pendingEnrollments: { nodeId: string }[] }
+    const pending = list.pendingEnrollments.map((e) => e.nodeId)
+    for (const name of acked.enrollments) expect(pending).toContain(name)
+    const tokens = ((await (await api(again.url, token, 'GET', '/api/v1/join-tokens')).json()) as { tokens: { id: string; uses: number }[] }).tokens
+    for (const id of acked.joinTokens) expect(tokens.map((t) => t.id)).toContain(id)
+    const enrolled = list.nodes.filter((n) => n.name.startsWith('f-'))
+    for (const name of acked.nodes) {
+      const cert = certs[Number(name.slice(2)) % certs.length]!
+      expect(enrolled.find((n) => n.name === name)?.certificateSha256).toBe(cert.fingerprint.slice(7))
+    }
+    // Nothing half-written: every node on disk took exactly one use of the token (at most one more
+    // than was acknowledged, the answer the kill cut off).
+    expect(tokens.find((t) => t.id === fleet.id)?.uses).toBe(enrolled.length)
+    expect(enrolled.length - acked.nodes.length).toBeLessThanOrEqual(2)
   })
 
   test('a Platform without remote dispatch says nodes are disabled', async () => {

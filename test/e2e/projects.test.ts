@@ -21,7 +21,7 @@ const replicaPids = (marker: string) => {
 }
 
 describe('projects through dist/muster', () => {
-  test('two workers run two replicas; node-in-use, shortfall, drain, remove, clean stop', { timeout: 120_000 }, async () => {
+  test('two workers run two replicas; node-in-use, shortfall, drain, remove, clean stop', { timeout: 180_000 }, async () => {
     using dir = tmpDir()
     const marker = `muster-e2e-${crypto.randomUUID().slice(0, 8)}`
     await using serve = await startServe(`${dir.path}/platform`, ['--enrollment-port', '0', '--enrollment-address', '127.0.0.1', '--no-local-node'], { MUSTER_PROBE_INTERVAL_MS: '300' })
@@ -41,14 +41,14 @@ describe('projects through dist/muster', () => {
       await waitFor(async () => {
         const list = JSON.parse((await runMuster(['nodes', 'list', '--json'], { env })).stdout) as { nodes: { name: string; state: string }[] }
         return ['w1', 'w2'].every((n) => list.nodes.find((x) => x.name === n)?.state === 'ready')
-      }, { timeoutMs: 20_000, what: 'both workers ready' })
+      }, { timeoutMs: 45_000, what: 'both workers ready' })
 
       const deployed = await runMuster(['projects', 'deploy', 'web', '--replicas', '2', '--cpu', '100', '--memory', '32', '--env', `MARK=${marker}`, '--', 'sh', '-c', `echo "$MARK $MUSTER_PROJECT/$MUSTER_REPLICA"; sleep 300; true ${marker}`], { env })
       expect(deployed.code).toBe(0)
       const running = await waitFor(async () => {
         const p = await show('web')
         return p.placements.filter((x) => x.state === 'running').length === 2 ? p : null
-      }, { timeoutMs: 20_000, what: 'two running replicas' })
+      }, { timeoutMs: 45_000, what: 'two running replicas' })
       expect(new Set(running.placements.map((x) => x.node))).toEqual(new Set(['w1', 'w2']))
       expect(replicaPids(marker)).toHaveLength(2)
 
@@ -69,17 +69,17 @@ describe('projects through dist/muster', () => {
       await waitFor(async () => {
         const p = await show('web')
         return p.placements.every((x) => x.node === 'w2' && x.state === 'running')
-      }, { timeoutMs: 20_000, what: 'replicas moved to w2' })
+      }, { timeoutMs: 45_000, what: 'replicas moved to w2' })
       await waitFor(() => replicaPids(marker).length === 2, { what: 'the old replica stopped on w1' })
 
       // Removing the project stops its processes on every node.
       expect((await runMuster(['projects', 'remove', 'web'], { env })).code).toBe(0)
-      await waitFor(() => replicaPids(marker).length === 0, { timeoutMs: 15_000, what: 'replicas stopped' })
+      await waitFor(() => replicaPids(marker).length === 0, { timeoutMs: 45_000, what: 'replicas stopped' })
       expect((await runMuster(['projects', 'show', 'web'], { env })).code).toBe(1)
 
       // An Agent stopping stops its replicas.
       expect((await runMuster(['projects', 'deploy', 'again', '--replicas', '1', '--', 'sh', '-c', `sleep 300; true ${marker}`], { env })).code).toBe(0)
-      await waitFor(() => replicaPids(marker).length === 1, { timeoutMs: 15_000, what: 'replica started' })
+      await waitFor(() => replicaPids(marker).length === 1, { timeoutMs: 45_000, what: 'replica started' })
       for (const a of agents) expect(await a.stop('SIGTERM')).toBe(0)
       expect(replicaPids(marker)).toHaveLength(0)
     } finally {
@@ -88,7 +88,7 @@ describe('projects through dist/muster', () => {
     }
   })
 
-  test('muster demo --once does every step and leaves nothing behind', { timeout: 120_000 }, async () => {
+  test('muster demo --once does every step and leaves nothing behind', { timeout: 180_000 }, async () => {
     const r = await runMuster(['demo', '--once'], { timeoutMs: 110_000 })
     expect(r.code).toBe(0)
     for (const step of ['Starting a Platform', 'Joining worker-1', 'Joining worker-2', 'both workers to be ready', 'two replicas']) expect(r.stdout).toMatch(new RegExp(`✔ .*${step}`))

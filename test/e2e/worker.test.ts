@@ -14,7 +14,7 @@ interface Check {
 }
 
 describe('worker through dist/muster', () => {
-  test('join pinned to the listener, run the Agent, become ready, refresh trust, doctor, stop', { timeout: 90_000 }, async () => {
+  test('join pinned to the listener, run the Agent, become ready, refresh trust, doctor, stop', { timeout: 180_000 }, async () => {
     using dir = tmpDir()
     const work = `${dir.path}/worker`
     await using serve = await startServe(`${dir.path}/platform`, ['--enrollment-port', '0', '--enrollment-address', '127.0.0.1'], { MUSTER_PROBE_INTERVAL_MS: '300' })
@@ -53,7 +53,7 @@ describe('worker through dist/muster', () => {
         const list = JSON.parse((await runMuster(['nodes', 'list', '--json'], { env })).stdout) as { nodes: { name: string; state: string }[] }
         return list.nodes.find((n) => n.name === 'w1')?.state === 'ready'
       },
-      { timeoutMs: 20_000, what: 'w1 ready' },
+      { timeoutMs: 45_000, what: 'w1 ready' },
     )
 
     const refreshed = await runMuster(['worker', 'refresh-trust', '--data-dir', work])

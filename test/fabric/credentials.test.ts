@@ -3,6 +3,7 @@ import { ENGINES } from '../helpers/postgres.ts'
 import { onEngine, startPlatform, type TestPlatform } from '../helpers/platform.ts'
 import { enrollRaw, newCert } from '../helpers/certs.ts'
 import { VERSION } from '../../src/version.ts'
+import { waitFor } from '../helpers/tmp.ts'
 
 async function enrolled(p: TestPlatform, nodeId: string) {
   const e = await p.client.nodes.createEnrollment({ nodeId })
@@ -75,20 +76,23 @@ describe.each(ENGINES)('on %s', (engine) => {
       let stop = false
       const statuses: number[] = []
       const beating = (async () => {
-        while (!stop) {
-          statuses.push((await post(p.url, '/api/v1/nodes/register', w1.credential)).status)
-          await Bun.sleep(5)
-        }
+        while (!stop) statuses.push((await post(p.url, '/api/v1/nodes/register', w1.credential)).status)
       })()
-      await Bun.sleep(50)
-      await p.client.nodes.revoke('w1')
-      await Bun.sleep(50)
-      stop = true
-      await beating
+      try {
+        await waitFor(() => statuses.length >= 3, { what: 'heartbeats under way' })
+        await p.client.nodes.revoke('w1')
+        // Every heartbeat sent after the revoke returned is refused (the one in flight may still pass).
+        const sentAfter = statuses.length + 1
+        await waitFor(() => statuses.length >= sentAfter + 3, { what: 'three heartbeats after the revoke' })
+      } finally {
+        stop = true
+        await beating
+      }
       expect(statuses[0]).toBe(200)
-      expect(statuses.at(-1)).toBe(403)
-      expect(statuses.indexOf(403)).toBeGreaterThan(0)
-      expect(statuses.slice(statuses.indexOf(403)).every((s) => s === 403)).toBe(true)
+      const firstRefused = statuses.indexOf(403)
+      expect(firstRefused).toBeGreaterThan(0)
+      expect(statuses.slice(firstRefused)).toEqual(statuses.slice(firstRefused).map(() => 403))
+      expect(statuses.slice(0, firstRefused)).toEqual(statuses.slice(0, firstRefused).map(() => 200))
       expect((await p.client.nodes.list()).nodes.find((n) => n.name === 'w1')?.state).toBe('revoked')
       expect((await post(p.url, '/api/v1/nodes/renew', w1.credential)).status).toBe(403)
     })

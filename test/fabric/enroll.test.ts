@@ -1,10 +1,59 @@
 import { describe, expect, test } from 'bun:test'
 import { ENGINES } from '../helpers/postgres.ts'
-import { onEngine, startPlatform } from '../helpers/platform.ts'
+import { onEngine, startPlatform, type TestPlatform } from '../helpers/platform.ts'
 import { enrollRaw, newCert } from '../helpers/certs.ts'
 import { VERSION } from '../../src/version.ts'
 
 const REFUSAL = '{"error":{"code":"enrollment-refused","message":"Enrollment refused."}}'
+const NEWER = VERSION.replace(/\d+$/, (patch) => String(Number(patch) + 1))
+const UNKNOWN = 'mjt_aaaaaaaaaaaaaaaa.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'
+
+interface RefusalCase {
+  /** The reason the audit log must record. */
+  reason: string
+  body: { token: string; nodeId: string; certPem: string; proof?: undefined }
+}
+
+/** One enroll request per refusal reason on a Platform prepared for it (the clock moves 2 minutes). */
+async function refusalCases(p: TestPlatform): Promise<RefusalCase[]> {
+  const certPem = (await newCert()).certPem
+  const ok = async (token: string, nodeId: string, pem: string) => expect((await enrollRaw(p.url, { token, nodeId, certPem: pem, version: VERSION })).status).toBe(200)
+  const once = await p.client.nodes.createJoinToken({ maxUses: 1 })
+  await ok(once.token, 'first', (await newCert()).certPem)
+  const revoked = await p.client.nodes.createJoinToken({ maxUses: 5 })
+  await p.client.nodes.revokeJoinToken(revoked.id)
+  const pattern = await p.client.nodes.createJoinToken({ maxUses: 5, namePattern: 'rack1-*' })
+  const bound = await p.client.nodes.createEnrollment({ nodeId: 'bound' })
+  const expiring = await p.client.nodes.createEnrollment({ nodeId: 'late', ttlMinutes: 1 })
+  const fleet = await p.client.nodes.createJoinToken({ maxUses: 10 })
+  await ok(fleet.token, 'gone', (await newCert()).certPem)
+  await p.client.nodes.remove('gone')
+  // A revoked node repeating its own finished enrollment (same token, name and certificate).
+  const dead = await p.client.nodes.createEnrollment({ nodeId: 'dead' })
+  const deadPem = (await newCert()).certPem
+  await ok(dead.token, 'dead', deadPem)
+  await p.client.nodes.revoke('dead')
+  p.advance(2 * 60_000)
+  // A good token without a proof of the key (SPEC §16.4): `proof: undefined` makes enrollRaw send none.
+  const unproven = await p.client.nodes.createEnrollment({ nodeId: 'unproven' })
+  const cases: [string, string, string, string?][] = [
+    ['unknown token', UNKNOWN, 'w9'],
+    ['malformed token', 'not-a-token', 'w9'],
+    ['wrong secret', `${bound.token.split('.')[0]}.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`, 'bound'],
+    ['token used up', once.token, 'second'],
+    ['token revoked', revoked.token, 'w9'],
+    ['token expired', expiring.token, 'late'],
+    ['name not allowed by the token pattern', pattern.token, 'rack2-1'],
+    ['token bound to another name', bound.token, 'other'],
+    ['name was removed (tombstoned)', fleet.token, 'gone'],
+    ['reserved name', fleet.token, 'local'],
+    ['node revoked', dead.token, 'dead', deadPem],
+  ]
+  return [
+    ...cases.map(([reason, token, nodeId, pem]) => ({ reason, body: { token, nodeId, certPem: pem ?? certPem } })),
+    { reason: 'no proof of key', body: { token: unproven.token, nodeId: 'unproven', certPem, proof: undefined } },
+  ]
+}
 
 describe.each(ENGINES)('on %s', (engine) => {
   onEngine(engine)
@@ -53,53 +102,39 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(listed.uses).toBe(1)
       // the second use is still there for another machine
       expect((await enrollRaw(p.url, { token: t.token, nodeId: 'w2', certPem: (await newCert()).certPem, version: VERSION })).status).toBe(200)
+      // the same name and certificate with another token is no repeat: no credential, and that token is not spent
+      const other = await p.client.nodes.createJoinToken({ maxUses: 1 })
+      const c = await enrollRaw(p.url, { token: other.token, nodeId: 'w1', certPem: cert.certPem, version: VERSION })
+      expect(c.status).toBe(409)
+      expect(await c.text()).not.toContain('mnc_')
+      expect((await p.client.nodes.listJoinTokens()).tokens.find((x) => x.id === other.id)?.uses).toBe(0)
     })
 
-    test('every bad-token refusal is byte-identical; the reason goes to the audit log', async () => {
+    test('every refusal is byte-identical (status, type, body); each reason reaches the audit log', async () => {
       await using p = await startPlatform({ remoteDispatch: true })
-      const certPem = (await newCert()).certPem
-      const used = await p.client.nodes.createEnrollment({ nodeId: 'used' })
-      expect((await enrollRaw(p.url, { token: used.token, nodeId: 'used', certPem: (await newCert()).certPem, version: VERSION })).status).toBe(200)
-      const revoked = await p.client.nodes.createJoinToken({ maxUses: 5 })
-      await p.client.nodes.revokeJoinToken(revoked.id)
-      const pattern = await p.client.nodes.createJoinToken({ maxUses: 5, namePattern: 'rack1-*' })
-      const bound = await p.client.nodes.createEnrollment({ nodeId: 'bound' })
-      const expiring = await p.client.nodes.createEnrollment({ nodeId: 'late', ttlMinutes: 1 })
-      const [idPart] = bound.token.split('.')
-      const cases: [string, string][] = [
-        ['mjt_aaaaaaaaaaaaaaaa.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', 'w9'], // unknown
-        [`${idPart}.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`, 'bound'], // wrong secret
-        ['not-a-token', 'w9'], // malformed
-        [used.token, 'used2'], // used (and bound to another name)
-        [revoked.token, 'w9'], // revoked
-        [pattern.token, 'rack2-1'], // name not allowed
-        [bound.token, 'other'], // bound to another name
-      ]
-      for (const [token, nodeId] of cases) {
-        const r = await enrollRaw(p.url, { token, nodeId, certPem, version: VERSION })
-        expect(r.status).toBe(403)
-        expect(await r.text()).toBe(REFUSAL)
+      const cases = await refusalCases(p)
+      const secrets: string[] = []
+      for (const c of cases) {
+        const before = (await p.client.nodes.audit()).entries.length
+        const r = await enrollRaw(p.url, { version: VERSION, ...c.body })
+        expect(`${c.reason}: ${r.status} ${r.headers.get('content-type')} ${await r.text()}`).toBe(`${c.reason}: 403 application/json ${REFUSAL}`)
+        const audit = (await p.client.nodes.audit()).entries
+        expect(audit).toHaveLength(before + 1)
+        expect(audit[0]).toMatchObject({ outcome: 'refused', reason: c.reason, nodeId: c.body.nodeId, version: VERSION })
+        if (c.body.token.includes('.')) secrets.push(c.body.token.split('.')[1]!)
       }
-      // a good token without a proof of the key (SPEC §16.4)
-      const unproven = await p.client.nodes.createEnrollment({ nodeId: 'unproven' })
-      const noProof = await enrollRaw(p.url, { token: unproven.token, nodeId: 'unproven', certPem, version: VERSION, proof: undefined })
-      expect(noProof.status).toBe(403)
-      expect(await noProof.text()).toBe(REFUSAL)
-      p.advance(2 * 60_000)
-      const late = await enrollRaw(p.url, { token: expiring.token, nodeId: 'late', certPem, version: VERSION })
-      expect(late.status).toBe(403)
-      expect(await late.text()).toBe(REFUSAL)
-      const audit = await p.client.nodes.audit()
-      const reasons = audit.entries.filter((e) => e.outcome === 'refused').map((e) => e.reason)
-      expect(reasons).toContain('unknown token')
-      expect(reasons).toContain('wrong secret')
-      expect(reasons).toContain('token revoked')
-      expect(reasons).toContain('token expired')
-      expect(reasons).toContain('name not allowed by the token pattern')
-      expect(reasons).toContain('no proof of key')
-      expect(audit.entries[0]!.nodeId).toBe('late') // newest first
-      expect(JSON.stringify(audit)).not.toContain(bound.token.split('.')[1]!)
-      expect(JSON.stringify(audit)).not.toContain('BEGIN CERTIFICATE')
+      const dump = JSON.stringify(await p.client.nodes.audit())
+      for (const secret of secrets) expect(dump).not.toContain(secret)
+      expect(dump).not.toContain('BEGIN CERTIFICATE')
+    })
+
+    test('worker-newer never shows through a bad token: every refusal reason with a newer version is the same 403', async () => {
+      await using p = await startPlatform({ remoteDispatch: true })
+      for (const c of await refusalCases(p)) {
+        const r = await enrollRaw(p.url, { ...c.body, version: NEWER })
+        expect(`${c.reason}: ${r.status} ${await r.text()}`).toBe(`${c.reason}: 403 ${REFUSAL}`)
+        expect((await p.client.nodes.audit()).entries[0]).toMatchObject({ outcome: 'refused', reason: c.reason })
+      }
     })
 
     test('150 concurrent enrolls on a 100-use token give exactly 100 credentials', async () => {
@@ -118,8 +153,7 @@ describe.each(ENGINES)('on %s', (engine) => {
       await using p = await startPlatform({ remoteDispatch: true })
       const e = await p.client.nodes.createEnrollment({ nodeId: 'w1' })
       const cert = await newCert()
-      const [maj, min, pat] = VERSION.split('.').map(Number) as [number, number, number]
-      const newer = `${maj}.${min}.${pat + 1}`
+      const newer = NEWER
       const r = await enrollRaw(p.url, { token: e.token, nodeId: 'w1', certPem: cert.certPem, version: newer })
       expect(r.status).toBe(409)
       const body = (await r.json()) as { error: { code: string; message: string } }
@@ -127,7 +161,7 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(body.error.message).toContain(newer)
       expect(body.error.message).toContain(VERSION)
       // a bad token with a newer version is still just refused
-      const bad = await enrollRaw(p.url, { token: 'mjt_aaaaaaaaaaaaaaaa.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', nodeId: 'w1', certPem: cert.certPem, version: newer })
+      const bad = await enrollRaw(p.url, { token: UNKNOWN, nodeId: 'w1', certPem: cert.certPem, version: newer })
       expect(await bad.text()).toBe(REFUSAL)
       // not spent: the same token works at the Platform's version
       expect((await enrollRaw(p.url, { token: e.token, nodeId: 'w1', certPem: cert.certPem, version: VERSION })).status).toBe(200)

@@ -18,7 +18,8 @@ function impostor(handle: (path: string, body: Record<string, unknown>) => Promi
     async fetch(req) {
       const path = new URL(req.url).pathname
       hits[path] = (hits[path] ?? 0) + 1
-      return Response.json(await handle(path, (await req.json()) as Record<string, unknown>))
+      const answer = await handle(path, (await req.json()) as Record<string, unknown>)
+      return answer instanceof Response ? answer : Response.json(answer)
     },
   })
   return { url: `http://127.0.0.1:${server.port}`, hits, [Symbol.dispose]: () => server.stop(true) }
@@ -48,14 +49,22 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(fake.hits['/api/v1/federation/heartbeat']).toBeUndefined()
     })
 
-    test('a replayed genuine answer does not verify for a new nonce', async () => {
+    test('a replayed genuine registration answer does not verify for the next registration', async () => {
       using d = tmpDir()
       await using c = await startPlatform()
       const { token } = await c.client.federation.mint({ officeId: 'office-a' })
       let captured: unknown
-      using fake = impostor(async (path, body) => (captured ??= await forward(c.url, path, body)))
+      using fake = impostor(async (path, body) => {
+        // Heartbeats fail outright, so the office registers again; the heartbeat domain never decides anything here.
+        if (path.endsWith('/heartbeat')) return Response.json({ error: { code: 'unavailable', message: 'down' } }, { status: 503 })
+        // The first registration is the controller's genuine answer; every later one gets that answer again.
+        captured ??= await forward(c.url, path, body)
+        return captured
+      })
       await using o = await startOffice(fake.url, token, { dataDir: d.path })
-      await waitFor(() => (fake.hits['/api/v1/federation/register'] ?? 0) >= 3, { what: 'replays' })
+      await waitFor(() => (fake.hits['/api/v1/federation/register'] ?? 0) >= 4, { what: 'three replays of the registration answer' })
+      // Only the genuine answer (for its own fresh nonce) ever let the office go on to heartbeat.
+      expect(fake.hits['/api/v1/federation/heartbeat']).toBe(1)
       expect(federationOf(o.platform).link?.state).toBe('controller-unverified')
     })
 

@@ -6,7 +6,7 @@ import { generateSigningKey } from '../../src/crypto/ed25519.ts'
 import { b64url, randomBytes } from '../../src/crypto/tokens.ts'
 import { MusterError } from '../../src/errors.ts'
 import { DOMAINS } from '../../src/federation/formats.ts'
-import { registerPlacedProjectRunner, type PlacedProjectSpec } from '../../src/federation/placement.ts'
+import { registerPlacedProjectRunner, type PlacedProjectSpec, type PlacedProjectStatus } from '../../src/federation/placement.ts'
 import { signProof } from '../../src/federation/proofs.ts'
 import { federationOf } from '../../src/federation/service.ts'
 import { startOffice } from './_helpers.ts'
@@ -39,16 +39,23 @@ describe.each(ENGINES)('on %s', (engine) => {
       const { c, o } = await joined(d.path)
       try {
         const applied: PlacedProjectSpec[] = []
+        // What the office's runner reports; the test changes it and watches it travel to the controller.
+        let report: Pick<PlacedProjectStatus, 'state' | 'running' | 'detail'> = { state: 'pending', running: 1, detail: 'pulling image 3 of 7' }
         registerPlacedProjectRunner(o.platform, {
           apply: (s) => void applied.push(s),
-          status: (s) => ({ name: s.name, replicas: s.replicas, state: 'running', running: s.replicas }),
+          status: (s) => ({ name: s.name, replicas: s.replicas, ...report }),
         })
         const r = await c.client.federation.place('office-a', spec)
-        expect(r).toEqual({ officeId: 'office-a', project: { name: 'web', replicas: 2, state: 'running', running: 2 } })
+        // The answer is the office runner's status at that moment, for exactly what was applied.
+        expect(r).toEqual({ officeId: 'office-a', project: { name: 'web', replicas: 2, state: 'pending', running: 1, detail: 'pulling image 3 of 7' } })
         expect(applied).toEqual([spec])
         const listed = (await o.client.federation.placedProjects()).projects
-        expect(listed).toEqual([{ name: 'web', command: ['sleep', '1000'], envKeys: ['GREETING'], replicas: 2, cpu: 250, memory: 64, placedAt: expect.any(String), status: expect.objectContaining({ state: 'running' }) }])
-        const seen = await waitFor(async () => (await c.client.federation.offices()).offices[0]?.projects.at(0), { what: 'reported in a heartbeat' })
+        expect(listed).toEqual([{ name: 'web', command: ['sleep', '1000'], envKeys: ['GREETING'], replicas: 2, cpu: 250, memory: 64, placedAt: expect.any(String), status: expect.objectContaining({ state: 'pending', running: 1 }) }])
+        const first = await waitFor(async () => (await c.client.federation.offices()).offices[0]?.projects.at(0), { what: 'reported in a heartbeat' })
+        expect(first).toMatchObject({ name: 'web', replicas: 2, state: 'pending', running: 1 })
+        // The runner's status changes at the office; the next heartbeats carry the change.
+        report = { state: 'running', running: 2 }
+        const seen = await waitFor(async () => (await c.client.federation.offices()).offices[0]?.projects.find((x) => x.running === 2), { what: 'the change reported in a heartbeat' })
         expect(seen).toEqual({ name: 'web', replicas: 2, state: 'running', running: 2 })
       } finally {
         await o.close()

@@ -68,7 +68,7 @@ export async function startMuster(args: string[], opts: { env?: Record<string, s
   const d: Daemon = {
     proc,
     log: () => out,
-    async waitForLog(re, timeoutMs = 15_000) {
+    async waitForLog(re, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs
       for (;;) {
         const m = out.match(re)

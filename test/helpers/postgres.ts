@@ -112,5 +112,9 @@ export async function freshDatabase(opts: { empty?: boolean } = {}): Promise<{ u
 }
 
 export type Engine = 'sqlite' | 'postgres'
-/** Every store engine: suites that touch the store run once per engine (describe.each). */
-export const ENGINES: Engine[] = ['sqlite', 'postgres']
+/**
+ * Every store engine: suites that touch the store run once per engine (describe.each).
+ * MUSTER_TEST_ENGINES=sqlite (or postgres) narrows it: `bun run mutants` runs an entry's
+ * tests on the engines it names (SQLite unless it says otherwise).
+ */
+export const ENGINES: Engine[] = (['sqlite', 'postgres'] as const).filter((e) => !process.env.MUSTER_TEST_ENGINES || process.env.MUSTER_TEST_ENGINES.split(',').includes(e))

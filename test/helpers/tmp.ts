@@ -10,7 +10,7 @@ export function tmpDir(prefix = 'muster-'): { path: string; [Symbol.dispose](): 
 
 /** Polls until the predicate returns a truthy value (which is returned), or fails after `timeoutMs`. */
 export async function waitFor<T>(predicate: () => T | Promise<T>, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<NonNullable<T>> {
-  const deadline = Date.now() + (opts.timeoutMs ?? 10_000)
+  const deadline = Date.now() + (opts.timeoutMs ?? 30_000)
   let last: unknown
   for (;;) {
     try {

@@ -1,18 +1,18 @@
 // A worker installed by install.sh (into a temporary root) joins a Platform
 // started by the test, as the muster account, and is reported ready; doctor
 // reads the receipt of that root.
-import { describe, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { chmodSync, cpSync, mkdirSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { musterBin, runMuster, startServe } from '../helpers/binary.ts'
 import { freePort } from '../helpers/node-side.ts'
+import { describeAsRoot } from '../helpers/root.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 const SCRIPT = resolve(import.meta.dir, '../../install.sh')
-const asRoot = process.getuid?.() === 0
 
-describe.skipIf(!asRoot)('an installed worker', () => {
-  test('joins as the muster account, runs its Agent, is ready; doctor reads its receipt', { timeout: 90_000 }, async () => {
+describeAsRoot('an installed worker', () => {
+  test('joins as the muster account, runs its Agent, is ready; doctor reads its receipt', { timeout: 180_000 }, async () => {
     using dir = tmpDir('muster-installed-')
     chmodSync(dir.path, 0o755) // the account must reach the root's files
     const root = join(dir.path, 'root')
@@ -49,7 +49,7 @@ describe.skipIf(!asRoot)('an installed worker', () => {
       await waitFor(async () => {
         const list = JSON.parse((await runMuster(['nodes', 'list', '--json'], { env })).stdout) as { nodes: { name: string; state: string }[] }
         return list.nodes.find((n) => n.name === 'installed-1')?.state === 'ready'
-      }, { timeoutMs: 20_000, what: 'the installed worker ready' })
+      }, { timeoutMs: 45_000, what: 'the installed worker ready' })
 
       const doctor = Bun.spawnSync([...asAccount, installed, 'doctor', '--root', root, '--data-dir', dataDir, '--json'], { env: { PATH: process.env.PATH, HOME: dataDir } })
       const report = JSON.parse(doctor.stdout.toString()) as { ok: boolean; role: string; checks: { name: string; status: string; message: string }[]; notes: string[] }

@@ -1,5 +1,6 @@
 // The enrollment listener over real TLS on 127.0.0.1 (SPEC §8).
 import { afterEach, describe, expect, test } from 'bun:test'
+import { connect as netConnect } from 'node:net'
 import { connect as tlsConnect, type TLSSocket } from 'node:tls'
 import { clearPinCache, pinnedFetch, PinMismatchError } from '../../src/crypto/pin.ts'
 import { createClient } from '../../src/client/index.ts'
@@ -50,13 +51,25 @@ describe('enrollment listener', () => {
     expect((await p.client.nodes.list()).pendingEnrollments.map((e) => e.nodeId)).toEqual(['w1'])
   })
 
-  test('plain http to the listener port is not served', async () => {
+  test('plain http to the listener port is not served: the connection is closed without an HTTP answer', async () => {
     await using p = await startListenerPlatform()
-    const r = await fetch(`http://127.0.0.1:${p.listener.port}/api/v1/nodes/trust`, { method: 'POST' }).then(
-      (res) => res.status,
-      () => 'failed',
+    // Raw bytes of a plain request: the listener hangs up, sending nothing an HTTP client could read.
+    const reply = await new Promise<Buffer>((resolve, reject) => {
+      const chunks: Buffer[] = []
+      const s = netConnect(p.listener.port, '127.0.0.1', () => s.write('POST /api/v1/nodes/trust HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n'))
+      s.on('data', (d: Buffer) => chunks.push(d))
+      s.on('close', () => resolve(Buffer.concat(chunks)))
+      s.on('error', () => {})
+      s.setTimeout(15_000, () => reject(new Error('the listener kept a plain-http connection open')))
+    })
+    expect(reply.toString('latin1')).not.toContain('HTTP/')
+    expect(reply.length === 0 || reply[0] === 0x15).toBe(true) // nothing, or a TLS alert record
+    // And an HTTP client sees the connection fail, never a status.
+    const viaFetch = await fetch(`http://127.0.0.1:${p.listener.port}/api/v1/nodes/trust`, { method: 'POST' }).then(
+      (res) => `answered ${res.status}`,
+      (e: { code?: string }) => `failed ${e.code}`,
     )
-    expect(r === 'failed' || r === 400).toBe(true)
+    expect(viaFetch).toBe('failed ECONNRESET')
     expect(p.listener.forwarded).toBe(0)
     expect(p.appSeen).toEqual([])
   })
@@ -124,7 +137,8 @@ describe('enrollment listener', () => {
       await Promise.all(held.map((h) => h.ready))
       const extra = open()
       try {
-        await Bun.sleep(750)
+        // Accepted and held: it waits in the queue, and its handshake cannot finish while it does.
+        await waitFor(() => p.listener.queued === 1, { what: 'the extra connection queued' })
         expect(extra.secured()).toBe(false)
         held.pop()!.socket.destroy()
         await waitFor(() => extra.secured(), { what: 'the queued connection to be served' })

@@ -12,4 +12,10 @@ export interface Mutant {
   tests: string[]
   /** Optional `bun test -t` filter to run only the catching tests. */
   filter?: string
+  /**
+   * The store engines the suites that run on both (describe.each(ENGINES)) use for this entry.
+   * Default ['sqlite']: most planted bugs do not depend on the engine, and the run must stay short;
+   * name 'postgres' for a bug on a PostgreSQL-only path (locking, LISTEN/NOTIFY, several Platforms).
+   */
+  engines?: ('sqlite' | 'postgres')[]
 }

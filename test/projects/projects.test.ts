@@ -152,7 +152,7 @@ describe.each(ENGINES)('on %s', (engine) => {
   })
 
   describe('the local node', () => {
-    test('runs its replicas in-process, and runs them again after the Platform restarts', { timeout: 30_000 }, async () => {
+    test('runs its replicas in-process, and runs them again after the Platform restarts', { timeout: 180_000 }, async () => {
       const { tmpDir } = await import('../helpers/tmp.ts')
       using dir = tmpDir()
       const marker = `muster-local-${crypto.randomUUID().slice(0, 8)}`
