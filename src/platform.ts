@@ -27,6 +27,8 @@ import { ReadinessProber } from './fabric/probe.ts'
 import { EnrollmentListener } from './listener/listener.ts'
 import { startCloud, type Cloud } from './cloud/service.ts'
 import { openVault, type Vault } from './vault.ts'
+import { Leases } from './ha/leases.ts'
+import { PlatformRegistry } from './ha/platforms.ts'
 
 export type { PlatformOptions }
 
@@ -47,12 +49,14 @@ export class Platform implements Services {
   cloud!: Cloud
   listener: EnrollmentListener | undefined
   prober!: ReadinessProber
+  /** The Platforms sharing this store (several Platforms, SPEC §16.9). */
+  platforms!: PlatformRegistry
   private server: Server<unknown> | undefined
   private readonly closers: (() => void | Promise<void>)[] = []
 
   private constructor(
     readonly options: PlatformOptions,
-    parts: { dataDir: DataDir; store: Store; masterKey: Uint8Array; vault: Vault; changes: Changes },
+    parts: { dataDir: DataDir; store: Store; masterKey: Uint8Array; vault: Vault; changes: Changes; leases: Leases },
   ) {
     this.dataDir = parts.dataDir
     this.store = parts.store
@@ -67,6 +71,7 @@ export class Platform implements Services {
       vault: parts.vault,
       masterKey: parts.masterKey,
       changes: parts.changes,
+      leases: parts.leases,
       onClose: (fn) => this.onClose(fn),
     }
     this.auth = new Auth(this.ctx)
@@ -85,8 +90,10 @@ export class Platform implements Services {
         const vault = await openVault(store, dataDir, masterKey)
         const changes = new Changes(store)
         await changes.start()
-        p = new Platform(options, { dataDir, store, masterKey, vault, changes })
-        p.closers.push(() => changes.stop(), () => store.close())
+        const leases = new Leases(store, changes.origin)
+        p = new Platform(options, { dataDir, store, masterKey, vault, changes, leases })
+        // Leases are given up after the services stopped, so another Platform takes over at once.
+        p.closers.push(() => leases.stop(), () => changes.stop(), () => store.close())
       } catch (e) {
         await store.close()
         throw e
@@ -131,6 +138,8 @@ export class Platform implements Services {
     this.federation = await startFederation(ctx, { auth: this.auth, projects: this.projects })
     // services: cloud
     this.cloud = startCloud(ctx, { fabric: this.fabric, projects: this.projects, publicUrl: () => this.publicUrl })
+    // Every service has named its leases: take what is free, so each loop knows its holder.
+    await ctx.leases.start()
   }
 
   /** Registers something to stop when the Platform closes (run in reverse order). */
@@ -176,6 +185,17 @@ export class Platform implements Services {
     log.info(`muster Platform listening on ${url}`)
     // listen: enrollment listener
     await this.listener?.listen()
+    // listen: record this Platform for the others and for nodes (`platforms` in answers)
+    this.platforms = new PlatformRegistry(this.ctx, () => ({
+      apiUrl: this.publicUrl,
+      enrollmentUrl: this.fabric.enrollment?.url ?? null,
+      fingerprint: this.fabric.enrollment?.fingerprint ?? null,
+      localNode: Boolean(this.projects.local),
+    }))
+    this.fabric.platforms = () => this.platforms.nodeFacing()
+    this.fabric.platformsView = () => this.platforms.view()
+    await this.platforms.start()
+    this.onClose(() => this.platforms.stop())
     this.warnUnreachablePublicUrl()
     return url
   }

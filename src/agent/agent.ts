@@ -1,8 +1,9 @@
 // The Agent (SPEC §7): serves its HTTPS port, heartbeats to the Platform with
 // its node credential (version, capacity, replica status), renews the
 // credential daily (and once on a 401), refreshes trust keys at start and
-// daily, and keeps going through outages with backoff. Intervals can be set
-// by environment for tests: MUSTER_AGENT_HEARTBEAT_MS, _RENEW_MS, _TRUST_MS.
+// daily, and keeps going through outages with backoff; with several Platforms
+// it moves to another when its current one fails (platforms.ts). Intervals can
+// be set by environment for tests: MUSTER_AGENT_HEARTBEAT_MS, _RENEW_MS, _TRUST_MS.
 import type { Server } from 'bun'
 import { availableParallelism, totalmem } from 'node:os'
 import type { ReplicaStatus } from '../fabric/registry.ts'
@@ -16,6 +17,7 @@ import { apiClient } from './connect.ts'
 import { credentialGeneration, readCredential, readTrustFile, requireJoined, WORKER, writeCredential, type AgentConfig } from './files.ts'
 import { startAgentServer, type SignedHandler } from './server.ts'
 import { refreshTrust } from './trust.ts'
+import { isPlatformFailure, PlatformChoice } from './platforms.ts'
 import { startWorkloads, type Workloads } from './workloads.ts'
 
 const DAY_MS = 86_400_000
@@ -51,6 +53,8 @@ export class Agent {
   handleSigned: SignedHandler = () => undefined
   readonly dataDir: DataDir
   readonly config: AgentConfig
+  /** The Platforms this node may use and the one it uses now. */
+  readonly platforms: PlatformChoice
   readonly now: () => number
   readonly intervals: { heartbeat: number; renew: number; trust: number }
   /** The last state the Platform reported for this node. */
@@ -70,6 +74,7 @@ export class Agent {
     this.dataDir = new DataDir(options.dataDir)
     this.config = requireJoined(this.dataDir)
     this.credential = readCredential(this.dataDir)
+    this.platforms = new PlatformChoice(this.dataDir, this.config)
     this.trust = readTrustFile(this.dataDir)?.keys ?? []
     this.now = options.now ?? Date.now
     this.intervals = {
@@ -89,6 +94,16 @@ export class Agent {
 
   get nodeCredential(): string {
     return this.credential
+  }
+
+  /** How to reach the Platform this node uses now. */
+  connection(): AgentConfig {
+    return this.platforms.connection()
+  }
+
+  /** A request to the Platform at `url` failed with `e`: move to another Platform when that one failed. */
+  platformFailed(url: string, e: unknown): boolean {
+    return isPlatformFailure(e) && this.platforms.failed(url)
   }
 
   /** Sends an extra heartbeat soon (replica state changed), coalescing bursts. */
@@ -114,7 +129,7 @@ export class Agent {
       trustKeys: () => this.trust,
       handle: () => this.handleSigned,
     })
-    log.info(`agent ${this.config.nodeId} listening on port ${this.port}; Platform API ${this.config.platformUrl}`)
+    log.info(`agent ${this.config.nodeId} listening on port ${this.port}; Platform API ${this.platforms.current}`)
     // Trust refresh runs beside the first heartbeat: a slow enrollment URL must not hold it up.
     void this.refreshTrust()
     this.every(this.intervals.trust, () => this.refreshTrust())
@@ -136,20 +151,24 @@ export class Agent {
 
   /** Asks for trust keys over the pinned connection; on failure keeps the current ones. */
   async refreshTrust(): Promise<boolean> {
-    try {
-      this.trust = (await refreshTrust(this.dataDir, this.config, this.now())).keys
-      return true
-    } catch (e) {
-      log.warn(`${(e as Error).message} Keeping the current ${this.trust.length} trust key(s).`)
-      return false
+    let failure: unknown
+    for (const enrollmentUrl of this.platforms.trustUrls()) {
+      try {
+        this.trust = (await refreshTrust(this.dataDir, { ...this.config, enrollmentUrl }, this.now())).keys
+        return true
+      } catch (e) {
+        failure ??= e
+      }
     }
+    log.warn(`${(failure as Error).message} Keeping the current ${this.trust.length} trust key(s).`)
+    return false
   }
 
   /** Trades the node credential for the next generation (one at a time). */
   renew(): Promise<boolean> {
     this.renewing ??= (async () => {
       try {
-        const r = await apiClient(this.config, this.credential).nodes.renew()
+        const r = await apiClient(this.connection(), this.credential).nodes.renew()
         this.credential = r.credential
         writeCredential(this.dataDir, r.credential)
         log.info(`node credential renewed (generation ${r.generation})`)
@@ -166,7 +185,8 @@ export class Agent {
 
   /** One heartbeat; throws what the Platform or the network said. */
   async heartbeat(): Promise<{ state: string; generation: number; drained: boolean }> {
-    const r = await apiClient(this.config, this.credential).nodes.register({ version: VERSION, capacity: capacity(), replicas: this.replicaStatus() })
+    const r = await apiClient(this.connection(), this.credential).nodes.register({ version: VERSION, capacity: capacity(), replicas: this.replicaStatus() })
+    this.platforms.succeeded(r.platforms)
     if (r.state !== this.state) log.info(`node ${this.config.nodeId} is ${r.state}${r.reason ? ` (${r.reason})` : ''}`)
     this.state = r.state
     return r
@@ -175,6 +195,7 @@ export class Agent {
   private async beat(): Promise<void> {
     if (this.stopped) return
     let delay = this.intervals.heartbeat
+    const url = this.platforms.current
     try {
       const r = await this.heartbeat()
       if (this.failures > 0) log.info(`the Platform answers again after ${this.failures} failed heartbeat(s)`)
@@ -183,7 +204,7 @@ export class Agent {
       // An operator rotated the credential: the old one works for an hour, so trade it now.
       if ((credentialGeneration(this.credential) ?? r.generation) < r.generation) await this.renew()
     } catch (e) {
-      delay = await this.afterFailedBeat(e)
+      delay = this.platformFailed(url, e) ? 0 : await this.afterFailedBeat(e)
     }
     this.after(delay, () => this.beat())
   }

@@ -17,6 +17,7 @@ import { VERSION } from '../version.ts'
 import { enrollmentClient } from './connect.ts'
 import { readAgentConfig, WORKER, writeAgentConfig, writeCredential, writeTrustFile, type AgentConfig, type PlatformPin } from './files.ts'
 import { checkTrustSet } from './trust.ts'
+import { rememberPlatforms } from './platforms.ts'
 
 export const AGENT_CERT_DAYS = 3650
 const MAX_RATE_LIMIT_TRIES = 5
@@ -113,6 +114,7 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
     joinedAt: new Date(now()).toISOString(),
     joinedWith: VERSION,
   }
+  rememberPlatforms(dataDir, config, answer.platforms, now())
   writeAgentConfig(dataDir, config)
   log.info(`joined ${url} as ${answer.nodeId}; heartbeats go to ${platformUrl}`)
   return { nodeId: answer.nodeId, agentId: answer.agentId, dataDir: dataDir.root, start: startCommand(dataDir.root), alreadyJoined: false }

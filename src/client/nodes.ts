@@ -36,16 +36,25 @@ export interface FleetTokenInfo {
   expiresAt: string
   status: 'active' | 'expired' | 'used' | 'revoked'
 }
+/** A live Platform sharing the store, as nodes reach it (SPEC §16.9). */
+export interface NodeFacingPlatform {
+  id: string
+  url: string
+  enrollmentUrl?: string
+}
 export interface EnrollResult {
   nodeId: string
   agentId: string
   credential: string
   trustKeys: TrustKey[]
   platformUrl: string
+  platforms?: NodeFacingPlatform[]
 }
 export interface PlatformInfo {
   remoteDispatch: boolean
   enrollment: { url: string; addresses: string[]; port: number; fingerprint: string } | null
+  /** The live Platforms sharing the store (one unless several run on PostgreSQL), with the loops each runs. */
+  platforms?: { id: string; url: string; enrollmentUrl: string | null; fingerprint: string | null; version: string; startedAt: string; lastSeenAt: string; self: boolean; runs: string[] }[]
 }
 export interface AuditEntry {
   at: string
@@ -71,7 +80,7 @@ export function nodesApi(call: Transport) {
     revokeJoinToken: (id: string) => call<{ id: string; revoked: boolean }>('DELETE', `/api/v1/join-tokens/${enc(id)}`),
     enroll: (body: { token: string; nodeId: string; certPem: string; url?: string; version?: string }) => call<EnrollResult>('POST', '/api/v1/nodes/enroll', body),
     /** Heartbeat; authenticate the client with the node credential. */
-    register: (body: HeartbeatBody = {}) => call<{ nodeId: string; state: string; reason?: string; generation: number; drained: boolean }>('POST', '/api/v1/nodes/register', body),
+    register: (body: HeartbeatBody = {}) => call<{ nodeId: string; state: string; reason?: string; generation: number; drained: boolean; platforms?: NodeFacingPlatform[] }>('POST', '/api/v1/nodes/register', body),
     renew: () => call<{ nodeId: string; generation: number; credential: string }>('POST', '/api/v1/nodes/renew'),
     trust: () => call<{ trustKeys: TrustKey[] }>('POST', '/api/v1/nodes/trust'),
     platform: () => call<PlatformInfo>('GET', '/api/v1/nodes/platform'),

@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { apiClient, enrollmentClient } from '../agent/connect.ts'
 import { readAgentConfig, readCredential, readTrustFile, WORKER, type AgentConfig } from '../agent/files.ts'
 import { keysValidAt } from '../agent/trust.ts'
+import { PlatformChoice } from '../agent/platforms.ts'
 import { probeCertificate } from '../crypto/pin.ts'
 import { certFingerprint, expiresWithin, parseCertificate } from '../crypto/x509.ts'
 import { DataDir, DEFAULT_DATA_DIR } from '../datadir.ts'
@@ -50,7 +51,7 @@ export async function runDoctor(opts: { dataDir?: string; root?: string }): Prom
   checkReceipt(rr, receipt, root, add)
   checkDataDir(dataDir, receipt, add)
   if (role === 'worker') await checkWorker(dataDir, add)
-  if (role === 'platform') checkPlatform(dataDir, add)
+  if (role === 'platform') await checkPlatform(dataDir, add)
 
   return { ok: !checks.some((c) => c.status === 'fail'), role, dataDir: dataDir.root, checks, notes: role === 'platform' ? [] : [FIREWALL_NOTE] }
 }
@@ -118,16 +119,21 @@ async function checkWorker(dataDir: DataDir, add: Add): Promise<void> {
   } catch (e) {
     add('platform', 'fail', `${config.enrollmentUrl}: ${(e as Error).message}`)
   }
+  // several Platforms: the one the Agent uses now, among those it knows (worker/platforms.json)
+  const choice = new PlatformChoice(dataDir, config)
+  const api = choice.current
+  if (choice.known.length > 1) add('platform-in-use', 'ok', `the Agent uses ${api} (${choice.known.length} Platforms known: ${choice.known.map((p) => p.url).join(', ')})`)
+  else add('platform-in-use', 'ok', `the Agent uses ${api} (the only Platform it knows)`)
   try {
-    await apiClient(config, readCredential(dataDir)).health()
-    add('platform-api', 'ok', `${config.platformUrl} answers`)
+    await apiClient(choice.connection(), readCredential(dataDir)).health()
+    add('platform-api', 'ok', `${api} answers`)
   } catch (e) {
-    add('platform-api', 'fail', `${config.platformUrl}: ${(e as Error).message}`)
+    add('platform-api', 'fail', `${api}: ${(e as Error).message}`)
   }
   trustExpiry('trust-keys', readTrustFile(dataDir)?.keys ?? [], add)
 }
 
-function checkPlatform(dataDir: DataDir, add: Add): void {
+async function checkPlatform(dataDir: DataDir, add: Add): Promise<void> {
   const pid = (() => {
     try {
       return serveLockHolder(dataDir)
@@ -146,15 +152,33 @@ function checkPlatform(dataDir: DataDir, add: Add): void {
       add('listener-cert', 'fail', (e as Error).message)
     }
   }
-  const keys: TrustKey[] = []
+  let keys: TrustKey[]
   try {
-    for (const f of dataDir.exists('platform/trust') ? readdirSync(dataDir.path('platform/trust')) : []) {
-      if (f.endsWith('.json')) keys.push(JSON.parse(dataDir.readSecretText(`platform/trust/${f}`)!) as TrustKey)
-    }
+    keys = await storedTrustKeys(dataDir)
   } catch (e) {
     return add('trust-keys', 'fail', (e as Error).message)
   }
   if (keys.length > 0) trustExpiry('trust-keys', keys, add)
+}
+
+/** The Platform's trust keys, from the store it uses (sealed in its vault), public halves only. */
+async function storedTrustKeys(dataDir: DataDir): Promise<TrustKey[]> {
+  const master = dataDir.readSecret('platform/master.key')
+  if (!master || !existsSync(dataDir.path('platform'))) return []
+  const { openExistingStore } = await import('../store/open.ts')
+  const { StoreVault } = await import('../vault.ts')
+  const store = await openExistingStore(dataDir)
+  try {
+    const vault = new StoreVault(store, new Uint8Array(master))
+    const keys: TrustKey[] = []
+    for (const name of await vault.list('trust/')) {
+      const k = JSON.parse((await vault.get(name)) ?? 'null') as TrustKey | null
+      if (k) keys.push({ kid: k.kid, publicKey: k.publicKey, notBefore: k.notBefore, notAfter: k.notAfter })
+    }
+    return keys
+  } finally {
+    await store.close()
+  }
 }
 
 function trustExpiry(name: string, keys: TrustKey[], add: Add): void {

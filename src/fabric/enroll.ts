@@ -12,6 +12,7 @@ import { compareVersions, isVersion, VERSION } from '../version.ts'
 import type { Fabric } from './fabric.ts'
 import { globMatch } from './glob.ts'
 import type { TrustKey } from './trust-keys.ts'
+import type { NodeFacingPlatform } from '../ha/platforms.ts'
 
 export const EnrollBody = v.object({
   token: v.pipe(v.string(), v.maxLength(200)),
@@ -28,6 +29,8 @@ export interface EnrollAnswer {
   trustKeys: TrustKey[]
   /** Where the node's Agent sends heartbeats, renewals and assignment requests (the Platform API). */
   platformUrl: string
+  /** The live Platforms sharing the store, as nodes reach them (the Agent fails over between them). */
+  platforms: NodeFacingPlatform[]
 }
 
 class TakenMeanwhile extends Error {}
@@ -89,7 +92,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     if (existing && existing.cert_sha256 === certSha256 && existing.token_id === token.id) {
       if (existing.revoked_at !== null) return await refuse('node revoked')
       await audit('enrolled', 'repeat of a finished enrollment', body.nodeId, body.version)
-      return fabric.enrollAnswer(body.nodeId, certSha256, existing.generation)
+      return await fabric.enrollAnswer(body.nodeId, certSha256, existing.generation)
     }
     if (token.expires_at <= now) return await refuse('token expired')
     if (token.uses >= token.max_uses) return await refuse('token used up')
@@ -136,7 +139,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     const node = await fabric.registry.refresh(body.nodeId)
     await fabric.changed(body.nodeId)
     // 11. issue the credential
-    return fabric.enrollAnswer(body.nodeId, certSha256, node?.generation ?? 1)
+    return await fabric.enrollAnswer(body.nodeId, certSha256, node?.generation ?? 1)
 
     async function refuse(reason: string): Promise<never> {
       await audit('refused', reason, body.nodeId, body.version)

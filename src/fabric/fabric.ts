@@ -6,7 +6,7 @@ import { safeEqual, sha256Hex } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import type { PlatformOptions } from '../options.ts'
 import type { Db, Store } from '../store/db.ts'
-import { insertAudit, listAudit, pruneAudit } from '../store/enroll-audit.ts'
+import { insertAudit, listAudit } from '../store/enroll-audit.ts'
 import { pendingEnrollments, revokePendingEnrollments } from '../store/join-tokens.ts'
 import { deleteNodeWithTombstone, insertNode, updateNodeFields } from '../store/nodes.ts'
 import { VERSION } from '../version.ts'
@@ -16,6 +16,8 @@ import { mintJoinToken } from './join-tokens.ts'
 import { RateLimiter, type RateLimitOptions } from './rate-limit.ts'
 import { compatibilityOf, Registry, type NodeEntry, type ReplicaStatus } from './registry.ts'
 import { TrustKeys } from './trust-keys.ts'
+import { startFabricLoops, trustSchedule } from './background.ts'
+import type { NodeFacingPlatform, PlatformView } from '../ha/platforms.ts'
 import { NODE_NAME } from '../http/validate.ts'
 import { log } from '../log.ts'
 import { bearerToken } from '../auth/auth.ts'
@@ -74,11 +76,14 @@ export class Fabric {
   readonly inUseChecks: NodeInUseCheck[] = []
   /** Called after an accepted heartbeat that changed liveness, capacity or replica status (workloads listen here). */
   readonly heartbeatListeners: ((node: NodeEntry) => void)[] = []
-  /** Called when an operator changes a node (drain, revoke, remove, rebind). */
-  readonly nodeChangeListeners: ((name: string) => void)[] = []
+  /** Called when an operator changes a node (drain, revoke, remove, rebind); the change's answer waits for them. */
+  readonly nodeChangeListeners: ((name: string) => void | Promise<void>)[] = []
   remoteDispatch: boolean
   enrollment: EnrollmentEndpoint | null = null
-  private auditWrites = 0
+  /** The live Platforms sharing the store, as nodes reach them (set once the Platform listens). */
+  platforms: () => NodeFacingPlatform[] = () => []
+  /** The live Platforms for operators, with the loops each runs. */
+  platformsView: () => Promise<PlatformView[]> = async () => []
   /** SHA-256 of the legacy shared fleet token, compared in constant time. */
   private readonly fleetDigest: string | undefined
 
@@ -86,6 +91,7 @@ export class Fabric {
     readonly ctx: Context,
     readonly options: FabricOptions,
     registry: Registry,
+    trust: TrustKeys,
     /** Where nodes reach the Platform API (the enroll answer's platformUrl). */
     private readonly publicUrl: () => string,
   ) {
@@ -94,7 +100,7 @@ export class Fabric {
     this.remoteDispatch = options.remoteDispatch
     this.fleetDigest = options.fleetToken ? sha256Hex(options.fleetToken) : undefined
     this.registry = registry
-    this.trust = new TrustKeys(ctx.dataDir, this.now)
+    this.trust = trust
     this.credentials = new NodeCredentials(ctx.masterKey)
     this.limits = {
       enroll: new RateLimiter('enroll', options.enrollLimit),
@@ -107,6 +113,8 @@ export class Fabric {
     ctx.changes.on('node', (name, local) => {
       if (!local) void this.registry.refresh(name).then(() => this.changed(name, false))
     })
+    this.registry.onRemoteChange = (name) => void this.changed(name, false)
+    startFabricLoops(ctx, this)
   }
 
   static async open(ctx: Context, o: PlatformOptions, publicUrl: () => string): Promise<Fabric> {
@@ -126,7 +134,8 @@ export class Fabric {
       heartbeatLimit: DEFAULT_LIMITS.heartbeat,
       trustLimit: DEFAULT_LIMITS.trust,
     }
-    return new Fabric(ctx, options, await Registry.load(ctx.store, ctx.now, staleAfterMs), publicUrl)
+    const trust = await TrustKeys.open(ctx.vault, ctx.now, trustSchedule(ctx))
+    return new Fabric(ctx, options, await Registry.load(ctx.store, ctx.now, staleAfterMs), trust, publicUrl)
   }
 
   requireNodesEnabled(): void {
@@ -140,16 +149,15 @@ export class Fabric {
     this.requireNodesEnabled()
   }
 
-  /** Appends to the audit log (in `db`, when the entry belongs to a transaction); a name only when it has name shape, never a secret. */
+  /** Appends to the audit log (in `db`, when the entry belongs to a transaction); a name only when it has name shape, never a secret. Pruning is a leased loop (background.ts). */
   async audit(outcome: string, reason: string | null, nodeId: unknown, version: unknown, db: Db = this.db): Promise<void> {
     const name = typeof nodeId === 'string' && NODE_NAME.test(nodeId) ? nodeId : null
     const ver = typeof version === 'string' && /^[0-9A-Za-z.+-]{1,32}$/.test(version) ? version : null
     await insertAudit(db, { at: this.now(), outcome, reason, node_id: name, version: ver })
-    if (++this.auditWrites % 50 === 1) await pruneAudit(db, this.now())
   }
 
+  /** The newest 500 entries of the last 30 days, whatever pruning has done yet. */
   async auditEntries() {
-    await pruneAudit(this.db, this.now())
     return (await listAudit(this.db, this.now())).map((e) => ({
       at: new Date(e.at).toISOString(),
       outcome: e.outcome,
@@ -159,20 +167,23 @@ export class Fabric {
     }))
   }
 
-  enrollAnswer(nodeId: string, certSha256: string, generation: number): EnrollAnswer {
+  async enrollAnswer(nodeId: string, certSha256: string, generation: number): Promise<EnrollAnswer> {
+    await this.trust.ensure()
     return {
       nodeId,
       agentId: `agent-${nodeId}`,
       credential: this.credentials.issue(nodeId, certSha256, generation),
       trustKeys: this.trust.published(),
       platformUrl: this.publicUrl(),
+      platforms: this.platforms(),
     }
   }
 
-  trustKeys() {
+  async trustKeys() {
     this.requireNodesEnabled()
     const release = this.limits.trust.admit()
     try {
+      await this.trust.ensure()
       return { trustKeys: this.trust.published() }
     } finally {
       release()
@@ -226,7 +237,7 @@ export class Fabric {
       const changed = this.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
       if (changed) for (const l of this.heartbeatListeners) l(n)
       const { state, reason } = this.registry.state(n)
-      return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: n.drained }
+      return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: n.drained, platforms: this.platforms() }
     } finally {
       release()
     }
@@ -321,7 +332,7 @@ export class Fabric {
 
   /** Tells this Platform's listeners, and (when `publish`) the other Platforms on the store. */
   async changed(name: string, publish = true): Promise<void> {
-    for (const l of this.nodeChangeListeners) l(name)
+    await Promise.all(this.nodeChangeListeners.map(async (l) => l(name)))
     if (publish) await this.ctx.changes.publish('node', name)
   }
 
@@ -370,7 +381,7 @@ export class Fabric {
     capacity: null,
   })
 
-  platformInfo() {
-    return { remoteDispatch: this.remoteDispatch, enrollment: this.enrollment }
+  async platformInfo() {
+    return { remoteDispatch: this.remoteDispatch, enrollment: this.enrollment, platforms: await this.platformsView() }
   }
 }

@@ -72,6 +72,8 @@ export class Registry {
   private flushing: Promise<void> = Promise.resolve()
   /** Newest heartbeat time read from the store (several Platforms: beats taken by the others). */
   private syncedTo = 0
+  /** A node that another Platform changed (seen by pulling, when its notice was lost). */
+  onRemoteChange: (name: string) => void = () => {}
 
   private constructor(
     private readonly db: Db,
@@ -133,8 +135,10 @@ export class Registry {
     for (const row of await heartbeatsSince(this.db, since)) {
       this.syncedTo = Math.max(this.syncedTo, row.last_seen_at)
       const n = this.nodes.get(row.name)
-      if (!n) {
+      // New here, or revoked, rotated, drained or rebound elsewhere and the notice did not arrive.
+      if (!n || n.generation !== row.generation || n.revokedAt !== row.revoked_at || n.drained !== (row.drained === 1) || n.certSha256 !== row.cert_sha256) {
         await this.refresh(row.name)
+        if (n) this.onRemoteChange(row.name)
         continue
       }
       if (n.lastSeenAt !== null && n.lastSeenAt >= row.last_seen_at) continue

@@ -66,9 +66,9 @@ export async function writeHeartbeats(db: Db, beats: HeartbeatRow[]): Promise<vo
   })
 }
 
-/** Heartbeats written at or after `since` (by any Platform on the store). */
-export async function heartbeatsSince(db: Db, since: number): Promise<HeartbeatRow[]> {
-  return db.all<HeartbeatRow>('SELECT name, last_seen_at, version, cpu_millis, memory_mb, replicas FROM nodes WHERE last_seen_at >= ?1', since)
+/** Heartbeats written at or after `since` (by any Platform on the store), with the fields an operator changes. */
+export async function heartbeatsSince(db: Db, since: number): Promise<(HeartbeatRow & Pick<NodeRow, 'generation' | 'revoked_at' | 'drained' | 'cert_sha256'>)[]> {
+  return db.all('SELECT name, last_seen_at, version, cpu_millis, memory_mb, replicas, generation, revoked_at, drained, cert_sha256 FROM nodes WHERE last_seen_at >= ?1', since)
 }
 
 export interface HeartbeatRow {
