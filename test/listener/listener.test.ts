@@ -17,7 +17,7 @@ describe('enrollment listener', () => {
   test('enrolls over TLS with the right pin; publishes URL, addresses, port and fingerprint', async () => {
     await using p = await startListenerPlatform()
     const info = await p.client.nodes.platform()
-    expect(info).toEqual({ remoteDispatch: true, enrollment: { url: p.enrollUrl, addresses: ['127.0.0.1'], port: p.listener.port, fingerprint: p.fingerprint } })
+    expect(info).toEqual({ remoteDispatch: true, enrollment: { url: p.enrollUrl, addresses: ['127.0.0.1'], port: p.listener.port, fingerprint: p.fingerprint }, platforms: [expect.objectContaining({ url: p.url, enrollmentUrl: p.enrollUrl, self: true, runs: expect.arrayContaining(['placement', 'probes']) })] })
     expect(p.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/)
     const { token } = await p.client.nodes.createEnrollment({ nodeId: 'w1' })
     const node = createClient({ url: p.enrollUrl, fetch: (u, i) => pinnedFetch(u, i, { fingerprint: p.fingerprint }) })
