@@ -265,14 +265,14 @@ export class Projects {
       try {
         replicas = r.replicas === null ? null : (JSON.parse(r.replicas) as AssignedReplica[])
       } catch {}
-      this.changedAssignments(r.node, { revision: r.revision, digest: r.digest, replicas }, Boolean(had))
+      this.changedAssignments(r.node, { revision: r.revision, digest: r.digest, replicas })
     }
   }
 
-  private changedAssignments(node: string, w: Wanted, wake: boolean): void {
+  /** A node's assignments moved: a new document, and its long polls here answer at once. */
+  private changedAssignments(node: string, w: Wanted): void {
     this.wanted.set(node, w)
     this.signed.delete(node)
-    if (!wake) return
     for (const done of this.waiters.get(node) ?? []) done()
   }
 
@@ -314,7 +314,7 @@ export class Projects {
     this.placements = result.placements
     for (const p of finished) p.previous = null
     for (const c of changes) {
-      this.changedAssignments(c.node, { revision: c.revision, digest: c.digest, replicas: c.replicas }, true)
+      this.changedAssignments(c.node, { revision: c.revision, digest: c.digest, replicas: c.replicas })
       if (c.node === 'local' && this.local) this.local.apply(await this.assignmentsNow(c.node))
     }
     await this.ctx.changes.publish('assignments')

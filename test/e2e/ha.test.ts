@@ -5,7 +5,7 @@
 // other, a revoke on one is refused by the other within a second, and kill -9
 // of each Platform in turn leaves the fleet ready, placing and enrolling.
 import { describe, expect, test } from 'bun:test'
-import { copyFileSync, mkdirSync, readFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { pinnedFetch } from '../../src/crypto/pin.ts'
 import { VERSION } from '../../src/version.ts'
 import { runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
@@ -172,5 +172,17 @@ describe('two Platforms through dist/muster', () => {
       for (const s of serves) await s.stop('SIGKILL')
       await db.drop()
     }
+  })
+
+  test('muster demo --ha --once: two Platforms on a throwaway PostgreSQL, one killed, the fleet carries on; nothing left behind', { timeout: 240_000 }, async () => {
+    const r = await runMuster(['demo', '--ha', '--once'], { timeoutMs: 220_000 })
+    expect(r.code).toBe(0)
+    for (const step of ['throwaway PostgreSQL', 'platform-a', 'platform-b on the same store', "worker-1 through platform-a", "worker-2 through platform-b", 'ready on both Platforms', 'platform-a places it', 'Killing platform-a', 'after-failover']) expect(r.stdout).toMatch(new RegExp(`✔ .*${step}`))
+    const took = Number(r.stdout.match(/ran every background loop ([\d.]+)s after the kill/)?.[1])
+    expect(took).toBeLessThan(15)
+    expect(r.stdout).toContain('every step worked')
+    const dir = r.stdout.match(/muster is running in (\S+),/)![1]!
+    expect(existsSync(dir)).toBe(false)
+    expect(r.stdout).not.toMatch(/mat_[a-z2-7]{16}\./) // no secret printed
   })
 })

@@ -47,8 +47,13 @@ describe('two Platforms on one PostgreSQL', () => {
     expect(n2.platforms.map((p) => p.url).sort()).toEqual([a.url, b.url].sort())
     await waitFor(async () => (await stateOn(a, 'n2'))?.state === 'ready' && (await stateOn(b, 'n1'))?.state === 'ready', { what: 'both nodes ready on both Platforms' })
 
+    // n2 long-polls b before it has ever been assigned anything; a deploy wakes it within a second
+    const t1 = performance.now()
+    const first = n2.on(b).projects.assignments(0, 20)
     const web = await b.client.projects.deploy({ name: 'web', command: ['sleep', '60'], replicas: 2 })
     expect(web.placements.map((p) => p.node).sort()).toEqual(['n1', 'n2'])
+    expect(((await first) as SignedAssignments).payload.replicas.map((r) => r.project)).toEqual(['web'])
+    expect(performance.now() - t1).toBeLessThan(2000)
     // n2 (connected to b) gets its document from b, signed with the keys n1 got from a: one key set
     const doc = (await n2.on(b).projects.assignments()) as SignedAssignments
     expect(checkAssignments(doc, n1.trustKeys, 'n2', 0).ok).toBe(true)
