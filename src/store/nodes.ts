@@ -58,9 +58,18 @@ export async function updateNodeFields(db: Db, name: string, fields: Partial<Omi
   await db.run(`UPDATE nodes SET ${sets} WHERE name = ?1`, name, ...keys.map((k) => fields[k] as string | number | null))
 }
 
-/** Writes many heartbeats in one transaction. */
+/** Writes many heartbeats in one transaction (on PostgreSQL in one statement: one round trip, not one per node). */
 export async function writeHeartbeats(db: Db, beats: HeartbeatRow[]): Promise<void> {
   if (beats.length === 0) return
+  if (db.engine === 'postgres') {
+    await db.run(
+      `UPDATE nodes SET last_seen_at = v.last_seen_at, version = v.version, cpu_millis = v.cpu_millis, memory_mb = v.memory_mb, replicas = v.replicas
+         FROM jsonb_to_recordset(?1::jsonb) AS v(name TEXT, last_seen_at BIGINT, version TEXT, cpu_millis BIGINT, memory_mb BIGINT, replicas TEXT)
+        WHERE nodes.name = v.name`,
+      JSON.stringify(beats),
+    )
+    return
+  }
   await db.tx(async (t) => {
     for (const b of beats) await t.run('UPDATE nodes SET last_seen_at = ?2, version = ?3, cpu_millis = ?4, memory_mb = ?5, replicas = ?6 WHERE name = ?1', b.name, b.last_seen_at, b.version, b.cpu_millis, b.memory_mb, b.replicas)
   })
