@@ -64,7 +64,7 @@ export async function writeHeartbeats(db: Db, beats: HeartbeatRow[]): Promise<vo
   if (db.engine === 'postgres') {
     await db.run(
       `UPDATE nodes SET last_seen_at = v.last_seen_at, version = v.version, cpu_millis = v.cpu_millis, memory_mb = v.memory_mb, replicas = v.replicas
-         FROM jsonb_to_recordset(?1::jsonb) AS v(name TEXT, last_seen_at BIGINT, version TEXT, cpu_millis BIGINT, memory_mb BIGINT, replicas TEXT)
+         FROM jsonb_to_recordset(CAST(?1::text AS jsonb)) AS v(name TEXT, last_seen_at BIGINT, version TEXT, cpu_millis BIGINT, memory_mb BIGINT, replicas TEXT)
         WHERE nodes.name = v.name`,
       JSON.stringify(beats),
     )

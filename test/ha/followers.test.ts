@@ -89,6 +89,15 @@ describe('two Platforms on one PostgreSQL', () => {
     await a.client.nodes.revoke('n1')
     await within(1000, 'b refuses the revoked node', async () => (await n1.on(b).nodes.register({}).then(() => 'ok', (e: { code?: string }) => e.code)) === 'node-revoked')
 
+    // a node that never sent a heartbeat (nothing for a Platform to notice by reading heartbeats) is refused
+    // by b within a second of its revoke on a: the change notice alone carries it
+    const e3 = await a.client.nodes.createEnrollment({ nodeId: 'quiet' })
+    const quiet = (await (await enrollRaw(a.url, { token: e3.token, nodeId: 'quiet', certPem: (await newCert('quiet')).certPem, version: VERSION })).json()) as { credential: string }
+    const quietOn = (p: TestPlatform) => createClient({ url: p.url, token: quiet.credential }).projects.assignments().then(() => 'ok', (e: { code?: string }) => e.code)
+    await within(1000, 'b knows the quiet node', async () => (await quietOn(b)) === 'ok')
+    await a.client.nodes.revoke('quiet')
+    await within(1000, 'b refuses the quiet node', async () => (await quietOn(b)) === 'node-revoked')
+
     // a fleet token revoked on b is refused by a at once
     const fleet = await a.client.nodes.createJoinToken({ maxUses: 5 })
     await b.client.nodes.revokeJoinToken(fleet.id)
