@@ -114,6 +114,9 @@ export class Fabric {
       if (!local) void this.registry.refresh(name).then(() => this.changed(name, false))
     })
     this.registry.onRemoteChange = (name) => void this.changed(name, false)
+    this.registry.onRemoteHeartbeat = (n) => {
+      for (const l of this.heartbeatListeners) l(n)
+    }
     startFabricLoops(ctx, this)
   }
 

@@ -74,6 +74,8 @@ export class Registry {
   private syncedTo = 0
   /** A node that another Platform changed (seen by pulling, when its notice was lost). */
   onRemoteChange: (name: string) => void = () => {}
+  /** A heartbeat another Platform took that changed liveness, capacity or replicas (placement and probes listen). */
+  onRemoteHeartbeat: (n: NodeEntry) => void = () => {}
 
   private constructor(
     private readonly db: Db,
@@ -142,6 +144,7 @@ export class Registry {
         continue
       }
       if (n.lastSeenAt !== null && n.lastSeenAt >= row.last_seen_at) continue
+      const changed = n.lastSeenAt === null || row.last_seen_at - n.lastSeenAt > this.staleAfterMs || n.cpuMillis !== row.cpu_millis || n.memoryMB !== row.memory_mb || JSON.stringify(n.replicas) !== (row.replicas ?? '[]')
       n.lastSeenAt = row.last_seen_at
       n.version = row.version
       n.cpuMillis = row.cpu_millis
@@ -149,6 +152,7 @@ export class Registry {
       try {
         n.replicas = row.replicas ? (JSON.parse(row.replicas) as ReplicaStatus[]) : []
       } catch {}
+      if (changed) this.onRemoteHeartbeat(n)
     }
   }
 

@@ -69,7 +69,7 @@ export class Lease {
   async fenced<T>(fn: (t: Db) => Promise<T>): Promise<T> {
     const { fence } = this
     return this.owner.store.tx(async (t) => {
-      if (!this.holding || !(await checkFence(t, this.name, this.owner.holder, fence))) throw new LeaseLost(this.name)
+      if (!this.holding || !(await checkFence(t, this.name, this.owner.holder, fence, this.owner.exclusive))) throw new LeaseLost(this.name)
       return fn(t)
     })
   }
@@ -140,22 +140,24 @@ export class Leases {
     this.timer.unref?.()
   }
 
-  /** One round: renew or take each lease; rounds never overlap. */
+  /** One round: renew or take each lease (independently, so one slow row delays no other); rounds never overlap. */
   tryAll(): Promise<void> {
-    this.round ??= (async () => {
-      for (const l of this.leases.values()) {
+    this.round ??= Promise.all(
+      [...this.leases.values()].map(async (l) => {
         if (this.stopped) return
         const sent = performance.now()
         try {
           const got = await acquireLease(this.store, l.name, this.holder, this.ttlMs, this.exclusive)
           // Held locally until TTL after the request was *sent*: never past the database's expiry.
-          await l.assume(got !== null, got?.fence ?? 0, sent + this.ttlMs - this.renewMs)
+          if (!this.stopped) await l.assume(got !== null, got?.fence ?? 0, sent + this.ttlMs - this.renewMs)
         } catch (e) {
           // The store cannot be asked: keep the local deadline, which runs out by itself.
           log.warn(`lease ${l.name}: ${(e as Error).message}`)
         }
-      }
-    })().finally(() => (this.round = undefined))
+      }),
+    )
+      .then(() => {})
+      .finally(() => (this.round = undefined))
     return this.round
   }
 

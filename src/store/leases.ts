@@ -68,11 +68,17 @@ export async function releaseLease(db: Db, name: string, holder: string): Promis
   await db.run(`UPDATE leases SET expires_at = 0 WHERE name = ?1 AND holder = ?2`, name, holder)
 }
 
-/** True while `holder` holds `name` with `fence` and it has not expired; call it inside the write's transaction. */
-export async function checkFence(t: Db, name: string, holder: string, fence: number): Promise<boolean> {
+/**
+ * True while `holder` holds `name` with `fence` and it has not expired; call it
+ * inside the write's transaction. `exclusive` (SQLite, one Platform): nobody can
+ * take the lease, so a renewal that came late (a stalled event loop) does not
+ * refuse the write.
+ */
+export async function checkFence(t: Db, name: string, holder: string, fence: number, exclusive = false): Promise<boolean> {
   if (t.engine === 'postgres') await t.run(`SET LOCAL idle_in_transaction_session_timeout = '5s'`)
   const lock = t.engine === 'postgres' ? ' FOR SHARE' : ''
-  const row = await t.get(`SELECT fence FROM leases WHERE name = ?1 AND holder = ?2 AND fence = ?3 AND expires_at > ${dbNow(t.engine)}${lock}`, name, holder, fence)
+  const unexpired = exclusive ? '' : ` AND expires_at > ${dbNow(t.engine)}`
+  const row = await t.get(`SELECT fence FROM leases WHERE name = ?1 AND holder = ?2 AND fence = ?3${unexpired}${lock}`, name, holder, fence)
   return row !== null
 }
 

@@ -23,7 +23,7 @@ export default [
   {
     name: 'the fence check passes for any holder (a paused old holder writes)',
     file: 'src/store/leases.ts',
-    from: 'WHERE name = ?1 AND holder = ?2 AND fence = ?3 AND expires_at > ${dbNow(t.engine)}${lock}',
+    from: 'WHERE name = ?1 AND holder = ?2 AND fence = ?3${unexpired}${lock}',
     to: 'WHERE name = ?1${lock}',
     tests: ['test/ha/leases.test.ts'],
     filter: 'paused old holder',
