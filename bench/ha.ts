@@ -1,8 +1,9 @@
 // Heartbeats per second across two Platforms on one PostgreSQL, next to one
 // Platform on SQLite, in the same run (SPEC §16.9, README "Running several
 // Platforms"). N enrolled nodes, each with its own credential; wrk drives the
-// load with a Lua script that rotates the credentials, one wrk per Platform
-// at the same time for the pair.
+// load with a Lua script that rotates the credentials; for the pair one wrk
+// per Platform at the same time, each with half the nodes (as Agents spread
+// themselves: a node uses one Platform at a time).
 //   bun run build && bun bench/ha.ts [--nodes 1000] [--seconds 10] [--connections 64] [--also-one-on-postgres]
 // Needs wrk and PostgreSQL's server binaries (a throwaway cluster is started).
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -99,8 +100,11 @@ try {
 
   const one = await wrk(sqlite.url, script('sqlite', sqliteCreds), 2, connections)
   // the same total connections, half to each Platform, at the same time
-  const [ra, rb] = await Promise.all([wrk(a.url, script('pg-a', pgCreds), 1, connections / 2), wrk(b.url, script('pg-b', pgCreds), 1, connections / 2)])
+  // As Agents do: each node uses one Platform (half the fleet on each)
+  const half = (odd: number) => pgCreds.filter((_, i) => i % 2 === odd)
+  const [ra, rb] = await Promise.all([wrk(a.url, script('pg-a', half(0)), 1, connections / 2), wrk(b.url, script('pg-b', half(1)), 1, connections / 2)])
   // the same load on one of the two, for comparison: what the second Platform adds
+  // the whole load on platform-a while platform-b runs idle beside it: what sharing the store costs by itself
   const alone = process.argv.includes('--also-one-on-postgres') ? await wrk(a.url, script('pg-alone', pgCreds), 2, connections) : undefined
   const pair: Wrk = { perSecond: ra.perSecond + rb.perSecond, requests: ra.requests + rb.requests, non2xx: ra.non2xx + rb.non2xx, errors: ra.errors + rb.errors, p50: `${ra.p50}/${rb.p50}`, p99: `${ra.p99}/${rb.p99}` }
   console.log(`heartbeats: ${nodes} enrolled nodes, credentials rotating per request, ${connections} connections, ${seconds}s per run (wrk)`)
@@ -108,7 +112,7 @@ try {
   console.log(line('two Platforms, one PostgreSQL', pair))
   console.log(line('  platform-a', ra))
   console.log(line('  platform-b', rb))
-  if (alone) console.log(line('one Platform, PostgreSQL', alone))
+  if (alone) console.log(line('all load on a, b idle, PostgreSQL', alone))
   console.log(`ratio two-on-PostgreSQL / one-on-SQLite: ${(pair.perSecond / one.perSecond).toFixed(2)}`)
 } finally {
   for (const stop of stops.reverse()) await stop().catch(() => {})

@@ -58,14 +58,17 @@ export async function updateNodeFields(db: Db, name: string, fields: Partial<Omi
   await db.run(`UPDATE nodes SET ${sets} WHERE name = ?1`, name, ...keys.map((k) => fields[k] as string | number | null))
 }
 
-/** Writes many heartbeats in one transaction (on PostgreSQL in one statement: one round trip, not one per node). */
+/**
+ * Writes many heartbeats in one transaction. On PostgreSQL in one statement (one round trip, not one per
+ * node), never moving a node's last heartbeat back (another Platform may have written a newer one).
+ */
 export async function writeHeartbeats(db: Db, beats: HeartbeatRow[]): Promise<void> {
   if (beats.length === 0) return
   if (db.engine === 'postgres') {
     await db.run(
       `UPDATE nodes SET last_seen_at = v.last_seen_at, version = v.version, cpu_millis = v.cpu_millis, memory_mb = v.memory_mb, replicas = v.replicas
          FROM jsonb_to_recordset(CAST(?1::text AS jsonb)) AS v(name TEXT, last_seen_at BIGINT, version TEXT, cpu_millis BIGINT, memory_mb BIGINT, replicas TEXT)
-        WHERE nodes.name = v.name`,
+        WHERE nodes.name = v.name AND (nodes.last_seen_at IS NULL OR nodes.last_seen_at < v.last_seen_at)`,
       JSON.stringify(beats),
     )
     return
