@@ -3,7 +3,8 @@ import type { DemoResult } from '../src/demo/demo.ts'
 import type { HaDemoResult } from '../src/demo/demo-ha.ts'
 import { printLine } from './_out.ts'
 
-export function printDemo(r: DemoResult): void {
+/** `bin`: how to run this binary again from this shell (muster, or ./dist/muster). */
+export function printDemo(r: DemoResult, bin: string): void {
   printLine()
   printLine(`muster is running in ${r.dir}`)
   printLine(`  dashboard and API:  ${r.apiUrl}  (log in as superadmin)`)
@@ -13,15 +14,15 @@ export function printDemo(r: DemoResult): void {
   printLine()
   printLine('Try next (in another terminal):')
   printLine(`  export MUSTER_URL=${r.apiUrl}`)
-  printLine(`  export MUSTER_TOKEN=$(muster admin api-token --data-dir ${r.dir}/platform)`)
-  printLine('  muster nodes list')
-  printLine(`  muster projects show ${r.project}`)
-  printLine('  muster nodes drain worker-1        # its replica moves to worker-2')
-  printLine('  muster projects deploy web --replicas 3 -- sh -c "sleep 600"')
-  printLine('  muster nodes audit')
+  printLine(`  export MUSTER_TOKEN=$(${bin} admin api-token --data-dir ${r.platformDir})`)
+  printLine(`  ${bin} nodes list`)
+  printLine(`  ${bin} projects show ${r.project}`)
+  printLine(`  ${bin} nodes drain worker-1        # its replica moves to worker-2`)
+  printLine(`  ${bin} projects deploy web --replicas 3 -- sh -c "sleep 600"`)
+  printLine(`  ${bin} nodes audit`)
 }
 
-export function printHaDemo(r: HaDemoResult): void {
+export function printHaDemo(r: HaDemoResult, bin: string): void {
   const survivor = r.platforms.find((p) => p.name === r.survivor)!
   printLine()
   printLine(`muster is running in ${r.dir}, on a throwaway PostgreSQL (${r.database})`)
@@ -32,8 +33,8 @@ export function printHaDemo(r: HaDemoResult): void {
   printLine()
   printLine('Try next (in another terminal):')
   printLine(`  export MUSTER_URL=${survivor.apiUrl}`)
-  printLine(`  export MUSTER_TOKEN=$(muster admin api-token --data-dir ${r.dir}/${r.survivor})`)
-  printLine('  muster nodes platform              # the live Platforms and the loops each runs')
-  printLine('  muster nodes list')
-  printLine(`  muster doctor --data-dir ${r.dir}/${r.nodes[0]}   # which Platform the Agent uses`)
+  printLine(`  export MUSTER_TOKEN=$(${bin} admin api-token --data-dir ${r.dir}/${r.survivor})`)
+  printLine(`  ${bin} nodes platform              # the live Platforms and the loops each runs`)
+  printLine(`  ${bin} nodes list`)
+  printLine(`  ${bin} doctor --data-dir ${r.dir}/${r.nodes[0]}   # which Platform the Agent uses`)
 }

@@ -1,5 +1,14 @@
 import { defineCommand } from 'citty'
 
+/** How to run this binary again from this shell: `muster` when that is what PATH finds, else its path (./dist/muster). */
+async function invokedAs(): Promise<string> {
+  const { relative, isAbsolute } = await import('node:path')
+  const self = process.execPath
+  if (Bun.which('muster') === self) return 'muster'
+  const rel = relative(process.cwd(), self)
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? `./${rel}` : self
+}
+
 export default defineCommand({
   meta: { name: 'demo', description: 'A Platform and two local workers, end to end, in a temp directory (Ctrl-C stops it all)' },
   args: {
@@ -23,8 +32,9 @@ export default defineCommand({
     process.on('SIGINT', onSignal)
     process.on('SIGTERM', onSignal)
     try {
-      if (demo instanceof HaDemo) printHaDemo(await demo.startHa())
-      else printDemo(await demo.start())
+      const bin = await invokedAs()
+      if (demo instanceof HaDemo) printHaDemo(await demo.startHa(), bin)
+      else printDemo(await demo.start(), bin)
       if (args.once) {
         printLine()
         printLine('demo: every step worked; stopping.')

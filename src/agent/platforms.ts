@@ -100,8 +100,10 @@ export class PlatformChoice {
 
   constructor(
     private readonly dataDir: DataDir,
-    private readonly config: AgentConfig,
+    /** The node's configuration now (a trust answer may replace its pins or API URL). */
+    private readonly configNow: () => AgentConfig,
   ) {
+    const config = configNow()
     const f = readPlatformsFile(dataDir)
     this.platforms = usablePlatforms(f?.platforms, config.platformUrl)
     if (!this.platforms.some((p) => p.url === config.platformUrl)) this.platforms.unshift({ url: config.platformUrl, enrollmentUrl: config.enrollmentUrl })
@@ -116,9 +118,27 @@ export class PlatformChoice {
     return this.platforms
   }
 
+  private get config(): AgentConfig {
+    return this.configNow()
+  }
+
   /** The node's configuration with the Platform it uses now. */
   connection(): AgentConfig {
     return { ...this.config, platformUrl: this.currentUrl }
+  }
+
+  /**
+   * A trust answer named another API URL for the Platform it came from. A URL
+   * already in the list is another live Platform: nothing moves. Otherwise the
+   * API moved (a new --public-url): the old entry takes the new URL.
+   */
+  apiMoved(from: string, to: string): void {
+    if (from === to || this.platforms.some((p) => p.url === to)) return
+    const i = this.platforms.findIndex((p) => p.url === from)
+    if (i >= 0) this.platforms[i] = { ...this.platforms[i]!, url: to }
+    else this.platforms.unshift({ url: to })
+    if (this.currentUrl === from || i < 0) this.currentUrl = to
+    this.save()
   }
 
   /** Enrollment listeners to ask for trust keys, in order: the current Platform's, the joined one, the others. */

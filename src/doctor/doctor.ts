@@ -12,7 +12,8 @@ import { probeCertificate } from '../crypto/pin.ts'
 import { certFingerprint, expiresWithin, parseCertificate } from '../crypto/x509.ts'
 import { DataDir, DEFAULT_DATA_DIR } from '../datadir.ts'
 import type { TrustKey } from '../fabric/trust-keys.ts'
-import { TLS_CERT_FILE } from '../listener/platform-tls.ts'
+import { caDaysLeft, caWarning, readCa } from '../pki/platform-ca.ts'
+import { openPlatformVault, type HostVault } from '../pki/host-vault.ts'
 import { serveLockHolder } from '../serve-lock.ts'
 import { VERSION } from '../version.ts'
 import { checkReceiptFiles, readReceipt, type Receipt } from './receipt.ts'
@@ -120,7 +121,7 @@ async function checkWorker(dataDir: DataDir, add: Add): Promise<void> {
     add('platform', 'fail', `${config.enrollmentUrl}: ${(e as Error).message}`)
   }
   // several Platforms: the one the Agent uses now, among those it knows (worker/platforms.json)
-  const choice = new PlatformChoice(dataDir, config)
+  const choice = new PlatformChoice(dataDir, () => config)
   const api = choice.current
   if (choice.known.length > 1) add('platform-in-use', 'ok', `the Agent uses ${api} (${choice.known.length} Platforms known: ${choice.known.map((p) => p.url).join(', ')})`)
   else add('platform-in-use', 'ok', `the Agent uses ${api} (the only Platform it knows)`)
@@ -142,42 +143,60 @@ async function checkPlatform(dataDir: DataDir, add: Add): Promise<void> {
     }
   })()
   add('serve', pid ? 'ok' : 'warn', pid ? `muster serve is running (pid ${pid})` : 'muster serve is not running on this data directory')
-  if (dataDir.exists(TLS_CERT_FILE)) {
+  // The Platform's secrets are sealed in its store: read through its vault (this needs master.key).
+  let host: HostVault
+  try {
+    host = await openPlatformVault(dataDir)
+  } catch (e) {
+    return add('platform-ca', 'warn', `cannot open the Platform's store to check its CA and keys: ${(e as Error).message}`)
+  }
+  try {
+    await checkSecrets(host.vault, add)
+  } finally {
+    await host.close()
+  }
+}
+
+async function checkSecrets(vault: HostVault['vault'], add: Add): Promise<void> {
+  const now = Date.now()
+  try {
+    const ca = await readCa(vault)
+    if (!ca) add('platform-ca', 'warn', 'no Platform CA yet: `muster serve` makes it at its next start')
+    else {
+      const warning = caWarning(ca, now)
+      add('platform-ca', caDaysLeft(ca, now) < 0 ? 'fail' : warning ? 'warn' : 'ok', warning ?? `pin ${ca.pin}, valid until ${ca.notAfter.toISOString()} (${caDaysLeft(ca, now)} days)`)
+    }
+  } catch (e) {
+    add('platform-ca', 'fail', (e as Error).message)
+  }
+  // The newest listener certificate (each Platform sharing the store keeps its own, under tls/<addresses>/).
+  const listenerPems = await Promise.all((await vault.list('tls/')).filter((n) => n.endsWith('cert.pem')).map((n) => vault.get(n)))
+  const listenerPem = listenerPems.filter((p): p is string => Boolean(p)).sort((a, b) => notAfterOf(b) - notAfterOf(a))[0]
+  if (listenerPem) {
     try {
-      const pem = dataDir.readSecretText(TLS_CERT_FILE)!
-      const c = parseCertificate(pem)
-      const soon = expiresWithin(pem, 30)
-      add('listener-cert', soon ? 'warn' : 'ok', `${c.fingerprint}, valid until ${c.notAfter.toISOString()}${soon ? ' (renewed at the next start)' : ''}`)
+      const c = parseCertificate(listenerPem)
+      const soon = expiresWithin(listenerPem, 30, now)
+      add('listener-cert', soon ? 'warn' : 'ok', `valid until ${c.notAfter.toISOString()}${soon ? ' (renewed by the running Platform, or at the next start)' : ''}`)
     } catch (e) {
       add('listener-cert', 'fail', (e as Error).message)
     }
   }
-  let keys: TrustKey[]
+  const keys: TrustKey[] = []
   try {
-    keys = await storedTrustKeys(dataDir)
+    for (const name of await vault.list('trust/')) {
+      if (name.endsWith('.json')) keys.push(JSON.parse((await vault.get(name))!) as TrustKey)
+    }
   } catch (e) {
     return add('trust-keys', 'fail', (e as Error).message)
   }
   if (keys.length > 0) trustExpiry('trust-keys', keys, add)
 }
 
-/** The Platform's trust keys, from the store it uses (sealed in its vault), public halves only. */
-async function storedTrustKeys(dataDir: DataDir): Promise<TrustKey[]> {
-  const master = dataDir.readSecret('platform/master.key')
-  if (!master || !existsSync(dataDir.path('platform'))) return []
-  const { openExistingStore } = await import('../store/open.ts')
-  const { StoreVault } = await import('../vault.ts')
-  const store = await openExistingStore(dataDir)
+function notAfterOf(pem: string): number {
   try {
-    const vault = new StoreVault(store, new Uint8Array(master))
-    const keys: TrustKey[] = []
-    for (const name of await vault.list('trust/')) {
-      const k = JSON.parse((await vault.get(name)) ?? 'null') as TrustKey | null
-      if (k) keys.push({ kid: k.kid, publicKey: k.publicKey, notBefore: k.notBefore, notAfter: k.notAfter })
-    }
-    return keys
-  } finally {
-    await store.close()
+    return parseCertificate(pem).notAfter.getTime()
+  } catch {
+    return 0
   }
 }
 

@@ -1,21 +1,25 @@
-// The Platform's Ed25519 trust keys (SPEC §4): each signs for 365 days; 30
-// days before it expires a new key takes over signing, while the old one stays
-// in the published set until it expires. Kept sealed in the vault as
-// `trust/<kid>.json`, so every Platform sharing the store signs with the same
-// keys (SPEC §16.9).
+// The Platform's Ed25519 trust keys (SPEC §16.2), kept in the vault as
+// `trust/<name>.json`. The schedule (trust-schedule.ts) is a pure function of
+// the keys and the time; this class applies it: on start, on a short tick (so
+// a wall clock that jumped is seen at once), and whenever it signs or
+// publishes. Names of keys made for a start time are derived from that time,
+// so Platforms sharing the vault that plan the same successor keep one; the
+// very first key has a fixed name, so Platforms starting together on an empty
+// store keep one too.
 //
-// The schedule (creating the next key, dropping expired ones) is a leader-only
-// loop: only the holder of the `trust-keys` lease writes, through fenced
-// writes, and tells the others, who reload. The very first key has a fixed
-// name, so Platforms starting together on an empty store keep one.
+// Several Platforms (SPEC §16.9): the schedule's writes (a successor, dropping
+// expired keys) are made only by the holder of the `trust-keys` lease, in a
+// transaction fenced by it, which then tells the others; they re-read the
+// vault. A Platform that has no key able to sign still makes one on the spot,
+// whatever the lease says: signing never waits for another Platform.
 import { generateSigningKey, signDomain } from '../crypto/ed25519.ts'
 import { b64url, fromB64url, sha256Hex } from '../crypto/tokens.ts'
 import { log } from '../log.ts'
 import type { Vault } from '../vault.ts'
+import { planTrustKeys, signingKey, type TrustPlan } from './trust-schedule.ts'
 
-export const KEY_LIFETIME_MS = 365 * 86400_000
-export const HANDOVER_MS = 30 * 86400_000
-const FIRST = 'trust/first.json'
+export { KEY_LIFETIME_MS, SIGNING_MS } from './trust-schedule.ts'
+const TICK_MS = 10_000
 
 export interface TrustKey {
   kid: string
@@ -36,102 +40,131 @@ export interface TrustSchedule {
   changed(): Promise<void>
 }
 
+/** A single Platform (tests, tools): it always runs the schedule, unfenced. */
+export const soleSchedule = (vault: Vault): TrustSchedule => ({ held: () => true, fenced: (fn) => fn(vault), changed: async () => {} })
+
+const FIRST = 'trust/first.json'
+const nameFor = (c: NonNullable<TrustPlan['create']>) => (c.why === 'first key' ? FIRST : `trust/from-${c.notBefore}.json`)
+
 const isStoredKey = (k: Partial<StoredKey> | null): k is StoredKey =>
   !!k && typeof k.kid === 'string' && typeof k.publicKey === 'string' && typeof k.privateKey === 'string' && Number.isFinite(Date.parse(k.notBefore ?? '')) && Number.isFinite(Date.parse(k.notAfter ?? ''))
 
 export class TrustKeys {
-  private keys: { name: string; key: StoredKey }[] = []
-  private ensuring: Promise<void> | undefined
+  /** name in the vault → key */
+  private keys = new Map<string, StoredKey>()
+  /** Writes of keys made on the spot (nothing could sign); a sync waits for them. */
+  private writing = new Set<Promise<unknown>>()
+  private syncing: Promise<void> | undefined
 
-  private constructor(
+  constructor(
     private readonly vault: Vault,
     private readonly now: () => number,
-    private readonly schedule: TrustSchedule,
+    private readonly schedule: TrustSchedule = soleSchedule(vault),
   ) {}
 
-  /** Loads the keys; on an empty store makes the first one. */
-  static async open(vault: Vault, now: () => number, schedule: TrustSchedule): Promise<TrustKeys> {
-    const t = new TrustKeys(vault, now, schedule)
-    await t.refresh()
-    await t.ensure()
-    return t
+  /** Re-reads the vault and, on the Platform holding the schedule's lease, applies it: creates a due key, drops expired ones. */
+  sync(): Promise<void> {
+    this.syncing ??= this.doSync().finally(() => (this.syncing = undefined))
+    return this.syncing
   }
 
-  /** Reads the keys again from the vault (another Platform changed them). */
-  async refresh(): Promise<void> {
-    const found: { name: string; key: StoredKey }[] = []
+  private async doSync(): Promise<void> {
+    await Promise.all(this.writing)
+    const found = new Map<string, StoredKey>()
     for (const name of await this.vault.list('trust/')) {
-      const k = JSON.parse((await this.vault.get(name)) ?? 'null') as Partial<StoredKey> | null
-      if (isStoredKey(k)) found.push({ name, key: k })
-      else log.warn(`trust key ${name} is unreadable; ignored`)
+      if (!name.endsWith('.json')) continue
+      try {
+        const k = JSON.parse((await this.vault.get(name)) ?? 'null') as Partial<StoredKey> | null
+        if (isStoredKey(k)) found.set(name, k)
+        else log.warn(`trust key ${name} is unreadable; ignored`)
+      } catch {
+        log.warn(`trust key ${name} is unreadable; ignored`)
+      }
     }
-    found.sort((a, b) => Date.parse(a.key.notBefore) - Date.parse(b.key.notBefore) || (a.key.kid < b.key.kid ? -1 : 1))
     this.keys = found
-  }
-
-  /**
-   * Applies the schedule (one run at a time): the lease holder drops expired
-   * keys and creates the next one when no key has more than 30 days left. A
-   * Platform without any key valid now makes one whatever the lease says.
-   */
-  ensure(): Promise<void> {
-    this.ensuring ??= this.applySchedule().finally(() => (this.ensuring = undefined))
-    return this.ensuring
-  }
-
-  private live(now = this.now()) {
-    return this.keys.filter((k) => Date.parse(k.key.notAfter) > now)
-  }
-
-  private async applySchedule(): Promise<void> {
     const now = this.now()
-    const live = this.live(now)
-    const due = !live.some((k) => Date.parse(k.key.notAfter) - now > HANDOVER_MS)
-    if (this.keys.length === 0) {
-      // An empty store: Platforms starting together race on one name; the loser takes the winner's key.
-      await this.vault.create(FIRST, JSON.stringify(newKey(now)))
-      await this.refresh()
-      return
-    }
-    if (!this.schedule.held()) {
-      if (live.length > 0) return
-      log.warn('no trust key is valid now and this Platform does not run the key schedule: making one so it can sign')
-    }
-    const expired = this.keys.filter((k) => !live.includes(k))
-    if (!due && expired.length === 0) return
-    const key = due ? newKey(now) : undefined
+    const held = this.schedule.held()
+    // Only the schedule's holder plans; a Platform with no key that can sign makes one now, whatever the lease says.
+    if (!held && signingKey([...found.values()], now)) return
+    const plan = planTrustKeys([...found.values()], now)
+    const expired = held ? [...found].filter(([, k]) => plan.expired.includes(k.kid)) : []
+    if (expired.length === 0 && !plan.create) return
+    const made = plan.create ? { name: nameFor(plan.create), key: newKey(plan.create.notBefore, plan.create.notAfter) } : undefined
     const writeKeys = async (v: Vault) => {
-      for (const k of expired) await v.delete(k.name)
-      if (key) await v.create(`trust/${key.kid}.json`, JSON.stringify(key))
+      for (const [name] of expired) await v.delete(name)
+      return made ? v.create(made.name, JSON.stringify(made.key)) : false
     }
-    await (this.schedule.held() ? this.schedule.fenced(writeKeys) : writeKeys(this.vault))
-    for (const k of expired) log.info(`trust key ${k.key.kid} expired and was removed`)
-    if (key) log.info(`trust key ${key.kid} now signs (valid until ${key.notAfter})`)
-    await this.refresh()
+    // The holder writes in one transaction fenced by the lease: one that lost it meanwhile writes nothing (LeaseLost).
+    const created = held ? await this.schedule.fenced(writeKeys) : await writeKeys(this.vault)
+    for (const [name, k] of expired) {
+      this.keys.delete(name)
+      log.info(`trust key ${k.kid} expired and was removed`)
+    }
+    if (made && created) {
+      this.keys.set(made.name, made.key)
+      log.info(`trust key ${made.key.kid} created (${plan.create!.why}): signs from ${made.key.notBefore}, valid until ${made.key.notAfter}`)
+    } else if (made) {
+      // Another Platform made the key for this start time first: use its key.
+      const theirs = JSON.parse((await this.vault.get(made.name)) ?? 'null') as StoredKey | null
+      if (!isStoredKey(theirs)) throw new Error(`trust key ${made.name} is unreadable`)
+      this.keys.set(made.name, theirs)
+    }
     await this.schedule.changed()
   }
 
-  /** The published set: every key not yet expired (public halves only). */
-  published(): TrustKey[] {
-    return this.live().map(({ key: { kid, publicKey, notBefore, notAfter } }) => ({ kid, publicKey, notBefore, notAfter }))
+  /** Applies the schedule on a short tick; returns the stop function. */
+  start(): () => void {
+    const t = setInterval(() => void this.sync().catch((e) => log.warn(`trust keys: ${(e as Error).message}`)), TICK_MS)
+    t.unref?.()
+    return () => clearInterval(t)
   }
 
-  /** Signs with the newest key valid now. */
-  sign(domain: string, message: string | Uint8Array): { kid: string; signature: string } {
+  /** The key that signs now; made on the spot (and written in the background) when none can. */
+  private signer(): StoredKey {
     const now = this.now()
-    const key = this.live(now).filter((k) => Date.parse(k.key.notBefore) <= now).at(-1)?.key
-    if (!key) throw new Error('no trust key is valid now')
+    const current = signingKey([...this.keys.values()], now)
+    if (current) return current
+    const plan = planTrustKeys([...this.keys.values()], now)
+    const c = plan.create ?? { notBefore: now, notAfter: now + 2 * 365 * 86_400_000, why: 'no key can sign with notice' as const }
+    const key = newKey(c.notBefore, c.notAfter)
+    const name = nameFor(c)
+    this.keys.set(name, key)
+    log.info(`trust key ${key.kid} created (${c.why}): signs now, valid until ${key.notAfter}`)
+    const write: Promise<unknown> = this.vault.create(name, JSON.stringify(key)).catch((e) => log.warn(`trust key ${key.kid} was not saved: ${(e as Error).message}`))
+    this.writing.add(write)
+    void write.finally(() => this.writing.delete(write))
+    return key
+  }
+
+  /** The published set: every key not yet expired, future ones included (public halves only), oldest first. */
+  published(): TrustKey[] {
+    this.signer() // a Platform that cannot sign publishes the key it will sign with
+    const now = this.now()
+    return [...this.keys.values()]
+      .filter((k) => Date.parse(k.notAfter) > now)
+      .sort((a, b) => Date.parse(a.notBefore) - Date.parse(b.notBefore))
+      .map(({ kid, publicKey, notBefore, notAfter }) => ({ kid, publicKey, notBefore, notAfter }))
+  }
+
+  /** The kid signing now. */
+  currentKid(): string {
+    return this.signer().kid
+  }
+
+  /** Signs with the key the schedule names for now. */
+  sign(domain: string, message: string | Uint8Array): { kid: string; signature: string } {
+    const key = this.signer()
     return { kid: key.kid, signature: b64url(signDomain(domain, fromB64url(key.privateKey), message)) }
   }
 }
 
-function newKey(now: number): StoredKey {
+function newKey(notBefore: number, notAfter: number): StoredKey {
   const { privateKey, publicKey } = generateSigningKey()
   return {
     kid: sha256Hex(publicKey).slice(0, 16),
     publicKey: b64url(publicKey),
     privateKey: b64url(privateKey),
-    notBefore: new Date(now).toISOString(),
-    notAfter: new Date(now + KEY_LIFETIME_MS).toISOString(),
+    notBefore: new Date(notBefore).toISOString(),
+    notAfter: new Date(notAfter).toISOString(),
   }
 }

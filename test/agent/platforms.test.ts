@@ -46,7 +46,7 @@ describe('the Agent\'s Platforms', () => {
     using dir = tmpDir()
     const dataDir = new DataDir(dir.path)
     rememberPlatforms(dataDir, config(), two)
-    const choice = new PlatformChoice(dataDir, config())
+    const choice = new PlatformChoice(dataDir, config)
     expect(choice.current).toBe(firstChoice('w1', two)!)
     const first = choice.current
     const other = two.find((p) => p.url !== first)!.url
@@ -56,7 +56,7 @@ describe('the Agent\'s Platforms', () => {
     expect(choice.current).toBe(other)
     expect(choice.connection().platformUrl).toBe(other)
     expect(choice.failed(other)).toBe(false) // both tried: back off before the next round
-    expect(new PlatformChoice(dataDir, config()).current).toBe(first)
+    expect(new PlatformChoice(dataDir, config).current).toBe(first)
     // an answer listing only the live Platform replaces the list (kept on disk)
     const live = two.find((p) => p.url === choice.current)!
     choice.succeeded([live])
@@ -68,7 +68,7 @@ describe('the Agent\'s Platforms', () => {
     using dir = tmpDir()
     const dataDir = new DataDir(dir.path)
     rememberPlatforms(dataDir, config(), two)
-    const choice = new PlatformChoice(dataDir, config())
+    const choice = new PlatformChoice(dataDir, config)
     if (choice.current !== two[1]!.url) choice.failed(choice.current)
     expect(choice.trustUrls()).toEqual(['https://b.example:7443', 'https://a.example:7443'])
   })
@@ -79,5 +79,21 @@ describe('the Agent\'s Platforms', () => {
     expect(isPlatformFailure(new MusterError('internal', 'x', { status: 502 }))).toBe(true)
     expect(isPlatformFailure(new Error('socket closed'))).toBe(true)
     for (const code of ['node-revoked', 'unauthorized', 'rate-limited', 'forbidden'] as const) expect(isPlatformFailure(new MusterError(code, 'x'))).toBe(false)
+  })
+
+  test('a trust answer naming another live Platform moves nothing; a new API URL replaces the old one', () => {
+    using dir = tmpDir()
+    const dataDir = new DataDir(dir.path)
+    rememberPlatforms(dataDir, config(), two)
+    const choice = new PlatformChoice(dataDir, config)
+    const first = choice.current
+    const other = two.find((p) => p.url !== first)!.url
+    choice.apiMoved(first, other) // answered by the other Platform of the group
+    expect(choice.current).toBe(first)
+    expect(choice.known.map((p) => p.url).sort()).toEqual(two.map((p) => p.url).sort())
+    choice.apiMoved(first, 'https://moved.example:7380') // this Platform's API moved
+    expect(choice.current).toBe('https://moved.example:7380')
+    expect(choice.known.map((p) => p.url).sort()).toEqual(['https://moved.example:7380', other].sort())
+    expect(new PlatformChoice(dataDir, config).current).toBe('https://moved.example:7380')
   })
 })
