@@ -29,4 +29,14 @@ export async function startListenerPlatform(opts: Partial<PlatformOptions> & { k
   return out
 }
 
+import type { Vault } from '../../src/vault.ts'
+
 export { freePort } from '../../src/addresses.ts'
+
+/** The listener's certificate chain and key as the Platform serves them (kept in its vault), and the Platform CA: to stand up a server the node trusts. */
+export async function listenerTls(p: { platform: { vault: Vault; listener?: { certificate: { certPem: string; keyPem: string } } } }): Promise<{ cert: string; key: string; ca: string }> {
+  const ca = await p.platform.vault.get('ca/cert.pem')
+  const served = p.platform.listener?.certificate
+  if (ca === null || !served) throw new Error('the Platform has no CA or no listener certificate')
+  return { cert: served.certPem + ca, key: served.keyPem, ca }
+}

@@ -31,7 +31,7 @@ export default [
   {
     name: 'a fenced write skips the check in its transaction',
     file: 'src/ha/leases.ts',
-    from: 'if (!this.holding || !(await checkFence(t, this.name, this.owner.holder, fence))) throw new LeaseLost(this.name)',
+    from: 'if (!this.holding || !(await checkFence(t, this.name, this.owner.holder, fence, this.owner.exclusive))) throw new LeaseLost(this.name)',
     to: 'if (!this.holding) throw new LeaseLost(this.name)',
     tests: ['test/ha/leases.test.ts'],
     filter: 'paused old holder',
@@ -106,5 +106,21 @@ export default [
     from: "if (e.code === 'platform-unreachable' || e.code === 'store-unavailable') return true",
     to: "if (e.code === 'store-unavailable') return true",
     tests: ['test/agent/platforms.test.ts'],
+  },
+  {
+    name: 'a Platform not holding the trust-keys lease applies the schedule too (a rotation written twice)',
+    file: 'src/fabric/trust-keys.ts',
+    from: 'if (!held && signingKey([...found.values()], now)) return',
+    to: 'if (!held && !signingKey([...found.values()], now)) return',
+    tests: ['test/ha/shared-keys.test.ts'],
+    filter: 'runs once',
+  },
+  {
+    name: 'Platforms sharing the vault keep one listener certificate: each replaces the other\'s',
+    file: 'src/pki/server-cert.ts',
+    from: "export const certDir = (slot: CertSlot, addresses: string[]) => `${slot}/${sha256Hex([...new Set(addresses)].sort().join(',')).slice(0, 16)}`",
+    to: 'export const certDir = (slot: CertSlot, addresses: string[]) => slot',
+    tests: ['test/ha/shared-keys.test.ts'],
+    filter: 'own addresses',
   },
 ] satisfies Mutant[]
