@@ -12,10 +12,8 @@
 //   connect.ts): the same pin, CA or system roots. An https API is never
 //   traded for a plain-http one from a list.
 // - Trust refreshes go to the current Platform's enrollment listener first,
-//   then the one joined through, then the others, each with the node's one pin.
-//   (Until every Platform presents the same pin — the shared Platform CA —
-//   only listeners whose certificate matches that pin answer; the others are
-//   refused before a byte is sent.)
+//   then the one joined through, then the others, each with the node's pins:
+//   every Platform's certificates come from the one Platform CA in the store.
 import type { DataDir } from '../datadir.ts'
 import { sha256Hex } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'

@@ -112,6 +112,9 @@ export class Provisioner {
   create(row: ProvisionRow): Promise<void> {
     const running = this.inFlight.get(row.id)
     if (running) return running
+    // Several Platforms on one store: only the cloud-reconcile holder orders machines, so two Platforms never
+    // order one provision at once; elsewhere the request is recorded (creating) and the holder's next reconcile orders it.
+    if (!this.cloud.ctx.leases.lease('cloud-reconcile').held) return Promise.resolve()
     const p = this.attempt(row).finally(() => this.inFlight.delete(row.id))
     this.inFlight.set(row.id, p)
     return p

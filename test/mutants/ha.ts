@@ -123,4 +123,11 @@ export default [
     tests: ['test/ha/shared-keys.test.ts'],
     filter: 'own addresses',
   },
+  {
+    name: 'a Platform without the cloud-reconcile lease orders machines itself',
+    file: 'src/cloud/provisioner.ts',
+    from: "    if (!this.cloud.ctx.leases.lease('cloud-reconcile').held) return Promise.resolve()\n",
+    to: '',
+    tests: ['test/ha/cloud.test.ts'],
+  },
 ] satisfies Mutant[]
