@@ -2,6 +2,7 @@
 // 2), runs it, and turns errors into one clear line (exit 1), never a stack.
 import { renderUsage, runCommand, type ArgsDef, type CommandDef } from 'citty'
 import { MusterError } from '../src/errors.ts'
+import { wrapWords } from '../src/log.ts'
 import { UsageError } from './_args.ts'
 
 type AnyCommand = CommandDef<ArgsDef>
@@ -55,21 +56,28 @@ export async function main(root: AnyCommand, argv: string[]): Promise<number> {
   }
 }
 
+// One line per error for pipes and scripts; on a terminal the line is wrapped
+// between words to its width, never inside a flag.
+function say(text: string): void {
+  const columns = process.stderr.isTTY ? process.stderr.columns : 0
+  process.stderr.write(columns ? `${wrapWords(text.trimEnd(), columns - 1, 2)}\n` : text)
+}
+
 export function reportError(label: string, e: unknown): number {
   if (e instanceof UsageError) {
-    process.stderr.write(`${label}: ${e.message}\nRun \`${label} --help\` for usage.\n`)
+    say(`${label}: ${e.message}\nRun \`${label} --help\` for usage.\n`)
     return 2
   }
   if (e instanceof MusterError) {
-    process.stderr.write(`${label}: ${e.message}\n`)
+    say(`${label}: ${e.message}\n`)
     return 1
   }
   const err = e as { name?: string; message?: string; stack?: string }
   if (err?.name === 'CLIError') {
-    process.stderr.write(`${label}: ${stripAnsi(err.message ?? '')}\nRun \`${label} --help\` for usage.\n`)
+    say(`${label}: ${stripAnsi(err.message ?? '')}\nRun \`${label} --help\` for usage.\n`)
     return 2
   }
-  process.stderr.write(`${label}: unexpected error: ${err?.message ?? String(e)}\n`)
+  say(`${label}: unexpected error: ${err?.message ?? String(e)}\n`)
   if (process.env.MUSTER_DEBUG) process.stderr.write(`${err?.stack}\n`)
   return 1
 }
