@@ -29,10 +29,10 @@ async function waitForUrl(p: Bun.Subprocess<'ignore', 'pipe', 'pipe'>, re: RegEx
   }
 }
 
-export async function startPlatform(extra: string[] = []): Promise<Proc & { dataDir: string; token: string }> {
+export async function startPlatform(extra: string[] = [], opts: { dataDir?: string } = {}): Promise<Proc & { dataDir: string; token: string }> {
   const bin = join(ROOT, 'dist', 'muster')
   if (!(await Bun.file(bin).exists())) throw new Error('build first: bun run build')
-  const dataDir = mkdtempSync(join(tmpdir(), 'muster-bench-'))
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'muster-bench-'))
   const p = Bun.spawn([bin, 'serve', '--data-dir', dataDir, '--port', '0', '--remote-dispatch', '--no-local-node', ...extra], {
     stdin: 'ignore',
     stdout: 'pipe',

@@ -11,13 +11,18 @@ async function invokedAs(): Promise<string> {
 
 export default defineCommand({
   meta: { name: 'demo', description: 'A Platform and two local workers, end to end, in a temp directory (Ctrl-C stops it all)' },
-  args: { once: { type: 'boolean', description: 'Run every step, print a summary, stop everything and exit (0 only if all worked)' } },
+  args: {
+    once: { type: 'boolean', description: 'Run every step, print a summary, stop everything and exit (0 only if all worked)' },
+    ha: { type: 'boolean', description: 'Two Platforms on a throwaway PostgreSQL (needs its server binaries); kills one midway and shows the fleet carry on' },
+  },
   async run({ args }) {
     const { Demo } = await import('../src/demo/demo.ts')
+    const { HaDemo } = await import('../src/demo/demo-ha.ts')
     const { MusterError } = await import('../src/errors.ts')
     const { stepReporter } = await import('./_steps.ts')
     const { printLine } = await import('./_out.ts')
-    const demo = new Demo(stepReporter())
+    const { printDemo, printHaDemo } = await import('./_demo-summary.ts')
+    const demo = args.ha ? new HaDemo(stepReporter()) : new Demo(stepReporter())
     let stopping = false
     const onSignal = () => {
       if (stopping) return
@@ -27,23 +32,9 @@ export default defineCommand({
     process.on('SIGINT', onSignal)
     process.on('SIGTERM', onSignal)
     try {
-      const r = await demo.start()
-      printLine()
-      printLine(`muster is running in ${r.dir}`)
-      printLine(`  dashboard and API:  ${r.apiUrl}  (log in as superadmin)`)
-      printLine(`  enrollment:         ${r.enrollmentUrl}  (pin ${r.fingerprint})`)
-      printLine(`  superadmin password: ${r.passwordFile}`)
-      printLine(`  nodes: ${r.nodes.join(', ')}; project ${r.project} runs 2 replicas, one on each`)
-      printLine()
       const bin = await invokedAs()
-      printLine('Try next (in another terminal):')
-      printLine(`  export MUSTER_URL=${r.apiUrl}`)
-      printLine(`  export MUSTER_TOKEN=$(${bin} admin api-token --data-dir ${r.platformDir})`)
-      printLine(`  ${bin} nodes list`)
-      printLine(`  ${bin} projects show ${r.project}`)
-      printLine(`  ${bin} nodes drain worker-1        # its replica moves to worker-2`)
-      printLine(`  ${bin} projects deploy web --replicas 3 -- sh -c "sleep 600"`)
-      printLine(`  ${bin} nodes audit`)
+      if (demo instanceof HaDemo) printHaDemo(await demo.startHa(), bin)
+      else printDemo(await demo.start(), bin)
       if (args.once) {
         printLine()
         printLine('demo: every step worked; stopping.')

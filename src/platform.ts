@@ -27,6 +27,8 @@ import { EnrollmentListener } from './listener/listener.ts'
 import { startCloud, type Cloud } from './cloud/service.ts'
 import { Pki } from './pki/pki.ts'
 import { openVault, type Vault } from './vault.ts'
+import { Leases } from './ha/leases.ts'
+import { PlatformRegistry } from './ha/platforms.ts'
 
 export type { PlatformOptions }
 
@@ -74,11 +76,13 @@ export class Platform implements Services {
   cloud!: Cloud
   listener: EnrollmentListener | undefined
   prober!: ReadinessProber
+  /** The Platforms sharing this store (several Platforms, SPEC §16.9). */
+  platforms!: PlatformRegistry
   private readonly closers: (() => void | Promise<void>)[] = []
 
   private constructor(
     readonly options: PlatformOptions,
-    parts: { dataDir: DataDir; store: Store; masterKey: Uint8Array; vault: Vault; changes: Changes },
+    parts: { dataDir: DataDir; store: Store; masterKey: Uint8Array; vault: Vault; changes: Changes; leases: Leases },
   ) {
     this.dataDir = parts.dataDir
     this.store = parts.store
@@ -92,6 +96,7 @@ export class Platform implements Services {
       vault: parts.vault,
       masterKey: parts.masterKey,
       changes: parts.changes,
+      leases: parts.leases,
       onClose: (fn) => this.onClose(fn),
     }
     this.auth = new Auth(this.ctx)
@@ -112,8 +117,10 @@ export class Platform implements Services {
         const vault = await openVault(store, dataDir, masterKey)
         const changes = new Changes(store)
         await changes.start()
-        p = new Platform(options, { dataDir, store, masterKey, vault, changes })
-        p.closers.push(() => changes.stop(), () => store.close())
+        const leases = new Leases(store, changes.origin)
+        p = new Platform(options, { dataDir, store, masterKey, vault, changes, leases })
+        // Leases are given up after the services stopped, so another Platform takes over at once.
+        p.closers.push(() => leases.stop(), () => changes.stop(), () => store.close())
       } catch (e) {
         await store.close()
         throw e
@@ -164,6 +171,8 @@ export class Platform implements Services {
     this.federation = await startFederation(ctx, { auth: this.auth, projects: this.projects })
     // services: cloud
     this.cloud = startCloud(ctx, { fabric: this.fabric, projects: this.projects, publicUrl: () => this.publicUrl, apiCaPin: () => this.api.caPin })
+    // Every service has named its leases: take what is free, so each loop knows its holder.
+    await ctx.leases.start()
   }
 
   /**
@@ -224,6 +233,17 @@ export class Platform implements Services {
     log.info(`muster Platform listening on ${url}`)
     // listen: enrollment listener
     await this.listener?.listen()
+    // listen: record this Platform for the others and for nodes (`platforms` in answers)
+    this.platforms = new PlatformRegistry(this.ctx, () => ({
+      apiUrl: this.publicUrl,
+      enrollmentUrl: this.fabric.enrollment?.url ?? null,
+      fingerprint: this.fabric.enrollment?.fingerprint ?? null,
+      localNode: Boolean(this.projects.local),
+    }))
+    this.fabric.platforms = () => this.platforms.nodeFacing()
+    this.fabric.platformsView = () => this.platforms.view()
+    await this.platforms.start()
+    this.onClose(() => this.platforms.stop())
     this.warnUnreachablePublicUrl()
     // listen: certificates are checked against the wall clock on a short tick (a clock may jump);
     // the API has no per-connection hook, and a certificate a jump left expired fails the handshake.

@@ -2,7 +2,7 @@ import { defineCommand } from 'citty'
 import { clientArgs } from '../_args.ts'
 
 export default defineCommand({
-  meta: { name: 'platform', description: 'Where nodes enroll: the listener URL, addresses, port, the pin, and the Platform CA' },
+  meta: { name: 'platform', description: 'Where nodes enroll: the listener URL, addresses, port, the pin, the Platform CA, and the Platforms sharing the store' },
   args: { ...clientArgs },
   async run({ args }) {
     const { clientFrom } = await import('../_client.ts')
@@ -15,11 +15,16 @@ export default defineCommand({
     printLine(`remote dispatch: ${r.remoteDispatch ? 'on' : 'off'}`)
     printLine(`platform CA:     ${r.ca.fingerprint} (valid until ${r.ca.notAfter})`)
     if (r.ca.next) printLine(`next CA:         ${r.ca.next.fingerprint} (prepared; nodes learn it at their next trust refresh)`)
-    if (!r.enrollment) return printLine('enrollment listener: none (start serve with --enrollment-port)')
-    printLine(`enrollment URL:  ${r.enrollment.url}`)
-    printLine(`addresses:       ${r.enrollment.addresses.join(', ')}`)
-    printLine(`port:            ${r.enrollment.port}`)
-    printLine(`fingerprint:     ${r.enrollment.fingerprint}  (give it to worker join --platform-fingerprint)`)
-    if (r.enrollment.fingerprint !== r.enrollment.caFingerprint) printLine(`                 (the listener still presents its certificate from before the Platform CA; nodes move to the CA pin at their next trust refresh)`)
+    if (!r.enrollment) printLine('enrollment listener: none (start serve with --enrollment-port)')
+    else {
+      printLine(`enrollment URL:  ${r.enrollment.url}`)
+      printLine(`addresses:       ${r.enrollment.addresses.join(', ')}`)
+      printLine(`port:            ${r.enrollment.port}`)
+      printLine(`fingerprint:     ${r.enrollment.fingerprint}  (give it to worker join --platform-fingerprint)`)
+      if (r.enrollment.fingerprint !== r.enrollment.caFingerprint) printLine(`                 (the listener still presents its certificate from before the Platform CA; nodes move to the CA pin at their next trust refresh)`)
+    }
+    if ((r.platforms?.length ?? 0) < 2) return
+    printLine(`platforms:       ${r.platforms!.length} live on this store`)
+    for (const p of r.platforms!) printLine(`  ${p.id}${p.self ? ' (this one)' : ''}  ${p.url}${p.enrollmentUrl ? `  enroll ${p.enrollmentUrl}` : ''}  runs: ${p.runs.join(', ') || '-'}`)
   },
 })

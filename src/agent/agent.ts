@@ -2,7 +2,9 @@
 // Platform with its node credential (version, capacity, replica status),
 // renews the credential daily (and once on a 401), refreshes trust keys at
 // start, daily, and at once when it meets a signature by a kid it does not
-// hold (at most once a minute), and keeps going through outages with backoff.
+// hold (at most once a minute), and keeps going through outages with backoff;
+// with several Platforms it moves to another when its current one fails
+// (platforms.ts).
 // "Daily" is by the wall clock, checked on a short tick, so a clock that
 // jumped is noticed within the tick. Intervals can be set by environment for
 // tests: MUSTER_AGENT_HEARTBEAT_MS, _RENEW_MS, _TRUST_MS, _TICK_MS.
@@ -21,6 +23,7 @@ import { credentialGeneration, readCredential, readTrustFile, requireJoined, WOR
 import { startAgentServer, type SignedHandler } from './server.ts'
 import { refreshTrust } from './trust.ts'
 import { signRenewProof } from '../crypto/enroll-proof.ts'
+import { isPlatformFailure, PlatformChoice } from './platforms.ts'
 import { startWorkloads, type Workloads } from './workloads.ts'
 
 const DAY_MS = 86_400_000
@@ -63,6 +66,8 @@ export class Agent {
   readonly dataDir: DataDir
   /** Replaced when a trust answer moves the node to new pins or a new API URL. */
   config: AgentConfig
+  /** The Platforms this node may use and the one it uses now. */
+  readonly platforms: PlatformChoice
   readonly now: () => number
   readonly intervals: { heartbeat: number; renew: number; trust: number; tick: number }
   /** The last state the Platform reported for this node. */
@@ -92,6 +97,7 @@ export class Agent {
     this.dataDir = new DataDir(options.dataDir)
     this.config = requireJoined(this.dataDir)
     this.credential = readCredential(this.dataDir)
+    this.platforms = new PlatformChoice(this.dataDir, () => this.config)
     this.trust = readTrustFile(this.dataDir)?.keys ?? []
     this.now = options.now ?? Date.now
     this.intervals = {
@@ -112,6 +118,16 @@ export class Agent {
 
   get nodeCredential(): string {
     return this.credential
+  }
+
+  /** How to reach the Platform this node uses now. */
+  connection(): AgentConfig {
+    return this.platforms.connection()
+  }
+
+  /** A request to the Platform at `url` failed with `e`: move to another Platform when that one failed. */
+  platformFailed(url: string, e: unknown): boolean {
+    return isPlatformFailure(e) && this.platforms.failed(url)
   }
 
   /** Sends an extra heartbeat soon (replica state changed), coalescing bursts. */
@@ -138,7 +154,7 @@ export class Agent {
       refreshForUnknownKid: () => this.refreshForUnknownKid(),
       handle: () => this.handleSigned,
     })
-    log.info(`agent ${this.config.nodeId} listening on port ${this.port}; Platform API ${this.config.platformUrl}`)
+    log.info(`agent ${this.config.nodeId} listening on port ${this.port}; Platform API ${this.platforms.current}`)
     // Trust refresh runs beside the first heartbeat: a slow enrollment URL must not hold it up.
     const now = this.now()
     this.renewDueAt = now + this.intervals.renew
@@ -165,11 +181,21 @@ export class Agent {
       // The next one is due a day after this one was asked for, whatever the answer took.
       const asked = this.now()
       try {
-        const r = await refreshTrust(this.dataDir, this.config, asked)
-        this.trust = r.keys
-        this.config = r.config
-        this.trustDueAt = asked + this.intervals.trust
-        return true
+        // The current Platform's listener first, then the one joined through, then the others (one pin for all).
+        let failure: unknown
+        for (const via of this.platforms.trustUrls()) {
+          try {
+            const r = await refreshTrust(this.dataDir, this.config, asked, via)
+            this.trust = r.keys
+            this.platforms.apiMoved(this.config.platformUrl, r.config.platformUrl)
+            this.config = r.config
+            this.trustDueAt = asked + this.intervals.trust
+            return true
+          } catch (e) {
+            failure ??= e
+          }
+        }
+        throw failure ?? new Error('no enrollment listener is known')
       } catch (e) {
         this.trustDueAt = asked + Math.min(RETRY_MS, this.intervals.trust)
         log.warn(`${(e as Error).message} Keeping the current ${this.trust.length} trust key(s).`)
@@ -221,7 +247,7 @@ export class Agent {
       try {
         const generation = credentialGeneration(this.credential) ?? 0
         const proof = signRenewProof({ keyPem: this.dataDir.readSecretText(WORKER.key) ?? '', certPem: this.dataDir.readSecretText(WORKER.cert) ?? '', nodeId: this.config.nodeId, generation, nowMs: this.now() })
-        const r = await apiClient(this.config, this.credential).nodes.renew(proof)
+        const r = await apiClient(this.connection(), this.credential).nodes.renew(proof)
         this.credential = r.credential
         writeCredential(this.dataDir, r.credential)
         log.info(`node credential renewed (generation ${r.generation})`)
@@ -240,7 +266,8 @@ export class Agent {
 
   /** One heartbeat; throws what the Platform or the network said. */
   async heartbeat(): Promise<{ state: string; generation: number; drained: boolean }> {
-    const r = await apiClient(this.config, this.credential).nodes.register({ version: VERSION, capacity: capacity(), replicas: this.replicaStatus() })
+    const r = await apiClient(this.connection(), this.credential).nodes.register({ version: VERSION, capacity: capacity(), replicas: this.replicaStatus() })
+    this.platforms.succeeded(r.platforms)
     if (r.state !== this.state) log.info(`node ${this.config.nodeId} is ${r.state}${r.reason ? ` (${r.reason})` : ''}`)
     this.state = r.state
     return r
@@ -249,6 +276,7 @@ export class Agent {
   private async beat(): Promise<void> {
     if (this.stopped) return
     let delay = this.intervals.heartbeat
+    const url = this.platforms.current
     try {
       const r = await this.heartbeat()
       if (this.failures > 0) log.info(`the Platform answers again after ${this.failures} failed heartbeat(s)`)
@@ -257,7 +285,7 @@ export class Agent {
       // An operator rotated the credential: the old one works for an hour, so trade it now.
       if ((credentialGeneration(this.credential) ?? r.generation) < r.generation) await this.renew()
     } catch (e) {
-      delay = await this.afterFailedBeat(e)
+      delay = this.platformFailed(url, e) ? 0 : await this.afterFailedBeat(e)
     }
     this.after(delay, () => this.beat())
   }

@@ -18,6 +18,7 @@ import { applyAnchors } from './anchors.ts'
 import { enrollmentClient } from './connect.ts'
 import { readAgentConfig, WORKER, writeAgentConfig, writeCredential, writeTrustFile, type PlatformPin } from './files.ts'
 import { checkTrustSet } from './trust.ts'
+import { rememberPlatforms } from './platforms.ts'
 
 export const AGENT_CERT_DAYS = 3650
 const MAX_RATE_LIMIT_TRIES = 5
@@ -134,6 +135,7 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
     joinedAt: new Date(now()).toISOString(),
     joinedWith: VERSION,
   }, { caFingerprint: answer.caFingerprint, pins: answer.pins })
+  rememberPlatforms(dataDir, config, answer.platforms, now())
   writeAgentConfig(dataDir, config)
   log.info(`joined ${url} as ${answer.nodeId}; heartbeats go to ${platformUrl}`)
   return { nodeId: answer.nodeId, agentId: answer.agentId, dataDir: dataDir.root, start: startCommand(dataDir.root), alreadyJoined: false }

@@ -64,12 +64,13 @@ export function diffTrust(before: TrustKey[], after: TrustKey[]): { added: strin
  * URL the answer carries into worker/agent.json. Throws (leaving both files
  * alone) when the Platform cannot be asked or answers something unusable.
  */
-export async function refreshTrust(dataDir: DataDir, config: AgentConfig, now: number): Promise<TrustChange> {
+export async function refreshTrust(dataDir: DataDir, config: AgentConfig, now: number, via = config.enrollmentUrl): Promise<TrustChange> {
   let answer: { trustKeys?: unknown } & Anchors
   try {
-    answer = await enrollmentClient(config).nodes.trust()
+    // `via`: another Platform's listener sharing the store (same pin); the node's own enrollment URL is kept.
+    answer = await enrollmentClient({ ...config, enrollmentUrl: via }).nodes.trust()
   } catch (e) {
-    throw new MusterError('platform-unreachable', `Could not ask ${config.enrollmentUrl} for trust keys: ${(e as Error).message}`)
+    throw new MusterError('platform-unreachable', `Could not ask ${via} for trust keys: ${(e as Error).message}`)
   }
   let keys: TrustKey[]
   try {

@@ -30,8 +30,9 @@ export function startWorkloads(agent: Agent): Workloads {
 
   const loop = async () => {
     while (!stopped) {
+      const url = agent.platforms.current
       try {
-        const doc = await apiClient(agent.config, agent.nodeCredential).projects.assignments(applied ? revision : undefined, applied ? LONG_POLL_SECONDS : 0)
+        const doc = await apiClient(agent.connection(), agent.nodeCredential).projects.assignments(applied ? revision : undefined, applied ? LONG_POLL_SECONDS : 0)
         failures = 0
         if (stopped) return
         let check = checkAssignments(doc, agent.trustKeys, node, revision, agent.now())
@@ -52,6 +53,8 @@ export function startWorkloads(agent: Agent): Workloads {
         }
       } catch (e) {
         if (stopped) return
+        // The Platform failed: the next poll goes to another one at once.
+        if (agent.platformFailed(url, e)) continue
         failures++
         if (failures === 1 || failures % 10 === 0) log.warn(`cannot fetch assignments (${failures}x): ${(e as Error).message}; replicas keep running`)
         await Bun.sleep(Math.min(30_000, 1000 * 2 ** Math.min(failures, 5)))

@@ -36,6 +36,12 @@ export interface FleetTokenInfo {
   expiresAt: string
   status: 'active' | 'expired' | 'used' | 'revoked'
 }
+/** A live Platform sharing the store, as nodes reach it (SPEC §16.9). */
+export interface NodeFacingPlatform {
+  id: string
+  url: string
+  enrollmentUrl?: string
+}
 /** How a node authenticates the Platform from now on (enroll and trust answers). */
 export interface NodeAnchors {
   /** The Platform CA's pin. */
@@ -50,6 +56,7 @@ export interface EnrollResult extends NodeAnchors {
   agentId: string
   credential: string
   trustKeys: TrustKey[]
+  platforms?: NodeFacingPlatform[]
 }
 export interface TrustAnswer extends NodeAnchors {
   trustKeys: TrustKey[]
@@ -61,6 +68,8 @@ export interface PlatformInfo {
   ca: { fingerprint: string; notAfter: string; next?: { fingerprint: string; notAfter: string } }
   /** Things an operator must act on (a CA with a year or less left). */
   warnings: string[]
+  /** The live Platforms sharing the store (one unless several run on PostgreSQL), with the loops each runs. */
+  platforms?: { id: string; url: string; enrollmentUrl: string | null; fingerprint: string | null; version: string; startedAt: string; lastSeenAt: string; self: boolean; runs: string[] }[]
 }
 export interface AuditEntry {
   at: string
@@ -87,7 +96,7 @@ export function nodesApi(call: Transport) {
     /** `proofTime` and `proof` come from signEnrollProof (src/crypto/enroll-proof.ts) with the agent key. */
     enroll: (body: { token: string; nodeId: string; certPem: string; url?: string; version?: string; labels?: Record<string, string>; proofTime: number; proof: string }) => call<EnrollResult>('POST', '/api/v1/nodes/enroll', body),
     /** Heartbeat; authenticate the client with the node credential. */
-    register: (body: HeartbeatBody = {}) => call<{ nodeId: string; state: string; reason?: string; generation: number; drained: boolean }>('POST', '/api/v1/nodes/register', body),
+    register: (body: HeartbeatBody = {}) => call<{ nodeId: string; state: string; reason?: string; generation: number; drained: boolean; platforms?: NodeFacingPlatform[] }>('POST', '/api/v1/nodes/register', body),
     /** Renew the node credential; a rotated-away (previous-generation) credential needs signRenewProof's fields. */
     renew: (body?: { proofTime: number; proof: string }) => call<{ nodeId: string; generation: number; credential: string }>('POST', '/api/v1/nodes/renew', body),
     trust: () => call<TrustAnswer>('POST', '/api/v1/nodes/trust'),

@@ -112,6 +112,9 @@ export class Provisioner {
   create(row: ProvisionRow): Promise<void> {
     const running = this.inFlight.get(row.id)
     if (running) return running
+    // Several Platforms on one store: only the cloud-reconcile holder orders machines, so two Platforms never
+    // order one provision at once; elsewhere the request is recorded (creating) and the holder's next reconcile orders it.
+    if (!this.cloud.ctx.leases.lease('cloud-reconcile').held) return Promise.resolve()
     const p = this.attempt(row).finally(() => this.inFlight.delete(row.id))
     this.inFlight.set(row.id, p)
     return p
@@ -156,7 +159,16 @@ export class Provisioner {
     }
   }
 
-  /** Moves every starting provision on; runs on a timer and before status reads. */
+  /**
+   * Before a status read: only on the Platform holding the `cloud-reconcile`
+   * lease (several Platforms on one store), so a read on another Platform
+   * never asks a provider, nor starts a create the holder may be making.
+   */
+  private async reconcileIfHeld(): Promise<void> {
+    if (this.cloud.ctx.leases.lease('cloud-reconcile').held) await this.reconcile()
+  }
+
+  /** Moves every starting provision on; runs on a timer (under the `cloud-reconcile` lease) and before status reads. */
   reconcile(): Promise<void> {
     this.reconciling ??= (async () => {
       for (const row of await provisionsIn(this.db, STARTING_STATES)) {
@@ -246,12 +258,12 @@ export class Provisioner {
 
   async show(id: string) {
     await this.get(id)
-    await this.reconcile()
+    await this.reconcileIfHeld()
     return this.view(await this.get(id))
   }
 
   async list() {
-    await this.reconcile()
+    await this.reconcileIfHeld()
     return { provisions: (await listProvisions(this.db)).map((r) => this.view(r)) }
   }
 

@@ -83,8 +83,11 @@ export class Cloud {
       t.unref?.()
       this.timers.push(t)
     }
-    every(Number(process.env.MUSTER_CLOUD_RECONCILE_MS) || 5000, () => this.provisioner.reconcile())
-    every(Number(process.env.MUSTER_CLOUD_AUTOSCALE_MS) || 10_000, () => this.autoscaler.tick())
+    // One Platform among those sharing the store runs each loop (src/ha/leases.ts).
+    const reconcile = this.ctx.leases.lease('cloud-reconcile')
+    const autoscale = this.ctx.leases.lease('cloud-autoscale')
+    every(Number(process.env.MUSTER_CLOUD_RECONCILE_MS) || 5000, () => reconcile.run(() => this.provisioner.reconcile()))
+    every(Number(process.env.MUSTER_CLOUD_AUTOSCALE_MS) || 10_000, () => autoscale.run(() => this.autoscaler.tick()))
   }
 
   async stop(): Promise<void> {

@@ -28,7 +28,7 @@ export interface DemoResult {
   project: string
 }
 
-interface Child {
+export interface Child {
   name: string
   proc: Bun.Subprocess<'ignore', 'pipe', 'pipe'>
   log: () => string
@@ -40,7 +40,7 @@ function selfCommand(): string[] {
   return entry && !entry.startsWith('/$bunfs') && entry.endsWith('.ts') ? [process.execPath, entry] : [process.execPath]
 }
 
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined | null | false>): Promise<T> {
+export async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined | null | false>): Promise<T> {
   const deadline = Date.now() + timeoutMs
   let last: unknown
   for (;;) {
@@ -57,12 +57,14 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
 
 export class Demo {
   readonly dir = mkdtempSync(join(tmpdir(), 'muster-demo-'))
-  private readonly children: Child[] = []
+  protected readonly children: Child[] = []
   private client: Client | undefined
+  /** Run after every process stopped, before the directory is removed (the HA demo's PostgreSQL). */
+  protected afterStop: (() => void) | undefined
 
-  constructor(private readonly reporter: DemoReporter) {}
+  constructor(protected readonly reporter: DemoReporter) {}
 
-  private spawn(name: string, args: string[], env: Record<string, string> = {}): Child {
+  protected spawn(name: string, args: string[], env: Record<string, string> = {}): Child {
     const proc = Bun.spawn([...selfCommand(), ...args], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', env: { ...process.env, NO_COLOR: '1', MUSTER_LOG_LEVEL: '3', ...env } })
     let out = ''
     const dec = new TextDecoder()
@@ -76,7 +78,7 @@ export class Demo {
     return child
   }
 
-  private async run(name: string, args: string[], env: Record<string, string> = {}): Promise<string> {
+  protected async run(name: string, args: string[], env: Record<string, string> = {}): Promise<string> {
     const c = this.spawn(name, args, env)
     const code = await c.proc.exited
     this.children.splice(this.children.indexOf(c), 1)
@@ -147,7 +149,7 @@ export class Demo {
 
   /** Stops every process (agents first, so they stop their replicas) and removes the directory. */
   async stop(): Promise<void> {
-    const order = [...this.children].sort((a, b) => Number(a.name === 'platform') - Number(b.name === 'platform'))
+    const order = [...this.children].sort((a, b) => Number(a.name.startsWith('platform')) - Number(b.name.startsWith('platform')))
     for (const c of order) {
       if (c.proc.exitCode === null) c.proc.kill('SIGTERM')
       const t = setTimeout(() => c.proc.kill('SIGKILL'), 10_000)
@@ -155,6 +157,7 @@ export class Demo {
       clearTimeout(t)
     }
     this.children.length = 0
+    this.afterStop?.()
     rmSync(this.dir, { recursive: true, force: true })
   }
 }

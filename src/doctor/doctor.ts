@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { apiClient, enrollmentClient } from '../agent/connect.ts'
 import { readAgentConfig, readCredential, readTrustFile, WORKER, type AgentConfig } from '../agent/files.ts'
 import { keysValidAt } from '../agent/trust.ts'
+import { PlatformChoice } from '../agent/platforms.ts'
 import { probeCertificate } from '../crypto/pin.ts'
 import { certFingerprint, expiresWithin, parseCertificate } from '../crypto/x509.ts'
 import { DataDir, DEFAULT_DATA_DIR } from '../datadir.ts'
@@ -119,11 +120,16 @@ async function checkWorker(dataDir: DataDir, add: Add): Promise<void> {
   } catch (e) {
     add('platform', 'fail', `${config.enrollmentUrl}: ${(e as Error).message}`)
   }
+  // several Platforms: the one the Agent uses now, among those it knows (worker/platforms.json)
+  const choice = new PlatformChoice(dataDir, () => config)
+  const api = choice.current
+  if (choice.known.length > 1) add('platform-in-use', 'ok', `the Agent uses ${api} (${choice.known.length} Platforms known: ${choice.known.map((p) => p.url).join(', ')})`)
+  else add('platform-in-use', 'ok', `the Agent uses ${api} (the only Platform it knows)`)
   try {
-    await apiClient(config, readCredential(dataDir)).health()
-    add('platform-api', 'ok', `${config.platformUrl} answers`)
+    await apiClient(choice.connection(), readCredential(dataDir)).health()
+    add('platform-api', 'ok', `${api} answers`)
   } catch (e) {
-    add('platform-api', 'fail', `${config.platformUrl}: ${(e as Error).message}`)
+    add('platform-api', 'fail', `${api}: ${(e as Error).message}`)
   }
   trustExpiry('trust-keys', readTrustFile(dataDir)?.keys ?? [], add)
 }
@@ -163,7 +169,9 @@ async function checkSecrets(vault: HostVault['vault'], add: Add): Promise<void> 
   } catch (e) {
     add('platform-ca', 'fail', (e as Error).message)
   }
-  const listenerPem = await vault.get('tls/cert.pem')
+  // The newest listener certificate (each Platform sharing the store keeps its own, under tls/<addresses>/).
+  const listenerPems = await Promise.all((await vault.list('tls/')).filter((n) => n.endsWith('cert.pem')).map((n) => vault.get(n)))
+  const listenerPem = listenerPems.filter((p): p is string => Boolean(p)).sort((a, b) => notAfterOf(b) - notAfterOf(a))[0]
   if (listenerPem) {
     try {
       const c = parseCertificate(listenerPem)
@@ -182,6 +190,14 @@ async function checkSecrets(vault: HostVault['vault'], add: Add): Promise<void> 
     return add('trust-keys', 'fail', (e as Error).message)
   }
   if (keys.length > 0) trustExpiry('trust-keys', keys, add)
+}
+
+function notAfterOf(pem: string): number {
+  try {
+    return parseCertificate(pem).notAfter.getTime()
+  } catch {
+    return 0
+  }
 }
 
 function trustExpiry(name: string, keys: TrustKey[], add: Add): void {

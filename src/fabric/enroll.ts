@@ -14,6 +14,7 @@ import type { Fabric, NodeAnchors } from './fabric.ts'
 import { globMatch } from './glob.ts'
 import { LabelsSchema, labelsToJson } from './labels.ts'
 import type { TrustKey } from './trust-keys.ts'
+import type { NodeFacingPlatform } from '../ha/platforms.ts'
 
 export const EnrollBody = v.object({
   token: v.pipe(v.string(), v.maxLength(200)),
@@ -35,6 +36,8 @@ export interface EnrollAnswer extends NodeAnchors {
   trustKeys: TrustKey[]
   /** Where the node's Agent sends heartbeats, renewals and assignment requests (the Platform API). */
   platformUrl: string
+  /** The live Platforms sharing the store, as nodes reach them (the Agent fails over between them). */
+  platforms: NodeFacingPlatform[]
 }
 
 class TakenMeanwhile extends Error {}
@@ -106,7 +109,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
       if (existing.revoked_at !== null) return await refuse('node revoked')
       if (now - existing.enrolled_at > REPEAT_WINDOW_MS) return await refuse('repeat more than 24 hours after the enrollment')
       await audit('enrolled', 'repeat of a finished enrollment', body.nodeId, body.version)
-      return fabric.enrollAnswer(body.nodeId, certSha256, existing.generation)
+      return await fabric.enrollAnswer(body.nodeId, certSha256, existing.generation)
     }
     if (token.expires_at <= now) return await refuse('token expired')
     if (token.uses >= token.max_uses) return await refuse('token used up')
@@ -153,7 +156,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     const node = await fabric.registry.refresh(body.nodeId)
     await fabric.changed(body.nodeId)
     // 12. issue the credential
-    return fabric.enrollAnswer(body.nodeId, certSha256, node?.generation ?? 1)
+    return await fabric.enrollAnswer(body.nodeId, certSha256, node?.generation ?? 1)
 
     async function refuse(reason: string): Promise<never> {
       await audit('refused', reason, body.nodeId, body.version)

@@ -6,7 +6,7 @@ import { safeEqual, sha256Hex } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import type { PlatformOptions } from '../options.ts'
 import type { Db, Store } from '../store/db.ts'
-import { insertAudit, listAudit, pruneAudit } from '../store/enroll-audit.ts'
+import { insertAudit, listAudit } from '../store/enroll-audit.ts'
 import { pendingEnrollments, revokePendingEnrollments } from '../store/join-tokens.ts'
 import { deleteNodeWithTombstone, insertNode, updateNodeFields } from '../store/nodes.ts'
 import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS, type ParsedCredential } from './credentials.ts'
@@ -18,6 +18,8 @@ import { advanceGeneration } from '../store/node-generation.ts'
 import { DEFAULT_LIMITS, type EnrollmentEndpoint, type FabricOptions, type FabricPlatform, type NodeAnchors, type NodeInUseCheck, type NodeView } from './types.ts'
 import { compatibilityOf, Registry, type NodeEntry, type ReplicaStatus } from './registry.ts'
 import { TrustKeys } from './trust-keys.ts'
+import { startFabricLoops, trustSchedule } from './background.ts'
+import type { NodeFacingPlatform, PlatformView } from '../ha/platforms.ts'
 import { caWarning } from '../pki/platform-ca.ts'
 import { NODE_NAME } from '../http/validate.ts'
 import { log } from '../log.ts'
@@ -40,11 +42,14 @@ export class Fabric {
   readonly inUseChecks: NodeInUseCheck[] = []
   /** Called after an accepted heartbeat that changed liveness, capacity or replica status (workloads listen here). */
   readonly heartbeatListeners: ((node: NodeEntry) => void)[] = []
-  /** Called when an operator changes a node (drain, revoke, remove, rebind). */
-  readonly nodeChangeListeners: ((name: string) => void)[] = []
+  /** Called when an operator changes a node (drain, revoke, remove, rebind); the change's answer waits for them. */
+  readonly nodeChangeListeners: ((name: string) => void | Promise<void>)[] = []
   remoteDispatch: boolean
   enrollment: EnrollmentEndpoint | null = null
-  private auditWrites = 0
+  /** The live Platforms sharing the store, as nodes reach them (set once the Platform listens). */
+  platforms: () => NodeFacingPlatform[] = () => []
+  /** The live Platforms for operators, with the loops each runs. */
+  platformsView: () => Promise<PlatformView[]> = async () => []
   /** SHA-256 of the legacy shared fleet token, compared in constant time. */
   private readonly fleetDigest: string | undefined
 
@@ -61,7 +66,7 @@ export class Fabric {
     this.remoteDispatch = options.remoteDispatch
     this.fleetDigest = options.fleetToken ? sha256Hex(options.fleetToken) : undefined
     this.registry = registry
-    this.trust = new TrustKeys(ctx.vault, this.now)
+    this.trust = new TrustKeys(ctx.vault, this.now, trustSchedule(ctx))
     this.credentials = new NodeCredentials(ctx.masterKey)
     this.limits = {
       enroll: new RateLimiter('enroll', options.enrollLimit, this.now),
@@ -75,6 +80,11 @@ export class Fabric {
     ctx.changes.on('node', (name, local) => {
       if (!local) void this.registry.refresh(name).then(() => this.changed(name, false))
     })
+    this.registry.onRemoteChange = (name) => void this.changed(name, false)
+    this.registry.onRemoteHeartbeat = (n) => {
+      for (const l of this.heartbeatListeners) l(n)
+    }
+    startFabricLoops(ctx, this)
   }
 
   static async open(ctx: Context, o: PlatformOptions, platform: FabricPlatform): Promise<Fabric> {
@@ -122,16 +132,15 @@ export class Fabric {
     this.requireNodesEnabled()
   }
 
-  /** Appends to the audit log (in `db`, when the entry belongs to a transaction); a name only when it has name shape, never a secret. */
+  /** Appends to the audit log (in `db`, when the entry belongs to a transaction); a name only when it has name shape, never a secret. Pruning is a leased loop (background.ts). */
   async audit(outcome: string, reason: string | null, nodeId: unknown, version: unknown, db: Db = this.db): Promise<void> {
     const name = typeof nodeId === 'string' && NODE_NAME.test(nodeId) ? nodeId : null
     const ver = typeof version === 'string' && /^[0-9A-Za-z.+-]{1,32}$/.test(version) ? version : null
     await insertAudit(db, { at: this.now(), outcome, reason, node_id: name, version: ver })
-    if (++this.auditWrites % 50 === 1) await pruneAudit(db, this.now())
   }
 
+  /** The newest 500 entries of the last 30 days, whatever pruning has done yet. */
   async auditEntries() {
-    await pruneAudit(this.db, this.now())
     return (await listAudit(this.db, this.now())).map((e) => ({
       at: new Date(e.at).toISOString(),
       outcome: e.outcome,
@@ -141,17 +150,18 @@ export class Fabric {
     }))
   }
 
-  enrollAnswer(nodeId: string, certSha256: string, generation: number): EnrollAnswer {
+  async enrollAnswer(nodeId: string, certSha256: string, generation: number): Promise<EnrollAnswer> {
     return {
       nodeId,
       agentId: `agent-${nodeId}`,
       credential: this.credentials.issue(nodeId, certSha256, generation),
       trustKeys: this.trust.published(),
       ...this.nodeAnchors(),
+      platforms: this.platforms(),
     }
   }
 
-  trustKeys() {
+  async trustKeys() {
     this.requireNodesEnabled()
     const release = this.limits.trust.admit()
     try {
@@ -230,7 +240,7 @@ export class Fabric {
       const changed = this.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
       if (changed) for (const l of this.heartbeatListeners) l(n)
       const { state, reason } = this.registry.state(n)
-      return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: this.nodeSettings(n).drained }
+      return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: this.nodeSettings(n).drained, platforms: this.platforms() }
     } finally {
       release()
     }
@@ -333,7 +343,7 @@ export class Fabric {
 
   /** Tells this Platform's listeners, and (when `publish`) the other Platforms on the store. */
   async changed(name: string, publish = true): Promise<void> {
-    for (const l of this.nodeChangeListeners) l(name)
+    await Promise.all(this.nodeChangeListeners.map(async (l) => l(name)))
     if (publish) await this.ctx.changes.publish('node', name)
   }
 
@@ -375,15 +385,15 @@ export class Fabric {
   localNode: (() => NodeView) | null = null
 
   /** `nodes platform`: where nodes enroll, the pins, the CA's lifetime and warnings (a CA with a year or less left). */
-  platformInfo() {
+  async platformInfo() {
     const pki = this.platform.pki
-    const about = (ca: { pin: string; notAfter: Date }) => ({ fingerprint: ca.pin, notAfter: ca.notAfter.toISOString() })
-    const warning = caWarning(pki.ca, this.now())
+    const [about, warning] = [(ca: { pin: string; notAfter: Date }) => ({ fingerprint: ca.pin, notAfter: ca.notAfter.toISOString() }), caWarning(pki.ca, this.now())]
     return {
       remoteDispatch: this.remoteDispatch,
       enrollment: this.enrollment,
       ca: { ...about(pki.ca), ...(pki.next ? { next: about(pki.next) } : {}) },
       warnings: warning ? [warning] : [],
+      platforms: await this.platformsView(),
     }
   }
 }

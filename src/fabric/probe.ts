@@ -10,11 +10,15 @@ import { log } from '../log.ts'
 import type { Context } from '../context.ts'
 import type { Fabric } from './fabric.ts'
 import { getNode } from '../store/nodes.ts'
+import { probesSince, writeProbes } from '../store/node-probes.ts'
+import type { Lease } from '../ha/leases.ts'
 import type { NodeEntry } from './registry.ts'
 
 const DEFAULT_INTERVAL_MS = 15_000
 const TIMEOUT_MS = 5_000
 const CONCURRENCY = 16
+/** How often the probing Platform looks for due probes (and the others read results). */
+const TICK_MS = 1_000
 
 export interface ProbeResult {
   ok: boolean
@@ -59,11 +63,22 @@ export async function probeAgent(url: string, certPem: string, name: string, tim
   }
 }
 
+/**
+ * Probes run on one Platform among those sharing the store, the holder of the
+ * `probes` lease: every second it probes the nodes whose last probe is older
+ * than the interval (or that have none), and writes the results to the store
+ * in a fenced transaction. Every other Platform reads them from there (told at
+ * once, and every 2 s in case a notice was lost), so all agree on readiness.
+ */
 export class ReadinessProber {
   readonly intervalMs: number
   private timer: ReturnType<typeof setInterval> | undefined
   private readonly inFlight = new Map<string, Promise<void>>()
   private stopped = false
+  private readonly lease: Lease
+  /** Newest result time read from the store. */
+  private readTo = 0
+  private ticks = 0
 
   constructor(
     private readonly ctx: Context,
@@ -72,6 +87,7 @@ export class ReadinessProber {
   ) {
     const env = Number(process.env.MUSTER_PROBE_INTERVAL_MS)
     this.intervalMs = intervalMs ?? (env > 0 ? env : DEFAULT_INTERVAL_MS)
+    this.lease = ctx.leases.lease('probes')
   }
 
   start(): void {
@@ -79,9 +95,12 @@ export class ReadinessProber {
     // A node's first heartbeat (or one after a long gap) gets a probe at once,
     // so it does not wait a whole interval to become ready.
     fabric.heartbeatListeners.push((n) => {
-      if (n.url && (!n.probe || this.ctx.now() - n.probe.at >= this.intervalMs)) void this.probe(n.name)
+      if (this.lease.held && n.url && (!n.probe || this.ctx.now() - n.probe.at >= this.intervalMs)) void this.probe(n.name)
     })
-    this.timer = setInterval(() => void this.probeAll(), this.intervalMs)
+    this.ctx.changes.on('probes', (_key, local) => {
+      if (!local) void this.readResults().catch(() => {})
+    })
+    this.timer = setInterval(() => void this.tick().catch((e) => log.warn(`probes: ${(e as Error).message}`)), TICK_MS)
     this.timer.unref?.()
     this.ctx.onClose(() => this.stop())
   }
@@ -91,7 +110,19 @@ export class ReadinessProber {
     if (this.timer) clearInterval(this.timer)
   }
 
-  /** Probes every node with an address, CONCURRENCY at a time. */
+  private async tick(): Promise<void> {
+    if (this.lease.held) return this.probeDue()
+    if (++this.ticks % 2 === 0) await this.readResults()
+  }
+
+  /** Probes, CONCURRENCY at a time, every node with an address whose last probe is older than the interval. */
+  async probeDue(): Promise<void> {
+    const now = this.ctx.now()
+    const names = [...this.fabric.registry.nodes.values()].filter((n) => n.url && n.certSha256 && n.revokedAt === null && (!n.probe || now - n.probe.at >= this.intervalMs)).map((n) => n.name)
+    for (let i = 0; i < names.length; i += CONCURRENCY) await Promise.all(names.slice(i, i + CONCURRENCY).map((name) => this.probe(name)))
+  }
+
+  /** Probes every node with an address now. */
   async probeAll(): Promise<void> {
     const names = [...this.fabric.registry.nodes.values()].filter((n) => n.url && n.certSha256 && n.revokedAt === null).map((n) => n.name)
     for (let i = 0; i < names.length; i += CONCURRENCY) await Promise.all(names.slice(i, i + CONCURRENCY).map((name) => this.probe(name)))
@@ -120,6 +151,23 @@ export class ReadinessProber {
       if (result.ok) log.info(`node ${name}: health probe passes`)
       else log.warn(`node ${name}: ${result.detail ?? result.reason}`)
     }
-    now.probe = { ok: result.ok, at: this.ctx.now(), ...(result.reason ? { reason: result.reason } : {}) }
+    const at = this.ctx.now()
+    now.probe = { ok: result.ok, at, ...(result.reason ? { reason: result.reason } : {}) }
+    // For the other Platforms: only while this one still probes (fenced), else they have their own results.
+    await this.lease
+      .run(() => this.lease.fenced((t) => writeProbes(t, [{ name, cert_sha256: before.certSha256!, ok: result.ok ? 1 : 0, at, reason: result.reason ?? null }])))
+      .then(() => this.ctx.changes.publish('probes', name))
+      .catch((e) => log.warn(`recording the probe of ${name}: ${(e as Error).message}`))
+  }
+
+  /** Takes the results the probing Platform wrote since the last read. */
+  async readResults(): Promise<void> {
+    const registry = this.fabric.registry
+    for (const r of await probesSince(this.ctx.store, Math.max(0, this.readTo - 5_000))) {
+      this.readTo = Math.max(this.readTo, r.at)
+      const n = registry.get(r.name)
+      if (!n || n.certSha256 !== r.cert_sha256 || (n.probe && n.probe.at > r.at)) continue
+      n.probe = { ok: r.ok === 1, at: r.at, ...(r.reason ? { reason: r.reason } : {}) }
+    }
   }
 }

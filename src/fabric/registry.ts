@@ -78,6 +78,10 @@ export class Registry {
   private flushing: Promise<void> = Promise.resolve()
   /** Newest heartbeat time read from the store (several Platforms: beats taken by the others). */
   private syncedTo = 0
+  /** A node that another Platform changed (seen by pulling, when its notice was lost). */
+  onRemoteChange: (name: string) => void = () => {}
+  /** A heartbeat another Platform took that changed liveness, capacity or replicas (placement and probes listen). */
+  onRemoteHeartbeat: (n: NodeEntry) => void = () => {}
 
   private constructor(
     private readonly db: Db,
@@ -139,11 +143,14 @@ export class Registry {
     for (const row of await heartbeatsSince(this.db, since)) {
       this.syncedTo = Math.max(this.syncedTo, row.last_seen_at)
       const n = this.nodes.get(row.name)
-      if (!n) {
+      // New here, or revoked, rotated, drained or rebound elsewhere and the notice did not arrive.
+      if (!n || n.generation !== row.generation || n.revokedAt !== row.revoked_at || n.drained !== (row.drained === 1) || n.certSha256 !== row.cert_sha256) {
         await this.refresh(row.name)
+        if (n) this.onRemoteChange(row.name)
         continue
       }
       if (n.lastSeenAt !== null && n.lastSeenAt >= row.last_seen_at) continue
+      const changed = n.lastSeenAt === null || row.last_seen_at - n.lastSeenAt > this.staleAfterMs || n.cpuMillis !== row.cpu_millis || n.memoryMB !== row.memory_mb || JSON.stringify(n.replicas) !== (row.replicas ?? '[]')
       n.lastSeenAt = row.last_seen_at
       n.version = row.version
       n.cpuMillis = row.cpu_millis
@@ -151,6 +158,7 @@ export class Registry {
       try {
         n.replicas = row.replicas ? (JSON.parse(row.replicas) as ReplicaStatus[]) : []
       } catch {}
+      if (changed) this.onRemoteHeartbeat(n)
     }
   }
 

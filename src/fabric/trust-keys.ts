@@ -3,7 +3,15 @@
 // the keys and the time; this class applies it: on start, on a short tick (so
 // a wall clock that jumped is seen at once), and whenever it signs or
 // publishes. Names of keys made for a start time are derived from that time,
-// so Platforms sharing the vault that plan the same successor keep one.
+// so Platforms sharing the vault that plan the same successor keep one; the
+// very first key has a fixed name, so Platforms starting together on an empty
+// store keep one too.
+//
+// Several Platforms (SPEC §16.9): the schedule's writes (a successor, dropping
+// expired keys) are made only by the holder of the `trust-keys` lease, in a
+// transaction fenced by it, which then tells the others; they re-read the
+// vault. A Platform that has no key able to sign still makes one on the spot,
+// whatever the lease says: signing never waits for another Platform.
 import { generateSigningKey, signDomain } from '../crypto/ed25519.ts'
 import { b64url, fromB64url, sha256Hex } from '../crypto/tokens.ts'
 import { log } from '../log.ts'
@@ -24,6 +32,20 @@ interface StoredKey extends TrustKey {
   privateKey: string
 }
 
+/** How the schedule may write: whether this Platform runs it now, and a vault whose writes are fenced by the lease. */
+export interface TrustSchedule {
+  held(): boolean
+  fenced<T>(fn: (vault: Vault) => Promise<T>): Promise<T>
+  /** Tells the other Platforms the keys changed. */
+  changed(): Promise<void>
+}
+
+/** A single Platform (tests, tools): it always runs the schedule, unfenced. */
+export const soleSchedule = (vault: Vault): TrustSchedule => ({ held: () => true, fenced: (fn) => fn(vault), changed: async () => {} })
+
+const FIRST = 'trust/first.json'
+const nameFor = (c: NonNullable<TrustPlan['create']>) => (c.why === 'first key' ? FIRST : `trust/from-${c.notBefore}.json`)
+
 const isStoredKey = (k: Partial<StoredKey> | null): k is StoredKey =>
   !!k && typeof k.kid === 'string' && typeof k.publicKey === 'string' && typeof k.privateKey === 'string' && Number.isFinite(Date.parse(k.notBefore ?? '')) && Number.isFinite(Date.parse(k.notAfter ?? ''))
 
@@ -37,9 +59,10 @@ export class TrustKeys {
   constructor(
     private readonly vault: Vault,
     private readonly now: () => number,
+    private readonly schedule: TrustSchedule = soleSchedule(vault),
   ) {}
 
-  /** Re-reads the vault and applies the schedule: creates a due key, drops expired ones. */
+  /** Re-reads the vault and, on the Platform holding the schedule's lease, applies it: creates a due key, drops expired ones. */
   sync(): Promise<void> {
     this.syncing ??= this.doSync().finally(() => (this.syncing = undefined))
     return this.syncing
@@ -60,29 +83,33 @@ export class TrustKeys {
     }
     this.keys = found
     const now = this.now()
+    const held = this.schedule.held()
+    // Only the schedule's holder plans; a Platform with no key that can sign makes one now, whatever the lease says.
+    if (!held && signingKey([...found.values()], now)) return
     const plan = planTrustKeys([...found.values()], now)
-    for (const [name, k] of found) {
-      if (!plan.expired.includes(k.kid)) continue
-      await this.vault.delete(name)
+    const expired = held ? [...found].filter(([, k]) => plan.expired.includes(k.kid)) : []
+    if (expired.length === 0 && !plan.create) return
+    const made = plan.create ? { name: nameFor(plan.create), key: newKey(plan.create.notBefore, plan.create.notAfter) } : undefined
+    const writeKeys = async (v: Vault) => {
+      for (const [name] of expired) await v.delete(name)
+      return made ? v.create(made.name, JSON.stringify(made.key)) : false
+    }
+    // The holder writes in one transaction fenced by the lease: one that lost it meanwhile writes nothing (LeaseLost).
+    const created = held ? await this.schedule.fenced(writeKeys) : await writeKeys(this.vault)
+    for (const [name, k] of expired) {
       this.keys.delete(name)
       log.info(`trust key ${k.kid} expired and was removed`)
     }
-    if (plan.create) await this.create(plan.create)
-  }
-
-  private async create(c: NonNullable<TrustPlan['create']>): Promise<StoredKey> {
-    const name = `trust/from-${c.notBefore}.json`
-    const key = newKey(c.notBefore, c.notAfter)
-    if (await this.vault.create(name, JSON.stringify(key))) {
-      this.keys.set(name, key)
-      log.info(`trust key ${key.kid} created (${c.why}): signs from ${key.notBefore}, valid until ${key.notAfter}`)
-      return key
+    if (made && created) {
+      this.keys.set(made.name, made.key)
+      log.info(`trust key ${made.key.kid} created (${plan.create!.why}): signs from ${made.key.notBefore}, valid until ${made.key.notAfter}`)
+    } else if (made) {
+      // Another Platform made the key for this start time first: use its key.
+      const theirs = JSON.parse((await this.vault.get(made.name)) ?? 'null') as StoredKey | null
+      if (!isStoredKey(theirs)) throw new Error(`trust key ${made.name} is unreadable`)
+      this.keys.set(made.name, theirs)
     }
-    // Another Platform made the key for this start time first: use its key.
-    const theirs = JSON.parse((await this.vault.get(name)) ?? 'null') as StoredKey | null
-    if (!isStoredKey(theirs)) throw new Error(`trust key ${name} is unreadable`)
-    this.keys.set(name, theirs)
-    return theirs
+    await this.schedule.changed()
   }
 
   /** Applies the schedule on a short tick; returns the stop function. */
@@ -100,7 +127,7 @@ export class TrustKeys {
     const plan = planTrustKeys([...this.keys.values()], now)
     const c = plan.create ?? { notBefore: now, notAfter: now + 2 * 365 * 86_400_000, why: 'no key can sign with notice' as const }
     const key = newKey(c.notBefore, c.notAfter)
-    const name = `trust/from-${c.notBefore}.json`
+    const name = nameFor(c)
     this.keys.set(name, key)
     log.info(`trust key ${key.kid} created (${c.why}): signs now, valid until ${key.notAfter}`)
     const write: Promise<unknown> = this.vault.create(name, JSON.stringify(key)).catch((e) => log.warn(`trust key ${key.kid} was not saved: ${(e as Error).message}`))

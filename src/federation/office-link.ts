@@ -3,6 +3,9 @@
 // the controller's signature over (office id, token fingerprint, nonce)
 // verifies under the key its token carried. Unacknowledged break-glass acts
 // ride along on every heartbeat until a signed answer acknowledges them.
+// When several Platforms serve the office (one store), only the holder of the
+// `federation-heartbeat` lease talks to the controller; the others are on
+// standby and take over within 15 s if it dies.
 import { createTransport } from '../client/http.ts'
 import { b64url, randomBytes } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
@@ -14,10 +17,11 @@ import { markBreakGlassReported, unreportedBreakGlass } from './office-store.ts'
 import { placedProjectStatuses } from './office.ts'
 import type { Federation } from './service.ts'
 import { verifyProof } from './proofs.ts'
+import { LeaseLost, type Lease } from '../ha/leases.ts'
 
 const REQUEST_TIMEOUT_MS = 10_000
 
-export type LinkState = 'starting' | 'connected' | 'controller-unverified' | 'revoked' | 'refused' | 'unreachable' | 'no-controller'
+export type LinkState = 'starting' | 'standby' | 'connected' | 'controller-unverified' | 'revoked' | 'refused' | 'unreachable' | 'no-controller'
 
 interface SignedAnswer {
   officeId?: unknown
@@ -37,6 +41,7 @@ export class OfficeLink {
   /** Aborts an in-flight request on stop, so closing the Platform never waits on a silent controller. */
   private readonly abort = new AbortController()
   private readonly tokenText: string
+  private readonly lease: Lease
 
   constructor(
     private readonly fed: Federation,
@@ -44,6 +49,7 @@ export class OfficeLink {
     readonly intervalMs: number,
   ) {
     this.tokenText = formatOfficeToken(config.token.officeId, config.token.controllerKey, config.token.secret)
+    this.lease = fed.ctx.leases.lease('federation-heartbeat')
   }
 
   start(): void {
@@ -59,10 +65,18 @@ export class OfficeLink {
     log.info(`federation: office ${this.config.officeId} registering with controller ${this.config.controllerUrl}`)
     const tick = () => {
       if (this.stopped) return
+      this.timer = undefined
       this.running = this.cycle().finally(() => {
         if (!this.stopped) this.timer = setTimeout(tick, this.intervalMs)
       })
     }
+    // Taking the heartbeat over (or getting it at start): register now, not an interval later.
+    this.lease.onChange((held) => {
+      if (held && this.timer !== undefined) {
+        clearTimeout(this.timer)
+        tick()
+      }
+    })
     tick()
     this.fed.ctx.onClose(() => this.stop())
   }
@@ -74,8 +88,14 @@ export class OfficeLink {
     await this.running
   }
 
-  /** One cycle: register until a registration verifies, then heartbeat. */
+  /** One cycle: register until a registration verifies, then heartbeat (only on the lease holder). */
   private async cycle(): Promise<void> {
+    if (!this.lease.held) {
+      // Another Platform of this office talks to the controller; register again on taking over.
+      this.state = 'standby'
+      this.verified = false
+      return
+    }
     try {
       if (!this.verified) {
         this.verified = await this.register()
@@ -84,6 +104,10 @@ export class OfficeLink {
       this.verified = await this.heartbeat()
     } catch (e) {
       this.verified = false
+      if (e instanceof LeaseLost) {
+        this.state = 'standby'
+        return
+      }
       this.failed(e)
     }
   }
@@ -117,7 +141,8 @@ export class OfficeLink {
     const acknowledged = Array.isArray(answer.acknowledged) ? answer.acknowledged.filter((x): x is string => typeof x === 'string') : []
     if (!this.verifies(DOMAINS.heartbeat, nonce, answer, { acknowledged: answer.acknowledged })) return false
     const sent = new Set(pending.map((r) => r.id))
-    await markBreakGlassReported(db, acknowledged.filter((id) => sent.has(id)), this.fed.ctx.now())
+    const delivered = acknowledged.filter((id) => sent.has(id))
+    if (delivered.length > 0) await this.lease.fenced((t) => markBreakGlassReported(t, delivered, this.fed.ctx.now()))
     return true
   }
 

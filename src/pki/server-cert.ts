@@ -8,9 +8,16 @@
 // pinned by its own fingerprint) is kept while it covers the addresses and is
 // valid, and is sent alone. Meanwhile nodes learn the CA pin at their daily
 // trust refresh; the first renewal replaces it with one from the CA.
+//
+// Several Platforms share one vault (SPEC §16.9), each with its own addresses:
+// a certificate is written under a name derived from the addresses it covers
+// (`tls/<tag>/cert.pem`), so each Platform keeps its own and none replaces
+// another's. One stored under the plain name (by an earlier version) is still
+// used while it fits.
 import { certNames } from '../addresses.ts'
 import { isIssuedBy, isSelfSigned, issueServerCert, keyMatchesCert } from '../crypto/ca.ts'
 import { certCovers, parseCertificate } from '../crypto/x509.ts'
+import { sha256Hex } from '../crypto/tokens.ts'
 import { log } from '../log.ts'
 import type { Vault } from '../vault.ts'
 import type { PlatformCa } from './platform-ca.ts'
@@ -39,7 +46,9 @@ export interface ServerCert {
   addresses: string[]
 }
 
-const files = (slot: CertSlot) => ({ cert: `${slot}/cert.pem`, key: `${slot}/key.pem` })
+const files = (dir: string) => ({ cert: `${dir}/cert.pem`, key: `${dir}/key.pem` })
+/** Where the certificate for these addresses is kept: one per set of addresses, so Platforms sharing the vault keep their own. */
+export const certDir = (slot: CertSlot, addresses: string[]) => `${slot}/${sha256Hex([...new Set(addresses)].sort().join(',')).slice(0, 16)}`
 
 interface Stored {
   certPem: string
@@ -76,8 +85,8 @@ function describe(slot: CertSlot, stored: Stored, ca: PlatformCa, addresses: str
   }
 }
 
-async function readStored(vault: Vault, slot: CertSlot): Promise<Stored | null> {
-  const f = files(slot)
+async function readStored(vault: Vault, dir: string): Promise<Stored | null> {
+  const f = files(dir)
   const [certPem, keyPem] = await Promise.all([vault.get(f.cert), vault.get(f.key)])
   return certPem && keyPem ? { certPem, keyPem } : null
 }
@@ -86,11 +95,13 @@ const purpose = (slot: CertSlot) => (slot === 'tls' ? "the enrollment listener's
 
 /** Loads the certificate for `slot`, issuing a new one from the CA when it no longer fits. */
 export async function ensureServerCert(vault: Vault, ca: PlatformCa, slot: CertSlot, addresses: string[], now: number): Promise<ServerCert & { renewed: boolean }> {
-  const stored = await readStored(vault, slot)
+  const dir = certDir(slot, addresses)
+  // Its own first; else one under the plain name (an earlier version, which had one Platform).
+  const stored = (await readStored(vault, dir)) ?? (await readStored(vault, slot))
   const reason = renewalReason(slot, stored, ca, addresses, now)
   if (stored && reason === null) return { ...describe(slot, stored, ca, addresses), renewed: false }
   const fresh = await issueServerCert(ca, { commonName: 'muster platform', ...certNames(addresses), days: SERVER_CERT_DAYS, now })
-  const f = files(slot)
+  const f = files(dir)
   // Key first: a crash between the writes leaves a mismatch, which the next check repairs.
   await vault.put(f.key, fresh.keyPem)
   await vault.put(f.cert, fresh.certPem)

@@ -1,16 +1,25 @@
 // Workloads on the Platform: projects, their placement on nodes, and each
-// node's signed assignments (long-polled by its Agent). Reconciles whenever
-// projects or nodes change, and on a timer for nodes that go quiet.
+// node's signed assignments (long-polled by its Agent).
+//
+// Several Platforms may share the store (SPEC §16.9). A deploy or remove on
+// any of them writes the store and tells the others. One Platform, the holder
+// of the `placement` lease, places: it reconciles whenever projects or nodes
+// change (and on a timer for nodes that go quiet) and writes placements and
+// each node's assignments (revision and replicas) in one fenced transaction.
+// Every Platform serves a node's assignments from what the store holds,
+// reloading when told, and wakes the long polls of its own connected nodes.
 import { canonicalJson } from '../crypto/ed25519.ts'
-import { sha256Hex } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import type { Context } from '../context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
 import type { ReplicaStatus } from '../fabric/registry.ts'
+import { LeaseLost, type Lease } from '../ha/leases.ts'
 import { log } from '../log.ts'
 import type { Db } from '../store/db.ts'
-import { allPlacements, allProjects, deleteProject, nodeAssignment, replacePlacements, saveNodeAssignment, setPrevious, upsertProject, type ProjectRow } from '../store/projects.ts'
+import { allNodeAssignments, bumpNodeAssignment } from '../store/node-assignments.ts'
+import { allPlacements, allProjects, deleteProject, replacePlacements, setPrevious, upsertProject, type ProjectRow } from '../store/projects.ts'
 import { ASSIGNMENTS_DOMAIN, assignmentBytes, type AssignedReplica, type AssignmentPayload, type SignedAssignments } from './assignments.ts'
+import { assignmentsByNode, digestOf, runsCheck, type PlacedProject, type RollingPrevious } from './by-node.ts'
 import type { ProjectSpec } from './spec.ts'
 import { place, type Placement, type PlacementNode, type PlacementResult, type ShortfallReason } from './placement.ts'
 import { labelsFromJson, labelsToJson, type Labels } from '../fabric/labels.ts'
@@ -21,25 +30,8 @@ import { labelsFromJson, labelsToJson, type Labels } from '../fabric/labels.ts'
  */
 export type ProjectInput = ProjectSpec & { origin?: string; deployedBy?: { name: string; role: string } }
 
-interface Previous {
-  revision: number
-  command: string[]
-  env: Record<string, string>
-  cpu: number
-  memory: number
-  placements: { replica: number; node: string | null }[]
-  since: number
-}
-
-interface Project {
-  name: string
-  command: string[]
-  env: Record<string, string>
+interface Project extends PlacedProject {
   replicas: number
-  cpu: number
-  memory: number
-  revision: number
-  previous: Previous | null
   origin: string
   nodeLabels: Labels
   deployedBy: string | null
@@ -66,7 +58,12 @@ export interface LocalNodeHooks {
   apply(doc: SignedAssignments): void
 }
 
-type ProjectsFromStore = { projects: Project[]; placements: Placement[] }
+/** A node's assignments as stored; `replicas` null when written by a version that did not store them. */
+interface Wanted {
+  revision: number
+  digest: string
+  replicas: AssignedReplica[] | null
+}
 
 const fromRow = (r: ProjectRow): Project => ({
   name: r.name,
@@ -76,7 +73,7 @@ const fromRow = (r: ProjectRow): Project => ({
   cpu: r.cpu,
   memory: r.memory,
   revision: r.revision,
-  previous: r.previous ? (JSON.parse(r.previous) as Previous) : null,
+  previous: r.previous ? (JSON.parse(r.previous) as RollingPrevious) : null,
   origin: r.origin,
   nodeLabels: labelsFromJson(r.node_labels),
   deployedBy: r.deployed_by,
@@ -88,50 +85,63 @@ const mayRunOnLocal = (p: Project) => p.origin === 'local' && p.deployerRole ===
 
 /** An old revision's replicas run until the new ones do, or this long at most. */
 const ROLLING_LIMIT_MS = 10 * 60_000
+/** A deploy on a Platform that does not place waits this long for the placing one to place it. */
+const PLACED_WAIT_MS = 3_000
 
 export class Projects {
   private readonly db: Db
-  private readonly projects = new Map<string, Project>()
-  private placements: Placement[]
+  private projects = new Map<string, Project>()
+  private placements: Placement[] = []
   private result: PlacementResult = { placements: [], shortfall: new Map(), reasons: new Map() }
-  private readonly wanted = new Map<string, { revision: number; replicas: AssignedReplica[] }>()
+  private readonly wanted = new Map<string, Wanted>()
   private readonly signed = new Map<string, SignedAssignments>()
   private readonly waiters = new Map<string, Set<() => void>>()
   private dirty = true
   private timer: ReturnType<typeof setInterval> | undefined
-  /** Reconciliations run one at a time, in order. */
-  private reconciling: Promise<void> = Promise.resolve()
+  /** Reconciliations and reloads run one at a time, in order. */
+  private queue: Promise<void> = Promise.resolve()
   private readonly now: () => number
+  private readonly lease: Lease
   local: LocalNodeHooks | undefined
 
   private constructor(
-    ctx: Context,
+    private readonly ctx: Context,
     private readonly fabric: Fabric,
     /** How long an unreachable node keeps its replicas before they move. */
     private readonly graceMs: number,
-    loaded: ProjectsFromStore,
   ) {
     this.db = ctx.store
     this.now = ctx.now
-    for (const p of loaded.projects) this.projects.set(p.name, p)
-    this.placements = loaded.placements
+    this.lease = ctx.leases.lease('placement')
     fabric.inUseChecks.push((node) => {
       const here = this.placements.filter((p) => p.node === node)
       return here.length ? `${here.length} replica(s) of ${[...new Set(here.map((p) => p.project))].join(', ')} are placed there` : null
     })
     fabric.heartbeatListeners.push(() => (this.dirty = true))
-    fabric.nodeChangeListeners.push(() => void this.reconcile())
+    fabric.nodeChangeListeners.push(() => this.reconcile().catch(() => {}))
+    // Another Platform deployed, removed or placed: read the store again (and place, when this one does).
+    const remote = (_key: string, local: boolean) => {
+      if (!local) void this.enqueue(async () => (await this.load(), this.lease.held && (await this.reconcileOnce()))).catch(() => {})
+    }
+    ctx.changes.on('project', remote)
+    ctx.changes.on('assignments', remote)
+    // Taking placement over: start from what the store holds, then place.
+    this.lease.onChange((held) => (held ? this.enqueue(async () => (await this.load(), await this.reconcileOnce())) : undefined))
   }
 
   static async open(ctx: Context, fabric: Fabric, graceMs: number): Promise<Projects> {
-    const projects = (await allProjects(ctx.store)).map(fromRow)
-    return new Projects(ctx, fabric, graceMs, { projects, placements: await allPlacements(ctx.store) })
+    const p = new Projects(ctx, fabric, graceMs)
+    await p.load()
+    return p
   }
 
   async start(intervalMs = 250): Promise<void> {
     let ticks = 0
     this.timer = setInterval(() => {
-      if (this.dirty || ++ticks % 8 === 0) void this.reconcile()
+      ticks++
+      // Not placing: read the store every 2 s anyway, in case a notice was lost.
+      if (!this.lease.held && ticks % 8 === 0) void this.enqueue(() => this.load()).catch(() => {})
+      if (this.dirty || ticks % 8 === 0) void this.reconcile()
     }, intervalMs)
     this.timer.unref?.()
     await this.reconcile()
@@ -152,14 +162,15 @@ export class Projects {
     const same = old && canonicalJson({ command: old.command, env: old.env, cpu: old.cpu, memory: old.memory }) === canonicalJson(spec)
     const revision = old ? (same ? old.revision : old.revision + 1) : 1
     // A changed spec rolls: the old revision keeps running where it is until the new replicas run.
-    const previous: Previous | null =
+    const previous: RollingPrevious | null =
       old && !same ? { revision: old.revision, command: old.command, env: old.env, cpu: old.cpu, memory: old.memory, placements: this.placements.filter((p) => p.project === old.name), since: this.now() } : (old?.previous ?? null)
     // Who deployed it is recorded on every deploy: an update by an operator takes a superadmin's project off `local`.
     const p: Project = { name: input.name, ...spec, replicas: input.replicas, revision, previous, origin: input.origin ?? old?.origin ?? 'local', nodeLabels: input.nodeLabels ?? {}, deployedBy: input.deployedBy?.name ?? null, deployerRole: input.deployedBy?.role ?? null }
     const row = { name: p.name, command: JSON.stringify(p.command), env: JSON.stringify(p.env), replicas: p.replicas, cpu: p.cpu, memory: p.memory, revision, previous: previous ? JSON.stringify(previous) : null, origin: p.origin }
     await upsertProject(this.db, { ...row, deployed_by: p.deployedBy, deployer_role: p.deployerRole, node_labels: labelsToJson(p.nodeLabels) }, this.now())
     this.projects.set(p.name, p)
-    await this.reconcile()
+    await this.ctx.changes.publish('project', p.name)
+    await this.placed(p)
     return this.view(p)
   }
 
@@ -168,8 +179,18 @@ export class Projects {
     await deleteProject(this.db, name)
     this.projects.delete(name)
     this.placements = this.placements.filter((p) => p.project !== name)
-    await this.reconcile()
+    await this.ctx.changes.publish('project', name)
+    await this.placed()
     return { name, removed: true }
+  }
+
+  /** Placed here when this Platform places; else waits (briefly) for the one that does. */
+  private async placed(p?: Project): Promise<void> {
+    if (this.lease.held) return this.reconcile()
+    const done = () => !p || this.placements.filter((x) => x.project === p.name).length === p.replicas
+    const deadline = performance.now() + PLACED_WAIT_MS
+    while (!done() && performance.now() < deadline) await Bun.sleep(50)
+    await this.reconcile() // the shortfall as this Platform sees it
   }
 
   list(): { projects: ProjectView[] } {
@@ -239,73 +260,82 @@ export class Projects {
     return out
   }
 
-  /** Places, then publishes every node's assignments; runs after the reconciliation in progress. */
-  reconcile(): Promise<void> {
-    const run = this.reconciling.then(() => this.reconcileOnce())
-    this.reconciling = run.catch((e) => log.warn(`placing projects: ${(e as Error).message}`))
+  private enqueue(fn: () => Promise<unknown>): Promise<void> {
+    const run = this.queue.then(fn).then(() => {})
+    this.queue = run.catch((e) => log.warn(`placing projects: ${(e as Error).message}`))
     return run
+  }
+
+  /** Places (on the Platform holding the placement lease), after whatever runs now. */
+  reconcile(): Promise<void> {
+    return this.enqueue(() => this.reconcileOnce())
+  }
+
+  /** Reads projects, placements and assignments from the store; wakes the long polls whose revision moved. */
+  private async load(): Promise<void> {
+    const [projects, placements, rows] = await Promise.all([allProjects(this.db), allPlacements(this.db), allNodeAssignments(this.db)])
+    this.projects = new Map(projects.map((r) => [r.name, fromRow(r)]))
+    this.placements = placements
+    for (const r of rows) {
+      const had = this.wanted.get(r.node)
+      if (had && had.revision === r.revision && had.digest === r.digest) continue
+      let replicas: AssignedReplica[] | null = null
+      try {
+        replicas = r.replicas === null ? null : (JSON.parse(r.replicas) as AssignedReplica[])
+      } catch {}
+      this.changedAssignments(r.node, { revision: r.revision, digest: r.digest, replicas })
+    }
+  }
+
+  /** A node's assignments moved: a new document, and its long polls here answer at once. */
+  private changedAssignments(node: string, w: Wanted): void {
+    this.wanted.set(node, w)
+    this.signed.delete(node)
+    for (const done of this.waiters.get(node) ?? []) done()
   }
 
   private async reconcileOnce(): Promise<void> {
     this.dirty = false
     const specs = [...this.projects.values()].map((p) => ({ name: p.name, replicas: p.replicas, cpu: p.cpu, memory: p.memory, nodeLabels: p.nodeLabels, allowLocal: mayRunOnLocal(p) }))
-    this.result = place(specs, this.placementNodes(), this.placements)
-    if (canonicalJson(this.result.placements) !== canonicalJson(this.placements)) {
-      this.placements = this.result.placements
-      await replacePlacements(this.db, this.placements)
+    const result = place(specs, this.placementNodes(), this.placements)
+    this.result = result
+    // Not placing: the result only shows this Platform's view of the shortfall.
+    if (!this.lease.held) return
+    const runs = runsCheck((n) => this.replicaStates(n))
+    // Rollouts that finished: every new replica runs (or it took too long).
+    const finished = [...this.projects.values()].filter(
+      (p) => p.previous && (result.placements.filter((x) => x.project === p.name && x.node && runs(x.node, p.name, x.replica, p.revision)).length >= p.replicas || this.now() - p.previous.since > ROLLING_LIMIT_MS),
+    )
+    const projects = [...this.projects.values()].map((p) => (finished.includes(p) ? { ...p, previous: null } : p))
+    const byNode = assignmentsByNode(projects, result.placements, runs)
+    const changes: { node: string; digest: string; replicas: AssignedReplica[]; revision: number }[] = []
+    for (const node of new Set([...byNode.keys(), ...this.wanted.keys()])) {
+      const replicas = byNode.get(node) ?? []
+      const digest = digestOf(replicas)
+      const had = this.wanted.get(node)
+      if (had && had.digest === digest && had.replicas !== null) continue
+      changes.push({ node, digest, replicas, revision: 0 })
     }
-    await this.finishRollouts()
-    await this.publish()
-  }
-
-  /** Drops an old revision once every new replica runs (or the rollout took too long). */
-  private async finishRollouts(): Promise<void> {
-    for (const p of this.projects.values()) {
-      if (!p.previous) continue
-      const running = this.placements.filter((x) => x.project === p.name && x.node && this.replicaStates(x.node).some((r) => r.project === p.name && r.replica === x.replica && r.revision === p.revision && r.state === 'running'))
-      if (running.length >= p.replicas || this.now() - p.previous.since > ROLLING_LIMIT_MS) {
-        p.previous = null
-        await setPrevious(this.db, p.name, null)
-      }
+    const placementsChanged = canonicalJson(result.placements) !== canonicalJson(this.placements)
+    if (!placementsChanged && finished.length === 0 && changes.length === 0) return
+    try {
+      await this.lease.fenced(async (t) => {
+        if (placementsChanged) await replacePlacements(t, result.placements)
+        for (const p of finished) await setPrevious(t, p.name, null)
+        for (const c of changes) c.revision = await bumpNodeAssignment(t, c.node, c.digest, JSON.stringify(c.replicas))
+      })
+    } catch (e) {
+      // Another Platform places now: take what the store holds instead.
+      if (e instanceof LeaseLost) return this.load()
+      throw e
     }
-  }
-
-  private async publish(): Promise<void> {
-    const byNode = new Map<string, AssignedReplica[]>()
-    const add = (node: string | null, r: AssignedReplica) => {
-      if (!node) return
-      const list = byNode.get(node) ?? []
-      list.push(r)
-      byNode.set(node, list)
+    this.placements = result.placements
+    for (const p of finished) p.previous = null
+    for (const c of changes) {
+      this.changedAssignments(c.node, { revision: c.revision, digest: c.digest, replicas: c.replicas })
+      if (c.node === 'local' && this.local) this.local.apply(await this.assignmentsNow(c.node))
     }
-    for (const p of this.projects.values()) {
-      const spec = { command: p.command, env: p.env, cpu: p.cpu, memory: p.memory }
-      for (const x of this.placements) if (x.project === p.name) add(x.node, { project: p.name, replica: x.replica, revision: p.revision, ...spec })
-      if (p.previous) {
-        const prev = p.previous
-        for (const x of prev.placements) {
-          const newOne = this.placements.find((y) => y.project === p.name && y.replica === x.replica)
-          const replaced = newOne?.node && this.replicaStates(newOne.node).some((r) => r.project === p.name && r.replica === x.replica && r.revision === p.revision && r.state === 'running')
-          if (!replaced) add(x.node, { project: p.name, replica: x.replica, revision: prev.revision, command: prev.command, env: prev.env, cpu: prev.cpu, memory: prev.memory })
-        }
-      }
-    }
-    const nodes = new Set([...byNode.keys(), ...this.wanted.keys()])
-    for (const node of nodes) {
-      const replicas = (byNode.get(node) ?? []).sort((a, b) => a.project.localeCompare(b.project) || a.replica - b.replica || a.revision - b.revision)
-      const digest = sha256Hex(canonicalJson(replicas))
-      const saved = this.wanted.get(node) ? { revision: this.wanted.get(node)!.revision, digest: sha256Hex(canonicalJson(this.wanted.get(node)!.replicas)) } : await nodeAssignment(this.db, node)
-      if (saved && saved.digest === digest) {
-        if (!this.wanted.has(node)) this.wanted.set(node, { revision: saved.revision, replicas })
-        continue
-      }
-      const revision = (saved?.revision ?? 0) + 1
-      await saveNodeAssignment(this.db, node, revision, digest)
-      this.wanted.set(node, { revision, replicas })
-      this.signed.delete(node)
-      for (const wake of this.waiters.get(node) ?? []) wake()
-      if (node === 'local' && this.local) this.local.apply(await this.assignmentsNow(node))
-    }
+    await this.ctx.changes.publish('assignments')
   }
 
   // ---- node side ---------------------------------------------------------------
@@ -313,10 +343,13 @@ export class Projects {
   /** The node's current signed assignments. */
   async assignmentsNow(node: string): Promise<SignedAssignments> {
     const cached = this.signed.get(node)
-    const w = this.wanted.get(node) ?? { revision: (await nodeAssignment(this.db, node))?.revision ?? 0, replicas: [] }
+    const w = this.wanted.get(node)
+    const revision = w?.revision ?? 0
     // Signed again once another key signs: a document lives as long as its revision, keys do not.
-    if (cached && cached.payload.revision === w.revision && cached.kid === this.fabric.trust.currentKid()) return cached
-    const payload: AssignmentPayload = { node, revision: w.revision, issuedAt: new Date(this.now()).toISOString(), replicas: w.replicas }
+    if (cached && cached.payload.revision === revision && cached.kid === this.fabric.trust.currentKid()) return cached
+    // Written by an earlier version, which kept no replicas: the placing Platform rewrites it at once.
+    if (w && w.replicas === null) throw new MusterError('store-unavailable', 'This node\'s assignments are being rewritten; try again shortly.')
+    const payload: AssignmentPayload = { node, revision, issuedAt: new Date(this.now()).toISOString(), replicas: w?.replicas ?? [] }
     const { kid, signature } = this.fabric.trust.sign(ASSIGNMENTS_DOMAIN, assignmentBytes(payload))
     const doc = { payload, kid, signature }
     this.signed.set(node, doc)
@@ -325,7 +358,7 @@ export class Projects {
 
   /** Long poll: answers at once when the revision is past `after`, else when it changes or `waitMs` passes. */
   async assignments(node: string, after: number | undefined, waitMs: number): Promise<SignedAssignments> {
-    const current = this.wanted.get(node)?.revision ?? (await nodeAssignment(this.db, node))?.revision ?? 0
+    const current = this.wanted.get(node)?.revision ?? 0
     if (after === undefined || current > after || waitMs <= 0) return this.assignmentsNow(node)
     await new Promise<void>((resolve) => {
       const set = this.waiters.get(node) ?? new Set()

@@ -38,7 +38,7 @@ describe('worker join', () => {
     const r = await joinPlatform(opts)
     expect(r).toEqual({ nodeId: 'w1', agentId: 'agent-w1', dataDir: opts.dataDir, start: `muster agent --data-dir ${opts.dataDir}`, alreadyJoined: false })
     const files = readdirSync(`${opts.dataDir}/worker`).sort()
-    expect(files).toEqual(['agent.crt', 'agent.json', 'agent.key', 'node-credential', 'trust.json'])
+    expect(files).toEqual(['agent.crt', 'agent.json', 'agent.key', 'node-credential', 'platforms.json', 'trust.json'])
     expect(statSync(`${opts.dataDir}/worker`).mode & 0o777).toBe(0o700)
     for (const f of files) {
       expect(statSync(`${opts.dataDir}/worker/${f}`).mode & 0o777).toBe(0o600)

@@ -30,6 +30,7 @@ describe('worker through dist/muster', () => {
       enrollment: { url: enrollUrl, addresses: ['127.0.0.1'], port: Number(new URL(enrollUrl).port), fingerprint, caFingerprint: fingerprint },
       ca: { fingerprint, notAfter: expect.any(String) },
       warnings: [],
+      platforms: [expect.objectContaining({ url: serve.url, enrollmentUrl: enrollUrl, fingerprint, self: true })],
     })
     const { token } = JSON.parse((await runMuster(['nodes', 'enroll-token', 'w1', '--json'], { env })).stdout) as { token: string }
     const port = await freePort()

@@ -67,6 +67,7 @@ describe.each(ENGINES)('on %s', (engine) => {
       using dir = tmpDir()
       const a = await startPlatform({ remoteDispatch: true, dataDir: dir.path })
       const before = await trust(a.url)
+      expect(await a.platform.vault.list('trust/')).toHaveLength(1)
       await a.close()
       const b = await startPlatform({ remoteDispatch: true, dataDir: dir.path })
       expect((await trust(b.url)).trustKeys).toEqual(before.trustKeys)

@@ -33,13 +33,10 @@ import type { Vault } from '../../src/vault.ts'
 
 export { freePort } from '../../src/addresses.ts'
 
-/** The listener's certificate chain and key as the Platform's vault holds them, and the Platform CA: to stand up a server the node trusts. */
-export async function listenerTls(p: { platform: { vault: Vault } }): Promise<{ cert: string; key: string; ca: string }> {
-  const read = async (name: string) => {
-    const v = await p.platform.vault.get(name)
-    if (v === null) throw new Error(`the vault holds no ${name}`)
-    return v
-  }
-  const ca = await read('ca/cert.pem')
-  return { cert: (await read('tls/cert.pem')) + ca, key: await read('tls/key.pem'), ca }
+/** The listener's certificate chain and key as the Platform serves them (kept in its vault), and the Platform CA: to stand up a server the node trusts. */
+export async function listenerTls(p: { platform: { vault: Vault; listener?: { certificate: { certPem: string; keyPem: string } } } }): Promise<{ cert: string; key: string; ca: string }> {
+  const ca = await p.platform.vault.get('ca/cert.pem')
+  const served = p.platform.listener?.certificate
+  if (ca === null || !served) throw new Error('the Platform has no CA or no listener certificate')
+  return { cert: served.certPem + ca, key: served.keyPem, ca }
 }

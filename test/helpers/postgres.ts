@@ -3,57 +3,24 @@
 // throwaway cluster from Debian's server binaries (initdb as the `postgres`
 // user when running as root), and it is stopped and removed when the test
 // process exits. Every Platform under test gets a database of its own.
-import { spawnSync } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SQL } from 'bun'
 import { randomId } from '../../src/crypto/tokens.ts'
+import { INSTALL_HINT, postgresBinDir, startThrowawayPostgres } from '../../src/demo/postgres.ts'
 
 let server: Promise<string> | undefined
 
-function serverBin(): string {
-  const root = '/usr/lib/postgresql'
-  const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : []
-  for (const v of versions) if (existsSync(join(root, v, 'bin', 'initdb'))) return join(root, v, 'bin')
-  throw new Error('PostgreSQL server binaries not found under /usr/lib/postgresql: install Debian\'s postgresql package (apt-get install postgresql), or set MUSTER_TEST_POSTGRES_URL')
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
-
 async function startCluster(): Promise<string> {
-  const bin = serverBin()
   const dir = mkdtempSync(join(tmpdir(), 'muster-test-pg-'))
-  const asRoot = process.getuid?.() === 0
-  const run = (args: string[]) => {
-    const cmd = asRoot ? ['runuser', '-u', 'postgres', '--', ...args] : args
-    const r = spawnSync(cmd[0]!, cmd.slice(1), { encoding: 'utf8' })
-    if (r.status !== 0) throw new Error(`${args[0]} failed: ${r.stderr || r.stdout}`)
-  }
-  if (asRoot) {
-    const pg = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' })
-    const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' })
-    chownSync(dir, Number(pg.stdout.trim()), Number(gid.stdout.trim()))
-  }
-  const data = join(dir, 'data')
-  run([join(bin, 'initdb'), '-D', data, '-A', 'trust', '-U', 'muster', '--no-sync'])
-  const port = await freePort()
-  run([join(bin, 'pg_ctl'), '-D', data, '-l', join(dir, 'log'), '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400`, '-w', 'start'])
+  if (!postgresBinDir()) throw new Error(`${INSTALL_HINT} Or set MUSTER_TEST_POSTGRES_URL.`)
+  const pg = await startThrowawayPostgres(dir, ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off', 'max_connections=400'])
   process.on('exit', () => {
-    spawnSync(asRoot ? 'runuser' : join(bin, 'pg_ctl'), asRoot ? ['-u', 'postgres', '--', join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', 'stop'] : ['-D', data, '-m', 'immediate', 'stop'])
+    pg.stop()
     rmSync(dir, { recursive: true, force: true })
   })
-  return `postgres://muster@127.0.0.1:${port}/postgres`
+  return pg.url
 }
 
 /** The URL of a PostgreSQL server for tests (its `postgres` database). */

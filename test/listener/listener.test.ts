@@ -24,6 +24,7 @@ describe('enrollment listener', () => {
       enrollment: { url: p.enrollUrl, addresses: ['127.0.0.1'], port: p.listener.port, fingerprint: ca.pin, caFingerprint: ca.pin },
       ca: { fingerprint: ca.pin, notAfter: ca.notAfter.toISOString() },
       warnings: [],
+      platforms: [expect.objectContaining({ url: p.url, enrollmentUrl: p.enrollUrl, self: true, runs: expect.arrayContaining(['placement', 'probes']) })],
     })
     expect(p.fingerprint).toBe(ca.pin)
     expect(p.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/)

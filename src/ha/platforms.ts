@@ -1,0 +1,107 @@
+// The Platforms sharing a store (SPEC §16.9): each records itself every few
+// seconds with the URLs nodes use (the API for heartbeats and assignments, the
+// enrollment listener for joins and trust), and reads which others are live.
+// Enroll and heartbeat answers carry that list as `platforms`, so Agents fail
+// over between Platforms by themselves, with no load balancer in front.
+import type { Context } from '../context.ts'
+import { log } from '../log.ts'
+import { forgetPlatform, livePlatforms, recordPlatform, type PlatformRow } from '../store/platforms.ts'
+import { allLeases } from '../store/leases.ts'
+import { VERSION } from '../version.ts'
+
+/** How often a Platform records itself; it is live while seen within LIVE_MS (database clock). */
+export const RECORD_MS = 2_000
+export const LIVE_MS = 10_000
+
+/** One entry of `platforms` in enroll and heartbeat answers. */
+export interface NodeFacingPlatform {
+  id: string
+  /** The Platform API: heartbeats, renewals, assignments. */
+  url: string
+  /** Its enrollment listener (joins, trust refresh), when it has one. */
+  enrollmentUrl?: string
+}
+
+export interface PlatformView {
+  id: string
+  url: string
+  enrollmentUrl: string | null
+  fingerprint: string | null
+  version: string
+  startedAt: string
+  lastSeenAt: string
+  self: boolean
+  /** The background loops it runs now. */
+  runs: string[]
+}
+
+export class PlatformRegistry {
+  private live: PlatformRow[] = []
+  private timer: ReturnType<typeof setInterval> | undefined
+  private warned = false
+
+  constructor(
+    private readonly ctx: Context,
+    /** What this Platform offers nodes now (read at each record). */
+    private readonly self: () => { apiUrl: string; enrollmentUrl: string | null; fingerprint: string | null; localNode: boolean },
+  ) {}
+
+  get id(): string {
+    return this.ctx.changes.origin
+  }
+
+  /** Records this Platform now and every RECORD_MS; reads the live list each time. */
+  async start(): Promise<void> {
+    await this.tick()
+    this.timer = setInterval(() => void this.tick().catch((e) => log.warn(`recording this Platform: ${(e as Error).message}`)), RECORD_MS)
+    this.timer.unref?.()
+    this.ctx.changes.on('platforms', (_key, local) => {
+      if (!local) void this.refresh().catch(() => {})
+    })
+    await this.ctx.changes.publish('platforms', this.id)
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer)
+    await forgetPlatform(this.ctx.store, this.id).catch(() => {})
+    await this.ctx.changes.publish('platforms', this.id)
+  }
+
+  private async tick(): Promise<void> {
+    const s = this.self()
+    await recordPlatform(this.ctx.store, { id: this.id, api_url: s.apiUrl, enrollment_url: s.enrollmentUrl, fingerprint: s.fingerprint, version: VERSION })
+    await this.refresh()
+    if (s.localNode && this.live.length > 1 && !this.warned) {
+      this.warned = true
+      log.warn('several Platforms share this store and this one runs the local node: `local` names each Platform\'s own in-process node, so start every Platform of a group with --no-local-node')
+    }
+  }
+
+  private async refresh(): Promise<void> {
+    this.live = await livePlatforms(this.ctx.store, LIVE_MS)
+  }
+
+  /** The live Platforms' node-facing URLs (this one always included). */
+  nodeFacing(): NodeFacingPlatform[] {
+    const s = this.self()
+    const rows = this.live.some((r) => r.id === this.id) ? this.live : [...this.live, { id: this.id, api_url: s.apiUrl, enrollment_url: s.enrollmentUrl } as PlatformRow]
+    return rows.map((r) => ({ id: r.id, url: r.api_url, ...(r.enrollment_url ? { enrollmentUrl: r.enrollment_url } : {}) }))
+  }
+
+  /** For operators (`muster nodes platform`): the live Platforms and the loops each runs. */
+  async view(): Promise<PlatformView[]> {
+    const [rows, leases] = await Promise.all([livePlatforms(this.ctx.store, LIVE_MS), allLeases(this.ctx.store)])
+    const iso = (t: number) => new Date(t).toISOString()
+    return rows.map((r) => ({
+      id: r.id,
+      url: r.api_url,
+      enrollmentUrl: r.enrollment_url,
+      fingerprint: r.fingerprint,
+      version: r.version,
+      startedAt: iso(r.started_at),
+      lastSeenAt: iso(r.last_seen_at),
+      self: r.id === this.id,
+      runs: leases.filter((l) => l.live === 1 && l.holder === r.id).map((l) => l.name),
+    }))
+  }
+}
