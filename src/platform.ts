@@ -13,6 +13,7 @@ import { bindHostFor } from './addresses.ts'
 import { MusterError } from './errors.ts'
 import { startFederation, type Federation } from './federation/service.ts'
 import { createApp } from './http/app.ts'
+import { heartbeatRoutes } from './http/heartbeat.ts'
 import { log } from './log.ts'
 import type { PlatformOptions } from './options.ts'
 import { rememberPeer } from './http/peer.ts'
@@ -149,6 +150,10 @@ export class Platform implements Services {
     const app = this.app
     if (this.options.tlsKey) assertPrivate(this.options.tlsKey)
     const tls = this.options.tlsCert && this.options.tlsKey ? { cert: readFileSync(this.options.tlsCert, 'utf8'), key: readFileSync(this.options.tlsKey, 'utf8') } : undefined
+    const fetch = (req: Request, server: Server<unknown>) => {
+      rememberPeer(req, server.requestIP(req)?.address)
+      return app.handle(req)
+    }
     try {
       this.server = Bun.serve({
         hostname: this.options.host ?? '127.0.0.1',
@@ -157,10 +162,9 @@ export class Platform implements Services {
         maxRequestBodySize: 1024 * 1024,
         idleTimeout: 120, // assignment long polls hold a request for up to a minute
         tls,
-        fetch: (req, server) => {
-          rememberPeer(req, server.requestIP(req)?.address)
-          return app.handle(req)
-        },
+        // The heartbeat has its own route ahead of the framework (src/http/heartbeat.ts).
+        routes: heartbeatRoutes(this, fetch),
+        fetch,
         // Elysia maps every error itself; this is the last net, and a 5xx is a bug (SPEC §16.7).
         error: (e) => {
           log.error(`unhandled server error: ${e.stack ?? e.message}`)

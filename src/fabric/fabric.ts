@@ -14,7 +14,8 @@ import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS, type Pa
 import type { EnrollAnswer } from './enroll.ts'
 import { mintJoinToken } from './join-tokens.ts'
 import { RateLimiter, type RateLimitOptions } from './rate-limit.ts'
-import { compatibilityOf, Registry, type NodeEntry, type ReplicaStatus } from './registry.ts'
+import { compatibilityOf, Registry, type NodeEntry } from './registry.ts'
+import { acceptHeartbeat, type HeartbeatAnswer, type HeartbeatBody } from './heartbeat.ts'
 import { TrustKeys } from './trust-keys.ts'
 import { NODE_NAME } from '../http/validate.ts'
 import { log } from '../log.ts'
@@ -219,20 +220,17 @@ export class Fabric {
 
   // ---- heartbeats ----------------------------------------------------------
 
-  async heartbeat(headers: Headers, body: { nodeId?: string; version?: string; capacity?: { cpuMillis: number; memoryMB: number }; replicas?: ReplicaStatus[] }) {
+  async heartbeat(headers: Headers, body: HeartbeatBody): Promise<HeartbeatAnswer> {
     const release = this.limits.heartbeat.admit()
     try {
-      const n = await this.nodeForHeartbeat(headers, body.nodeId)
-      const changed = this.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
-      if (changed) for (const l of this.heartbeatListeners) l(n)
-      const { state, reason } = this.registry.state(n)
-      return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: n.drained }
+      return acceptHeartbeat(this, await this.nodeForHeartbeat(headers, body.nodeId), body)
     } finally {
       release()
     }
   }
 
-  private async nodeForHeartbeat(headers: Headers, nodeId: string | undefined): Promise<NodeEntry> {
+  /** The general path (the dedicated route tries src/fabric/heartbeat.ts first): every way to authenticate a heartbeat. */
+  async nodeForHeartbeat(headers: Headers, nodeId: string | undefined): Promise<NodeEntry> {
     const bearer = bearerToken(headers) ?? ''
     if (bearer.startsWith('mnc_')) {
       if (this.options.nodeAuth === 'legacy') throw new MusterError('forbidden', 'This Platform runs with --node-auth legacy: node credentials are not accepted.')

@@ -31,7 +31,7 @@ const ReplicaStatus = v.object({
   exitCode: v.optional(v.nullable(v.number())),
   revision: v.optional(v.number()),
 })
-const Register = v.object({
+export const Register = v.object({
   nodeId: v.optional(NodeName),
   version: v.optional(v.pipe(v.string(), v.regex(/^\d{1,6}\.\d{1,6}\.\d{1,6}([-+][0-9A-Za-z.-]{1,64})?$/, 'expected X.Y.Z'))),
   capacity: v.optional(Capacity),
