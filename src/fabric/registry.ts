@@ -1,7 +1,8 @@
 // The node registry: every node in memory (the hot path reads only memory),
 // structural changes written through at once, heartbeats batched to disk.
 import type { Db } from '../store/db.ts'
-import { allNodes, getNode, heartbeatsSince, updateNodeFields, writeHeartbeats, type HeartbeatRow, type NodeRow } from '../store/nodes.ts'
+import { allNodes, getNode, heartbeatsSince, updateNodeFields, type HeartbeatRow, type NodeRow } from '../store/nodes.ts'
+import { writeHeartbeatBatch } from '../store/heartbeats.ts'
 import { log } from '../log.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
 
@@ -120,7 +121,7 @@ export class Registry {
     }
     this.dirty.clear()
     try {
-      await writeHeartbeats(this.db, beats)
+      await writeHeartbeatBatch(this.db, beats)
     } catch (e) {
       for (const b of beats) this.dirty.add(b.name) // kept for the next flush
       throw e
