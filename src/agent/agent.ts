@@ -6,6 +6,7 @@
 import type { Server } from 'bun'
 import { availableParallelism, totalmem } from 'node:os'
 import type { ReplicaStatus } from '../fabric/registry.ts'
+import type { HeartbeatAnswer } from '../fabric/heartbeat.ts'
 import type { TrustKey } from '../fabric/trust-keys.ts'
 import { DataDir } from '../datadir.ts'
 import { bindHostFor } from '../addresses.ts'
@@ -47,6 +48,8 @@ export function capacity(): { cpuMillis: number; memoryMB: number } {
 export class Agent {
   /** Replica status for heartbeats; the workload runner replaces this. */
   replicaStatus: () => ReplicaStatus[] = () => []
+  /** Called with every heartbeat answer (the workloads fetch assignments when their revision moved). */
+  afterHeartbeat: (answer: HeartbeatAnswer) => void = () => {}
   /** Signed requests from the Platform (other than /health) go here; undefined = 404. */
   handleSigned: SignedHandler = () => undefined
   readonly dataDir: DataDir
@@ -165,10 +168,11 @@ export class Agent {
   }
 
   /** One heartbeat; throws what the Platform or the network said. */
-  async heartbeat(): Promise<{ state: string; generation: number; drained: boolean }> {
+  async heartbeat(): Promise<HeartbeatAnswer> {
     const r = await apiClient(this.config, this.credential).nodes.register({ version: VERSION, capacity: capacity(), replicas: this.replicaStatus() })
     if (r.state !== this.state) log.info(`node ${this.config.nodeId} is ${r.state}${r.reason ? ` (${r.reason})` : ''}`)
     this.state = r.state
+    this.afterHeartbeat(r)
     return r
   }
 

@@ -13,6 +13,15 @@ export interface NodeList {
   nodes: NodeView[]
   pendingEnrollments: { nodeId: string; expiresAt: string }[]
 }
+export interface HeartbeatAnswer {
+  nodeId: string
+  state: string
+  reason?: string
+  generation: number
+  drained: boolean
+  /** The node's assignment revision: fetch the assignments when it moves. */
+  assignmentRevision?: number
+}
 export interface Enrollment {
   nodeId: string
   token: string
@@ -71,7 +80,7 @@ export function nodesApi(call: Transport) {
     revokeJoinToken: (id: string) => call<{ id: string; revoked: boolean }>('DELETE', `/api/v1/join-tokens/${enc(id)}`),
     enroll: (body: { token: string; nodeId: string; certPem: string; url?: string; version?: string }) => call<EnrollResult>('POST', '/api/v1/nodes/enroll', body),
     /** Heartbeat; authenticate the client with the node credential. */
-    register: (body: HeartbeatBody = {}) => call<{ nodeId: string; state: string; reason?: string; generation: number; drained: boolean }>('POST', '/api/v1/nodes/register', body),
+    register: (body: HeartbeatBody = {}) => call<HeartbeatAnswer>('POST', '/api/v1/nodes/register', body),
     renew: () => call<{ nodeId: string; generation: number; credential: string }>('POST', '/api/v1/nodes/renew'),
     trust: () => call<{ trustKeys: TrustKey[] }>('POST', '/api/v1/nodes/trust'),
     platform: () => call<PlatformInfo>('GET', '/api/v1/nodes/platform'),

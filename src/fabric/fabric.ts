@@ -75,6 +75,8 @@ export class Fabric {
   readonly inUseChecks: NodeInUseCheck[] = []
   /** Called after an accepted heartbeat that changed liveness, capacity or replica status (workloads listen here). */
   readonly heartbeatListeners: ((node: NodeEntry) => void)[] = []
+  /** The node's assignment revision, carried by the heartbeat answer (the projects service sets this). */
+  assignmentRevision: (node: string) => number | undefined = () => undefined
   /** Called when an operator changes a node (drain, revoke, remove, rebind). */
   readonly nodeChangeListeners: ((name: string) => void)[] = []
   remoteDispatch: boolean

@@ -23,6 +23,8 @@ export interface HeartbeatAnswer {
   reason?: string
   generation: number
   drained: boolean
+  /** The revision of the node's assignments: the Agent fetches them only when this moves. */
+  assignmentRevision?: number
 }
 
 /** The mac a node's current credential carries, per node entry (entries are replaced when generation or certificate change). */
@@ -88,5 +90,6 @@ export function acceptHeartbeat(fabric: Fabric, n: NodeEntry, body: HeartbeatBod
   const changed = fabric.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
   if (changed) for (const l of fabric.heartbeatListeners) l(n)
   const { state, reason } = fabric.registry.state(n)
-  return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: n.drained }
+  const assignmentRevision = fabric.assignmentRevision(n.name)
+  return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: n.drained, ...(assignmentRevision !== undefined ? { assignmentRevision } : {}) }
 }

@@ -10,6 +10,7 @@ import type { ReplicaStatus } from '../fabric/registry.ts'
 import { log } from '../log.ts'
 import type { Db } from '../store/db.ts'
 import { allPlacements, allProjects, deleteProject, nodeAssignment, replacePlacements, saveNodeAssignment, setPrevious, upsertProject, type ProjectRow } from '../store/projects.ts'
+import { allAssignmentRevisions } from '../store/assignment-revisions.ts'
 import { ASSIGNMENTS_DOMAIN, assignmentBytes, type AssignedReplica, type AssignmentPayload, type SignedAssignments } from './assignments.ts'
 import type { ProjectSpec } from './spec.ts'
 import { place, type Placement, type PlacementNode, type PlacementResult, type ShortfallReason } from './placement.ts'
@@ -59,7 +60,7 @@ export interface LocalNodeHooks {
   apply(doc: SignedAssignments): void
 }
 
-type ProjectsFromStore = { projects: Project[]; placements: Placement[] }
+type ProjectsFromStore = { projects: Project[]; placements: Placement[]; revisions: Map<string, number> }
 
 const fromRow = (r: ProjectRow): Project => ({
   name: r.name,
@@ -84,6 +85,8 @@ export class Projects {
   private readonly wanted = new Map<string, { revision: number; replicas: AssignedReplica[] }>()
   private readonly signed = new Map<string, SignedAssignments>()
   private readonly waiters = new Map<string, Set<() => void>>()
+  /** Revisions in the store when this Platform started (`wanted` has the newer ones): heartbeats answer with them. */
+  private readonly savedRevisions: Map<string, number>
   private dirty = true
   private timer: ReturnType<typeof setInterval> | undefined
   /** Reconciliations run one at a time, in order. */
@@ -102,6 +105,8 @@ export class Projects {
     this.now = ctx.now
     for (const p of loaded.projects) this.projects.set(p.name, p)
     this.placements = loaded.placements
+    this.savedRevisions = loaded.revisions
+    fabric.assignmentRevision = (node) => this.wanted.get(node)?.revision ?? this.savedRevisions.get(node) ?? 0
     fabric.inUseChecks.push((node) => {
       const here = this.placements.filter((p) => p.node === node)
       return here.length ? `${here.length} replica(s) of ${[...new Set(here.map((p) => p.project))].join(', ')} are placed there` : null
@@ -112,7 +117,7 @@ export class Projects {
 
   static async open(ctx: Context, fabric: Fabric, graceMs: number): Promise<Projects> {
     const projects = (await allProjects(ctx.store)).map(fromRow)
-    return new Projects(ctx, fabric, graceMs, { projects, placements: await allPlacements(ctx.store) })
+    return new Projects(ctx, fabric, graceMs, { projects, placements: await allPlacements(ctx.store), revisions: await allAssignmentRevisions(ctx.store) })
   }
 
   async start(intervalMs = 250): Promise<void> {
