@@ -1,5 +1,6 @@
 // SDK: the enrollment authority's routes.
 import type { Transport } from './http.ts'
+import { allPages, queryString, type PageOptions } from './paging.ts'
 import type { NodeView } from '../fabric/fabric.ts'
 
 export interface TrustKey {
@@ -12,6 +13,17 @@ export type { NodeView as NodeInfo } from '../fabric/fabric.ts'
 export interface NodeList {
   nodes: NodeView[]
   pendingEnrollments: { nodeId: string; expiresAt: string }[]
+  /** Pass as `cursor` for the next page; null on the last one. */
+  nextCursor: string | null
+  /** Nodes by state over everything `label` and `q` select (the `state` filter and paging aside). */
+  counts: { total: number; enrolled: number; ready: number; unreachable: number; revoked: number }
+}
+export interface NodeListOptions extends PageOptions {
+  state?: 'enrolled' | 'ready' | 'unreachable' | 'revoked'
+  /** KEY=VALUE */
+  label?: string
+  /** Name prefix. */
+  q?: string
 }
 export interface HeartbeatAnswer {
   nodeId: string
@@ -73,7 +85,13 @@ export interface HeartbeatBody {
 export function nodesApi(call: Transport) {
   const enc = encodeURIComponent
   return {
-    list: () => call<NodeList>('GET', '/api/v1/nodes'),
+    /** One page of nodes (the first 1000 in name order, `local` first, when no options are given). */
+    list: (opts: NodeListOptions = {}) => call<NodeList>('GET', `/api/v1/nodes${queryString({ ...opts })}`),
+    /** Every node, page after page. */
+    listAll: async (opts: Omit<NodeListOptions, 'cursor'> = {}): Promise<NodeList> => {
+      const { items, first } = await allPages((cursor) => call<NodeList>('GET', `/api/v1/nodes${queryString({ ...opts, cursor })}`), (p) => p.nodes)
+      return { ...first, nodes: items, nextCursor: null }
+    },
     createEnrollment: (body: { nodeId: string; ttlMinutes?: number; replace?: boolean }) => call<Enrollment>('POST', '/api/v1/nodes/enrollments', body),
     createJoinToken: (body: { maxUses?: number; namePattern?: string; ttlMinutes?: number; label?: string }) => call<FleetToken>('POST', '/api/v1/join-tokens', body),
     listJoinTokens: () => call<{ tokens: FleetTokenInfo[] }>('GET', '/api/v1/join-tokens'),
@@ -84,7 +102,8 @@ export function nodesApi(call: Transport) {
     renew: () => call<{ nodeId: string; generation: number; credential: string }>('POST', '/api/v1/nodes/renew'),
     trust: () => call<{ trustKeys: TrustKey[] }>('POST', '/api/v1/nodes/trust'),
     platform: () => call<PlatformInfo>('GET', '/api/v1/nodes/platform'),
-    audit: () => call<{ entries: AuditEntry[] }>('GET', '/api/v1/nodes/audit'),
+    /** The enrollment audit, newest first, a page at a time. */
+    audit: (opts: PageOptions = {}) => call<{ entries: AuditEntry[]; nextCursor: string | null }>('GET', `/api/v1/nodes/audit${queryString({ ...opts })}`),
     remove: (name: string) => call<{ nodeId: string; removed: boolean }>('DELETE', `/api/v1/nodes/${enc(name)}`),
     revoke: (name: string) => call<{ nodeId: string; state: string }>('POST', `/api/v1/nodes/${enc(name)}/revoke`),
     rotate: (name: string) => call<{ nodeId: string; generation: number; previousValidUntil: string }>('POST', `/api/v1/nodes/${enc(name)}/rotate`),

@@ -7,14 +7,16 @@ import { MusterError } from '../errors.ts'
 import type { PlatformOptions } from '../options.ts'
 import type { Db, Store } from '../store/db.ts'
 import { insertAudit, listAudit, pruneAudit } from '../store/enroll-audit.ts'
-import { pendingEnrollments, revokePendingEnrollments } from '../store/join-tokens.ts'
+import { revokePendingEnrollments } from '../store/join-tokens.ts'
 import { deleteNodeWithTombstone, insertNode, updateNodeFields } from '../store/nodes.ts'
 import { VERSION } from '../version.ts'
 import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS, type ParsedCredential } from './credentials.ts'
 import type { EnrollAnswer } from './enroll.ts'
 import { mintJoinToken } from './join-tokens.ts'
 import { RateLimiter, type RateLimitOptions } from './rate-limit.ts'
-import { compatibilityOf, Registry, type NodeEntry } from './registry.ts'
+import { Registry, type NodeEntry } from './registry.ts'
+import { listNodes, type NodePage, type NodeQuery } from './listing.ts'
+import { DEFAULT_LIMIT } from '../http/paging.ts'
 import { acceptHeartbeat, type HeartbeatAnswer, type HeartbeatBody } from './heartbeat.ts'
 import { TrustKeys } from './trust-keys.ts'
 import { NODE_NAME } from '../http/validate.ts'
@@ -154,6 +156,7 @@ export class Fabric {
   async auditEntries() {
     await pruneAudit(this.db, this.now())
     return (await listAudit(this.db, this.now())).map((e) => ({
+      id: e.id,
       at: new Date(e.at).toISOString(),
       outcome: e.outcome,
       reason: e.reason,
@@ -327,32 +330,9 @@ export class Fabric {
 
   // ---- listing -------------------------------------------------------------
 
-  async listNodes() {
-    const now = this.now()
-    const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString())
-    const nodes: NodeView[] = [...this.registry.nodes.values()].map((n) => {
-      const { state, reason } = this.registry.state(n)
-      return {
-        name: n.name,
-        state,
-        ...(reason ? { reason } : {}),
-        compatibility: compatibilityOf(n.version),
-        version: n.version,
-        certificateSha256: n.certSha256,
-        agentId: `agent-${n.name}`,
-        lastSeenAt: iso(n.lastSeenAt),
-        url: n.url,
-        auth: n.auth,
-        drained: n.drained,
-        capacity: n.cpuMillis !== null ? { cpuMillis: n.cpuMillis, memoryMB: n.memoryMB } : null,
-      }
-    })
-    nodes.sort((a, b) => a.name.localeCompare(b.name))
-    nodes.unshift(this.localNode())
-    return {
-      nodes,
-      pendingEnrollments: (await pendingEnrollments(this.db, now)).map((t) => ({ nodeId: t.node_id!, expiresAt: new Date(t.expires_at).toISOString() })),
-    }
+  /** One page of the node listing (src/fabric/listing.ts). */
+  listNodes(query: NodeQuery = { limit: DEFAULT_LIMIT }): Promise<NodePage> {
+    return listNodes(this, query)
   }
 
   /** The Platform's own node; the projects area replaces this with its local Agent's view. */

@@ -153,6 +153,13 @@ export class Registry {
     return this.nodes.get(name)
   }
 
+  /** Node names in code-unit order (listings page through it); made again after a node comes or goes. */
+  sortedNames(): readonly string[] {
+    this.sorted ??= [...this.nodes.keys()].sort()
+    return this.sorted
+  }
+  private sorted: string[] | null = null
+
   /** Sets one node from a store row (null: it is gone). */
   reload(row: NodeRow | null, name: string): void {
     if (row) {
@@ -160,8 +167,9 @@ export class Registry {
       const fresh = fromRow(row)
       // A heartbeat this Platform holds but has not flushed is newer than the row.
       if (had?.lastSeenAt && (fresh.lastSeenAt ?? 0) < had.lastSeenAt) Object.assign(fresh, { lastSeenAt: had.lastSeenAt, version: had.version, cpuMillis: had.cpuMillis, memoryMB: had.memoryMB, replicas: had.replicas })
+      if (!had) this.sorted = null
       this.nodes.set(name, { ...fresh, probe: had?.probe })
-    } else this.nodes.delete(name)
+    } else if (this.nodes.delete(name)) this.sorted = null
   }
 
   /** Reads one node again from the store (another Platform may have changed it). */

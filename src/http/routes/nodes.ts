@@ -6,6 +6,8 @@ import { enroll } from '../../fabric/enroll.ts'
 import { createFleetToken, issueEnrollment, listFleetTokenViews, revokeJoinTokenById } from '../../fabric/join-tokens.ts'
 import { NAME_PATTERN } from '../../fabric/glob.ts'
 import { NodeName, parseBody } from '../validate.ts'
+import { nodeQuery } from '../../fabric/listing.ts'
+import { auditPage } from '../pages.ts'
 import { MusterError } from '../../errors.ts'
 import type { Permission } from '../../auth/permissions.ts'
 
@@ -48,7 +50,7 @@ export const nodeRoutes = (platform: Services) => {
     return params.name
   }
   return new Elysia({ name: 'routes/nodes', prefix: '/api/v1' })
-    .get('/nodes', ({ request }) => need(request, 'server.nodes.view').then(() => fabric.listNodes()))
+    .get('/nodes', ({ request, query }) => need(request, 'server.nodes.view').then(() => fabric.listNodes(nodeQuery(query))))
     .post('/nodes/enrollments', async ({ request, body }) => {
       await need(request, 'server.nodes.enroll')
       const b = parseBody(CreateEnrollment, body)
@@ -68,7 +70,7 @@ export const nodeRoutes = (platform: Services) => {
     })
     .post('/nodes/trust', () => fabric.trustKeys())
     .get('/nodes/platform', ({ request }) => need(request, 'server.nodes.view').then(() => fabric.platformInfo()))
-    .get('/nodes/audit', ({ request }) => need(request, 'server.nodes.manage').then(async () => ({ entries: await fabric.auditEntries() })))
+    .get('/nodes/audit', ({ request, query }) => need(request, 'server.nodes.manage').then(() => auditPage(fabric, query)))
     .delete('/nodes/:name', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.remove(name(params))))
     .post('/nodes/:name/revoke', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.revoke(name(params))))
     .post('/nodes/:name/rotate', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.rotate(name(params))))

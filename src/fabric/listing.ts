@@ -1,0 +1,121 @@
+// The node listing (issue 16): one page at a time, in name order, filtered by
+// state, label and name prefix, with counts by state over everything the
+// label and prefix select (the page's state filter aside), so a dashboard can
+// show 100,000 nodes as a first page and a line of counts.
+import { MusterError } from '../errors.ts'
+import { encodeCursor, indexAfter, indexFrom, pageQuery, queryText } from '../http/paging.ts'
+import { NODE_NAME } from '../http/validate.ts'
+import { pendingEnrollments } from '../store/join-tokens.ts'
+import type { Fabric, NodeView } from './fabric.ts'
+import { compatibilityOf, type NodeEntry, type NodeStateName } from './registry.ts'
+
+export const NODE_STATES: readonly NodeStateName[] = ['enrolled', 'ready', 'unreachable', 'revoked']
+
+export interface NodeQuery {
+  limit: number
+  /** The name after which the page starts. */
+  after?: string
+  state?: NodeStateName
+  label?: { key: string; value: string }
+  /** Name prefix. */
+  q?: string
+}
+
+export type StateCounts = Record<NodeStateName, number> & { total: number }
+
+export interface NodePage {
+  nodes: NodeView[]
+  pendingEnrollments: { nodeId: string; expiresAt: string }[]
+  /** Pass back as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null
+  counts: StateCounts
+}
+
+const LABEL = /^([A-Za-z0-9][A-Za-z0-9._/-]{0,62})=([A-Za-z0-9._-]{0,63})$/
+const bad = (field: string, what: string) => new MusterError('invalid-request', `Invalid ${field}: ${what}`, { field })
+
+/** The query of GET /api/v1/nodes, checked. */
+export function nodeQuery(query: Record<string, unknown>): NodeQuery {
+  const { limit, after } = pageQuery(query, NODE_NAME)
+  const out: NodeQuery = { limit, after }
+  const state = queryText(query, 'state')
+  if (state !== undefined) {
+    if (!(NODE_STATES as readonly string[]).includes(state)) throw bad('state', `expected one of ${NODE_STATES.join(', ')}`)
+    out.state = state as NodeStateName
+  }
+  const label = queryText(query, 'label')
+  if (label !== undefined) {
+    const m = LABEL.exec(label)
+    if (!m) throw bad('label', 'expected KEY=VALUE, like role=build')
+    out.label = { key: m[1]!, value: m[2]! }
+  }
+  const q = queryText(query, 'q')
+  if (q !== undefined && q !== '') {
+    if (!/^[a-z0-9-]{1,63}$/.test(q)) throw bad('q', 'expected the start of a node name (lowercase letters, digits, dashes)')
+    out.q = q
+  }
+  return out
+}
+
+const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString())
+
+export function nodeView(fabric: Fabric, n: NodeEntry, st = fabric.registry.state(n)): NodeView {
+  return {
+    name: n.name,
+    state: st.state,
+    ...(st.reason ? { reason: st.reason } : {}),
+    compatibility: compatibilityOf(n.version),
+    version: n.version,
+    certificateSha256: n.certSha256,
+    agentId: `agent-${n.name}`,
+    lastSeenAt: iso(n.lastSeenAt),
+    url: n.url,
+    auth: n.auth,
+    drained: n.drained,
+    capacity: n.cpuMillis !== null ? { cpuMillis: n.cpuMillis, memoryMB: n.memoryMB } : null,
+  }
+}
+
+/** Labels, when the node has them (nodes get labels at join, from the nodes file or their provision). */
+const labelsOf = (n: object): Record<string, string> | undefined => (n as { labels?: Record<string, string> }).labels
+
+export async function listNodes(fabric: Fabric, q: NodeQuery): Promise<NodePage> {
+  const registry = fabric.registry
+  const names = registry.sortedNames()
+  const matches = (name: string, labels: Record<string, string> | undefined) =>
+    (q.q === undefined || name.startsWith(q.q)) && (q.label === undefined || labels?.[q.label.key] === q.label.value)
+
+  const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
+  const nodes: NodeView[] = []
+  // The Platform's own node leads the first page.
+  const local = fabric.localNode()
+  if (matches(local.name, labelsOf(local))) {
+    counts.total++
+    counts[local.state as NodeStateName]++
+    if (q.after === undefined && (q.state === undefined || local.state === q.state)) nodes.push(local)
+  }
+  // Counts over every node the prefix and label select: a prefix is one run of the sorted names.
+  const first = q.q === undefined ? 0 : indexFrom(names, q.q)
+  // `local` leads, out of name order: a cursor at it means "from the first name".
+  const start = Math.max(first, q.after === undefined || q.after === 'local' ? 0 : indexAfter(names, q.after))
+  let nextCursor: string | null = null
+  for (let i = first; i < names.length; i++) {
+    const name = names[i]!
+    if (q.q !== undefined && !name.startsWith(q.q)) break
+    const n = registry.get(name)
+    if (!n || !matches(name, labelsOf(n))) continue
+    const st = registry.state(n)
+    counts.total++
+    counts[st.state]++
+    if (i < start || (q.state !== undefined && st.state !== q.state)) continue
+    if (nodes.length < q.limit) nodes.push(nodeView(fabric, n, st))
+    else if (nextCursor === null) nextCursor = encodeCursor(nodes[nodes.length - 1]!.name)
+  }
+  const now = fabric.now()
+  return {
+    nodes,
+    pendingEnrollments: (await pendingEnrollments(fabric.db, now)).map((t) => ({ nodeId: t.node_id!, expiresAt: new Date(t.expires_at).toISOString() })),
+    nextCursor,
+    counts,
+  }
+}
