@@ -94,22 +94,28 @@ export async function listNodes(fabric: Fabric, q: NodeQuery): Promise<NodePage>
     counts[local.state as NodeStateName]++
     if (q.after === undefined && (q.state === undefined || local.state === q.state)) nodes.push(local)
   }
-  // Counts over every node the prefix and label select: a prefix is one run of the sorted names.
-  const first = q.q === undefined ? 0 : indexFrom(names, q.q)
+  // Counts over every node the prefix and label select (in the registry's own order: the fastest walk).
+  for (const n of registry.nodes.values()) {
+    if (!matches(n.name, labelsOf(n))) continue
+    counts.total++
+    counts[registry.state(n).state]++
+  }
+  // The page: from the cursor (or the prefix) on, in name order, until it is full and one more is known.
   // `local` leads, out of name order: a cursor at it means "from the first name".
-  const start = Math.max(first, q.after === undefined || q.after === 'local' ? 0 : indexAfter(names, q.after))
+  const first = q.q === undefined ? 0 : indexFrom(names, q.q)
   let nextCursor: string | null = null
-  for (let i = first; i < names.length; i++) {
+  for (let i = Math.max(first, q.after === undefined || q.after === 'local' ? 0 : indexAfter(names, q.after)); i < names.length; i++) {
     const name = names[i]!
     if (q.q !== undefined && !name.startsWith(q.q)) break
     const n = registry.get(name)
     if (!n || !matches(name, labelsOf(n))) continue
     const st = registry.state(n)
-    counts.total++
-    counts[st.state]++
-    if (i < start || (q.state !== undefined && st.state !== q.state)) continue
-    if (nodes.length < q.limit) nodes.push(nodeView(fabric, n, st))
-    else if (nextCursor === null) nextCursor = encodeCursor(nodes[nodes.length - 1]!.name)
+    if (q.state !== undefined && st.state !== q.state) continue
+    if (nodes.length === q.limit) {
+      nextCursor = encodeCursor(nodes[nodes.length - 1]!.name)
+      break
+    }
+    nodes.push(nodeView(fabric, n, st))
   }
   const now = fabric.now()
   return {
