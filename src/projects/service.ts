@@ -228,10 +228,17 @@ export class Projects {
 
   /** Places, then publishes every node's assignments; runs after the reconciliation in progress. */
   reconcile(): Promise<void> {
-    const run = this.reconciling.then(() => this.reconcileOnce())
+    // One that has not started yet will see this change too: a burst (1,000 nodes enrolling) costs one pass, not one each.
+    if (this.queued) return this.queued
+    const run = this.reconciling.then(() => {
+      this.queued = undefined
+      return this.reconcileOnce()
+    })
+    this.queued = run
     this.reconciling = run.catch((e) => log.warn(`placing projects: ${(e as Error).message}`))
     return run
   }
+  private queued: Promise<void> | undefined
 
   private async reconcileOnce(): Promise<void> {
     this.dirty = false
