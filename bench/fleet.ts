@@ -6,7 +6,9 @@
 // when the heartbeat answer says their revision moved (src/agent/workloads.ts).
 //   bun run build && bun bench/fleet.ts --nodes 100000 --interval 10 --seconds 60
 // Options: --connections C (default min(N, 16000)), --sources K (127.0.0.2…, default 8),
-// --deploy R (deploy a project of R replicas a third into the run: R nodes fetch).
+// --deploy R (deploy a project of R replicas a third into the run: R nodes fetch),
+// --seed (write the N enrollments into the store, as bench/seed-fleet.ts says, instead of
+// enrolling them through the route: minutes saved on a busy machine; the run is the same).
 // Ends with: fleet: nodes=N heartbeats/s=R p50=A ms p99=B ms errors=E rss=M MB
 //
 // Each node fires on a fixed schedule (a random phase, then every S seconds),
@@ -16,7 +18,8 @@
 // file limit of one process, 20,000 on this machine, caps the connections).
 import { capacity } from '../src/agent/agent.ts'
 import { VERSION } from '../src/version.ts'
-import { adminToken, enrollNodes } from './enroll-nodes.ts'
+import { adminToken, enrollNodes, fleetToken } from './enroll-nodes.ts'
+import { seedFleet } from './seed-fleet.ts'
 import { identities } from './identities.ts'
 import { ROOT } from './lib.ts'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -67,6 +70,7 @@ async function startServe(dataDir: string): Promise<Running> {
     url: out.match(/listening on (http:\/\/\S+)/)![1]!,
     pid: p.pid,
     async stop() {
+      if (p.exitCode !== null) return
       p.kill('SIGTERM')
       await p.exited
     },
@@ -80,17 +84,25 @@ const cpuSeconds = (pid: number) => {
   return (Number(f[11]) + Number(f[12])) / 100
 }
 
+const SEED = process.argv.includes('--seed')
 const dataDir = mkdtempSync(join(tmpdir(), 'muster-fleet-'))
 let platform = await startServe(dataDir)
 let credentials: string[]
 let admin: string
 try {
   admin = await adminToken(dataDir)
-  await identities(N, say)
-  say(`fleet: enrolling ${N} nodes (load ${loadavg()})… `)
+  const ids = await identities(N, say)
+  say(`fleet: ${SEED ? 'seeding' : 'enrolling'} ${N} nodes (load ${loadavg()})… `)
   const t0 = performance.now()
-  credentials = await enrollNodes({ url: platform.url, admin, count: N, log: say })
-  say(`fleet: ${N} enrolls at ${(N / ((performance.now() - t0) / 1000)).toFixed(0)}/s; Platform RSS ${status(platform.pid, 'VmRSS').toFixed(0)} MB after enrolling\n`)
+  if (SEED) {
+    const token = await fleetToken(platform.url, admin, N)
+    await platform.stop()
+    credentials = await seedFleet(dataDir, token, Array.from({ length: N }, (_, i) => `node-${i}`), ids)
+    say(`${N} seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`)
+  } else {
+    credentials = await enrollNodes({ url: platform.url, admin, count: N, log: say })
+    say(`fleet: ${N} enrolls at ${(N / ((performance.now() - t0) / 1000)).toFixed(0)}/s; Platform RSS ${status(platform.pid, 'VmRSS').toFixed(0)} MB after enrolling\n`)
+  }
 } finally {
   await platform.stop()
 }
@@ -114,12 +126,16 @@ interface Pending {
   node: number
   kind: number
   due: number
+  /** When it was written to the socket (due, plus the wait for the connection and the schedule). */
+  sent: number
 }
 interface Conn {
   socket: Bun.Socket<Conn> | null
   queue: Pending[]
   inFlight: Pending | null
   buf: Buffer | null
+  /** What the socket did not take yet (written on drain). */
+  out: Buffer | null
 }
 
 // What each simulated Agent knows: its applied assignment revision (-1: nothing applied yet).
@@ -130,6 +146,7 @@ let runStart = 0
 let runEnd = Number.POSITIVE_INFINITY
 const latencies: number[] = []
 const assignLatencies: number[] = []
+const serverLatencies: number[] = []
 let errors = 0
 let okBeats = 0
 let assignmentFetches = 0
@@ -140,7 +157,13 @@ function send(c: Conn): void {
   const next = c.queue.shift()
   if (!next) return
   c.inFlight = next
-  c.socket.write(next.kind === HEARTBEAT ? heartbeat(credentials[next.node]!) : assignments(credentials[next.node]!))
+  next.sent = performance.now()
+  write(c, Buffer.from(next.kind === HEARTBEAT ? heartbeat(credentials[next.node]!) : assignments(credentials[next.node]!)))
+}
+
+function write(c: Conn, data: Buffer): void {
+  const n = c.socket!.write(data)
+  c.out = n >= data.length ? null : data.subarray(Math.max(0, n))
 }
 
 function completed(c: Conn, statusCode: number, body: string): void {
@@ -155,6 +178,7 @@ function completed(c: Conn, statusCode: number, body: string): void {
     if (counted) {
       okBeats++
       latencies.push(now - p.due)
+      serverLatencies.push(now - p.sent)
     }
     // The Agent: fetch when the announced revision moved past what it applied (0 on a fresh node: nothing to fetch).
     const m = body.match(/"assignmentRevision":(\d+)/)
@@ -164,7 +188,7 @@ function completed(c: Conn, statusCode: number, body: string): void {
       if (applied[p.node] === -1 && r === 0) applied[p.node] = 0
       else if (r > applied[p.node]! && !fetchingAssignments[p.node]) {
         fetchingAssignments[p.node] = 1
-        c.queue.unshift({ node: p.node, kind: ASSIGNMENTS, due: now })
+        c.queue.unshift({ node: p.node, kind: ASSIGNMENTS, due: now, sent: 0 })
       }
     }
   } else {
@@ -178,18 +202,19 @@ function completed(c: Conn, statusCode: number, body: string): void {
 }
 
 function onData(c: Conn, data: Buffer): void {
-  c.buf = c.buf ? Buffer.concat([c.buf, data]) : data
+  // The runtime may reuse `data` after this call: whatever is kept is a copy.
+  let buf: Buffer = c.buf ? Buffer.concat([c.buf, data]) : data
+  c.buf = null
   for (;;) {
-    const buf: Buffer | null = c.buf
-    if (!buf) return
     const headEnd: number = buf.indexOf('\r\n\r\n')
-    if (headEnd < 0) return
-    const head = buf.toString('latin1', 0, headEnd)
-    const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0)
-    const end: number = headEnd + 4 + length
-    if (buf.length < end) return
+    const head = headEnd < 0 ? '' : buf.toString('latin1', 0, headEnd)
+    const end: number = headEnd < 0 ? Number.POSITIVE_INFINITY : headEnd + 4 + Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0)
+    if (buf.length < end) {
+      if (buf.length > 0) c.buf = Buffer.from(buf)
+      return
+    }
     const body = buf.toString('utf8', headEnd + 4, end)
-    c.buf = buf.length > end ? buf.subarray(end) : null
+    buf = buf.subarray(end)
     completed(c, Number(head.slice(9, 12)), body)
   }
 }
@@ -204,6 +229,7 @@ function lost(c: Conn): void {
   c.queue = []
   c.socket = null
   c.buf = null
+  c.out = null
   if (!stopping) void open(c, conns.indexOf(c))
 }
 
@@ -221,6 +247,9 @@ async function open(c: Conn, i: number): Promise<void> {
           send(c)
         },
         data: (_s: Bun.Socket<Conn>, d: Buffer) => onData(c, d),
+        drain: () => {
+          if (c.out && c.socket) write(c, c.out)
+        },
         close: () => lost(c),
         error: () => lost(c),
         connectError: () => {
@@ -233,7 +262,7 @@ async function open(c: Conn, i: number): Promise<void> {
   }
 }
 
-const conns: Conn[] = Array.from({ length: CONNECTIONS }, () => ({ socket: null, queue: [], inFlight: null, buf: null }))
+const conns: Conn[] = Array.from({ length: CONNECTIONS }, () => ({ socket: null, queue: [], inFlight: null, buf: null, out: null }))
 say(`fleet: opening ${CONNECTIONS} connections from ${SOURCES} source addresses… `)
 for (let i = 0; i < CONNECTIONS; i += 500) await Promise.all(conns.slice(i, i + 500).map((c, j) => open(c, i + j)))
 await Bun.sleep(500)
@@ -270,7 +299,7 @@ await new Promise<void>((resolve) => {
       const due = runStart + cycle * INTERVAL_MS + phase[node]!
       if (due > now || due >= runEnd) break
       const c = conns[node % CONNECTIONS]!
-      c.queue.push({ node, kind: HEARTBEAT, due })
+      c.queue.push({ node, kind: HEARTBEAT, due, sent: 0 })
       send(c)
       if (++next === N) {
         next = 0
@@ -302,12 +331,14 @@ rmSync(dataDir, { recursive: true, force: true })
 
 latencies.sort((a, b) => a - b)
 assignLatencies.sort((a, b) => a - b)
+serverLatencies.sort((a, b) => a - b)
 const pct = (xs: number[], q: number) => xs[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? Number.NaN
 // Never rounded in the flattering direction: rates down, latencies and memory up.
 const down = (x: number, d: number) => (Math.floor(x * 10 ** d) / 10 ** d).toFixed(d)
 const up = (x: number, d: number) => (Math.ceil(x * 10 ** d) / 10 ** d).toFixed(d)
 say(`fleet: expected ${((N * SECONDS * 1000) / INTERVAL_MS).toFixed(0)} heartbeats, answered ${okBeats} with 200; statuses ${JSON.stringify(Object.fromEntries(statuses))}\n`)
 say(`fleet: Platform CPU ${up(platformCpu / SECONDS, 2)} cores, load generator ${up((self.user + self.system) / 1e6 / SECONDS, 2)} cores; RSS during the run max ${up(Math.max(...rss), 0)} MB, peak since start ${up(peak, 0)} MB; load ${loadBefore} before, ${loadavg()} after\n`)
+say(`fleet: from the write to the answer (the wait for the schedule and the connection left out): p50 ${up(pct(serverLatencies, 0.5), 2)} ms p99 ${up(pct(serverLatencies, 0.99), 2)} ms\n`)
 if (assignmentFetches > 0) say(`fleet: ${assignmentFetches} assignment fetches, p50 ${up(pct(assignLatencies, 0.5), 1)} ms p99 ${up(pct(assignLatencies, 0.99), 1)} ms\n`)
 console.log(`fleet: nodes=${N} heartbeats/s=${down(okBeats / SECONDS, 0)} p50=${up(pct(latencies, 0.5), 2)} ms p99=${up(pct(latencies, 0.99), 2)} ms errors=${finalErrors} rss=${up(peak, 0)} MB`)
 process.exit(0)
