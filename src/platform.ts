@@ -151,7 +151,7 @@ export class Platform implements Services {
     if (this.options.tlsKey) assertPrivate(this.options.tlsKey)
     const tls = this.options.tlsCert && this.options.tlsKey ? { cert: readFileSync(this.options.tlsCert, 'utf8'), key: readFileSync(this.options.tlsKey, 'utf8') } : undefined
     const fetch = (req: Request, server: Server<unknown>) => {
-      rememberPeer(req, server.requestIP(req)?.address)
+      rememberPeer(req, () => server.requestIP(req)?.address)
       return app.handle(req)
     }
     try {
