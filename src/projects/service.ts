@@ -242,6 +242,8 @@ export class Projects {
 
   private async reconcileOnce(): Promise<void> {
     this.dirty = false
+    // Nothing deployed, nothing placed, every document sent out empty: nothing to do (a pass costs O(nodes)).
+    if (this.projects.size === 0 && this.placements.length === 0 && !this.assignedAnywhere) return
     const specs = [...this.projects.values()].map((p) => ({ name: p.name, replicas: p.replicas, cpu: p.cpu, memory: p.memory }))
     this.result = place(specs, this.placementNodes(), this.placements)
     if (canonicalJson(this.result.placements) !== canonicalJson(this.placements)) {
@@ -263,6 +265,9 @@ export class Projects {
       }
     }
   }
+
+  /** Some node's current document lists replicas (set by publish). */
+  private assignedAnywhere = true
 
   private async publish(): Promise<void> {
     const byNode = new Map<string, AssignedReplica[]>()
@@ -300,6 +305,7 @@ export class Projects {
       for (const wake of this.waiters.get(node) ?? []) wake()
       if (node === 'local' && this.local) this.local.apply(await this.assignmentsNow(node))
     }
+    this.assignedAnywhere = [...this.wanted.values()].some((w) => w.replicas.length > 0)
   }
 
   // ---- node side ---------------------------------------------------------------
