@@ -22,7 +22,7 @@ import { adminToken, enrollNodes, fleetToken } from './enroll-nodes.ts'
 import { seedFleet } from './seed-fleet.ts'
 import { identities } from './identities.ts'
 import { ROOT } from './lib.ts'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -85,26 +85,39 @@ const cpuSeconds = (pid: number) => {
 }
 
 const SEED = process.argv.includes('--seed')
-const dataDir = mkdtempSync(join(tmpdir(), 'muster-fleet-'))
-let platform = await startServe(dataDir)
+// --keep DIR: prepare the fleet there once (data directory and credentials), and reuse it on later runs.
+const keepAt = process.argv.indexOf('--keep')
+const KEEP = keepAt > 0 ? process.argv[keepAt + 1] : undefined
+const dataDir = KEEP ?? mkdtempSync(join(tmpdir(), 'muster-fleet-'))
+const credentialsFile = join(dataDir, 'bench-credentials')
 let credentials: string[]
 let admin: string
-try {
+let platform: Running
+if (KEEP && existsSync(credentialsFile)) {
+  credentials = readFileSync(credentialsFile, 'utf8').split('\n').filter(Boolean)
+  if (credentials.length !== N) throw new Error(`${dataDir} holds a fleet of ${credentials.length}, not ${N}`)
   admin = await adminToken(dataDir)
-  const ids = await identities(N, say)
-  say(`fleet: ${SEED ? 'seeding' : 'enrolling'} ${N} nodes (load ${loadavg()})… `)
-  const t0 = performance.now()
-  if (SEED) {
-    const token = await fleetToken(platform.url, admin, N)
+  say(`fleet: reusing the ${N} nodes in ${dataDir}\n`)
+} else {
+  platform = await startServe(dataDir)
+  try {
+    admin = await adminToken(dataDir)
+    const ids = await identities(N, say)
+    say(`fleet: ${SEED ? 'seeding' : 'enrolling'} ${N} nodes (load ${loadavg()})… `)
+    const t0 = performance.now()
+    if (SEED) {
+      const token = await fleetToken(platform.url, admin, N)
+      await platform.stop()
+      credentials = await seedFleet(dataDir, token, Array.from({ length: N }, (_, i) => `node-${i}`), ids)
+      say(`${N} seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`)
+    } else {
+      credentials = await enrollNodes({ url: platform.url, admin, count: N, log: say })
+      say(`fleet: ${N} enrolls at ${(N / ((performance.now() - t0) / 1000)).toFixed(0)}/s; Platform RSS ${status(platform.pid, 'VmRSS').toFixed(0)} MB after enrolling\n`)
+    }
+  } finally {
     await platform.stop()
-    credentials = await seedFleet(dataDir, token, Array.from({ length: N }, (_, i) => `node-${i}`), ids)
-    say(`${N} seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`)
-  } else {
-    credentials = await enrollNodes({ url: platform.url, admin, count: N, log: say })
-    say(`fleet: ${N} enrolls at ${(N / ((performance.now() - t0) / 1000)).toFixed(0)}/s; Platform RSS ${status(platform.pid, 'VmRSS').toFixed(0)} MB after enrolling\n`)
   }
-} finally {
-  await platform.stop()
+  if (KEEP) writeFileSync(credentialsFile, `${credentials.join('\n')}\n`, { mode: 0o600 })
 }
 // The run is against a freshly started Platform holding the N enrolled nodes.
 platform = await startServe(dataDir)
@@ -327,7 +340,7 @@ const self = process.cpuUsage(selfBefore)
 const peak = status(platform.pid, 'VmHWM')
 for (const c of conns) c.socket?.end()
 await platform.stop()
-rmSync(dataDir, { recursive: true, force: true })
+if (!KEEP) rmSync(dataDir, { recursive: true, force: true })
 
 latencies.sort((a, b) => a - b)
 assignLatencies.sort((a, b) => a - b)

@@ -1,8 +1,9 @@
 // The node registry: every node in memory (the hot path reads only memory),
 // structural changes written through at once, heartbeats batched to disk.
 import type { Db } from '../store/db.ts'
-import { allNodes, getNode, heartbeatsSince, updateNodeFields, type HeartbeatRow, type NodeRow } from '../store/nodes.ts'
+import { getNode, heartbeatsSince, updateNodeFields, type HeartbeatRow, type NodeRow } from '../store/nodes.ts'
 import { writeHeartbeatBatch } from '../store/heartbeats.ts'
+import { registryRows } from '../store/registry-rows.ts'
 import { log } from '../log.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
 
@@ -83,9 +84,11 @@ export class Registry {
 
   static async load(db: Db, now: () => number, staleAfterMs: number): Promise<Registry> {
     const r = new Registry(db, now, staleAfterMs)
-    for (const row of await allNodes(db)) {
-      r.nodes.set(row.name, fromRow(row))
-      r.syncedTo = Math.max(r.syncedTo, row.last_seen_at ?? 0)
+    for await (const rows of registryRows(db)) {
+      for (const row of rows) {
+        r.nodes.set(row.name, fromRow(row))
+        r.syncedTo = Math.max(r.syncedTo, row.last_seen_at ?? 0)
+      }
     }
     return r
   }
