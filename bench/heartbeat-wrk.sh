@@ -56,25 +56,34 @@ BODY=$(bun -e 'import { capacity } from "./src/agent/agent.ts"; import { VERSION
 ANSWER=$(curl -sf -X POST "$URL/api/v1/nodes/register" -H "authorization: Bearer $(head -1 "$TMP/credentials")" -H 'content-type: application/json' -d "$BODY")
 bun bench/bare-server.ts "$ANSWER" >"$TMP/bare.log" &
 PIDS+=($!)
+BARE_PID=$!
 BARE_URL=$(wait_url "$TMP/bare.log")
 
 echo "heartbeat-wrk: $NODES enrolled nodes, wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency, $ROUNDS round(s); $(nproc) cores, $(bun --version | sed 's/^/bun /')"
 echo "body $BODY"
 echo "answer $ANSWER"
-run() { # name url
-  local load
+# CPU seconds (user+system) a process has used: the cost per request, which other
+# processes on the machine disturb far less than requests per second.
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+run() { # name url pid
+  local load before out after
   load=$(cut -d' ' -f1 /proc/loadavg)
-  local out
+  before=$(cpu "$3")
   out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s bench/wrk/heartbeat.lua "$2" -- "$TMP/credentials" "$BODY" | grep '^WRK ')
-  echo "$1 load=$load ${out#WRK }" >&2
-  echo "$out" | sed -n 's/.*rps=\([0-9.]*\).*/\1/p'
+  after=$(cpu "$3")
+  local requests
+  requests=$(echo "$out" | sed -n 's/.* requests=\([0-9]*\).*/\1/p')
+  echo "$1 load=$load ${out#WRK } cpu_us_per_request=$(echo "scale=1; ($after - $before) * 10000 / $requests" | bc)" >&2
+  echo "$(echo "$out" | sed -n 's/.*rps=\([0-9.]*\).*/\1/p') $(echo "($after - $before)" | bc) $requests"
 }
-M_SUM=0 B_SUM=0
+M_SUM=0 B_SUM=0 M_CPU=0 B_CPU=0 M_REQ=0 B_REQ=0
 for r in $(seq "$ROUNDS"); do
-  m=$(run "round $r muster" "$URL")
-  b=$(run "round $r bare  " "$BARE_URL")
+  read -r m mc mr < <(run "round $r muster" "$URL" "$PLATFORM_PID")
+  read -r b bc br < <(run "round $r bare  " "$BARE_URL" "$BARE_PID")
   echo "round $r ratio $(echo "scale=3; $m / $b" | bc)"
   M_SUM=$(echo "$M_SUM + $m" | bc) B_SUM=$(echo "$B_SUM + $b" | bc)
+  M_CPU=$((M_CPU + mc)) B_CPU=$((B_CPU + bc)) M_REQ=$((M_REQ + mr)) B_REQ=$((B_REQ + br))
 done
 RSS=$(awk '/VmHWM/ {print int($2/1024)}' "/proc/$PLATFORM_PID/status")
 echo "heartbeat-wrk: muster $(echo "scale=0; $M_SUM / $ROUNDS" | bc) req/s, bare $(echo "scale=0; $B_SUM / $ROUNDS" | bc) req/s, ratio $(echo "scale=3; $M_SUM / $B_SUM" | bc) (mean over $ROUNDS rounds); Platform peak RSS $RSS MB"
+echo "heartbeat-wrk: server CPU per request: muster $(echo "scale=1; $M_CPU * 10000 / $M_REQ" | bc) us, bare $(echo "scale=1; $B_CPU * 10000 / $B_REQ" | bc) us, ratio bare/muster $(echo "scale=3; ($B_CPU * $M_REQ) / ($M_CPU * $B_REQ)" | bc)"

@@ -90,6 +90,9 @@ export function acceptHeartbeat(fabric: Fabric, n: NodeEntry, body: HeartbeatBod
   const changed = fabric.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
   if (changed) for (const l of fabric.heartbeatListeners) l(n)
   const { state, reason } = fabric.registry.state(n)
+  // Built field by field, in this order, without spreads (this runs on every heartbeat).
+  const answer: HeartbeatAnswer = reason ? { nodeId: n.name, state, reason, generation: n.generation, drained: n.drained } : { nodeId: n.name, state, generation: n.generation, drained: n.drained }
   const assignmentRevision = fabric.assignmentRevision(n.name)
-  return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: n.drained, ...(assignmentRevision !== undefined ? { assignmentRevision } : {}) }
+  if (assignmentRevision !== undefined) answer.assignmentRevision = assignmentRevision
+  return answer
 }

@@ -25,13 +25,7 @@ export class RateLimiter {
 
   /** Admits one request or throws 429 rate-limited with Retry-After; call the returned release when done. */
   admit(): () => void {
-    const now = this.now()
-    this.tokens = Math.min(this.opts.burst, this.tokens + ((now - this.last) / 1000) * this.opts.perSecond)
-    this.last = now
-    if (this.inFlight >= this.opts.maxInFlight) throw this.refusal(1)
-    if (this.tokens < 1) throw this.refusal((1 - this.tokens) / this.opts.perSecond)
-    this.tokens -= 1
-    this.inFlight++
+    this.enter()
     let released = false
     return () => {
       if (!released) {
@@ -39,6 +33,21 @@ export class RateLimiter {
         this.inFlight--
       }
     }
+  }
+
+  /** admit() without the release closure (the heartbeat path): call leave() when done. */
+  enter(): void {
+    const now = this.now()
+    this.tokens = Math.min(this.opts.burst, this.tokens + ((now - this.last) / 1000) * this.opts.perSecond)
+    this.last = now
+    if (this.inFlight >= this.opts.maxInFlight) throw this.refusal(1)
+    if (this.tokens < 1) throw this.refusal((1 - this.tokens) / this.opts.perSecond)
+    this.tokens -= 1
+    this.inFlight++
+  }
+
+  leave(): void {
+    this.inFlight--
   }
 
   private refusal(seconds: number): MusterError {

@@ -208,7 +208,7 @@ export class Registry {
     return changed
   }
 
-  state(n: NodeEntry): { state: NodeStateName; reason?: string } {
+  state(n: NodeEntry): { readonly state: NodeStateName; readonly reason?: string } {
     if (n.revokedAt !== null) return { state: 'revoked' }
     if (n.lastSeenAt === null) return { state: 'enrolled', reason: 'no heartbeat yet' }
     if (this.now() - n.lastSeenAt > this.staleAfterMs) return { state: 'unreachable', reason: `no heartbeat for ${Math.round((this.now() - n.lastSeenAt) / 1000)}s` }
@@ -216,6 +216,9 @@ export class Registry {
       if (!n.probe) return { state: 'unreachable', reason: 'health probe pending' }
       if (!n.probe.ok) return { state: 'unreachable', reason: n.probe.reason ?? 'health probe failed' }
     }
-    return { state: 'ready' }
+    return READY
   }
 }
+
+/** One object for the common answer (state runs on every heartbeat and for every node listed). */
+const READY: { readonly state: 'ready' } = Object.freeze({ state: 'ready' })

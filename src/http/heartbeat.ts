@@ -116,6 +116,25 @@ function refusal(e: unknown): Response {
   return errorResponse(new MusterError('internal', 'Internal error; see the Platform log.'))
 }
 
+const HOST_NAME = /^[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63})*$/
+const LAST_LABEL_IS_NAME = /(^|\.)[A-Za-z][A-Za-z0-9-]*$/
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/
+
+/**
+ * A Host every URL parser takes: a name whose last label starts with a letter, or a
+ * dotted-quad IPv4, with an optional port up to 65535. Anything else gets the full check.
+ */
+export function plainHost(host: string | null): boolean {
+  if (host === null || host.length > 261) return false
+  const colon = host.indexOf(':')
+  const name = colon < 0 ? host : host.slice(0, colon)
+  if (colon >= 0) {
+    const port = host.slice(colon + 1)
+    if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) return false
+  }
+  return (HOST_NAME.test(name) && LAST_LABEL_IS_NAME.test(name)) || IPV4.test(name)
+}
+
 const PARSE = () => new MusterError('invalid-request', 'Invalid body: not parseable as JSON or form data.', { field: 'body' })
 
 /** Bun.serve routes for the heartbeat; `fallback` is the server's ordinary fetch handler. */
@@ -126,7 +145,7 @@ export function heartbeatRoutes(platform: Services, fallback: (req: Request, ser
     const contentType = req.headers.get('content-type')
     // The framework's parser takes a body as JSON when the type's 13th character is 'j' (application/json…).
     if (authorization === null || contentType === null || contentType.charCodeAt(12) !== 106 || req.body === null) return fallback(req, server)
-    const malformed = malformedRequest(req)
+    const malformed = plainHost(req.headers.get('host')) ? null : malformedRequest(req)
     if (malformed) return errorResponse(malformed)
     let raw: unknown
     try {
@@ -137,9 +156,9 @@ export function heartbeatRoutes(platform: Services, fallback: (req: Request, ser
     const invalid = checkRegister(raw ?? {})
     if (invalid) return errorResponse(invalid)
     const body = registerOutput((raw ?? {}) as Record<string, unknown>)
-    let release: () => void
+    const limit = fabric.limits.heartbeat
     try {
-      release = fabric.limits.heartbeat.admit()
+      limit.enter()
     } catch (e) {
       return refusal(e)
     }
@@ -151,7 +170,7 @@ export function heartbeatRoutes(platform: Services, fallback: (req: Request, ser
     } catch (e) {
       return refusal(e)
     } finally {
-      release()
+      limit.leave()
     }
   }
   return { '/api/v1/nodes/register': { POST: register } }

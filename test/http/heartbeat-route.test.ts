@@ -7,7 +7,7 @@
 import { describe, expect, test } from 'bun:test'
 import { connect as netConnect } from 'node:net'
 import * as v from 'valibot'
-import { checkRegister, hotPathStats } from '../../src/http/heartbeat.ts'
+import { checkRegister, hotPathStats, plainHost } from '../../src/http/heartbeat.ts'
 import { Register } from '../../src/http/routes/nodes.ts'
 import { invalid } from '../../src/http/validate.ts'
 import { VERSION } from '../../src/version.ts'
@@ -135,4 +135,21 @@ describe('the heartbeat route', () => {
       expect(await raw(port, req(PATH))).toBe(await raw(port, req(`${PATH}/`)))
     }
   })
+})
+
+test('a Host the dedicated route lets through without the full check is one the URL parser takes', () => {
+  const pieces = ['a', 'Z', '0', '9', '-', '.', ':', '[', ']', '%', '_', '1', '255', '256', '999', '0x1', 'localhost', 'example.com', '65535', '65536', '00', '@', ' ', '']
+  let accepted = 0
+  for (let i = 0; i < 20_000; i++) {
+    let host = ''
+    const n = 1 + ((i * 7919) % 6)
+    for (let k = 0; k < n; k++) host += pieces[(i * 31 + k * 17 + ((i >> 3) % 11) * k) % pieces.length]
+    if (plainHost(host)) {
+      accepted++
+      expect({ host, parses: URL.canParse(`http://${host}/api/v1/nodes/register`) }).toEqual({ host, parses: true })
+    }
+  }
+  for (const host of ['127.0.0.1:7380', 'localhost', 'platform.example.com:443', '10.0.0.255']) expect(plainHost(host)).toBe(true)
+  for (const host of ['1.2.3.999', '999', '0x7f.1', 'a..b', '[::1]:80', 'a:99999', 'a:', ':80', '', 'a b']) expect(plainHost(host)).toBe(false)
+  expect(accepted).toBeGreaterThan(100)
 })
