@@ -19,7 +19,7 @@ for (const text of texts.values()) {
   for (const m of text.matchAll(/^\s*(?:(?:private|public|protected|static)\s+)*(\w+)\s*\([^)]*\)\s*:\s*Promise</gm)) asyncNames.add(m[1]!)
 }
 // Names too generic to judge by name alone (sync versions exist elsewhere).
-for (const n of ['constructor', 'if', 'for', 'while', 'switch', 'catch', 'get', 'all', 'run', 'stop', 'close', 'start', 'apply', 'status', 'list', 'show', 'fetch', 'json', 'text', 'delete', 'listen', 'resolve', 'release', 'take', 'heartbeat', 'ensure', 'load', 'view']) asyncNames.delete(n)
+for (const n of ['constructor', 'if', 'for', 'while', 'switch', 'catch', 'get', 'all', 'run', 'stop', 'close', 'start', 'apply', 'status', 'list', 'show', 'fetch', 'json', 'text', 'delete', 'listen', 'reload', 'resolve', 'release', 'take', 'heartbeat', 'ensure', 'load', 'view']) asyncNames.delete(n)
 /** A declaration, not a call: a method or interface member signature. */
 const declaration = (line: string) => /^\s*(?:(?:private|public|protected|static|readonly|async)\s+)*[\w$]+\s*(<[^>]*>)?\([^)]*\)\s*(:\s*[^=;]+)?\s*(\{\s*)?$/.test(line) && !/;\s*$/.test(line)
 

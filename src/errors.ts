@@ -19,6 +19,7 @@ export const CODES = {
   'worker-newer': { status: 409, retryable: false },
   'node-exists': { status: 409, retryable: false },
   'node-in-use': { status: 409, retryable: false },
+  'node-healthy': { status: 409, retryable: false },
   'name-taken': { status: 409, retryable: false },
   'enrollment-pending': { status: 409, retryable: false },
   'certificate-in-use': { status: 409, retryable: false },
@@ -51,6 +52,8 @@ export const CODES = {
   'cloud-provider-error': { status: 502, retryable: true },
   'cloud-in-use': { status: 409, retryable: false },
   'cloud-unavailable': { status: 503, retryable: false },
+  'cloud-throttled': { status: 503, retryable: true },
+  'audit-unavailable': { status: 503, retryable: true },
 } as const
 
 export type Code = keyof typeof CODES

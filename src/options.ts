@@ -9,6 +9,8 @@ export interface PlatformOptions {
   tlsCert?: string
   tlsKey?: string
   publicUrl?: string
+  /** Allow remote dispatch with a plain-http public URL (a TLS-terminating proxy on a private link). */
+  allowInsecureNodeTraffic?: boolean
   /** Milliseconds since the epoch; injectable so tests can move time. */
   clock?: () => number
   /** Hold platform/serve.lock (default true). */
@@ -23,6 +25,8 @@ export interface PlatformOptions {
   localNode?: boolean
   nodeAuth?: 'legacy' | 'both' | 'enrolled'
   fleetTokenFile?: string
+  /** Operator-declared nodes: JSON {"nodes":[{"name","labels"?,"drained"?}]} (SPEC §16.8). */
+  nodesFile?: string
   /** A node without a heartbeat for this long is unreachable (default 45 s). */
   nodeStaleAfterMs?: number
   enrollLimit?: RateLimitOptions

@@ -97,7 +97,7 @@ function sealedError(): MusterError {
 }
 
 /** Secret files of earlier versions, moved into the store on first start. */
-const LEGACY_DIRS: string[] = []
+const LEGACY_DIRS = ['trust', 'tls', 'ca', 'ca-next', 'ca-previous', 'api']
 const LEGACY_BINARY = ['cluster-signing-key']
 
 /** Moves secret files of an existing data directory into the store (sealed), then removes the files. */

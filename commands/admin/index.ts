@@ -8,5 +8,6 @@ export default defineCommand({
     'break-glass': () => import('./break-glass.ts').then((m) => m.default),
     detach: () => import('./detach.ts').then((m) => m.default),
     'migrate-store': () => import('./migrate-store.ts').then((m) => m.default),
+    ca: () => import('./ca/index.ts').then((m) => m.default),
   },
 })

@@ -15,16 +15,35 @@ export default defineCommand({
     const limit = intArg(args, 'limit', 1, 5000)
     const state = args.state as (typeof STATES)[number] | undefined
     if (state !== undefined && !STATES.includes(state)) throw new UsageError(`--state must be one of ${STATES.join(', ')}, got "${state}"`)
-    if (args.label !== undefined && !/^[^=\s]+=\S*$/.test(args.label)) throw new UsageError(`--label must be KEY=VALUE, got "${args.label}"`)
+    if (args.label !== undefined) {
+      // The same keys and values as node labels (worker join --label, the nodes file).
+      const { parseLabelArgs } = await import('../../src/fabric/labels.ts')
+      try {
+        parseLabelArgs([args.label], '--label')
+      } catch (e) {
+        throw new UsageError((e as Error).message)
+      }
+    }
     const { clientFrom } = await import('../_client.ts')
     const { printJson, printTable, printLine, ago } = await import('../_out.ts')
+    const { formatLabels } = await import('../../src/fabric/labels.ts')
     const client = clientFrom(args)
     const opts = { limit, state, label: args.label }
     const r = args.all ? await client.nodes.listAll(opts) : await client.nodes.list(opts)
     if (args.json) return printJson({ nodes: r.nodes, pendingEnrollments: r.pendingEnrollments, nextCursor: r.nextCursor, counts: r.counts })
     printTable(
-      ['name', 'state', 'compat', 'version', 'auth', 'last seen', 'certificate', 'note'],
-      r.nodes.map((n) => [n.name, n.state, n.compatibility, n.version, n.auth, n.auth === 'local' ? 'now' : ago(n.lastSeenAt), n.certificateSha256?.slice(0, 12), [n.drained ? 'drained' : '', n.reason ?? ''].filter(Boolean).join('; ')]),
+      ['name', 'state', 'compat', 'version', 'auth', 'last seen', 'labels', 'certificate', 'note'],
+      r.nodes.map((n) => [
+        n.name,
+        n.state,
+        n.compatibility,
+        n.version,
+        n.auth,
+        n.auth === 'local' ? 'now' : ago(n.lastSeenAt),
+        formatLabels(n.labels),
+        n.certificateSha256?.slice(0, 12),
+        [n.declared ? 'declared' : '', n.drained ? 'drained' : '', n.reason ?? ''].filter(Boolean).join('; '),
+      ]),
     )
     if (r.nextCursor !== null) {
       const c = r.counts

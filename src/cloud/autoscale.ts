@@ -5,8 +5,9 @@
 // recorded before the provider is called, so a restart cannot order twice.
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import { existingMachines, provisionsIn, STARTING_STATES } from '../store/cloud-provisions.ts'
+import { existingMachines, provisionByRequestId, provisionsIn, STARTING_STATES } from '../store/cloud-provisions.ts'
 import { getScaling, updateScaling, type ScalingRow } from '../store/cloud-scaling.ts'
+import { audited, AUTOSCALER, type Actor } from './audit.ts'
 import type { ProviderName } from './provider.ts'
 import type { Cloud } from './service.ts'
 
@@ -23,7 +24,7 @@ export interface ScalingInput {
 }
 
 export type Decision =
-  | { action: 'none'; why: 'disabled' | 'no-shortfall' | 'holding' | 'machine-starting' | 'at-max' | 'cooldown' | 'already-requested' | 'unavailable'; detail?: string }
+  | { action: 'none'; why: 'disabled' | 'no-shortfall' | 'holding' | 'machine-starting' | 'at-max' | 'cooldown' | 'already-requested' | 'unavailable' | 'audit-unavailable'; detail?: string }
   | { action: 'requested'; provisionId: string; requestId: string }
 
 /** One id per cooldown window: a second decision in the same window maps to the same request. */
@@ -53,7 +54,8 @@ export class Autoscaler {
     }
   }
 
-  async configure(input: ScalingInput, actor: string) {
+  /** Changes consent or limits; audited (an unwritable audit refuses the change). */
+  async configure(input: ScalingInput, actor: Actor) {
     const s = await getScaling(this.cloud.db)
     const next: Partial<ScalingRow> = { updated_at: this.cloud.now() }
     if (input.maxMachines !== undefined) next.max_machines = input.maxMachines
@@ -70,8 +72,9 @@ export class Autoscaler {
       }
       await this.cloud.provider(after.provider as ProviderName)
     }
-    await updateScaling(this.cloud.db, next)
-    if (after.enabled !== s.enabled) log.info(`cloud: automatic scale-out ${after.enabled ? 'enabled' : 'disabled'} by ${actor}`)
+    const changes = Object.entries(input).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${v}`).join(' ')
+    await audited(this.cloud.db, () => this.cloud.now(), actor, 'scaling', { provider: after.provider, detail: changes || 'no change' }, () => updateScaling(this.cloud.db, next))
+    if (after.enabled !== s.enabled) log.info(`cloud: automatic scale-out ${after.enabled ? 'enabled' : 'disabled'} by ${actor.principal}`)
     if (!after.enabled) this.shortfallSince = null
     return this.view()
   }
@@ -111,11 +114,21 @@ export class Autoscaler {
       log.warn(`cloud: scale-out wanted a machine but cannot order one: ${(e as Error).message}`)
       return { action: 'none', why: 'unavailable', detail: (e as Error).message }
     }
-    const row = await db.tx(async (t) => {
-      const r = await this.cloud.provisioner.record(input, 'autoscale', 'autoscaler', requestId, t)
-      if (r) await updateScaling(t, { last_request_at: now })
-      return r
-    })
+    if (await provisionByRequestId(db, requestId)) return { action: 'none', why: 'already-requested' }
+    let row
+    try {
+      const order = () =>
+        db.tx(async (t) => {
+          const r = await this.cloud.provisioner.record(input, 'autoscale', AUTOSCALER.principal, requestId, t)
+          if (r) await updateScaling(t, { last_request_at: now })
+          return r
+        })
+      row = await audited(db, () => now, AUTOSCALER, 'autoscale-order', { provider: input.provider, target: name, detail: `${requestId}: ${input.region} ${input.size} role=${input.role}` }, order, (r) => (r ? `${r.id} (${requestId})` : `already ordered in this window (${requestId})`))
+    } catch (e) {
+      if (!(e instanceof MusterError && e.code === 'audit-unavailable')) throw e
+      log.warn(`cloud: scale-out wanted a machine but ${e.message}`)
+      return { action: 'none', why: 'audit-unavailable', detail: e.message }
+    }
     if (!row) return { action: 'none', why: 'already-requested' }
     log.info(`cloud: scale-out requested ${row.id} (${name}) for a shortfall held since ${new Date(this.shortfallSince).toISOString()}`)
     // 4. Only now the provider.

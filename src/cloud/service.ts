@@ -10,11 +10,13 @@ import type { Projects } from '../projects/service.ts'
 import { deleteConnection, getConnection, listConnections, upsertConnection } from '../store/cloud-connections.ts'
 import { existingMachines, listProvisions, STARTING_STATES } from '../store/cloud-provisions.ts'
 import { getScaling, updateScaling } from '../store/cloud-scaling.ts'
+import { actorFrom, audited, auditView } from './audit.ts'
 import { Autoscaler } from './autoscale.ts'
 import { binaryFromEnv, type BinarySource } from './binary.ts'
-import { endpointsFromEnv, parseCredentials, PROVIDERS, type CloudEndpoints, type CloudProvider, type Credentials, type ProviderName } from './provider.ts'
+import { binaryArch, endpointsFromEnv, parseCredentials, PROVIDERS, type Arch, type CloudEndpoints, type CloudProvider, type Credentials, type ProviderContext, type ProviderName } from './provider.ts'
 import { createProvider } from './providers/index.ts'
 import { Provisioner } from './provisioner.ts'
+import { DEFAULT_RETRY, type RetryPolicy } from './retry.ts'
 import { seal, sealKey, unseal } from './seal.ts'
 
 /** What the cloud area uses of its siblings. */
@@ -23,6 +25,8 @@ export interface CloudDeps {
   projects: Projects
   /** Where created machines download the binary from (the Platform API). */
   publicUrl: () => string
+  /** The pin of the CA that issued the API's certificate, when the API is https from the Platform CA. */
+  apiCaPin: () => string | null
 }
 
 /** Starts the cloud service of a Platform (called from Platform.startServices). */
@@ -45,6 +49,10 @@ export class Cloud {
   endpoints: CloudEndpoints
   /** An explicit binary download (MUSTER_CLOUD_BINARY_URL/SHA256); else the Platform serves its own. */
   binary: BinarySource | null
+  /** The architecture of that binary: sizes and images follow it (MUSTER_CLOUD_BINARY_ARCH, else this Platform's). */
+  arch: Arch
+  /** How provider calls ride out throttling; tests shorten it. */
+  retry: RetryPolicy = DEFAULT_RETRY
   readonly provisioner: Provisioner
   readonly autoscaler: Autoscaler
   private readonly key: Uint8Array
@@ -56,6 +64,7 @@ export class Cloud {
   ) {
     this.endpoints = endpointsFromEnv()
     this.binary = binaryFromEnv()
+    this.arch = binaryArch()
     this.key = sealKey(ctx.masterKey)
     this.provisioner = new Provisioner(this)
     this.autoscaler = new Autoscaler(this)
@@ -85,21 +94,28 @@ export class Cloud {
 
   // ---- connections -------------------------------------------------------------
 
+  private context(): ProviderContext {
+    return { endpoints: this.endpoints, retry: this.retry, arch: this.arch, env: process.env }
+  }
+
   /** The client for a connected provider; refuses when it is not connected. */
   async provider(name: ProviderName): Promise<CloudProvider> {
     const row = await getConnection(this.db, name)
     if (!row) throw new MusterError('cloud-not-connected', `${name} is not connected: run \`muster cloud connect --provider ${name}\` first.`)
     const creds = JSON.parse(unseal(this.key, name, row.sealed)) as Credentials
-    return createProvider(name, creds, this.endpoints)
+    return createProvider(name, creds, this.context())
   }
 
-  /** 1. parse  2. prove by a list call  3. seal and keep. Nothing is stored when the provider refuses. */
+  /** 1. parse  2. audit  3. prove by a list call  4. seal and keep. Nothing is stored when the provider refuses. */
   async connect(name: ProviderName, input: unknown, actor: Principal) {
     const creds = parseCredentials(name, input)
-    const { account } = await createProvider(name, creds, this.endpoints).validate()
-    await upsertConnection(this.db, { provider: name, sealed: seal(this.key, name, JSON.stringify(creds)), account, connected_at: this.now(), connected_by: actorOf(actor) })
-    log.info(`cloud: ${name} connected by ${actorOf(actor)}${account ? ` (${account})` : ''}`)
-    return await this.connectionView(name)
+    const form = 'roleArn' in creds ? 'role' : 'ambient' in creds ? 'ambient' : 'federatedTokenFile' in creds ? 'workload identity' : 'key'
+    return audited(this.db, () => this.now(), actorFrom(actor), 'connect', { provider: name, detail: `credentials: ${form}` }, async () => {
+      const { account } = await createProvider(name, creds, this.context()).validate()
+      await upsertConnection(this.db, { provider: name, sealed: seal(this.key, name, JSON.stringify(creds)), account, connected_at: this.now(), connected_by: actorOf(actor) })
+      log.info(`cloud: ${name} connected by ${actorOf(actor)}${account ? ` (${account})` : ''}`)
+      return await this.connectionView(name)
+    }, (c) => `credentials: ${form}${c.account ? `; account ${c.account}` : ''}`)
   }
 
   /** Refused while machines it created exist: releasing them needs the credentials. Also withdraws scaling consent for it. */
@@ -109,10 +125,16 @@ export class Cloud {
     if (machines.length > 0) {
       throw new MusterError('cloud-in-use', `${machines.length} machine(s) created through ${name} still exist (${machines.map((m) => m.id).join(', ')}); release them first (\`muster cloud release ID\`).`)
     }
-    await deleteConnection(this.db, name)
-    if ((await getScaling(this.db)).provider === name) await updateScaling(this.db, { enabled: 0, updated_at: this.now() })
-    log.info(`cloud: ${name} disconnected by ${actorOf(actor)}`)
-    return { provider: name, connected: false }
+    return audited(this.db, () => this.now(), actorFrom(actor), 'disconnect', { provider: name }, async () => {
+      await deleteConnection(this.db, name)
+      if ((await getScaling(this.db)).provider === name) await updateScaling(this.db, { enabled: 0, updated_at: this.now() })
+      log.info(`cloud: ${name} disconnected by ${actorOf(actor)}`)
+      return { provider: name, connected: false as const }
+    })
+  }
+
+  audit(limit?: number) {
+    return auditView(this.db, limit)
   }
 
   async connectionView(name: ProviderName) {

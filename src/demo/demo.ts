@@ -22,6 +22,8 @@ export interface DemoResult {
   fingerprint: string
   token: string
   passwordFile: string
+  /** The Platform's data directory. */
+  platformDir: string
   nodes: string[]
   project: string
 }
@@ -84,7 +86,7 @@ export class Demo {
 
   async start(): Promise<DemoResult> {
     const r = this.reporter
-    const platformDir = join(this.dir, 'platform')
+    const platformDir = join(this.dir, 'platform-data')
     const platform = await r.step('Starting a Platform with an enrollment listener', async () => {
       const child = this.spawn('platform', ['serve', '--data-dir', platformDir, '--port', '0', '--enrollment-port', '0', '--enrollment-address', '127.0.0.1', '--no-local-node'], {
         MUSTER_PROBE_INTERVAL_MS: '1000',
@@ -134,7 +136,7 @@ export class Demo {
         return running.length === 2 && new Set(running.map((x) => x.node)).size === 2
       })
     })
-    return { dir: this.dir, ...platform, passwordFile: join(platformDir, 'platform', 'initial-superadmin-password'), nodes, project }
+    return { dir: this.dir, ...platform, platformDir, passwordFile: join(platformDir, 'platform', 'initial-superadmin-password'), nodes, project }
   }
 
   /** A child that stopped on its own (the demo is broken), or null. */

@@ -9,8 +9,9 @@ import { bindCertificate, getNode, insertNode, isTombstoned, nodeByCert } from '
 import { getJoinToken, takeTokenUse } from '../store/join-tokens.ts'
 import { isUniqueViolation } from '../store/sql.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
-import type { Fabric } from './fabric.ts'
+import type { Fabric, NodeAnchors } from './fabric.ts'
 import { globMatch } from './glob.ts'
+import { LabelsSchema, labelsToJson } from './labels.ts'
 import type { TrustKey } from './trust-keys.ts'
 
 export const EnrollBody = v.object({
@@ -19,9 +20,11 @@ export const EnrollBody = v.object({
   certPem: v.pipe(v.string(), v.minLength(1), v.maxLength(16384)),
   url: v.optional(v.pipe(v.string(), v.maxLength(300), v.url('expected an https URL'), v.startsWith('https://', 'expected an https URL'))),
   version: v.optional(v.pipe(v.string(), v.maxLength(64))),
+  /** Labels the node asks to carry (worker join --label); a nodes file's labels win. */
+  labels: v.optional(LabelsSchema),
 })
 
-export interface EnrollAnswer {
+export interface EnrollAnswer extends NodeAnchors {
   nodeId: string
   agentId: string
   credential: string
@@ -83,6 +86,8 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     if (token.kind === 'enrollment' && token.node_id !== body.nodeId) return await refuse('token bound to another name')
     if (token.kind === 'fleet' && token.name_pattern && !globMatch(token.name_pattern, body.nodeId)) return await refuse('name not allowed by the token pattern')
     if (body.nodeId === 'local') return await refuse('reserved name')
+    // A name the operator declared enrolls only with an enrollment issued for it (SPEC §16.8).
+    if (token.kind !== 'enrollment' && fabric.declared.has(body.nodeId)) return await refuse('declared name needs an enrollment for it')
     const existing = await getNode(db, body.nodeId)
     // A repeat of a finished enrollment (same token, name, certificate) gets the
     // same answer and costs no use: a lost response never burns one.
@@ -117,7 +122,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     // (The use is a compare-and-set, so racing enrolls never exceed max uses; a racing
     // insert of the same name or certificate loses on the primary key, and its whole
     // transaction, the use included, rolls back.)
-    const fields = { cert_sha256: certSha256, cert_pem: body.certPem, url: body.url ?? null, token_id: token.id, version: body.version ?? null }
+    const fields = { cert_sha256: certSha256, cert_pem: body.certPem, url: body.url ?? null, token_id: token.id, version: body.version ?? null, labels: labelsToJson(body.labels) }
     const outcome = await db.tx(async (t): Promise<'enrolled' | 'used-up' | 'taken'> => {
       if (!(await takeTokenUse(t, token.id, now))) return 'used-up'
       const placed = rebinding ? await bindCertificate(t, body.nodeId, fields, now).catch(lostRace) : await insertNode(t, { name: body.nodeId, auth: 'enrolled', enrolled_at: now, ...fields })

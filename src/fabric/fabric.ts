@@ -9,63 +9,25 @@ import type { Db, Store } from '../store/db.ts'
 import { insertAudit, listAudit, pruneAudit } from '../store/enroll-audit.ts'
 import { revokePendingEnrollments } from '../store/join-tokens.ts'
 import { deleteNodeWithTombstone, insertNode, updateNodeFields } from '../store/nodes.ts'
-import { VERSION } from '../version.ts'
 import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS, type ParsedCredential } from './credentials.ts'
 import type { EnrollAnswer } from './enroll.ts'
 import { mintJoinToken } from './join-tokens.ts'
-import { RateLimiter, type RateLimitOptions } from './rate-limit.ts'
+import { RateLimiter } from './rate-limit.ts'
+import { DEFAULT_LIMITS, type EnrollmentEndpoint, type FabricOptions, type FabricPlatform, type NodeAnchors, type NodeInUseCheck, type NodeView } from './types.ts'
 import { Registry, type NodeEntry } from './registry.ts'
 import { listNodes, type NodePage, type NodeQuery } from './listing.ts'
 import { DEFAULT_LIMIT } from '../http/paging.ts'
 import { acceptHeartbeat, type HeartbeatAnswer, type HeartbeatBody } from './heartbeat.ts'
 import { TrustKeys } from './trust-keys.ts'
+import { caWarning } from '../pki/platform-ca.ts'
 import { NODE_NAME } from '../http/validate.ts'
 import { log } from '../log.ts'
 import { bearerToken } from '../auth/auth.ts'
 import { assertPrivate } from '../datadir.ts'
+import type { Labels } from './labels.ts'
+import { DeclaredNodes, type NodesFileReload } from './nodes-file.ts'
 
-export type NodeAuthMode = 'legacy' | 'both' | 'enrolled'
-
-export interface FabricOptions {
-  remoteDispatch: boolean
-  nodeAuth: NodeAuthMode
-  fleetToken?: string
-  staleAfterMs: number
-  enrollLimit: RateLimitOptions
-  heartbeatLimit: RateLimitOptions
-  trustLimit: RateLimitOptions
-}
-
-export const DEFAULT_LIMITS = {
-  enroll: { perSecond: 500, burst: 1000, maxInFlight: 256 },
-  heartbeat: { perSecond: 50_000, burst: 100_000, maxInFlight: 4096 },
-  trust: { perSecond: 50, burst: 200, maxInFlight: 64 },
-} satisfies Record<string, RateLimitOptions>
-
-/** Something that keeps a node in use (projects placed on it). */
-export type NodeInUseCheck = (node: string) => string | null
-
-export interface NodeView {
-  name: string
-  state: string
-  reason?: string
-  compatibility: string
-  version: string | null
-  certificateSha256: string | null
-  agentId: string
-  lastSeenAt: string | null
-  url: string | null
-  auth: 'enrolled' | 'legacy' | 'local'
-  drained: boolean
-  capacity: { cpuMillis: number; memoryMB: number | null } | null
-}
-
-export interface EnrollmentEndpoint {
-  url: string
-  addresses: string[]
-  port: number
-  fingerprint: string
-}
+export * from './types.ts'
 
 export class Fabric {
   readonly db: Store
@@ -91,15 +53,16 @@ export class Fabric {
     readonly ctx: Context,
     readonly options: FabricOptions,
     registry: Registry,
-    /** Where nodes reach the Platform API (the enroll answer's platformUrl). */
-    private readonly publicUrl: () => string,
+    private readonly platform: FabricPlatform,
+    /** Nodes the operator declared in serve --nodes-file (reserved names; their fields win). */
+    readonly declared: DeclaredNodes,
   ) {
     this.db = ctx.store
     this.now = ctx.now
     this.remoteDispatch = options.remoteDispatch
     this.fleetDigest = options.fleetToken ? sha256Hex(options.fleetToken) : undefined
     this.registry = registry
-    this.trust = new TrustKeys(ctx.dataDir, this.now)
+    this.trust = new TrustKeys(ctx.vault, this.now)
     this.credentials = new NodeCredentials(ctx.masterKey)
     this.limits = {
       enroll: new RateLimiter('enroll', options.enrollLimit),
@@ -114,13 +77,14 @@ export class Fabric {
     })
   }
 
-  static async open(ctx: Context, o: PlatformOptions, publicUrl: () => string): Promise<Fabric> {
+  static async open(ctx: Context, o: PlatformOptions, platform: FabricPlatform): Promise<Fabric> {
     let fleetToken: string | undefined
     if (o.fleetTokenFile) {
       assertPrivate(o.fleetTokenFile)
       fleetToken = readFileSync(o.fleetTokenFile, 'utf8').trim()
       if (fleetToken.length < 16) throw new MusterError('not-configured', `${o.fleetTokenFile}: the fleet token must be at least 16 characters.`)
     }
+    const declared = DeclaredNodes.open(o.nodesFile)
     const staleAfterMs = o.nodeStaleAfterMs ?? 45_000
     const options: FabricOptions = {
       remoteDispatch: Boolean(o.remoteDispatch || o.enrollmentPort !== undefined),
@@ -131,7 +95,20 @@ export class Fabric {
       heartbeatLimit: DEFAULT_LIMITS.heartbeat,
       trustLimit: DEFAULT_LIMITS.trust,
     }
-    return new Fabric(ctx, options, await Registry.load(ctx.store, ctx.now, staleAfterMs), publicUrl)
+    return new Fabric(ctx, options, await Registry.load(ctx.store, ctx.now, staleAfterMs), platform, declared)
+  }
+
+  /** Reads the nodes file again (SIGHUP): checked whole first, a bad one is logged and the running set kept; changes apply at once. */
+  reloadNodesFile(): Promise<NodesFileReload> {
+    return this.declared.reloadFile(async (name) => {
+      if (this.registry.get(name)) await this.changed(name, false)
+    })
+  }
+
+  /** What placement and listings use: the nodes file's labels and drain win over the node's own. */
+  nodeSettings(n: NodeEntry): { labels: Labels; drained: boolean; declared: boolean } {
+    const d = this.declared.get(n.name)
+    return { labels: d?.labels ?? n.labels, drained: d?.drained ?? n.drained, declared: d !== undefined }
   }
 
   requireNodesEnabled(): void {
@@ -171,7 +148,7 @@ export class Fabric {
       agentId: `agent-${nodeId}`,
       credential: this.credentials.issue(nodeId, certSha256, generation),
       trustKeys: this.trust.published(),
-      platformUrl: this.publicUrl(),
+      ...this.nodeAnchors(),
     }
   }
 
@@ -179,10 +156,20 @@ export class Fabric {
     this.requireNodesEnabled()
     const release = this.limits.trust.admit()
     try {
-      return { trustKeys: this.trust.published() }
+      return { trustKeys: this.trust.published(), ...this.nodeAnchors() }
     } finally {
       release()
     }
+  }
+
+  /**
+   * How a node authenticates this Platform from now on (enroll and trust
+   * answers, which arrive over a connection its current pin authenticated):
+   * the CA pin to keep, every pin to accept (a prepared CA replacement, the
+   * listener's old certificate while it is served) and the API URL.
+   */
+  nodeAnchors(): NodeAnchors {
+    return this.platform.nodeAnchors()
   }
 
   // ---- node credentials --------------------------------------------------
@@ -246,6 +233,7 @@ export class Fabric {
     if (!this.fleetDigest || !bearer || !safeEqual(sha256Hex(bearer), this.fleetDigest)) throw new MusterError('unauthorized', 'A node credential (Authorization: Bearer mnc_…) is required.')
     if (this.options.nodeAuth === 'enrolled') throw new MusterError('forbidden', 'The shared fleet token is no longer accepted (--node-auth enrolled): enroll this node.')
     if (!nodeId || !NODE_NAME.test(nodeId) || nodeId === 'local') throw new MusterError('invalid-request', 'Invalid nodeId: the shared fleet token needs a node name in the body.', { field: 'nodeId' })
+    if (this.declared.has(nodeId)) throw new MusterError('forbidden', `Node ${nodeId} is declared in the nodes file: it joins only with an enrollment issued for it (muster nodes enroll-token ${nodeId}), never the shared fleet token.`)
     let n = this.registry.get(nodeId) ?? (await this.registry.refresh(nodeId))
     if (n && n.auth !== 'legacy') throw new MusterError('forbidden', `Node ${nodeId} is enrolled; it must use its own credential.`)
     if (!n) {
@@ -304,16 +292,23 @@ export class Fabric {
 
   async drain(name: string, drained = true) {
     this.requireNode(name)
+    const declared = this.declared.get(name)?.drained
+    if (declared !== undefined && declared !== drained) throw new MusterError('conflict', `Node ${name} is declared ${declared ? 'drained' : 'not drained'} in the nodes file ${this.declared.file}; change it there and reload the Platform.`)
     await this.registry.update(name, { drained: drained ? 1 : 0 })
     await this.changed(name)
     return { nodeId: name, drained }
   }
 
-  async remove(name: string) {
-    this.requireNode(name)
+  /** Removes a node; a healthy one only with `force` (a working machine is stopped first: revoke or drain). */
+  async remove(name: string, force = false) {
+    const n = this.requireNode(name)
     for (const check of this.inUseChecks) {
       const why = check(name)
       if (why) throw new MusterError('node-in-use', `Node ${name} is in use: ${why}. Move or remove that first.`)
+    }
+    if (!force && this.registry.healthy(n)) {
+      const seen = Math.max(0, Math.round((this.now() - (n.lastSeenAt ?? 0)) / 1000))
+      throw new MusterError('node-healthy', `Node ${name} is healthy (last heartbeat ${seen}s ago). Stop it first: \`muster nodes revoke ${name}\` ends its credential at once, \`muster nodes drain ${name}\` moves its work away; or remove it anyway with --force (API: ?force=true).`)
     }
     await this.registry.flush()
     await deleteNodeWithTombstone(this.db, name, this.now())
@@ -335,22 +330,19 @@ export class Fabric {
     return listNodes(this, query)
   }
 
-  /** The Platform's own node; the projects area replaces this with its local Agent's view. */
-  localNode: () => NodeView = () => ({
-    name: 'local',
-    state: 'ready',
-    compatibility: 'current',
-    version: VERSION,
-    certificateSha256: null,
-    agentId: 'agent-local',
-    lastSeenAt: new Date(this.now()).toISOString(),
-    url: null,
-    auth: 'local',
-    drained: false,
-    capacity: null,
-  })
+  /** The Platform's own node when it runs (serve --local-node): the Platform sets its view here. */
+  localNode: (() => NodeView) | null = null
 
+  /** `nodes platform`: where nodes enroll, the pins, the CA's lifetime and warnings (a CA with a year or less left). */
   platformInfo() {
-    return { remoteDispatch: this.remoteDispatch, enrollment: this.enrollment }
+    const pki = this.platform.pki
+    const about = (ca: { pin: string; notAfter: Date }) => ({ fingerprint: ca.pin, notAfter: ca.notAfter.toISOString() })
+    const warning = caWarning(pki.ca, this.now())
+    return {
+      remoteDispatch: this.remoteDispatch,
+      enrollment: this.enrollment,
+      ca: { ...about(pki.ca), ...(pki.next ? { next: about(pki.next) } : {}) },
+      warnings: warning ? [warning] : [],
+    }
   }
 }

@@ -90,8 +90,10 @@ export function acceptHeartbeat(fabric: Fabric, n: NodeEntry, body: HeartbeatBod
   const changed = fabric.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
   if (changed) for (const l of fabric.heartbeatListeners) l(n)
   const { state, reason } = fabric.registry.state(n)
+  // The nodes file's drain wins over the node's own (Fabric.nodeSettings); one map look-up.
+  const drained = fabric.declared.get(n.name)?.drained ?? n.drained
   // Built field by field, in this order, without spreads (this runs on every heartbeat).
-  const answer: HeartbeatAnswer = reason ? { nodeId: n.name, state, reason, generation: n.generation, drained: n.drained } : { nodeId: n.name, state, generation: n.generation, drained: n.drained }
+  const answer: HeartbeatAnswer = reason ? { nodeId: n.name, state, reason, generation: n.generation, drained } : { nodeId: n.name, state, generation: n.generation, drained }
   const assignmentRevision = fabric.assignmentRevision(n.name)
   if (assignmentRevision !== undefined) answer.assignmentRevision = assignmentRevision
   return answer

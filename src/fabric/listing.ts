@@ -7,6 +7,7 @@ import { encodeCursor, indexAfter, indexFrom, pageQuery, queryText } from '../ht
 import { NODE_NAME } from '../http/validate.ts'
 import { pendingEnrollments } from '../store/join-tokens.ts'
 import type { Fabric, NodeView } from './fabric.ts'
+import { LABEL_KEY, LABEL_VALUE, type Labels } from './labels.ts'
 import { compatibilityOf, type NodeEntry, type NodeStateName } from './registry.ts'
 
 export const NODE_STATES: readonly NodeStateName[] = ['enrolled', 'ready', 'unreachable', 'revoked']
@@ -31,7 +32,6 @@ export interface NodePage {
   counts: StateCounts
 }
 
-const LABEL = /^([A-Za-z0-9][A-Za-z0-9._/-]{0,62})=([A-Za-z0-9._-]{0,63})$/
 const bad = (field: string, what: string) => new MusterError('invalid-request', `Invalid ${field}: ${what}`, { field })
 
 /** The query of GET /api/v1/nodes, checked. */
@@ -45,9 +45,12 @@ export function nodeQuery(query: Record<string, unknown>): NodeQuery {
   }
   const label = queryText(query, 'label')
   if (label !== undefined) {
-    const m = LABEL.exec(label)
-    if (!m) throw bad('label', 'expected KEY=VALUE, like role=build')
-    out.label = { key: m[1]!, value: m[2]! }
+    // The same keys and values as node labels (src/fabric/labels.ts).
+    const i = label.indexOf('=')
+    const key = label.slice(0, i)
+    const value = label.slice(i + 1)
+    if (i <= 0 || !LABEL_KEY.test(key) || !LABEL_VALUE.test(value)) throw bad('label', 'expected KEY=VALUE, like role=build')
+    out.label = { key, value }
   }
   const q = queryText(query, 'q')
   if (q !== undefined && q !== '') {
@@ -60,6 +63,7 @@ export function nodeQuery(query: Record<string, unknown>): NodeQuery {
 const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString())
 
 export function nodeView(fabric: Fabric, n: NodeEntry, st = fabric.registry.state(n)): NodeView {
+  const settings = fabric.nodeSettings(n)
   return {
     name: n.name,
     state: st.state,
@@ -71,25 +75,28 @@ export function nodeView(fabric: Fabric, n: NodeEntry, st = fabric.registry.stat
     lastSeenAt: iso(n.lastSeenAt),
     url: n.url,
     auth: n.auth,
-    drained: n.drained,
+    drained: settings.drained,
+    labels: settings.labels,
+    declared: settings.declared,
     capacity: n.cpuMillis !== null ? { cpuMillis: n.cpuMillis, memoryMB: n.memoryMB } : null,
   }
 }
 
-/** Labels, when the node has them (nodes get labels at join, from the nodes file or their provision). */
-const labelsOf = (n: object): Record<string, string> | undefined => (n as { labels?: Record<string, string> }).labels
 
 export async function listNodes(fabric: Fabric, q: NodeQuery): Promise<NodePage> {
   const registry = fabric.registry
   const names = registry.sortedNames()
-  const matches = (name: string, labels: Record<string, string> | undefined) =>
+  // Labels as listed and placed: the nodes file's when it declares the node (Fabric.nodeSettings).
+  const labelsOf = (n: NodeEntry): Labels => fabric.declared.get(n.name)?.labels ?? n.labels
+  const matches = (name: string, labels: Labels | undefined) =>
     (q.q === undefined || name.startsWith(q.q)) && (q.label === undefined || labels?.[q.label.key] === q.label.value)
 
   const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
   const nodes: NodeView[] = []
   // The Platform's own node leads the first page.
-  const local = fabric.localNode()
-  if (matches(local.name, labelsOf(local))) {
+  // The local node is listed only when it runs (serve --local-node; SPEC §16.6).
+  const local = fabric.localNode?.()
+  if (local && matches(local.name, local.labels)) {
     counts.total++
     counts[local.state as NodeStateName]++
     if (q.after === undefined && (q.state === undefined || local.state === q.state)) nodes.push(local)

@@ -6,9 +6,10 @@ import { writeHeartbeatBatch } from '../store/heartbeats.ts'
 import { registryRows } from '../store/registry-rows.ts'
 import { log } from '../log.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
+import { labelsFromJson, type Labels } from './labels.ts'
 
 export type NodeStateName = 'enrolled' | 'ready' | 'unreachable' | 'revoked'
-export type Compatibility = 'current' | 'behind' | 'unknown'
+export type Compatibility = 'current' | 'behind' | 'newer' | 'unknown'
 
 export interface ReplicaStatus {
   project: string
@@ -34,6 +35,8 @@ export interface NodeEntry {
   replicas: ReplicaStatus[]
   drained: boolean
   revokedAt: number | null
+  /** Labels the node reported at enroll (the nodes file may override them: Fabric.nodeSettings). */
+  labels: Labels
   /** The last readiness probe (nodes that gave an address). */
   probe?: { ok: boolean; at: number; reason?: string }
 }
@@ -59,12 +62,15 @@ export function fromRow(r: NodeRow): NodeEntry {
     replicas,
     drained: r.drained === 1,
     revokedAt: r.revoked_at,
+    labels: labelsFromJson(r.labels),
   }
 }
 
 export function compatibilityOf(version: string | null): Compatibility {
   if (!version || !isVersion(version)) return 'unknown'
-  return compareVersions(version, VERSION) < 0 ? 'behind' : 'current'
+  const order = compareVersions(version, VERSION)
+  // A node newer than the Platform is not current (SPEC §16.8); enroll refuses it outright (worker-newer).
+  return order < 0 ? 'behind' : order > 0 ? 'newer' : 'current'
 }
 
 export class Registry {
@@ -206,6 +212,12 @@ export class Registry {
     }
     this.dirty.add(n.name)
     return changed
+  }
+
+  /** Ready, or heartbeating within the stale window, with a credential that still works (SPEC §16.8). */
+  healthy(n: NodeEntry): boolean {
+    if (n.revokedAt !== null || (n.auth === 'enrolled' && n.certSha256 === null)) return false
+    return n.lastSeenAt !== null && this.now() - n.lastSeenAt <= this.staleAfterMs
   }
 
   state(n: NodeEntry): { readonly state: NodeStateName; readonly reason?: string } {

@@ -5,7 +5,7 @@ import { MusterError } from '../errors.ts'
 import { SESSION_COOKIE } from '../auth/auth.ts'
 import { log } from '../log.ts'
 import type { Services } from '../services.ts'
-import { isJson, isPath, malformedRequest, mediaType, sameOrigin } from './request.ts'
+import { isJson, isPath, joinTokenAsBearer, malformedRequest, mediaType, sameOrigin } from './request.ts'
 import { authRoutes } from './routes/auth.ts'
 import { healthRoutes } from './routes/health.ts'
 import { federationRoutes } from './routes/federation.ts'
@@ -53,6 +53,8 @@ export function createApp(platform: Services) {
       if (malformed) return errorResponse(malformed)
       const forged = crossSiteWrite(request, publicHost)
       if (forged) return errorResponse(forged)
+      const joinToken = joinTokenAsBearer(request)
+      if (joinToken) return errorResponse(joinToken)
       // A closed local door refuses password login before the body (the credential) is even parsed.
       if (request.method === 'POST' && isPath(request, '/login')) {
         const refusal = await platform.auth.loginRefusal()

@@ -10,7 +10,7 @@ import type { ReplicaStatus } from '../fabric/registry.ts'
 import { log } from '../log.ts'
 import type { Services } from '../services.ts'
 import { errorResponse } from './app.ts'
-import { malformedRequest } from './request.ts'
+import { joinTokenAsBearer, malformedRequest } from './request.ts'
 import { NODE_NAME } from './validate.ts'
 
 /** How many heartbeats took the allocation-free credential check (tests read it). */
@@ -147,6 +147,11 @@ export function heartbeatRoutes(platform: Services, fallback: (req: Request, ser
     if (authorization === null || contentType === null || contentType.charCodeAt(12) !== 106 || req.body === null) return fallback(req, server)
     const malformed = plainHost(req.headers.get('host')) ? null : malformedRequest(req)
     if (malformed) return errorResponse(malformed)
+    // A join token as the bearer is refused before anything else reads it, as on every other route (src/http/app.ts).
+    if (!authorization.startsWith('Bearer mnc_')) {
+      const joinToken = joinTokenAsBearer(req)
+      if (joinToken) return errorResponse(joinToken)
+    }
     let raw: unknown
     try {
       raw = await req.json()

@@ -59,3 +59,14 @@ export function mediaType(request: Request): string {
 
 /** JSON is what a page elsewhere cannot send without asking first (a CORS preflight muster never grants). */
 export const isJson = (request: Request) => mediaType(request) === 'application/json'
+
+/**
+ * A join token (mjt_…) is spent only by enroll, in its body. Presented as a
+ * bearer anywhere else, on either port, it is refused outright (SPEC §16.8),
+ * before any route could read it as some other credential.
+ */
+export function joinTokenAsBearer(request: Request): MusterError | null {
+  const bearer = request.headers.get('authorization')?.match(/^Bearer\s+(\S+)$/i)?.[1] ?? ''
+  if (!/^mjt_/i.test(bearer) || isPath(request, '/api/v1/nodes/enroll')) return null
+  return new MusterError('forbidden', 'A join token is not a credential: it is accepted only by enroll (POST /api/v1/nodes/enroll, in the body).')
+}

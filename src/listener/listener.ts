@@ -1,4 +1,5 @@
-// The enrollment listener (SPEC §8): an HTTPS port that forwards exactly
+// The enrollment listener (SPEC §8, §16.1): an HTTPS port, with a certificate
+// from the Platform CA sent with its chain, that forwards exactly
 // POST /api/v1/nodes/enroll and POST /api/v1/nodes/trust into the Platform's
 // application and nothing else.
 //
@@ -10,6 +11,7 @@
 //          never read whole. (A unix socket here lost the 413 to a reset now
 //          and then; loopback TCP did not in 300 tries. A local process could
 //          reach the inner port directly: it serves the same two routes.)
+import { SingleFlight } from '../single-flight.ts'
 import { connect, createServer, type Server as NetServer, type Socket } from 'node:net'
 import type { Server } from 'bun'
 import { bindHostFor, defaultAddresses, httpsUrl, normaliseAddresses } from '../addresses.ts'
@@ -19,15 +21,15 @@ import { log } from '../log.ts'
 import type { Context } from '../context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
 import type { PlatformOptions } from '../options.ts'
-import { malformedRequest, requestPath } from '../http/request.ts'
-import { ensurePlatformTls, type PlatformTls } from './platform-tls.ts'
+import type { Pki } from '../pki/pki.ts'
+import { joinTokenAsBearer, malformedRequest, requestPath } from '../http/request.ts'
+import { ensureServerCert, type ServerCert } from '../pki/server-cert.ts'
 
 export const MAX_BODY_BYTES = 64 * 1024
 export const MAX_CONNECTIONS = 64
 /** Connections queued beyond the limit; more are closed at once. */
 export const MAX_WAITING = 256
 const WAIT_MS = 30_000
-const RENEW_CHECK_MS = 12 * 3600_000
 export const FORWARDED_ROUTES = new Set(['/api/v1/nodes/enroll', '/api/v1/nodes/trust'])
 
 const json = (status: number, code: string, message: string) =>
@@ -38,17 +40,18 @@ export class EnrollmentListener {
   forwarded = 0
   /** Requests answered 404 without reaching the application. */
   refused = 0
-  private tls!: PlatformTls
+  private tls!: ServerCert
+  private readonly renewing = new SingleFlight<boolean>()
   private front: NetServer | undefined
   private inner: Server<unknown> | undefined
   private open = 0
   private readonly clients = new Set<Socket>()
   private readonly waiting: { socket: Socket; timer: ReturnType<typeof setTimeout> }[] = []
-  private renewTimer: ReturnType<typeof setInterval> | undefined
 
   private constructor(
     private readonly ctx: Context,
     private readonly fabric: Fabric,
+    private readonly pki: Pki,
     /** Hands a request to the Platform's application. */
     private readonly forward: (req: Request) => Response | Promise<Response>,
     readonly addresses: string[],
@@ -57,18 +60,24 @@ export class EnrollmentListener {
   ) {}
 
   /** Loads (or renews) the certificate; `listen` opens the port. */
-  static async prepare(ctx: Context, fabric: Fabric, o: PlatformOptions, forward: (req: Request) => Response | Promise<Response>): Promise<EnrollmentListener> {
+  static async prepare(ctx: Context, deps: { fabric: Fabric; pki: Pki; forward: (req: Request) => Response | Promise<Response> }, o: PlatformOptions): Promise<EnrollmentListener> {
     const given = normaliseAddresses(o.enrollmentAddresses ?? [], '--enrollment-address')
     const addresses = given.length > 0 ? given : defaultAddresses()
     const host = o.enrollmentHost ?? bindHostFor(addresses)
-    const l = new EnrollmentListener(ctx, fabric, forward, addresses, o.enrollmentPort ?? 0, host)
-    l.tls = await ensurePlatformTls(ctx.dataDir, addresses, ctx.now())
+    const l = new EnrollmentListener(ctx, deps.fabric, deps.pki, deps.forward, addresses, o.enrollmentPort ?? 0, host)
+    l.tls = await ensureServerCert(ctx.vault, deps.pki.ca, 'tls', addresses, ctx.now())
     ctx.onClose(() => l.stop())
     return l
   }
 
+  /** The pin a joining node is given (the CA pin; the old certificate's fingerprint while it is still served). */
   get fingerprint(): string {
-    return this.tls.fingerprint
+    return this.tls.pin
+  }
+
+  /** The certificate presented now (tests, doctor). */
+  get certificate(): ServerCert {
+    return this.tls
   }
 
   get port(): number {
@@ -78,7 +87,13 @@ export class EnrollmentListener {
   }
 
   get endpoint(): EnrollmentEndpoint {
-    return { url: httpsUrl(this.addresses[0]!, this.port), addresses: [...this.addresses], port: this.port, fingerprint: this.tls.fingerprint }
+    return {
+      url: httpsUrl(this.addresses[0]!, this.port),
+      addresses: [...this.addresses],
+      port: this.port,
+      fingerprint: this.tls.pin,
+      caFingerprint: this.pki.ca.pin,
+    }
   }
 
   async listen(): Promise<EnrollmentEndpoint> {
@@ -92,30 +107,37 @@ export class EnrollmentListener {
       front.listen(this.requestedPort, this.host, () => resolve())
     })
     front.on('error', (e) => log.warn(`enrollment listener: ${e.message}`))
-    this.renewTimer = setInterval(() => void this.renewIfNeeded().catch((e) => log.warn(`enrollment listener renewal: ${(e as Error).message}`)), RENEW_CHECK_MS)
-    this.renewTimer.unref?.()
     const ep = this.endpoint
     this.fabric.enrollment = ep
     log.info(`enrollment listener on ${ep.url} (port ${ep.port}, addresses ${ep.addresses.join(', ')}) fingerprint ${ep.fingerprint}`)
     return ep
   }
 
-  /** Replaces the certificate when it stopped fitting; new connections get the new one. */
-  async renewIfNeeded(): Promise<boolean> {
-    const next = await ensurePlatformTls(this.ctx.dataDir, this.addresses, this.ctx.now())
-    if (!next.renewed) return false
-    this.tls = next
-    if (this.inner) {
-      const old = this.inner
-      this.startInner()
-      void old.stop(false)
-    }
-    if (this.front) this.fabric.enrollment = this.endpoint
-    return true
+  /**
+   * Replaces the certificate when it stopped fitting (the Platform calls this
+   * on a short tick, and each connection checks the wall clock), so a clock
+   * that jumped is noticed at once. New connections get the new certificate.
+   */
+  renewIfNeeded(): Promise<boolean> {
+    return this.renewing.run(async () => {
+      const next = await ensureServerCert(this.ctx.vault, this.pki.ca, 'tls', this.addresses, this.ctx.now())
+      if (!next.renewed) {
+        this.tls = next // the CA's pins may have changed (a prepared replacement)
+        if (this.front) this.fabric.enrollment = this.endpoint
+        return false
+      }
+      this.tls = next
+      if (this.inner) {
+        const old = this.inner
+        this.startInner()
+        void old.stop(false)
+      }
+      if (this.front) this.fabric.enrollment = this.endpoint
+      return true
+    })
   }
 
   async stop(): Promise<void> {
-    if (this.renewTimer) clearInterval(this.renewTimer)
     for (const w of this.waiting.splice(0)) {
       clearTimeout(w.timer)
       w.socket.destroy()
@@ -137,7 +159,7 @@ export class EnrollmentListener {
       hostname: '127.0.0.1',
       port: 0,
       reusePort: false,
-      tls: { cert: this.tls.certPem, key: this.tls.keyPem },
+      tls: { cert: this.tls.chainPem, key: this.tls.keyPem },
       // Bun's own cap answers 413 with an empty body; keep it as a backstop far
       // above ours, so the JSON 413 below is what callers see.
       maxRequestBodySize: 16 * MAX_BODY_BYTES,
@@ -153,6 +175,8 @@ export class EnrollmentListener {
     const path = requestPath(req)
     const malformed = malformedRequest(req)
     if (malformed) return json(malformed.status, malformed.code, malformed.message)
+    const joinToken = joinTokenAsBearer(req)
+    if (joinToken) return json(joinToken.status, joinToken.code, joinToken.message)
     if (req.method !== 'POST' || !FORWARDED_ROUTES.has(path)) {
       this.refused++
       return json(404, 'not-found', 'No such route.')
@@ -172,6 +196,17 @@ export class EnrollmentListener {
 
   private admit(client: Socket): void {
     client.on('error', () => {})
+    // The wall clock says the certificate is due (a clock may have jumped): renew first, so this connection gets the new one.
+    if (this.ctx.now() >= this.tls.renewAt) {
+      void this.renewIfNeeded()
+        .catch((e) => log.warn(`enrollment listener renewal: ${(e as Error).message}`))
+        .finally(() => (client.destroyed ? undefined : this.queueOrServe(client)))
+      return
+    }
+    this.queueOrServe(client)
+  }
+
+  private queueOrServe(client: Socket): void {
     if (this.open < MAX_CONNECTIONS) return this.serve(client)
     if (this.waiting.length >= MAX_WAITING) return void client.destroy()
     const entry = { socket: client, timer: setTimeout(() => client.destroy(), WAIT_MS) }

@@ -3,11 +3,12 @@
 // check as a remote Agent.
 import { cpus, totalmem } from 'node:os'
 import type { Context } from '../context.ts'
-import type { Fabric } from '../fabric/fabric.ts'
+import type { Fabric, NodeView } from '../fabric/fabric.ts'
 import { Runner } from '../agent/runner.ts'
 import { log } from '../log.ts'
 import { checkAssignments, type SignedAssignments } from './assignments.ts'
 import type { LocalNodeHooks } from './service.ts'
+import { VERSION } from '../version.ts'
 
 export function startLocalNode(ctx: Context, fabric: Fabric): LocalNodeHooks & { stop(): Promise<void> } {
   const runner = new Runner({ logDir: ctx.dataDir.ensureDir('platform', 'local-node', 'logs') })
@@ -25,5 +26,24 @@ export function startLocalNode(ctx: Context, fabric: Fabric): LocalNodeHooks & {
       runner.apply(check.doc.payload.replicas)
     },
     stop: () => runner.stopAll(),
+  }
+}
+
+/** The Platform's own node as the node list shows it. */
+export function localNodeView(now: number, capacity: NodeView['capacity']): NodeView {
+  return {
+    name: 'local',
+    state: 'ready',
+    compatibility: 'current',
+    version: VERSION,
+    certificateSha256: null,
+    agentId: 'agent-local',
+    lastSeenAt: new Date(now).toISOString(),
+    url: null,
+    auth: 'local',
+    drained: false,
+    labels: {},
+    declared: false,
+    capacity,
   }
 }

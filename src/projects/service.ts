@@ -14,9 +14,13 @@ import { allAssignmentRevisions } from '../store/assignment-revisions.ts'
 import { ASSIGNMENTS_DOMAIN, assignmentBytes, type AssignedReplica, type AssignmentPayload, type SignedAssignments } from './assignments.ts'
 import type { ProjectSpec } from './spec.ts'
 import { place, type Placement, type PlacementNode, type PlacementResult, type ShortfallReason } from './placement.ts'
+import { labelsFromJson, labelsToJson, type Labels } from '../fabric/labels.ts'
 
-/** A project as deployed; `origin` says who placed it (local, or controller). */
-export type ProjectInput = ProjectSpec & { origin?: string }
+/**
+ * A project as deployed; `origin` says who placed it (local, or controller),
+ * `deployedBy` the operator who deployed it here (none: placed by a controller).
+ */
+export type ProjectInput = ProjectSpec & { origin?: string; deployedBy?: { name: string; role: string } }
 
 interface Previous {
   revision: number
@@ -38,6 +42,9 @@ interface Project {
   revision: number
   previous: Previous | null
   origin: string
+  nodeLabels: Labels
+  deployedBy: string | null
+  deployerRole: string | null
 }
 
 export interface PlacementView {
@@ -47,7 +54,7 @@ export interface PlacementView {
   exitCode?: number | null
 }
 
-export type ProjectView = Omit<Project, 'previous'> & {
+export type ProjectView = Omit<Project, 'previous' | 'deployerRole'> & {
   shortfall: number
   reason: ShortfallReason | null
   placements: PlacementView[]
@@ -72,7 +79,13 @@ const fromRow = (r: ProjectRow): Project => ({
   revision: r.revision,
   previous: r.previous ? (JSON.parse(r.previous) as Previous) : null,
   origin: r.origin,
+  nodeLabels: labelsFromJson(r.node_labels),
+  deployedBy: r.deployed_by,
+  deployerRole: r.deployer_role,
 })
+
+/** Only a superadmin's own deploy may run on `local`, with the Platform's privileges (SPEC §16.6). */
+const mayRunOnLocal = (p: Project) => p.origin === 'local' && p.deployerRole === 'superadmin'
 
 /** An old revision's replicas run until the new ones do, or this long at most. */
 const ROLLING_LIMIT_MS = 10 * 60_000
@@ -146,8 +159,10 @@ export class Projects {
     // A changed spec rolls: the old revision keeps running where it is until the new replicas run.
     const previous: Previous | null =
       old && !same ? { revision: old.revision, command: old.command, env: old.env, cpu: old.cpu, memory: old.memory, placements: this.placements.filter((p) => p.project === old.name), since: this.now() } : (old?.previous ?? null)
-    const p: Project = { name: input.name, ...spec, replicas: input.replicas, revision, previous, origin: input.origin ?? old?.origin ?? 'local' }
-    await upsertProject(this.db, { name: p.name, command: JSON.stringify(p.command), env: JSON.stringify(p.env), replicas: p.replicas, cpu: p.cpu, memory: p.memory, revision, previous: previous ? JSON.stringify(previous) : null, origin: p.origin }, this.now())
+    // Who deployed it is recorded on every deploy: an update by an operator takes a superadmin's project off `local`.
+    const p: Project = { name: input.name, ...spec, replicas: input.replicas, revision, previous, origin: input.origin ?? old?.origin ?? 'local', nodeLabels: input.nodeLabels ?? {}, deployedBy: input.deployedBy?.name ?? null, deployerRole: input.deployedBy?.role ?? null }
+    const row = { name: p.name, command: JSON.stringify(p.command), env: JSON.stringify(p.env), replicas: p.replicas, cpu: p.cpu, memory: p.memory, revision, previous: previous ? JSON.stringify(previous) : null, origin: p.origin }
+    await upsertProject(this.db, { ...row, deployed_by: p.deployedBy, deployer_role: p.deployerRole, node_labels: labelsToJson(p.nodeLabels) }, this.now())
     this.projects.set(p.name, p)
     await this.reconcile()
     return this.view(p)
@@ -204,6 +219,8 @@ export class Projects {
       memory: p.memory,
       revision: p.revision,
       origin: p.origin,
+      nodeLabels: p.nodeLabels,
+      deployedBy: p.deployedBy,
       shortfall: this.result.shortfall.get(p.name) ?? 0,
       reason: this.result.reasons.get(p.name) ?? null,
       placements,
@@ -219,8 +236,9 @@ export class Projects {
       if (n.cpuMillis === null || n.memoryMB === null || n.revokedAt !== null) continue
       const { state } = reg.state(n)
       const quietFor = n.lastSeenAt === null ? Number.POSITIVE_INFINITY : this.now() - n.lastSeenAt
-      const keeps = !n.drained && (state === 'ready' || (state === 'unreachable' && quietFor <= reg.staleAfterMs + this.graceMs))
-      out.push({ name: n.name, cpuMillis: n.cpuMillis, memoryMB: n.memoryMB, schedulable: state === 'ready' && !n.drained, keeps })
+      const { drained, labels } = this.fabric.nodeSettings(n) // the nodes file wins over the node's own
+      const keeps = !drained && (state === 'ready' || (state === 'unreachable' && quietFor <= reg.staleAfterMs + this.graceMs))
+      out.push({ name: n.name, cpuMillis: n.cpuMillis, memoryMB: n.memoryMB, schedulable: state === 'ready' && !drained, keeps, labels })
     }
     if (this.local) out.push({ name: 'local', ...this.local.capacity(), schedulable: true, keeps: true })
     return out
@@ -244,7 +262,7 @@ export class Projects {
     this.dirty = false
     // Nothing deployed, nothing placed, every document sent out empty: nothing to do (a pass costs O(nodes)).
     if (this.projects.size === 0 && this.placements.length === 0 && !this.assignedAnywhere) return
-    const specs = [...this.projects.values()].map((p) => ({ name: p.name, replicas: p.replicas, cpu: p.cpu, memory: p.memory }))
+    const specs = [...this.projects.values()].map((p) => ({ name: p.name, replicas: p.replicas, cpu: p.cpu, memory: p.memory, nodeLabels: p.nodeLabels, allowLocal: mayRunOnLocal(p) }))
     this.result = place(specs, this.placementNodes(), this.placements)
     if (canonicalJson(this.result.placements) !== canonicalJson(this.placements)) {
       this.placements = this.result.placements
@@ -314,7 +332,8 @@ export class Projects {
   async assignmentsNow(node: string): Promise<SignedAssignments> {
     const cached = this.signed.get(node)
     const w = this.wanted.get(node) ?? { revision: (await nodeAssignment(this.db, node))?.revision ?? 0, replicas: [] }
-    if (cached && cached.payload.revision === w.revision) return cached
+    // Signed again once another key signs: a document lives as long as its revision, keys do not.
+    if (cached && cached.payload.revision === w.revision && cached.kid === this.fabric.trust.currentKid()) return cached
     const payload: AssignmentPayload = { node, revision: w.revision, issuedAt: new Date(this.now()).toISOString(), replicas: w.replicas }
     const { kid, signature } = this.fabric.trust.sign(ASSIGNMENTS_DOMAIN, assignmentBytes(payload))
     const doc = { payload, kid, signature }

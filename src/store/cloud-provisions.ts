@@ -25,20 +25,33 @@ export interface ProvisionRow {
   updated_at: number
   ready_at: number | null
   released_at: number | null
+  /** The first-boot data, sealed (src/cloud/first-boot.ts); made once, dropped when the provision stops starting. */
+  first_boot: Uint8Array | null
+  /** JSON {"agentFrom","sshFrom"}: what the machine lets in; null on rows from before openings existed (nothing). */
+  inbound: string | null
+  /** The provider's asynchronous create (a GCP Operation name). */
+  operation: string | null
+  /** When the create answered with the machine's id, and when the provider first showed it. */
+  ordered_at: number | null
+  seen_at: number | null
 }
 
-export type NewProvision = Pick<ProvisionRow, 'id' | 'request_id' | 'provider' | 'name' | 'region' | 'size' | 'role' | 'origin' | 'requested_by' | 'created_at'>
+export type NewProvision = Pick<ProvisionRow, 'id' | 'request_id' | 'provider' | 'name' | 'region' | 'size' | 'role' | 'origin' | 'requested_by' | 'created_at' | 'inbound'>
 
 /** Inserts a provision in state creating; false when its request id is already recorded. */
 export async function insertProvision(db: Db, p: NewProvision): Promise<boolean> {
   return (
-    (await db.run(`INSERT INTO cloud_provisions (id, request_id, provider, name, region, size, role, origin, requested_by, state, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'creating', ?10, ?10) ON CONFLICT(request_id) DO NOTHING`, p.id, p.request_id, p.provider, p.name, p.region, p.size, p.role, p.origin, p.requested_by, p.created_at)) === 1
+    (await db.run(`INSERT INTO cloud_provisions (id, request_id, provider, name, region, size, role, origin, requested_by, state, created_at, updated_at, inbound)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'creating', ?10, ?10, ?11) ON CONFLICT(request_id) DO NOTHING`, p.id, p.request_id, p.provider, p.name, p.region, p.size, p.role, p.origin, p.requested_by, p.created_at, p.inbound)) === 1
   )
 }
 
 export async function getProvision(db: Db, id: string): Promise<ProvisionRow | null> {
   return await db.get<ProvisionRow>('SELECT * FROM cloud_provisions WHERE id = ?1', id)
+}
+
+export async function provisionByRequestId(db: Db, requestId: string): Promise<ProvisionRow | null> {
+  return await db.get<ProvisionRow>('SELECT * FROM cloud_provisions WHERE request_id = ?1', requestId)
 }
 
 export async function liveProvisionByName(db: Db, name: string): Promise<ProvisionRow | null> {
@@ -64,7 +77,7 @@ export async function updateProvision(db: Db, id: string, fields: Partial<Omit<P
   const keys = Object.keys(fields) as (keyof typeof fields)[]
   if (keys.length === 0) return false
   const sets = keys.map((k, i) => `${k} = ?${i + 2}`).join(', ')
-  const values = keys.map((k) => fields[k] as string | number | null)
+  const values = keys.map((k) => fields[k] as string | number | Uint8Array | null)
   const guard = from ? ` AND state IN (${from.map((_, i) => `?${keys.length + 2 + i}`).join(', ')})` : ''
   return (await db.run(`UPDATE cloud_provisions SET ${sets} WHERE id = ?1${guard}`, id, ...values, ...(from ?? []))) === 1
 }

@@ -19,6 +19,8 @@ export interface NodeRow {
   replicas: string | null
   drained: number
   revoked_at: number | null
+  /** Labels the node reported at enroll, a JSON object (null: none). */
+  labels: string | null
 }
 
 export async function allNodes(db: Db): Promise<NodeRow[]> {
@@ -34,20 +36,20 @@ export async function nodeByCert(db: Db, certSha256: string): Promise<NodeRow | 
 }
 
 /** Inserts a node; false when its name or certificate is taken (a racing insert won). */
-export async function insertNode(db: Db, n: Pick<NodeRow, 'name' | 'auth' | 'cert_sha256' | 'cert_pem' | 'url' | 'token_id' | 'version' | 'enrolled_at'>): Promise<boolean> {
+export async function insertNode(db: Db, n: Pick<NodeRow, 'name' | 'auth' | 'cert_sha256' | 'cert_pem' | 'url' | 'token_id' | 'version' | 'enrolled_at'> & { labels?: string | null }): Promise<boolean> {
   const changed = await db.run(
-    `INSERT INTO nodes (name, auth, cert_sha256, cert_pem, url, token_id, version, enrolled_at)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING`,
-    n.name, n.auth, n.cert_sha256, n.cert_pem, n.url, n.token_id, n.version, n.enrolled_at,
+    `INSERT INTO nodes (name, auth, cert_sha256, cert_pem, url, token_id, version, enrolled_at, labels)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING`,
+    n.name, n.auth, n.cert_sha256, n.cert_pem, n.url, n.token_id, n.version, n.enrolled_at, n.labels ?? null,
   )
   return changed === 1
 }
 
 /** Binds a new certificate to a name being rebound (its cert was cleared by rebind). */
-export async function bindCertificate(db: Db, name: string, n: Pick<NodeRow, 'cert_sha256' | 'cert_pem' | 'url' | 'token_id' | 'version'>, now: number): Promise<boolean> {
+export async function bindCertificate(db: Db, name: string, n: Pick<NodeRow, 'cert_sha256' | 'cert_pem' | 'url' | 'token_id' | 'version'> & { labels?: string | null }, now: number): Promise<boolean> {
   return (
-    (await db.run(`UPDATE nodes SET cert_sha256 = ?2, cert_pem = ?3, url = ?4, token_id = ?5, version = ?6, enrolled_at = ?7, revoked_at = NULL, last_seen_at = NULL
-          WHERE name = ?1 AND cert_sha256 IS NULL`, name, n.cert_sha256, n.cert_pem, n.url, n.token_id, n.version, now)) === 1
+    (await db.run(`UPDATE nodes SET cert_sha256 = ?2, cert_pem = ?3, url = ?4, token_id = ?5, version = ?6, enrolled_at = ?7, revoked_at = NULL, last_seen_at = NULL, labels = ?8
+          WHERE name = ?1 AND cert_sha256 IS NULL`, name, n.cert_sha256, n.cert_pem, n.url, n.token_id, n.version, now, n.labels ?? null)) === 1
   )
 }
 

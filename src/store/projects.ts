@@ -11,6 +11,11 @@ export interface ProjectRow {
   revision: number
   previous: string | null
   origin: string
+  /** Who deployed it last (account or token name), and with which role. */
+  deployed_by: string | null
+  deployer_role: string | null
+  /** Labels a node must carry to run it, a JSON object (null: none). */
+  node_labels: string | null
   created_at: number
   updated_at: number
 }
@@ -20,9 +25,10 @@ export async function allProjects(db: Db): Promise<ProjectRow[]> {
 }
 
 export async function upsertProject(db: Db, p: Omit<ProjectRow, 'created_at' | 'updated_at'>, now: number): Promise<void> {
-  await db.run(`INSERT INTO projects (name, command, env, replicas, cpu, memory, revision, previous, origin, created_at, updated_at)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
-     ON CONFLICT(name) DO UPDATE SET command = ?2, env = ?3, replicas = ?4, cpu = ?5, memory = ?6, revision = ?7, previous = ?8, origin = ?9, updated_at = ?10`, p.name, p.command, p.env, p.replicas, p.cpu, p.memory, p.revision, p.previous, p.origin, now)
+  await db.run(`INSERT INTO projects (name, command, env, replicas, cpu, memory, revision, previous, origin, created_at, updated_at, deployed_by, deployer_role, node_labels)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13)
+     ON CONFLICT(name) DO UPDATE SET command = ?2, env = ?3, replicas = ?4, cpu = ?5, memory = ?6, revision = ?7, previous = ?8, origin = ?9, updated_at = ?10,
+       deployed_by = ?11, deployer_role = ?12, node_labels = ?13`, p.name, p.command, p.env, p.replicas, p.cpu, p.memory, p.revision, p.previous, p.origin, now, p.deployed_by, p.deployer_role, p.node_labels)
 }
 
 export async function setPrevious(db: Db, name: string, previous: string | null): Promise<void> {

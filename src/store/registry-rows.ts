@@ -12,7 +12,7 @@ export async function* registryRows(db: Db): AsyncGenerator<NodeRow[]> {
   for (;;) {
     const rows = await db.all<NodeRow>(
       `SELECT name, auth, cert_sha256, NULL AS cert_pem, url, token_id, generation, previous_valid_until, version, enrolled_at,
-              last_seen_at, cpu_millis, memory_mb, replicas, drained, revoked_at
+              last_seen_at, cpu_millis, memory_mb, replicas, drained, revoked_at, labels
          FROM nodes WHERE name > ?1 ORDER BY name LIMIT ${PAGE}`,
       after,
     )

@@ -8,7 +8,7 @@ import { seedNodes } from '../helpers/seed-nodes.ts'
 test('nodes list, projects list and nodes audit page through dist/muster', { timeout: 120_000 }, async () => {
   const names = Array.from({ length: 30 }, (_, i) => `w${String(i).padStart(2, '0')}`)
   const first = await startPlatform({ remoteDispatch: true, keepDir: true, nodeStaleAfterMs: 30 * 60_000 })
-  await seedNodes(first.platform.store, names, (i) => (i % 3 === 0 ? 'revoked' : 'ready'))
+  await seedNodes(first.platform.store, names, (i) => (i % 3 === 0 ? 'revoked' : 'ready'), Date.now(), (i) => (i % 4 === 0 ? { role: 'build' } : null))
   await first.close()
   await using p = await startPlatform({ remoteDispatch: true, dataDir: first.dataDir, nodeStaleAfterMs: 30 * 60_000 })
   const env = { MUSTER_URL: p.url, MUSTER_TOKEN: p.token }
@@ -19,21 +19,22 @@ test('nodes list, projects list and nodes audit page through dist/muster', { tim
   }
 
   const page = await json(['nodes', 'list', '--limit', '10', '--json'])
-  expect(page.nodes.map((n: { name: string }) => n.name)).toEqual(['local', ...names.slice(0, 9)])
+  expect(page.nodes.map((n: { name: string }) => n.name)).toEqual(names.slice(0, 10))
   expect(page.nextCursor).toEqual(expect.any(String))
-  expect(page.counts).toMatchObject({ total: 31, revoked: 10, ready: 21 })
+  expect(page.counts).toMatchObject({ total: 30, revoked: 10, ready: 20 })
   const all = await json(['nodes', 'list', '--limit', '7', '--all', '--json'])
-  expect(all.nodes.map((n: { name: string }) => n.name)).toEqual(['local', ...names])
+  expect(all.nodes.map((n: { name: string }) => n.name)).toEqual(names)
   expect(all.nextCursor).toBeNull()
   const revoked = await json(['nodes', 'list', '--state', 'revoked', '--all', '--json'])
   expect(revoked.nodes.map((n: { name: string }) => n.name)).toEqual(names.filter((_, i) => i % 3 === 0))
-  expect((await json(['nodes', 'list', '--label', 'role=build', '--json'])).nodes).toEqual([])
+  expect((await json(['nodes', 'list', '--label', 'role=build', '--all', '--json'])).nodes.map((n: { name: string }) => n.name)).toEqual(names.filter((_, i) => i % 4 === 0))
+  expect((await json(['nodes', 'list', '--label', 'role=other', '--json'])).nodes).toEqual([])
 
   const table = await runMuster(['nodes', 'list', '--limit', '5'], { env })
   expect(table.code).toBe(0)
-  expect(table.stdout).toContain('(5 shown of 31; --all lists every page)')
+  expect(table.stdout).toContain('(5 shown of 30; --all lists every page)')
 
-  for (const bad of [['--limit', '0'], ['--limit', '5001'], ['--state', 'sleepy'], ['--label', 'nokey']]) {
+  for (const bad of [['--limit', '0'], ['--limit', '5001'], ['--state', 'sleepy'], ['--label', 'nokey'], ['--label', 'Role=build']]) {
     const r = await runMuster(['nodes', 'list', ...bad], { env })
     expect({ bad, code: r.code }).toEqual({ bad, code: 2 })
   }

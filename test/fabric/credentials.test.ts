@@ -111,7 +111,7 @@ describe.each(ENGINES)('on %s', (engine) => {
       const w1 = await enrolled(p, 'w1')
       await p.client.nodes.remove('w1')
       expect((await post(p.url, '/api/v1/nodes/register', w1.credential)).status).toBe(401)
-      expect((await p.client.nodes.list()).nodes.map((n) => n.name)).toEqual(['local'])
+      expect((await p.client.nodes.list()).nodes.map((n) => n.name)).toEqual([])
       const again = await fetch(`${p.url}/api/v1/nodes/enrollments`, { method: 'POST', headers: { authorization: `Bearer ${p.token}`, 'content-type': 'application/json' }, body: '{"nodeId":"w1"}' })
       expect(again.status).toBe(409)
       // a fleet token cannot silently reuse the name either

@@ -127,14 +127,19 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect((await enrollRaw(p.url, { token: e.token, nodeId: 'w1', certPem: cert.certPem, version: VERSION })).status).toBe(200)
     })
 
-    test('compatibility: older is behind, equal current, absent unknown', async () => {
+    test('compatibility: older is behind, equal current, newer newer, absent unknown', async () => {
       await using p = await startPlatform({ remoteDispatch: true })
-      const t = await p.client.nodes.createJoinToken({ maxUses: 3 })
+      const t = await p.client.nodes.createJoinToken({ maxUses: 4 })
       await enrollRaw(p.url, { token: t.token, nodeId: 'old', certPem: (await newCert()).certPem, version: '0.0.1' })
       await enrollRaw(p.url, { token: t.token, nodeId: 'same', certPem: (await newCert()).certPem, version: VERSION })
       await enrollRaw(p.url, { token: t.token, nodeId: 'none', certPem: (await newCert()).certPem })
+      // A node updated after it enrolled reports a version newer than the Platform in its heartbeats.
+      const ahead = (await (await enrollRaw(p.url, { token: t.token, nodeId: 'ahead', certPem: (await newCert()).certPem, version: VERSION })).json()) as { credential: string }
+      const newer = VERSION.replace(/^(\d+)\./, (_, major: string) => `${Number(major) + 1}.`)
+      const hb = await fetch(`${p.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${ahead.credential}`, 'content-type': 'application/json' }, body: JSON.stringify({ version: newer }) })
+      expect(hb.status).toBe(200)
       const byName = Object.fromEntries((await p.client.nodes.list()).nodes.map((n) => [n.name, n.compatibility]))
-      expect(byName).toMatchObject({ old: 'behind', same: 'current', none: 'unknown', local: 'current' })
+      expect(byName).toEqual({ old: 'behind', same: 'current', none: 'unknown', ahead: 'newer' })
     })
 
     test('another certificate for an enrolled name is 409 node-exists and leaves the original intact', async () => {

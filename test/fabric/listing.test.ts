@@ -11,15 +11,17 @@ import { seedNodes, type SeedKind } from '../helpers/seed-nodes.ts'
 // Seeded 'ready' nodes were seen when seeded and 'unreachable' ones an hour before: ready for 30 minutes, however slow the machine.
 const STALE_MS = 30 * 60_000
 const KINDS: SeedKind[] = ['ready', 'ready', 'unreachable', 'enrolled', 'revoked']
+// Labels the nodes reported at enroll: every seventh is a build node, every third in zone a.
+const LABELS = (i: number): Record<string, string> | null => (i % 7 === 0 ? { role: 'build', zone: i % 3 === 0 ? 'a' : 'b' } : i % 3 === 0 ? { zone: 'a' } : null)
 // Names whose code-unit order is not their locale order, and prefixes that share a start.
 const NAMES = Array.from({ length: 2345 }, (_, i) => (i % 3 === 0 ? `rack-${i}` : i % 3 === 1 ? `rack${i}` : `db-${i}`))
 
 async function withFleet(fn: (p: TestPlatform) => Promise<void>) {
   const first = await startPlatform({ remoteDispatch: true, keepDir: true, nodeStaleAfterMs: STALE_MS })
-  await seedNodes(first.platform.store, NAMES, (i) => KINDS[i % KINDS.length]!)
+  await seedNodes(first.platform.store, NAMES, (i) => KINDS[i % KINDS.length]!, Date.now(), LABELS)
   await first.close()
-  // Started again: the registry loads the seeded nodes.
-  await using p = await startPlatform({ remoteDispatch: true, dataDir: first.dataDir, nodeStaleAfterMs: STALE_MS })
+  // Started again: the registry loads the seeded nodes (with the local node, which leads the listing when it runs).
+  await using p = await startPlatform({ remoteDispatch: true, dataDir: first.dataDir, nodeStaleAfterMs: STALE_MS, localNode: true })
   await fn(p)
 }
 
@@ -76,8 +78,15 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(byPrefix.counts.total).toBe(rackDash.length)
       expect((await p.client.nodes.list({ q: 'loc' })).nodes.map((n) => n.name)).toEqual(['local'])
       expect((await p.client.nodes.list({ q: 'zz' })).nodes).toEqual([])
-      // label: no node carries one here, so none is selected (local neither).
-      expect((await p.client.nodes.list({ label: 'role=build' })).counts.total).toBe(0)
+      // label: the nodes that reported it, every page, with counts over them only (local carries none).
+      const build = sorted.filter((n) => LABELS(NAMES.indexOf(n))?.role === 'build')
+      const byLabel = await p.client.nodes.listAll({ label: 'role=build', limit: 50 })
+      expect(byLabel.nodes.map((n) => n.name)).toEqual(build)
+      expect(byLabel.nodes.every((n) => n.labels.role === 'build')).toBe(true)
+      expect(byLabel.counts.total).toBe(build.length)
+      const zoneA = sorted.filter((n) => LABELS(NAMES.indexOf(n))?.zone === 'a' && n.startsWith('rack-'))
+      expect((await p.client.nodes.listAll({ label: 'zone=a', q: 'rack-', state: 'ready' })).nodes.map((n) => n.name)).toEqual(zoneA.filter((n) => KINDS[NAMES.indexOf(n) % KINDS.length] === 'ready'))
+      expect((await p.client.nodes.list({ label: 'role=none' })).counts.total).toBe(0)
     })
   })
 
@@ -92,6 +101,8 @@ describe.each(ENGINES)('on %s', (engine) => {
       ['cursor=bm9kZQ==', 'cursor'],
       ['state=sleepy', 'state'],
       ['label=noequals', 'label'],
+      ['label=Role%3Dbuild', 'label'],
+      ['label=role%3D', 'label'],
       ['q=UPPER', 'q'],
     ] as const) {
       const r = await get(p, `/api/v1/nodes?${query}`)

@@ -7,6 +7,7 @@ import { VERSION } from '../../src/version.ts'
 import { verifyDomain } from '../../src/crypto/ed25519.ts'
 import { fromB64url } from '../../src/crypto/tokens.ts'
 import { tmpDir } from '../helpers/tmp.ts'
+import { createClient } from '../../src/client/index.ts'
 
 const DAY = 86400_000
 type Keys = { trustKeys: { kid: string; publicKey: string; notBefore: string; notAfter: string }[] }
@@ -16,36 +17,65 @@ describe.each(ENGINES)('on %s', (engine) => {
   onEngine(engine)
 
   describe('trust keys', () => {
-    test('a full rotation: a new key signs 30 days before expiry, the old stays published until it expires', async () => {
+    test('a full rotation over the trust route: the next key is published 90 days before it signs; the old one stays until it expires', async () => {
       await using p = await startPlatform({ remoteDispatch: true })
+      const tick = () => p.platform.fabric.trust.sync()
       const first = await trust(p.url)
       expect(first.trustKeys).toHaveLength(1)
       const k1 = first.trustKeys[0]!
-      expect(Date.parse(k1.notAfter) - Date.parse(k1.notBefore)).toBe(365 * DAY)
-      p.advance(334 * DAY) // 31 days left: still one key
+      expect(Date.parse(k1.notAfter) - Date.parse(k1.notBefore)).toBe(2 * 365 * DAY)
+      p.advance(274 * DAY) // 91 days before k1's year ends: still one key
+      await tick()
       expect((await trust(p.url)).trustKeys.map((k) => k.kid)).toEqual([k1.kid])
-      p.advance(2 * DAY) // 29 days left: a second key takes over signing
+      p.advance(2 * DAY) // 89 days before: the next key is published, k1 still signs
+      await tick()
       const both = (await trust(p.url)).trustKeys
       expect(both.map((k) => k.kid)).toHaveLength(2)
       expect(both[0]!.kid).toBe(k1.kid)
       const k2 = both[1]!
+      expect(Date.parse(k2.notBefore)).toBe(Date.parse(k1.notBefore) + 365 * DAY)
+      expect(p.platform.fabric.trust.sign('muster test v1', 'hello').kid).toBe(k1.kid)
+      p.advance(90 * DAY) // k1's year is over
       const signed = p.platform.fabric.trust.sign('muster test v1', 'hello')
       expect(signed.kid).toBe(k2.kid)
       expect(verifyDomain('muster test v1', fromB64url(k2.publicKey), 'hello', fromB64url(signed.signature))).toBe(true)
-      p.advance(30 * DAY) // the first key expired
-      expect((await trust(p.url)).trustKeys.map((k) => k.kid)).toEqual([k2.kid])
+      expect((await trust(p.url)).trustKeys.map((k) => k.kid)).toContain(k1.kid) // still verifies
+      p.advance(366 * DAY) // k1 expired
+      await tick()
+      const later = (await trust(p.url)).trustKeys.map((k) => k.kid)
+      expect(later).not.toContain(k1.kid)
+      expect(later).toContain(k2.kid)
     })
 
-    test('trust keys survive a restart and their files are 0600', async () => {
+    test('a node whose assignments do not change still gets them signed by the key that signs now', async () => {
+      await using p = await startPlatform({ remoteDispatch: true })
+      const e = await p.client.nodes.createEnrollment({ nodeId: 'a' })
+      const enrolled = (await (await enrollRaw(p.url, { token: e.token, nodeId: 'a', certPem: (await newCert('a')).certPem, version: VERSION })).json()) as { credential: string }
+      const node = createClient({ url: p.url, token: enrolled.credential })
+      const first = await node.projects.assignments()
+      expect(first.kid).toBe(p.platform.fabric.trust.currentKid())
+      p.advance(280 * DAY)
+      await p.platform.fabric.trust.sync()
+      p.advance(90 * DAY) // the next key signs now
+      const second = await node.projects.assignments()
+      expect(second.payload.revision).toBe(first.payload.revision)
+      expect(second.kid).not.toBe(first.kid)
+      expect(second.kid).toBe(p.platform.fabric.trust.currentKid())
+    })
+
+    test('trust keys survive a restart and are kept only sealed in the store', async () => {
       using dir = tmpDir()
       const a = await startPlatform({ remoteDispatch: true, dataDir: dir.path })
       const before = await trust(a.url)
       await a.close()
       const b = await startPlatform({ remoteDispatch: true, dataDir: dir.path })
-      expect(await trust(b.url)).toEqual(before)
+      expect((await trust(b.url)).trustKeys).toEqual(before.trustKeys)
+      const sealed = await b.platform.store.all<{ name: string; sealed: Uint8Array }>("SELECT name, sealed FROM secrets WHERE name LIKE 'trust/%'")
+      expect(sealed.length).toBeGreaterThan(0)
+      for (const row of sealed) expect(Buffer.from(row.sealed).toString('latin1')).not.toContain('privateKey')
       await b.close()
-      const { readdirSync, statSync } = await import('node:fs')
-      for (const f of readdirSync(`${dir.path}/platform/trust`)) expect(statSync(`${dir.path}/platform/trust/${f}`).mode & 0o777).toBe(0o600)
+      const { existsSync } = await import('node:fs')
+      expect(existsSync(`${dir.path}/platform/trust`)).toBe(false)
     })
   })
 

@@ -89,8 +89,11 @@ describe('the heartbeat route', () => {
     const rotated = await enrolled(p, 'w4')
     await p.client.nodes.rotate('w4')
     const [name, gen, mac] = w1.slice(4).split('.') as [string, string, string]
+    // Join tokens are refused as bearers on every route (SPEC §16.8), this one too.
+    const joinToken = (await p.client.nodes.createJoinToken({ maxUses: 5 })).token
+    const enrollToken = (await p.client.nodes.createEnrollment({ nodeId: 'w9' })).token
     const credentials = [
-      w1, w3, rotated, `Bearer ${w1}`, `mnc_${name}.${Number(gen) + 1}.${mac}`, `mnc_${name}.${gen}.${mac.slice(0, -1)}${mac.endsWith('A') ? 'B' : 'A'}`,
+      w1, w3, rotated, joinToken, enrollToken, joinToken.toUpperCase(), `Bearer ${w1}`, `mnc_${name}.${Number(gen) + 1}.${mac}`, `mnc_${name}.${gen}.${mac.slice(0, -1)}${mac.endsWith('A') ? 'B' : 'A'}`,
       `mnc_nobody.1.${mac}`, `mnc_${name}.${gen}.${mac}x`, `mnc_${name}.0${gen}.${mac}`, 'mnc_', 'mjt_abcdefghijklmnop.x', p.token, '', `mnc_local.1.${mac}`,
     ]
     const auths = [...credentials.map((c) => `Bearer ${c}`), `bearer ${w1}`, `Bearer  ${w1}`, `Bearer ${w1} `, `Basic ${w1}`, w1, null]

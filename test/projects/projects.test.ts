@@ -55,7 +55,9 @@ describe.each(ENGINES)('on %s', (engine) => {
       const after = await waiting // the long poll wakes on the change
       expect(after.payload.revision).toBe(before.payload.revision + 1)
       expect(after.payload.replicas).toEqual([])
-      expect((await p.client.nodes.remove('a')).removed).toBe(true)
+      // free now, but still heartbeating: healthy, so removed only with force
+      await expect(p.client.nodes.remove('a')).rejects.toMatchObject({ code: 'node-healthy' })
+      expect((await p.client.nodes.remove('a', { force: true })).removed).toBe(true)
     })
 
     test('shortfall: insufficient capacity is counted; no eligible node is not', async () => {

@@ -42,6 +42,13 @@ export const Register = v.object({
 const Rebind = v.object({ ttlMinutes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1440))) })
 const Drain = v.object({ drained: v.optional(v.boolean()) })
 
+/** `?force=true` (or 1); anything else that is not false is a bad request. */
+function forceOf(raw: unknown): boolean {
+  if (raw === undefined || raw === 'false' || raw === '0') return false
+  if (raw === 'true' || raw === '1' || raw === '') return true
+  throw new MusterError('invalid-request', 'Invalid force: expected true or false', { field: 'force' })
+}
+
 export const nodeRoutes = (platform: Services) => {
   const fabric = platform.fabric
   const need = (request: Request, perm: Permission) => platform.auth.require(request.headers, perm)
@@ -71,7 +78,7 @@ export const nodeRoutes = (platform: Services) => {
     .post('/nodes/trust', () => fabric.trustKeys())
     .get('/nodes/platform', ({ request }) => need(request, 'server.nodes.view').then(() => fabric.platformInfo()))
     .get('/nodes/audit', ({ request, query }) => need(request, 'server.nodes.manage').then(() => auditPage(fabric, query)))
-    .delete('/nodes/:name', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.remove(name(params))))
+    .delete('/nodes/:name', ({ request, params, query }) => need(request, 'server.nodes.manage').then(() => fabric.remove(name(params), forceOf(query.force))))
     .post('/nodes/:name/revoke', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.revoke(name(params))))
     .post('/nodes/:name/rotate', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.rotate(name(params))))
     .post('/nodes/:name/rebind', async ({ request, params, body }) => {

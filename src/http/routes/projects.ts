@@ -19,7 +19,11 @@ export const projectRoutes = (platform: Services) => {
       const { role } = await need(request, 'server.projects.view')
       return projectPage(projects().list().projects, query, (p) => projectFor(p, role))
     })
-    .post('/projects', ({ request, body }) => need(request, 'server.projects.manage').then(() => projects().deploy(parseBody(ProjectSpec, body))))
+    .post('/projects', async ({ request, body }) => {
+      const who = await need(request, 'server.projects.manage')
+      // Who deployed it decides whether it may run on the local node (a superadmin only; SPEC §16.6).
+      return projects().deploy({ ...parseBody(ProjectSpec, body), deployedBy: { name: who.account ?? who.name, role: who.role } })
+    })
     .get('/projects/:name', async ({ request, params }) => {
       const { role } = await need(request, 'server.projects.view')
       return projectFor(projects().show(projectName(params.name)), role)
