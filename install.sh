@@ -569,6 +569,8 @@ EnvironmentFile=$SERVE_ENV
 ExecStart=$BIN_PATH serve --data-dir $DATA_DIR \$MUSTER_SERVE_ARGS
 Restart=on-failure
 RestartSec=5s
+# One open file per connected Agent (each holds a keep-alive connection): room for a large fleet.
+LimitNOFILE=1048576
 $HARDENING
 $CAPS
 

@@ -1,5 +1,5 @@
 // Shared bench plumbing: start the compiled Platform and the bare server as
-// separate processes, drive load over loopback from this one, read RSS.
+// separate processes and read their RSS. Load comes from wrk (see *-wrk.sh).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -78,53 +78,4 @@ export function rssMB(pid: number): number {
 export function peakRssMB(pid: number): number {
   const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/)
   return m ? Number(m[1]) / 1024 : Number.NaN
-}
-
-export interface LoadResult {
-  requests: number
-  errors: number
-  seconds: number
-  perSecond: number
-  p50: number
-  p99: number
-  statuses: Record<number, number>
-}
-
-/**
- * Closed-loop load: `connections` workers, each sending its next request as
- * soon as the previous answered, until `total` requests were sent or `maxMs` passed.
- */
-export async function drive(opts: { connections: number; total: number; maxMs: number; request: (i: number) => { url: string; init: RequestInit } }): Promise<LoadResult> {
-  const latencies: number[] = []
-  const statuses: Record<number, number> = {}
-  let next = 0
-  let errors = 0
-  const start = performance.now()
-  const deadline = start + opts.maxMs
-  const worker = async () => {
-    for (;;) {
-      const i = next++
-      if (i >= opts.total || performance.now() > deadline) return
-      const { url, init } = opts.request(i)
-      const t0 = performance.now()
-      try {
-        const res = await fetch(url, init)
-        await res.arrayBuffer()
-        statuses[res.status] = (statuses[res.status] ?? 0) + 1
-        if (res.status >= 400) errors++
-      } catch {
-        errors++
-      }
-      latencies.push(performance.now() - t0)
-    }
-  }
-  await Promise.all(Array.from({ length: opts.connections }, worker))
-  const seconds = (performance.now() - start) / 1000
-  latencies.sort((a, b) => a - b)
-  const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN
-  return { requests: latencies.length, errors, seconds, perSecond: latencies.length / seconds, p50: pct(0.5), p99: pct(0.99), statuses }
-}
-
-export function report(name: string, r: LoadResult): string {
-  return `${name.padEnd(22)} ${r.perSecond.toFixed(0).padStart(7)} req/s   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms   (${r.requests} requests, ${r.errors} errors, statuses ${JSON.stringify(r.statuses)})`
 }

@@ -22,6 +22,12 @@ export const clientArgs = {
   ...jsonArg,
 } as const satisfies ArgsDef
 
+/** Flags of a paged listing (issue 16). */
+export const pageArgs = {
+  limit: { type: 'string', valueHint: 'N', description: 'At most N per page (default 1000, at most 5000)' },
+  all: { type: 'boolean', description: 'Every page, not only the first' },
+} as const satisfies ArgsDef
+
 /** An integer flag within bounds; undefined when not given. */
 export function intArg(args: Record<string, unknown>, name: string, min: number, max: number): number | undefined {
   const raw = args[name]

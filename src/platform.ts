@@ -2,6 +2,7 @@
 // server in front of them. `muster serve` and the tests both start one here.
 // This is the one place that composes the services; each service gets the
 // Context (src/context.ts) and the siblings it uses, never the Platform.
+import type { Server } from 'bun'
 import { Auth } from './auth/auth.ts'
 import { Changes } from './changes.ts'
 import type { Context } from './context.ts'
@@ -11,6 +12,7 @@ import { bindHostFor, isLoopback } from './addresses.ts'
 import { MusterError } from './errors.ts'
 import { startFederation, type Federation } from './federation/service.ts'
 import { createApp } from './http/app.ts'
+import { heartbeatRoutes } from './http/heartbeat.ts'
 import { ApiEndpoint } from './http/api-endpoint.ts'
 import { log } from './log.ts'
 import type { PlatformOptions } from './options.ts'
@@ -218,16 +220,20 @@ export class Platform implements Services {
 
   async listen(): Promise<string> {
     const app = this.app
+    const fetch = (req: Request, server: Server<unknown>) => {
+      // Asked of the server only when a route needs the address (login throttling).
+      rememberPeer(req, () => server.requestIP(req)?.address)
+      return app.handle(req)
+    }
     await this.api.start(
-      (req, server) => {
-        rememberPeer(req, server.requestIP(req)?.address)
-        return app.handle(req)
-      },
+      fetch,
       // Elysia maps every error itself; this is the last net, and a 5xx is a bug (SPEC §16.7).
       (e) => {
         log.error(`unhandled server error: ${e.stack ?? e.message}`)
         return Response.json({ error: { code: 'internal', message: 'Internal error; see the Platform log.' } }, { status: 500 })
       },
+      // The heartbeat has its own route ahead of the framework (src/http/heartbeat.ts).
+      (fallback) => heartbeatRoutes(this, fallback),
     )
     const url = this.url
     log.info(`muster Platform listening on ${url}`)

@@ -12,6 +12,7 @@ import { SingleFlight } from '../single-flight.ts'
 import type { Server } from 'bun'
 import { availableParallelism, totalmem } from 'node:os'
 import type { ReplicaStatus } from '../fabric/registry.ts'
+import type { HeartbeatAnswer } from '../fabric/heartbeat.ts'
 import type { TrustKey } from '../fabric/trust-keys.ts'
 import { DataDir } from '../datadir.ts'
 import { bindHostFor } from '../addresses.ts'
@@ -61,6 +62,8 @@ export function capacity(): { cpuMillis: number; memoryMB: number } {
 export class Agent {
   /** Replica status for heartbeats; the workload runner replaces this. */
   replicaStatus: () => ReplicaStatus[] = () => []
+  /** Called with every heartbeat answer (the workloads fetch assignments when their revision moved). */
+  afterHeartbeat: (answer: HeartbeatAnswer) => void = () => {}
   /** Signed requests from the Platform (other than /health) go here; undefined = 404. */
   handleSigned: SignedHandler = () => undefined
   readonly dataDir: DataDir
@@ -265,11 +268,12 @@ export class Agent {
   }
 
   /** One heartbeat; throws what the Platform or the network said. */
-  async heartbeat(): Promise<{ state: string; generation: number; drained: boolean }> {
+  async heartbeat(): Promise<HeartbeatAnswer> {
     const r = await apiClient(this.connection(), this.credential).nodes.register({ version: VERSION, capacity: capacity(), replicas: this.replicaStatus() })
     this.platforms.succeeded(r.platforms)
     if (r.state !== this.state) log.info(`node ${this.config.nodeId} is ${r.state}${r.reason ? ` (${r.reason})` : ''}`)
     this.state = r.state
+    this.afterHeartbeat(r)
     return r
   }
 

@@ -11,6 +11,7 @@ export type * from './nodes.ts'
 export type * from './projects.ts'
 export type * from './federation.ts'
 export type * from './cloud.ts'
+export type { PageOptions } from './paging.ts'
 export { MusterError } from '../errors.ts'
 
 export interface ApiToken {

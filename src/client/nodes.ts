@@ -1,5 +1,6 @@
 // SDK: the enrollment authority's routes.
 import type { Transport } from './http.ts'
+import { allPages, queryString, type PageOptions } from './paging.ts'
 import type { NodeView } from '../fabric/fabric.ts'
 
 export interface TrustKey {
@@ -12,6 +13,28 @@ export type { NodeView as NodeInfo } from '../fabric/fabric.ts'
 export interface NodeList {
   nodes: NodeView[]
   pendingEnrollments: { nodeId: string; expiresAt: string }[]
+  /** Pass as `cursor` for the next page; null on the last one. */
+  nextCursor: string | null
+  /** Nodes by state over everything `label` and `q` select (the `state` filter and paging aside). */
+  counts: { total: number; enrolled: number; ready: number; unreachable: number; revoked: number }
+}
+export interface NodeListOptions extends PageOptions {
+  state?: 'enrolled' | 'ready' | 'unreachable' | 'revoked'
+  /** KEY=VALUE */
+  label?: string
+  /** Name prefix. */
+  q?: string
+}
+export interface HeartbeatAnswer {
+  nodeId: string
+  state: string
+  reason?: string
+  generation: number
+  drained: boolean
+  /** The node's assignment revision: fetch the assignments when it moves. */
+  assignmentRevision?: number
+  /** The Platforms sharing the store, for the Agent's failover. */
+  platforms?: NodeFacingPlatform[]
 }
 export interface Enrollment {
   nodeId: string
@@ -88,7 +111,13 @@ export interface HeartbeatBody {
 export function nodesApi(call: Transport) {
   const enc = encodeURIComponent
   return {
-    list: () => call<NodeList>('GET', '/api/v1/nodes'),
+    /** One page of nodes (the first 1000 in name order, `local` first, when no options are given). */
+    list: (opts: NodeListOptions = {}) => call<NodeList>('GET', `/api/v1/nodes${queryString({ ...opts })}`),
+    /** Every node, page after page. */
+    listAll: async (opts: Omit<NodeListOptions, 'cursor'> = {}): Promise<NodeList> => {
+      const { items, first } = await allPages((cursor) => call<NodeList>('GET', `/api/v1/nodes${queryString({ ...opts, cursor })}`), (p) => p.nodes)
+      return { ...first, nodes: items, nextCursor: null }
+    },
     createEnrollment: (body: { nodeId: string; ttlMinutes?: number; replace?: boolean }) => call<Enrollment>('POST', '/api/v1/nodes/enrollments', body),
     createJoinToken: (body: { maxUses?: number; namePattern?: string; ttlMinutes?: number; label?: string }) => call<FleetToken>('POST', '/api/v1/join-tokens', body),
     listJoinTokens: () => call<{ tokens: FleetTokenInfo[] }>('GET', '/api/v1/join-tokens'),
@@ -96,12 +125,13 @@ export function nodesApi(call: Transport) {
     /** `proofTime` and `proof` come from signEnrollProof (src/crypto/enroll-proof.ts) with the agent key. */
     enroll: (body: { token: string; nodeId: string; certPem: string; url?: string; version?: string; labels?: Record<string, string>; proofTime: number; proof: string }) => call<EnrollResult>('POST', '/api/v1/nodes/enroll', body),
     /** Heartbeat; authenticate the client with the node credential. */
-    register: (body: HeartbeatBody = {}) => call<{ nodeId: string; state: string; reason?: string; generation: number; drained: boolean; platforms?: NodeFacingPlatform[] }>('POST', '/api/v1/nodes/register', body),
+    register: (body: HeartbeatBody = {}) => call<HeartbeatAnswer>('POST', '/api/v1/nodes/register', body),
     /** Renew the node credential; a rotated-away (previous-generation) credential needs signRenewProof's fields. */
     renew: (body?: { proofTime: number; proof: string }) => call<{ nodeId: string; generation: number; credential: string }>('POST', '/api/v1/nodes/renew', body),
     trust: () => call<TrustAnswer>('POST', '/api/v1/nodes/trust'),
     platform: () => call<PlatformInfo>('GET', '/api/v1/nodes/platform'),
-    audit: () => call<{ entries: AuditEntry[] }>('GET', '/api/v1/nodes/audit'),
+    /** The enrollment audit, newest first, a page at a time. */
+    audit: (opts: PageOptions = {}) => call<{ entries: AuditEntry[]; nextCursor: string | null }>('GET', `/api/v1/nodes/audit${queryString({ ...opts })}`),
     /** Refused for a healthy node (node-healthy) unless `force`. */
     remove: (name: string, opts: { force?: boolean } = {}) => call<{ nodeId: string; removed: boolean }>('DELETE', `/api/v1/nodes/${enc(name)}${opts.force ? '?force=true' : ''}`),
     revoke: (name: string) => call<{ nodeId: string; state: string }>('POST', `/api/v1/nodes/${enc(name)}/revoke`),

@@ -1,5 +1,6 @@
 // SDK: projects and the node's signed assignments.
 import type { Transport } from './http.ts'
+import { allPages, queryString, type PageOptions } from './paging.ts'
 import type { InferInput } from 'valibot'
 import type { ProjectSpec } from '../projects/spec.ts'
 import type { ProjectView as Project } from '../projects/service.ts'
@@ -11,7 +12,11 @@ export type DeployBody = InferInput<typeof ProjectSpec>
 export function projectsApi(call: Transport) {
   const enc = encodeURIComponent
   return {
-    list: () => call<{ projects: Project[] }>('GET', '/api/v1/projects'),
+    /** One page of projects in name order (`q`: name prefix). */
+    list: (opts: PageOptions & { q?: string } = {}) => call<{ projects: Project[]; nextCursor: string | null }>('GET', `/api/v1/projects${queryString({ ...opts })}`),
+    /** Every project, page after page. */
+    listAll: async (opts: { q?: string; limit?: number } = {}) =>
+      (await allPages((cursor) => call<{ projects: Project[]; nextCursor: string | null }>('GET', `/api/v1/projects${queryString({ ...opts, cursor })}`), (p) => p.projects)).items,
     deploy: (body: DeployBody) => call<Project>('POST', '/api/v1/projects', body),
     show: (name: string) => call<Project>('GET', `/api/v1/projects/${enc(name)}`),
     remove: (name: string) => call<{ name: string; removed: boolean }>('DELETE', `/api/v1/projects/${enc(name)}`),

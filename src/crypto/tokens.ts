@@ -3,7 +3,7 @@
 import { sha256 } from '@noble/hashes/sha2.js'
 import { hkdf } from '@noble/hashes/hkdf.js'
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
-import { timingSafeEqual } from 'node:crypto'
+import { createHash, timingSafeEqual } from 'node:crypto'
 
 export function randomBytes(n = 32): Uint8Array {
   return crypto.getRandomValues(new Uint8Array(n))
@@ -32,12 +32,13 @@ export function randomId(length = 16): string {
   return out
 }
 
+// The runtime's SHA-256 (BoringSSL): a certificate digest on every enroll, a token digest on every call.
 export function sha256Hex(data: string | Uint8Array): string {
-  return bytesToHex(sha256(typeof data === 'string' ? utf8ToBytes(data) : data))
+  return createHash('sha256').update(data).digest('hex')
 }
 
 export function sha256Bytes(data: string | Uint8Array): Uint8Array {
-  return sha256(typeof data === 'string' ? utf8ToBytes(data) : data)
+  return new Uint8Array(createHash('sha256').update(data).digest())
 }
 
 /** A 32-byte key derived from the master key for one named purpose. */

@@ -25,8 +25,8 @@ export class NodeCredentials {
     this.key = Buffer.from(deriveKey(masterKey, 'muster node credential v1'))
   }
 
-  private mac(name: string, certSha256: string, generation: number): string {
-    // node:crypto's HMAC: this runs on every heartbeat.
+  /** The mac of a credential (the heartbeat path caches it per node: src/fabric/heartbeat.ts). */
+  mac(name: string, certSha256: string, generation: number): string {
     return createHmac('sha256', this.key).update(`${name}\n${certSha256}\n${generation}`).digest('base64url')
   }
 

@@ -7,7 +7,7 @@ import { MusterError } from '../errors.ts'
 import type { PlatformOptions } from '../options.ts'
 import type { Db, Store } from '../store/db.ts'
 import { insertAudit, listAudit } from '../store/enroll-audit.ts'
-import { pendingEnrollments, revokePendingEnrollments } from '../store/join-tokens.ts'
+import { revokePendingEnrollments } from '../store/join-tokens.ts'
 import { deleteNodeWithTombstone, insertNode, updateNodeFields } from '../store/nodes.ts'
 import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS, type ParsedCredential } from './credentials.ts'
 import type { EnrollAnswer } from './enroll.ts'
@@ -16,7 +16,10 @@ import { RateLimiter } from './rate-limit.ts'
 import { KeyedLimit, RENEW_LIMIT } from './renew.ts'
 import { advanceGeneration } from '../store/node-generation.ts'
 import { DEFAULT_LIMITS, type EnrollmentEndpoint, type FabricOptions, type FabricPlatform, type NodeAnchors, type NodeInUseCheck, type NodeView } from './types.ts'
-import { compatibilityOf, Registry, type NodeEntry, type ReplicaStatus } from './registry.ts'
+import { Registry, type NodeEntry } from './registry.ts'
+import { listNodes, type NodePage, type NodeQuery } from './listing.ts'
+import { DEFAULT_LIMIT } from '../http/paging.ts'
+import { acceptHeartbeat, type HeartbeatAnswer, type HeartbeatBody } from './heartbeat.ts'
 import { TrustKeys } from './trust-keys.ts'
 import { startFabricLoops, trustSchedule } from './background.ts'
 import type { NodeFacingPlatform, PlatformView } from '../ha/platforms.ts'
@@ -42,6 +45,8 @@ export class Fabric {
   readonly inUseChecks: NodeInUseCheck[] = []
   /** Called after an accepted heartbeat that changed liveness, capacity or replica status (workloads listen here). */
   readonly heartbeatListeners: ((node: NodeEntry) => void)[] = []
+  /** The node's assignment revision, carried by the heartbeat answer (the projects service sets this). */
+  assignmentRevision: (node: string) => number | undefined = () => undefined
   /** Called when an operator changes a node (drain, revoke, remove, rebind); the change's answer waits for them. */
   readonly nodeChangeListeners: ((name: string) => void | Promise<void>)[] = []
   remoteDispatch: boolean
@@ -142,6 +147,7 @@ export class Fabric {
   /** The newest 500 entries of the last 30 days, whatever pruning has done yet. */
   async auditEntries() {
     return (await listAudit(this.db, this.now())).map((e) => ({
+      id: e.id,
       at: new Date(e.at).toISOString(),
       outcome: e.outcome,
       reason: e.reason,
@@ -233,20 +239,17 @@ export class Fabric {
 
   // ---- heartbeats ----------------------------------------------------------
 
-  async heartbeat(headers: Headers, body: { nodeId?: string; version?: string; capacity?: { cpuMillis: number; memoryMB: number }; replicas?: ReplicaStatus[] }) {
+  async heartbeat(headers: Headers, body: HeartbeatBody): Promise<HeartbeatAnswer> {
     const release = this.limits.heartbeat.admit()
     try {
-      const n = await this.nodeForHeartbeat(headers, body.nodeId)
-      const changed = this.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
-      if (changed) for (const l of this.heartbeatListeners) l(n)
-      const { state, reason } = this.registry.state(n)
-      return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: this.nodeSettings(n).drained, platforms: this.platforms() }
+      return acceptHeartbeat(this, await this.nodeForHeartbeat(headers, body.nodeId), body)
     } finally {
       release()
     }
   }
 
-  private async nodeForHeartbeat(headers: Headers, nodeId: string | undefined): Promise<NodeEntry> {
+  /** The general path (the dedicated route tries src/fabric/heartbeat.ts first): every way to authenticate a heartbeat. */
+  async nodeForHeartbeat(headers: Headers, nodeId: string | undefined): Promise<NodeEntry> {
     const bearer = bearerToken(headers) ?? ''
     if (bearer.startsWith('mnc_')) {
       if (this.options.nodeAuth === 'legacy') throw new MusterError('forbidden', 'This Platform runs with --node-auth legacy: node credentials are not accepted.')
@@ -349,36 +352,9 @@ export class Fabric {
 
   // ---- listing -------------------------------------------------------------
 
-  async listNodes() {
-    const now = this.now()
-    const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString())
-    const nodes: NodeView[] = [...this.registry.nodes.values()].map((n) => {
-      const { state, reason } = this.registry.state(n)
-      const settings = this.nodeSettings(n)
-      return {
-        name: n.name,
-        state,
-        ...(reason ? { reason } : {}),
-        compatibility: compatibilityOf(n.version),
-        version: n.version,
-        certificateSha256: n.certSha256,
-        agentId: `agent-${n.name}`,
-        lastSeenAt: iso(n.lastSeenAt),
-        url: n.url,
-        auth: n.auth,
-        drained: settings.drained,
-        labels: settings.labels,
-        declared: settings.declared,
-        capacity: n.cpuMillis !== null ? { cpuMillis: n.cpuMillis, memoryMB: n.memoryMB } : null,
-      }
-    })
-    nodes.sort((a, b) => a.name.localeCompare(b.name))
-    // The local node is listed only when it runs (serve --local-node; SPEC §16.6).
-    if (this.localNode) nodes.unshift(this.localNode())
-    return {
-      nodes,
-      pendingEnrollments: (await pendingEnrollments(this.db, now)).map((t) => ({ nodeId: t.node_id!, expiresAt: new Date(t.expires_at).toISOString() })),
-    }
+  /** One page of the node listing (src/fabric/listing.ts). */
+  listNodes(query: NodeQuery = { limit: DEFAULT_LIMIT }): Promise<NodePage> {
+    return listNodes(this, query)
   }
 
   /** The Platform's own node when it runs (serve --local-node): the Platform sets its view here. */
@@ -387,7 +363,8 @@ export class Fabric {
   /** `nodes platform`: where nodes enroll, the pins, the CA's lifetime and warnings (a CA with a year or less left). */
   async platformInfo() {
     const pki = this.platform.pki
-    const [about, warning] = [(ca: { pin: string; notAfter: Date }) => ({ fingerprint: ca.pin, notAfter: ca.notAfter.toISOString() }), caWarning(pki.ca, this.now())]
+    const about = (ca: { pin: string; notAfter: Date }) => ({ fingerprint: ca.pin, notAfter: ca.notAfter.toISOString() })
+    const warning = caWarning(pki.ca, this.now())
     return {
       remoteDispatch: this.remoteDispatch,
       enrollment: this.enrollment,

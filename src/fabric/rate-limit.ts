@@ -30,6 +30,18 @@ export class RateLimiter {
 
   /** Admits one request or throws 429 rate-limited with Retry-After; call the returned release when done. */
   admit(): () => void {
+    this.enter()
+    let released = false
+    return () => {
+      if (!released) {
+        released = true
+        this.inFlight--
+      }
+    }
+  }
+
+  /** admit() without the release closure (the heartbeat path): call leave() when done. */
+  enter(): void {
     const now = this.now()
     // A clock that steps back (NTP, a test) neither drains the bucket nor refills it twice.
     if (now > this.last) {
@@ -40,13 +52,10 @@ export class RateLimiter {
     if (this.tokens < 1) throw this.refusal((1 - this.tokens) / this.opts.perSecond)
     this.tokens -= 1
     this.inFlight++
-    let released = false
-    return () => {
-      if (!released) {
-        released = true
-        this.inFlight--
-      }
-    }
+  }
+
+  leave(): void {
+    this.inFlight--
   }
 
   private refusal(seconds: number): MusterError {

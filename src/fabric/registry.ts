@@ -1,7 +1,9 @@
 // The node registry: every node in memory (the hot path reads only memory),
 // structural changes written through at once, heartbeats batched to disk.
 import type { Db } from '../store/db.ts'
-import { allNodes, getNode, heartbeatsSince, updateNodeFields, writeHeartbeats, type HeartbeatRow, type NodeRow } from '../store/nodes.ts'
+import { getNode, heartbeatsSince, updateNodeFields, type HeartbeatRow, type NodeRow } from '../store/nodes.ts'
+import { writeHeartbeatBatch } from '../store/heartbeats.ts'
+import { registryRows } from '../store/registry-rows.ts'
 import { log } from '../log.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
 import { labelsFromJson, type Labels } from './labels.ts'
@@ -92,9 +94,11 @@ export class Registry {
 
   static async load(db: Db, now: () => number, staleAfterMs: number): Promise<Registry> {
     const r = new Registry(db, now, staleAfterMs)
-    for (const row of await allNodes(db)) {
-      r.nodes.set(row.name, fromRow(row))
-      r.syncedTo = Math.max(r.syncedTo, row.last_seen_at ?? 0)
+    for await (const rows of registryRows(db)) {
+      for (const row of rows) {
+        r.nodes.set(row.name, fromRow(row))
+        r.syncedTo = Math.max(r.syncedTo, row.last_seen_at ?? 0)
+      }
     }
     return r
   }
@@ -130,7 +134,7 @@ export class Registry {
     }
     this.dirty.clear()
     try {
-      await writeHeartbeats(this.db, beats)
+      await writeHeartbeatBatch(this.db, beats)
     } catch (e) {
       for (const b of beats) this.dirty.add(b.name) // kept for the next flush
       throw e
@@ -166,6 +170,13 @@ export class Registry {
     return this.nodes.get(name)
   }
 
+  /** Node names in code-unit order (listings page through it); made again after a node comes or goes. */
+  sortedNames(): readonly string[] {
+    this.sorted ??= [...this.nodes.keys()].sort()
+    return this.sorted
+  }
+  private sorted: string[] | null = null
+
   /** Sets one node from a store row (null: it is gone). */
   reload(row: NodeRow | null, name: string): void {
     if (row) {
@@ -173,8 +184,9 @@ export class Registry {
       const fresh = fromRow(row)
       // A heartbeat this Platform holds but has not flushed is newer than the row.
       if (had?.lastSeenAt && (fresh.lastSeenAt ?? 0) < had.lastSeenAt) Object.assign(fresh, { lastSeenAt: had.lastSeenAt, version: had.version, cpuMillis: had.cpuMillis, memoryMB: had.memoryMB, replicas: had.replicas })
+      if (!had) this.sorted = null
       this.nodes.set(name, { ...fresh, probe: had?.probe })
-    } else this.nodes.delete(name)
+    } else if (this.nodes.delete(name)) this.sorted = null
   }
 
   /** Reads one node again from the store (another Platform may have changed it). */
@@ -216,7 +228,7 @@ export class Registry {
     return n.lastSeenAt !== null && this.now() - n.lastSeenAt <= this.staleAfterMs
   }
 
-  state(n: NodeEntry): { state: NodeStateName; reason?: string } {
+  state(n: NodeEntry): { readonly state: NodeStateName; readonly reason?: string } {
     if (n.revokedAt !== null) return { state: 'revoked' }
     if (n.lastSeenAt === null) return { state: 'enrolled', reason: 'no heartbeat yet' }
     if (this.now() - n.lastSeenAt > this.staleAfterMs) return { state: 'unreachable', reason: `no heartbeat for ${Math.round((this.now() - n.lastSeenAt) / 1000)}s` }
@@ -224,6 +236,9 @@ export class Registry {
       if (!n.probe) return { state: 'unreachable', reason: 'health probe pending' }
       if (!n.probe.ok) return { state: 'unreachable', reason: n.probe.reason ?? 'health probe failed' }
     }
-    return { state: 'ready' }
+    return READY
   }
 }
+
+/** One object for the common answer (state runs on every heartbeat and for every node listed). */
+const READY: { readonly state: 'ready' } = Object.freeze({ state: 'ready' })

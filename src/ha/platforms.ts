@@ -83,10 +83,16 @@ export class PlatformRegistry {
 
   /** The live Platforms' node-facing URLs (this one always included). */
   nodeFacing(): NodeFacingPlatform[] {
+    // Every heartbeat answer carries this list: it is rebuilt only when the live rows or this Platform's URLs change.
     const s = this.self()
+    const c = this.facing
+    if (c && c.live === this.live && c.apiUrl === s.apiUrl && c.enrollmentUrl === s.enrollmentUrl) return c.list
     const rows = this.live.some((r) => r.id === this.id) ? this.live : [...this.live, { id: this.id, api_url: s.apiUrl, enrollment_url: s.enrollmentUrl } as PlatformRow]
-    return rows.map((r) => ({ id: r.id, url: r.api_url, ...(r.enrollment_url ? { enrollmentUrl: r.enrollment_url } : {}) }))
+    const list = rows.map((r) => ({ id: r.id, url: r.api_url, ...(r.enrollment_url ? { enrollmentUrl: r.enrollment_url } : {}) }))
+    this.facing = { live: this.live, apiUrl: s.apiUrl, enrollmentUrl: s.enrollmentUrl, list }
+    return list
   }
+  private facing: { live: PlatformRow[]; apiUrl: string; enrollmentUrl: string | null | undefined; list: NodeFacingPlatform[] } | undefined
 
   /** For operators (`muster nodes platform`): the live Platforms and the loops each runs. */
   async view(): Promise<PlatformView[]> {

@@ -11,7 +11,7 @@ import type { PlatformOptions } from '../options.ts'
 import type { Pki } from '../pki/pki.ts'
 import { ensureServerCert } from '../pki/server-cert.ts'
 import type { Vault } from '../vault.ts'
-import { ApiServer, type ApiServerOptions, type ApiTls } from './api-server.ts'
+import { ApiServer, type ApiHandler, type ApiRoutes, type ApiServerOptions, type ApiTls } from './api-server.ts'
 
 export class ApiEndpoint {
   /** The API serves HTTPS: --tls-cert, or a certificate from the Platform CA when it binds a non-loopback address. */
@@ -30,15 +30,18 @@ export class ApiEndpoint {
     this.secure = Boolean(options.tlsCert) || !isLoopback(options.host ?? '127.0.0.1')
   }
 
-  async start(fetch: ApiServerOptions['fetch'], error: ApiServerOptions['error']): Promise<void> {
+  /** `routes` are served ahead of `fetch` and get it for what they leave to it (the renewal check runs on the tick as well). */
+  async start(fetch: ApiServerOptions['fetch'], error: ApiServerOptions['error'], routes?: (fallback: ApiHandler) => ApiRoutes): Promise<void> {
+    const checked: ApiHandler = (req, server) => {
+      if (this.deps.now() >= this.renewAt) void this.renew()
+      return fetch(req, server)
+    }
     const api = new ApiServer({
       host: this.options.host ?? '127.0.0.1',
       port: this.options.port ?? 7380,
-      fetch: (req, server) => {
-        if (this.deps.now() >= this.renewAt) void this.renew()
-        return fetch(req, server)
-      },
+      fetch: checked,
       error,
+      ...(routes ? { routes: routes(checked) } : {}),
     })
     api.start(await this.tls())
     this.api = api

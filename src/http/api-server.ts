@@ -17,7 +17,12 @@ export interface ApiServerOptions {
   fetch: (req: Request, server: Server<unknown>) => Response | Promise<Response>
   /** The last net behind the application's own error mapping. */
   error?: (e: Error) => Response
+  /** Routes Bun's router serves ahead of `fetch` (the heartbeat: src/http/heartbeat.ts). */
+  routes?: ApiRoutes
 }
+
+export type ApiHandler = (req: Request, server: Server<unknown>) => Response | Promise<Response>
+export type ApiRoutes = Record<string, Partial<Record<'GET' | 'POST' | 'PUT' | 'DELETE', ApiHandler>>>
 
 export class ApiServer {
   private server: Server<unknown> | undefined
@@ -41,6 +46,7 @@ export class ApiServer {
         maxRequestBodySize: 1024 * 1024,
         idleTimeout: 120, // assignment long polls hold a request for up to a minute
         tls,
+        ...(this.options.routes ? { routes: this.options.routes } : {}),
         fetch: this.options.fetch,
         ...(this.options.error ? { error: this.options.error } : {}),
       })

@@ -93,15 +93,13 @@ export function place(projects: ProjectSpec[], nodes: PlacementNode[], previous:
     for (let r = 0; r < spec.replicas; r++) {
       let node = kept.get(key(spec.name, r)) ?? null
       if (!node) {
-        const candidates = allowed.filter((n) => fits(n, spec))
-        candidates.sort(
-          (a, b) =>
-            (mine.get(a) ?? 0) - (mine.get(b) ?? 0) ||
-            (count.get(a) ?? 0) - (count.get(b) ?? 0) ||
-            free.get(b)!.cpu - free.get(a)!.cpu ||
-            a.localeCompare(b),
-        )
-        node = candidates[0] ?? null
+        // The first of the fitting nodes in this order (one pass, not a sort: 100,000 nodes are many).
+        const before = (a: string, b: string) =>
+          (mine.get(a) ?? 0) - (mine.get(b) ?? 0) ||
+          (count.get(a) ?? 0) - (count.get(b) ?? 0) ||
+          free.get(b)!.cpu - free.get(a)!.cpu ||
+          a.localeCompare(b)
+        for (const n of allowed) if (fits(n, spec) && (node === null || before(n, node) < 0)) node = n
         if (node) {
           take(node, spec)
           mine.set(node, (mine.get(node) ?? 0) + 1)

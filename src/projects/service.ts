@@ -113,6 +113,7 @@ export class Projects {
     this.db = ctx.store
     this.now = ctx.now
     this.lease = ctx.leases.lease('placement')
+    fabric.assignmentRevision = (node) => this.wanted.get(node)?.revision ?? 0
     fabric.inUseChecks.push((node) => {
       const here = this.placements.filter((p) => p.node === node)
       return here.length ? `${here.length} replica(s) of ${[...new Set(here.map((p) => p.project))].join(', ')} are placed there` : null
@@ -266,10 +267,21 @@ export class Projects {
     return run
   }
 
-  /** Places (on the Platform holding the placement lease), after whatever runs now. */
+  /**
+   * Places (on the Platform holding the placement lease), after whatever runs now.
+   * One that has not started yet will see this change too: a burst (1,000 nodes
+   * enrolling) costs one pass, not one each.
+   */
   reconcile(): Promise<void> {
-    return this.enqueue(() => this.reconcileOnce())
+    if (this.queued) return this.queued
+    const run = this.enqueue(() => {
+      this.queued = undefined
+      return this.reconcileOnce()
+    })
+    this.queued = run
+    return run
   }
+  private queued: Promise<void> | undefined
 
   /** Reads projects, placements and assignments from the store; wakes the long polls whose revision moved. */
   private async load(): Promise<void> {
@@ -294,8 +306,16 @@ export class Projects {
     for (const done of this.waiters.get(node) ?? []) done()
   }
 
+  /** Some node's current document lists replicas (or is an old one that kept none). */
+  private assignedAnywhere(): boolean {
+    for (const w of this.wanted.values()) if (w.replicas === null || w.replicas.length > 0) return true
+    return false
+  }
+
   private async reconcileOnce(): Promise<void> {
     this.dirty = false
+    // Nothing deployed, nothing placed, every document sent out empty: nothing to do (a pass costs O(nodes)).
+    if (this.projects.size === 0 && this.placements.length === 0 && !this.assignedAnywhere()) return
     const specs = [...this.projects.values()].map((p) => ({ name: p.name, replicas: p.replicas, cpu: p.cpu, memory: p.memory, nodeLabels: p.nodeLabels, allowLocal: mayRunOnLocal(p) }))
     const result = place(specs, this.placementNodes(), this.placements)
     this.result = result

@@ -29,7 +29,7 @@ describe('the local node through dist/muster', () => {
       const env = { MUSTER_URL: serve.url, MUSTER_TOKEN: await token(data, 'superadmin', 'admin') }
       const list = await runMuster(['nodes', 'list', '--json'], { env })
       expect(list.code).toBe(0)
-      expect(JSON.parse(list.stdout)).toEqual({ nodes: [], pendingEnrollments: [] })
+      expect(JSON.parse(list.stdout)).toEqual({ nodes: [], pendingEnrollments: [], nextCursor: null, counts: { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 } })
     }
   })
 

@@ -79,6 +79,10 @@ describe.each(ENGINES)('on %s', (engine) => {
         ['b1', { role: 'build' }, true, true],
         ['free', { zone: 'a' }, false, false],
       ])
+      // the listing's label filter selects by the labels it shows (the file's win over what b1 reported)
+      expect((await p.client.nodes.list({ label: 'role=build' })).nodes.map((n) => n.name)).toEqual(['b1'])
+      expect((await p.client.nodes.list({ label: 'role=general' })).counts.total).toBe(0)
+      expect((await p.client.nodes.list({ label: 'zone=a' })).nodes.map((n) => n.name)).toEqual(['free'])
       // the heartbeat answer says drained too, and an operator cannot undo a declared drain
       const cred = ((await ok.json()) as { credential: string }).credential
       const hb = await fetch(`${p.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${cred}`, 'content-type': 'application/json' }, body: JSON.stringify({ version: VERSION, capacity: { cpuMillis: 4000, memoryMB: 4096 } }) })

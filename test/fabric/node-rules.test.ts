@@ -114,7 +114,7 @@ describe.each(ENGINES)('on %s', (engine) => {
         const viaListener = await pinnedFetch(`${p.enrollUrl}/api/v1/nodes/trust`, { method: 'POST', headers: { authorization: `Bearer ${token}` } }, { fingerprint: p.fingerprint })
         expect(viaListener.status).toBe(403)
       }
-      expect(await p.client.projects.list()).toEqual({ projects: [] }) // nothing was deployed
+      expect(await p.client.projects.list()).toEqual({ projects: [], nextCursor: null }) // nothing was deployed
       // enroll takes it (in the body, with or without the header)
       const r = await fetch(`${p.url}/api/v1/nodes/enroll`, {
         method: 'POST',

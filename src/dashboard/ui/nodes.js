@@ -1,18 +1,27 @@
-// Nodes panel: the registry (GET /api/v1/nodes), pending enrollments, fleet
-// join tokens, the enrollment audit, and the operator's verbs on a node
-// (revoke, drain, remove). Adding a machine lives in add-machine.js.
+// Nodes panel: the registry (GET /api/v1/nodes, a page of PAGE nodes at a
+// time, searched by name prefix and filtered by state, with the counts by
+// state over the whole fleet), pending enrollments, fleet join tokens, the
+// enrollment audit, and the operator's verbs on a node (revoke, drain, remove).
+// Adding a machine lives in add-machine.js.
 import { act, ago, api, badge, code, failure, h, modal, notice, panelHead, table, until } from './lib.js'
 import { addMachineForm } from './add-machine.js'
 
 const REFRESH_MS = 10_000
+const PAGE = 100
+const STATES = ['ready', 'unreachable', 'enrolled', 'revoked']
 let timer = null
 let parts = null
+/** Which page is shown: the search, the state, the cursor of this page and those before it. */
+let view = { q: '', state: '', cursor: undefined, back: [] }
 
 export function show(section) {
   parts = {
     dispatch: h('div'),
     flash: h('div', { class: 'flash', 'aria-live': 'polite' }),
+    filters: filterBar(),
+    counts: h('p', { class: 'counts muted', 'aria-live': 'polite' }),
     nodes: h('div', {}, h('p', { class: 'muted' }, 'Loading…')),
+    pager: h('div', { class: 'pager' }),
     pending: h('div'),
     tokens: h('div'),
     audit: h('div'),
@@ -23,7 +32,10 @@ export function show(section) {
     parts.dispatch,
     parts.add.el,
     parts.flash,
+    parts.filters,
+    parts.counts,
     parts.nodes,
+    parts.pager,
     h('h3', {}, 'Pending enrollments'),
     parts.pending,
     h('h3', {}, 'Fleet join tokens'),
@@ -31,8 +43,61 @@ export function show(section) {
     h('h3', {}, 'Enrollment audit'),
     parts.audit,
   )
+  view = { q: '', state: '', cursor: undefined, back: [] }
   load()
   timer = setInterval(load, REFRESH_MS)
+}
+
+function filterBar() {
+  const search = h('input', { type: 'search', name: 'q', placeholder: 'Name starts with…', autocomplete: 'off', 'aria-label': 'Search nodes by name' })
+  const state = h('select', { name: 'state', 'aria-label': 'Show nodes in state' }, h('option', { value: '' }, 'Every state'), STATES.map((s) => h('option', { value: s }, s)))
+  let typing = null
+  const apply = () => {
+    view = { q: search.value.trim().toLowerCase(), state: state.value, cursor: undefined, back: [] }
+    load()
+  }
+  search.addEventListener('input', () => {
+    clearTimeout(typing)
+    typing = setTimeout(apply, 250)
+  })
+  state.addEventListener('change', apply)
+  return h('div', { class: 'filters' }, search, ' ', state)
+}
+
+function nodesPath() {
+  const q = new URLSearchParams({ limit: String(PAGE) })
+  if (view.q) q.set('q', view.q)
+  if (view.state) q.set('state', view.state)
+  if (view.cursor) q.set('cursor', view.cursor)
+  return `/api/v1/nodes?${q}`
+}
+
+function renderCounts(p, counts) {
+  const n = (x) => x.toLocaleString('en')
+  p.counts.replaceChildren(
+    h('strong', { 'data-count': 'total' }, n(counts.total)),
+    counts.total === 1 ? ' node' : ' nodes',
+    view.q ? ` named ${view.q}…` : '',
+    ': ',
+    ...STATES.flatMap((s, i) => [i ? ' · ' : '', h('span', { 'data-count': s }, n(counts[s])), ` ${s}`]),
+  )
+}
+
+function renderPager(p, list) {
+  const prev = h('button', { type: 'button', class: 'small', disabled: view.back.length === 0 }, 'Previous page')
+  const next = h('button', { type: 'button', class: 'small', disabled: list.nextCursor === null }, 'Next page')
+  prev.addEventListener('click', () => {
+    view = { ...view, cursor: view.back.at(-1), back: view.back.slice(0, -1) }
+    load()
+  })
+  next.addEventListener('click', () => {
+    view = { ...view, cursor: list.nextCursor, back: [...view.back, view.cursor] }
+    load()
+  })
+  const first = view.back.length * PAGE + 1
+  const shown = list.nodes.length ? `${first}–${first + list.nodes.length - 1}` : '0'
+  if (list.nextCursor === null && view.back.length === 0) p.pager.replaceChildren()
+  else p.pager.replaceChildren(prev, ' ', h('span', { class: 'muted small' }, `Showing ${shown}`), ' ', next)
 }
 
 export function hide() {
@@ -41,24 +106,31 @@ export function hide() {
   parts = null
 }
 
+let loads = 0
+/** The node page first, as soon as it arrives; the platform, tokens and audit after. */
 async function load() {
   const p = parts
   if (!p) return
-  const [list, platform, tokens, audit] = await Promise.allSettled([
-    api('GET', '/api/v1/nodes'),
-    api('GET', '/api/v1/nodes/platform'),
-    api('GET', '/api/v1/join-tokens'),
-    api('GET', '/api/v1/nodes/audit'),
-  ])
-  if (p !== parts) return // the panel was left or rebuilt meanwhile
-  renderDispatch(p, platform)
+  const mine = ++loads
+  const current = () => p === parts && mine === loads // the panel was not left or rebuilt, and no newer page was asked for
+  const page = Promise.allSettled([api('GET', nodesPath())])
+  const others = Promise.allSettled([api('GET', '/api/v1/nodes/platform'), api('GET', '/api/v1/join-tokens'), api('GET', '/api/v1/nodes/audit?limit=20')])
+  const [list] = await page
+  if (!current()) return
   if (list.status === 'rejected') {
     p.nodes.replaceChildren(failure(list.reason, 'server.nodes.view', 'to see the nodes'))
     p.pending.replaceChildren()
+    p.counts.replaceChildren()
+    p.pager.replaceChildren()
   } else {
+    renderCounts(p, list.value.counts)
     p.nodes.replaceChildren(nodesTable(list.value.nodes))
+    renderPager(p, list.value)
     p.pending.replaceChildren(pendingTable(list.value.pendingEnrollments))
   }
+  const [platform, tokens, audit] = await others
+  if (!current()) return
+  renderDispatch(p, platform)
   p.tokens.replaceChildren(tokens.status === 'rejected' ? failure(tokens.reason, 'server.nodes.view', 'to see join tokens') : tokensTable(tokens.value.tokens))
   p.audit.replaceChildren(audit.status === 'rejected' ? failure(audit.reason, 'server.nodes.manage', 'to see the enrollment audit') : auditTable(audit.value.entries))
 }
@@ -95,7 +167,7 @@ function nodesTable(nodes) {
       h('td', { class: 'row-actions' }, n.auth === 'local' ? h('span', { class: 'muted small' }, 'this Platform') : nodeActions(n)),
     ),
   )
-  return table(['Name', 'State', 'Compatibility', 'Version', 'Last seen', 'Labels', ''], rows, 'No nodes yet.')
+  return table(['Name', 'State', 'Compatibility', 'Version', 'Last seen', 'Labels', ''], rows, view.q || view.state ? 'No node matches.' : 'No nodes yet.')
 }
 
 function nodeActions(n) {

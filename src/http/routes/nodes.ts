@@ -7,6 +7,8 @@ import { renewCredential } from '../../fabric/renew.ts'
 import { createFleetToken, issueEnrollment, listFleetTokenViews, revokeJoinTokenById } from '../../fabric/join-tokens.ts'
 import { NAME_PATTERN } from '../../fabric/glob.ts'
 import { NodeName, parseBody } from '../validate.ts'
+import { nodeQuery } from '../../fabric/listing.ts'
+import { auditPage } from '../pages.ts'
 import { MusterError } from '../../errors.ts'
 import type { Permission } from '../../auth/permissions.ts'
 
@@ -32,7 +34,7 @@ const ReplicaStatus = v.object({
   exitCode: v.optional(v.nullable(v.number())),
   revision: v.optional(v.number()),
 })
-const Register = v.object({
+export const Register = v.object({
   nodeId: v.optional(NodeName),
   version: v.optional(v.pipe(v.string(), v.regex(/^\d{1,6}\.\d{1,6}\.\d{1,6}([-+][0-9A-Za-z.-]{1,64})?$/, 'expected X.Y.Z'))),
   capacity: v.optional(Capacity),
@@ -56,7 +58,7 @@ export const nodeRoutes = (platform: Services) => {
     return params.name
   }
   return new Elysia({ name: 'routes/nodes', prefix: '/api/v1' })
-    .get('/nodes', ({ request }) => need(request, 'server.nodes.view').then(() => fabric.listNodes()))
+    .get('/nodes', ({ request, query }) => need(request, 'server.nodes.view').then(() => fabric.listNodes(nodeQuery(query))))
     .post('/nodes/enrollments', async ({ request, body }) => {
       await need(request, 'server.nodes.enroll')
       const b = parseBody(CreateEnrollment, body)
@@ -73,7 +75,7 @@ export const nodeRoutes = (platform: Services) => {
     .post('/nodes/renew', ({ request, body }) => renewCredential(fabric, request.headers, body))
     .post('/nodes/trust', () => fabric.trustKeys())
     .get('/nodes/platform', ({ request }) => need(request, 'server.nodes.view').then(() => fabric.platformInfo()))
-    .get('/nodes/audit', ({ request }) => need(request, 'server.nodes.manage').then(async () => ({ entries: await fabric.auditEntries() })))
+    .get('/nodes/audit', ({ request, query }) => need(request, 'server.nodes.manage').then(() => auditPage(fabric, query)))
     .delete('/nodes/:name', ({ request, params, query }) => need(request, 'server.nodes.manage').then(() => fabric.remove(name(params), forceOf(query.force))))
     .post('/nodes/:name/revoke', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.revoke(name(params))))
     .post('/nodes/:name/rotate', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.rotate(name(params))))

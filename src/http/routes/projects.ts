@@ -5,6 +5,7 @@ import type { Services } from '../../services.ts'
 import { parseBody } from '../validate.ts'
 import { ProjectSpec } from '../../projects/spec.ts'
 import { projectFor } from '../../projects/redact.ts'
+import { projectPage } from '../pages.ts'
 
 export const projectRoutes = (platform: Services) => {
   const projects = () => platform.projects
@@ -14,9 +15,9 @@ export const projectRoutes = (platform: Services) => {
     return name
   }
   return new Elysia({ name: 'routes/projects', prefix: '/api/v1' })
-    .get('/projects', async ({ request }) => {
+    .get('/projects', async ({ request, query }) => {
       const { role } = await need(request, 'server.projects.view')
-      return { projects: projects().list().projects.map((p) => projectFor(p, role)) }
+      return projectPage(projects().list().projects, query, (p) => projectFor(p, role))
     })
     .post('/projects', async ({ request, body }) => {
       const who = await need(request, 'server.projects.manage')

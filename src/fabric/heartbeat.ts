@@ -1,0 +1,105 @@
+// The heartbeat's hot path (issue 16): what every node does every few seconds,
+// kept apart from the rest of the fabric so it stays small and cheap.
+// - The credential check reads only memory and allocates nothing when the
+//   credential is a node's current one: the expected mac is computed once per
+//   node and generation, and compared character by character in constant time.
+// - Anything unusual (a previous generation in its grace hour, a node this
+//   Platform has not loaded, the legacy fleet token, a malformed header)
+//   returns undefined, and the caller takes Fabric's general path, which
+//   answers exactly as before.
+import type { Fabric } from './fabric.ts'
+import type { NodeEntry, ReplicaStatus } from './registry.ts'
+import type { NodeFacingPlatform } from '../ha/platforms.ts'
+
+export interface HeartbeatBody {
+  nodeId?: string
+  version?: string
+  capacity?: { cpuMillis: number; memoryMB: number }
+  replicas?: ReplicaStatus[]
+}
+
+export interface HeartbeatAnswer {
+  nodeId: string
+  state: string
+  reason?: string
+  generation: number
+  drained: boolean
+  /** The revision of the node's assignments: the Agent fetches them only when this moves. */
+  assignmentRevision?: number
+  /** The live Platforms sharing the store, for the Agent's failover (a list kept by the Platform, not built per beat). */
+  platforms?: NodeFacingPlatform[]
+}
+
+/** The mac a node's current credential carries, per node entry (entries are replaced when generation or certificate change). */
+const expected = new WeakMap<NodeEntry, { generation: number; certSha256: string; mac: string }>()
+
+const PREFIX = 'Bearer mnc_'
+const MAC_LENGTH = 43
+
+function isMacChar(c: number): boolean {
+  return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 45 || c === 95
+}
+
+/**
+ * The node whose current credential is in `authorization` ("Bearer mnc_…"),
+ * when everything about it is ordinary; undefined sends the request down the
+ * general path (which refuses or accepts it with its own answers).
+ */
+export function currentNode(fabric: Fabric, authorization: string, nodeId: string | undefined): NodeEntry | undefined {
+  if (fabric.options.nodeAuth === 'legacy' || !authorization.startsWith(PREFIX)) return undefined
+  const end = authorization.length
+  const macStart = end - MAC_LENGTH
+  // name: [a-z0-9][a-z0-9-]{0,62}
+  let i = PREFIX.length
+  const first = authorization.charCodeAt(i)
+  if (!((first >= 97 && first <= 122) || (first >= 48 && first <= 57))) return undefined
+  for (i++; i < macStart; i++) {
+    const c = authorization.charCodeAt(i)
+    if (c === 46) break
+    if (!((c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 45)) return undefined
+  }
+  const nameEnd = i
+  if (nameEnd - PREFIX.length > 63 || authorization.charCodeAt(nameEnd) !== 46) return undefined
+  // generation: 1-9 digits without a leading zero (other spellings take the general path)
+  let generation = 0
+  for (i = nameEnd + 1; i < macStart - 1; i++) {
+    const c = authorization.charCodeAt(i)
+    if (c < 48 || c > 57 || (c === 48 && i === nameEnd + 1)) return undefined
+    generation = generation * 10 + (c - 48)
+  }
+  if (i !== macStart - 1 || i === nameEnd + 1 || i - nameEnd - 1 > 9 || authorization.charCodeAt(i) !== 46) return undefined
+  const n = fabric.registry.get(authorization.slice(PREFIX.length, nameEnd))
+  if (n === undefined || n.certSha256 === null || n.revokedAt !== null || n.generation !== generation) return undefined
+  if (nodeId !== undefined && nodeId !== '' && nodeId !== n.name) return undefined
+  let cached = expected.get(n)
+  if (cached === undefined || cached.generation !== n.generation || cached.certSha256 !== n.certSha256) {
+    cached = { generation: n.generation, certSha256: n.certSha256, mac: fabric.credentials.mac(n.name, n.certSha256, n.generation) }
+    expected.set(n, cached)
+  }
+  // Constant time over the 43 characters, whatever they are.
+  const mac = cached.mac
+  let diff = 0
+  let shape = 0
+  for (let k = 0; k < MAC_LENGTH; k++) {
+    const c = authorization.charCodeAt(macStart + k)
+    diff |= c ^ mac.charCodeAt(k)
+    shape |= isMacChar(c) ? 0 : 1
+  }
+  return diff === 0 && shape === 0 ? n : undefined
+}
+
+/** Records an authenticated node's heartbeat and makes the answer (both paths end here). */
+export function acceptHeartbeat(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): HeartbeatAnswer {
+  const changed = fabric.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
+  if (changed) for (const l of fabric.heartbeatListeners) l(n)
+  const { state, reason } = fabric.registry.state(n)
+  // The nodes file's drain wins over the node's own (Fabric.nodeSettings); one map look-up.
+  const drained = fabric.declared.get(n.name)?.drained ?? n.drained
+  // Built field by field, in this order, without spreads (this runs on every heartbeat).
+  const answer: HeartbeatAnswer = reason ? { nodeId: n.name, state, reason, generation: n.generation, drained } : { nodeId: n.name, state, generation: n.generation, drained }
+  const assignmentRevision = fabric.assignmentRevision(n.name)
+  if (assignmentRevision !== undefined) answer.assignmentRevision = assignmentRevision
+  const platforms = fabric.platforms()
+  if (platforms.length > 0) answer.platforms = platforms
+  return answer
+}
