@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { dataDirArg, intArg, multiArg, UsageError } from './_args.ts'
+import { ENGINE_ENV } from '../src/swap/protocol.ts'
 
 export default defineCommand({
   meta: { name: 'serve', description: 'Run a Platform: the node registry, enrollment authority and API' },
@@ -39,6 +40,13 @@ export default defineCommand({
         throw new UsageError(`--database: this build keeps its store in the data directory (sqlite://${resolve(dataDir, 'muster.db')}); PostgreSQL and other locations are not available`)
       }
     }
+    // `muster serve` itself supervises (src/swap/supervisor.ts): it holds the lock and runs this same command line as its engine.
+    const role = process.env[ENGINE_ENV]
+    delete process.env[ENGINE_ENV]
+    if (role !== 'first' && role !== 'takeover') {
+      const { supervise } = await import('../src/swap/supervisor.ts')
+      process.exit(await supervise(dataDir))
+    }
     await serve({
       dataDir,
       host: args.host,
@@ -59,6 +67,6 @@ export default defineCommand({
         burst: intArg(args, 'enroll-burst', 1, 10_000_000) ?? 1000,
         maxInFlight: intArg(args, 'enroll-in-flight', 1, 100_000) ?? 256,
       },
-    })
+    }, role)
   },
 })

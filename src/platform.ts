@@ -19,6 +19,9 @@ import type { RateLimitOptions } from './fabric/rate-limit.ts'
 import { ReadinessProber } from './fabric/probe.ts'
 import { EnrollmentListener } from './listener/listener.ts'
 import { FileVault, type Vault } from './vault.ts'
+import { RequestGate } from './swap/gate.ts'
+import { assertPortFree } from './swap/ports.ts'
+import { steerToNewest } from './swap/steer.ts'
 
 export interface PlatformOptions {
   dataDir: string
@@ -46,6 +49,8 @@ export interface PlatformOptions {
   enrollLimit?: RateLimitOptions
   /** How long an unreachable node keeps its replicas before they move (default 60 s). */
   rescheduleGraceMs?: number
+  /** An engine swap: the ports are in use by the old engine, which drains once this one steers them here. */
+  takeover?: boolean
 }
 
 export const MASTER_KEY_FILE = 'platform/master.key'
@@ -63,6 +68,8 @@ export class Platform {
   projects!: Projects
   listener: EnrollmentListener | undefined
   prober!: ReadinessProber
+  /** Every request to either port passes here; an engine swap holds and forwards them. */
+  readonly gate = new RequestGate()
   private server: Server<unknown> | undefined
   private readonly closers: (() => void | Promise<void>)[] = []
 
@@ -142,25 +149,37 @@ export class Platform {
   }
   private appInstance: ReturnType<typeof createApp> | undefined
 
+  /** A request to this Platform, from either port: the application, or the next engine during a swap. */
+  handle(req: Request): Promise<Response> {
+    return Promise.resolve(this.gate.handle(req, (r) => this.app.handle(r)))
+  }
+
   async listen(): Promise<string> {
     const app = this.app
     if (this.options.tlsKey) assertPrivate(this.options.tlsKey)
     const tls = this.options.tlsCert && this.options.tlsKey ? { cert: readFileSync(this.options.tlsCert, 'utf8'), key: readFileSync(this.options.tlsKey, 'utf8') } : undefined
+    const hostname = this.options.host ?? '127.0.0.1'
+    const port = this.options.port ?? 7380
+    const inUse = () => new MusterError('already-running', `Port ${port} on ${hostname} is already in use.`)
+    // SO_REUSEPORT lets the next engine bind beside this one (src/swap/engine.ts);
+    // so a port another program holds is found by a plain bind first.
+    if (!this.options.takeover && !(await assertPortFree(hostname, port))) throw inUse()
     try {
       this.server = Bun.serve({
-        hostname: this.options.host ?? '127.0.0.1',
-        port: this.options.port ?? 7380,
-        reusePort: false,
+        hostname,
+        port,
+        reusePort: true,
         maxRequestBodySize: 1024 * 1024,
         idleTimeout: 120, // assignment long polls hold a request for up to a minute
         tls,
-        fetch: (req) => app.handle(req),
+        fetch: (req) => this.gate.handle(req, (r) => app.handle(r)),
       })
     } catch (e) {
       const err = e as NodeJS.ErrnoException
-      if (err.code === 'EADDRINUSE') throw new MusterError('already-running', `Port ${this.options.port} on ${this.options.host ?? '127.0.0.1'} is already in use.`)
+      if (err.code === 'EADDRINUSE') throw inUse()
       throw e
     }
+    if (this.options.takeover) await steerToNewest(this.server.port!)
     const url = this.url
     log.info(`muster Platform listening on ${url}`)
     // listen: enrollment listener
@@ -186,9 +205,25 @@ export class Platform {
     return this.options.publicUrl ?? this.url
   }
 
+  get apiPort(): number | undefined {
+    return this.server?.port
+  }
+
+  /** Stops the API port gracefully: in-flight requests finish, idle connections close. */
+  async stopApi(): Promise<void> {
+    await this.server?.stop(false)
+    this.server = undefined
+  }
+
   async close(): Promise<void> {
     await this.server?.stop(true)
     this.server = undefined
+    await this.listener?.stop()
+    await this.stopServices()
+  }
+
+  /** Stops every service (background loops, store, lock), in reverse order; the ports stay as they are. */
+  async stopServices(): Promise<void> {
     for (const fn of this.closers.splice(0)) {
       try {
         await fn()

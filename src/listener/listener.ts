@@ -3,7 +3,8 @@
 // application and nothing else.
 //
 // Two parts, because Bun.serve has no connection limit (BUN-NOTES):
-//   front  node:net on the public port; holds at most 64 connections open and
+//   front  node:net on the public port; holds at most 64 connections open, at
+//          most 16 from one source address (src/listener/fair-share.ts), and
 //          queues the next ones unread (they are never served while waiting);
 //   inner  Bun.serve with the TLS certificate on a loopback port; its 64 KiB
 //          body cap answers 413 from the headers, so an oversized body is
@@ -18,11 +19,17 @@ import type { EnrollmentEndpoint } from '../fabric/fabric.ts'
 import { log } from '../log.ts'
 import type { Platform } from '../platform.ts'
 import { ensurePlatformTls, type PlatformTls } from './platform-tls.ts'
+import { FairShare, sourceKey } from './fair-share.ts'
+import { assertPortFree } from '../swap/ports.ts'
+import { steerToNewest } from '../swap/steer.ts'
+import { ownConnections, untilListenersDrained } from '../swap/sockets.ts'
 
 export const MAX_BODY_BYTES = 64 * 1024
 export const MAX_CONNECTIONS = 64
 /** Connections queued beyond the limit; more are closed at once. */
 export const MAX_WAITING = 256
+/** Of the MAX_CONNECTIONS, at most this many from one source address (SPEC §16.7). */
+export const MAX_PER_SOURCE = 16
 const WAIT_MS = 30_000
 const RENEW_CHECK_MS = 12 * 3600_000
 export const FORWARDED_ROUTES = new Set(['/api/v1/nodes/enroll', '/api/v1/nodes/trust'])
@@ -38,9 +45,13 @@ export class EnrollmentListener {
   private tls!: PlatformTls
   private front: NetServer | undefined
   private inner: Server<unknown> | undefined
-  private open = 0
   private readonly clients = new Set<Socket>()
-  private readonly waiting: { socket: Socket; timer: ReturnType<typeof setTimeout> }[] = []
+  private readonly admitted = new Map<Socket, { key: string; served: boolean; timer: ReturnType<typeof setTimeout> }>()
+  private readonly share = new FairShare<Socket>(
+    { total: MAX_CONNECTIONS, perSource: MAX_PER_SOURCE, waiting: MAX_WAITING },
+    (c) => this.serve(c),
+    (c) => c.destroy(),
+  )
   private renewTimer: ReturnType<typeof setInterval> | undefined
 
   private constructor(
@@ -58,7 +69,6 @@ export class EnrollmentListener {
     const host = o.enrollmentHost ?? bindHostFor(addresses)
     const l = new EnrollmentListener(platform, addresses, o.enrollmentPort ?? 0, host)
     l.tls = await ensurePlatformTls(platform.dataDir, addresses, platform.now())
-    platform.onClose(() => l.stop())
     return l
   }
 
@@ -80,13 +90,16 @@ export class EnrollmentListener {
     this.startInner()
     const front = createServer({ pauseOnConnect: true }, (c) => this.admit(c))
     this.front = front
+    const inUse = () => new MusterError('already-running', `The enrollment port ${this.requestedPort} is already in use.`)
+    // SO_REUSEPORT so the next engine can bind beside this one during a swap; a plain bind first finds a port in use.
+    const takeover = this.platform.options.takeover === true
+    if (!takeover && !(await assertPortFree(this.host, this.requestedPort))) throw inUse()
     await new Promise<void>((resolve, reject) => {
-      front.once('error', (e: NodeJS.ErrnoException) =>
-        reject(e.code === 'EADDRINUSE' ? new MusterError('already-running', `The enrollment port ${this.requestedPort} is already in use.`) : e),
-      )
-      front.listen(this.requestedPort, this.host, () => resolve())
+      front.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'EADDRINUSE' ? inUse() : e))
+      front.listen({ port: this.requestedPort, host: this.host, reusePort: true }, () => resolve())
     })
     front.on('error', (e) => log.warn(`enrollment listener: ${e.message}`))
+    if (takeover) await steerToNewest(this.port)
     this.renewTimer = setInterval(() => void this.renewIfNeeded().catch((e) => log.warn(`enrollment listener renewal: ${(e as Error).message}`)), RENEW_CHECK_MS)
     this.renewTimer.unref?.()
     const ep = this.endpoint
@@ -109,12 +122,28 @@ export class EnrollmentListener {
     return true
   }
 
+  /**
+   * Engine swap, old side, after the new engine steered the port to itself:
+   * closes the listening socket once that resets nothing (src/swap/sockets.ts),
+   * lets the connections it holds finish (their requests are forwarded to the
+   * new engine, answered `Connection: close`), then stops. At most `deadlineMs`.
+   */
+  async drain(deadlineMs: number): Promise<void> {
+    const front = this.front
+    if (!front) return
+    const until = Date.now() + deadlineMs
+    const port = this.port
+    if (!(await untilListenersDrained(port, deadlineMs))) log.warn('engine swap: the enrollment port did not drain in time; closing it anyway')
+    front.close() // the listening socket only; its callback would wait for every connection
+    while ((this.clients.size > 0 || this.share.waiting > 0 || ownConnections(port) > 0) && Date.now() < until) await Bun.sleep(250)
+    log.debug(`engine swap: enrollment port drained (${this.clients.size} connection(s) left)`)
+    this.front = undefined
+    await this.stop()
+  }
+
   async stop(): Promise<void> {
     if (this.renewTimer) clearInterval(this.renewTimer)
-    for (const w of this.waiting.splice(0)) {
-      clearTimeout(w.timer)
-      w.socket.destroy()
-    }
+    for (const socket of this.share.drainLine()) socket.destroy()
     const front = this.front
     this.front = undefined
     const closed = front ? new Promise<void>((resolve) => front.close(() => resolve())) : undefined
@@ -155,47 +184,51 @@ export class EnrollmentListener {
     this.forwarded++
     // Only what these two anonymous routes need crosses: no cookies, no bearer tokens.
     const headers = new Headers({ accept: 'application/json', 'content-type': req.headers.get('content-type') ?? 'application/json' })
-    return this.platform.app.handle(new Request(`http://enrollment-listener${path}`, { method: 'POST', headers, body }))
+    return this.platform.handle(new Request(`http://enrollment-listener${path}`, { method: 'POST', headers, body }))
   }
 
-  // ---- front: the connection limit -----------------------------------------
+  // ---- front: the connection limit and the per-source share ------------------
+
+  /** Connections being served, and waiting, now (tests read these). */
+  get connections(): { open: number; waiting: number; openFrom: (address: string) => number } {
+    return { open: this.share.open, waiting: this.share.waiting, openFrom: (a) => this.share.openFrom(sourceKey(a)) }
+  }
 
   private admit(client: Socket): void {
     client.on('error', () => {})
-    if (this.open < MAX_CONNECTIONS) return this.serve(client)
-    if (this.waiting.length >= MAX_WAITING) return void client.destroy()
-    const entry = { socket: client, timer: setTimeout(() => client.destroy(), WAIT_MS) }
-    this.waiting.push(entry)
+    const entry = { key: sourceKey(client.remoteAddress), served: false, timer: setTimeout(() => client.destroy(), WAIT_MS) }
+    this.admitted.set(client, entry)
     client.once('close', () => {
       clearTimeout(entry.timer)
-      const i = this.waiting.indexOf(entry)
-      if (i >= 0) this.waiting.splice(i, 1)
+      this.admitted.delete(client)
+      if (entry.served) this.share.release(entry.key)
+      else this.share.withdraw(client)
     })
+    this.share.offer(client, entry.key)
   }
 
   private serve(client: Socket): void {
-    this.open++
+    const entry = this.admitted.get(client)
+    if (entry) {
+      entry.served = true
+      clearTimeout(entry.timer)
+    }
+    if (client.destroyed || !this.inner) return void client.destroy()
     this.clients.add(client)
-    const upstream = connect(this.inner!.port!, '127.0.0.1')
+    const upstream = connect(this.inner.port!, '127.0.0.1')
     upstream.on('error', () => {}) // 'close' follows and ends the client
     client.once('close', () => {
       this.clients.delete(client)
       upstream.destroy()
-      this.open--
-      this.next()
     })
-    upstream.once('close', () => client.destroy())
+    // The inner server closed (Connection: close, idle): end the client after what was piped, not before.
+    upstream.once('close', () => {
+      client.end(() => client.destroy())
+      setTimeout(() => client.destroy(), 5000).unref()
+    })
     client.pipe(upstream)
     upstream.pipe(client)
     client.resume()
-  }
-
-  private next(): void {
-    while (this.open < MAX_CONNECTIONS && this.waiting.length > 0) {
-      const w = this.waiting.shift()!
-      clearTimeout(w.timer)
-      if (!w.socket.destroyed) this.serve(w.socket)
-    }
   }
 }
 

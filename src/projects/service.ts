@@ -82,6 +82,8 @@ export class Projects {
   private readonly waiters = new Map<string, Set<() => void>>()
   private dirty = true
   private timer: ReturnType<typeof setInterval> | undefined
+  /** Stopped (shutdown or an engine swap): long polls answer at once. */
+  private stopped = false
   local: LocalNodeHooks | undefined
 
   constructor(
@@ -113,6 +115,7 @@ export class Projects {
   }
 
   stop(): void {
+    this.stopped = true
     if (this.timer) clearInterval(this.timer)
     for (const set of this.waiters.values()) for (const wake of set) wake()
   }
@@ -286,7 +289,7 @@ export class Projects {
   /** Long poll: answers at once when the revision is past `after`, else when it changes or `waitMs` passes. */
   async assignments(node: string, after: number | undefined, waitMs: number): Promise<SignedAssignments> {
     const current = this.wanted.get(node)?.revision ?? nodeAssignment(this.db, node)?.revision ?? 0
-    if (after === undefined || current > after || waitMs <= 0) return this.assignmentsNow(node)
+    if (after === undefined || current > after || waitMs <= 0 || this.stopped) return this.assignmentsNow(node)
     await new Promise<void>((resolve) => {
       const set = this.waiters.get(node) ?? new Set()
       this.waiters.set(node, set)

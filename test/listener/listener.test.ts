@@ -103,9 +103,10 @@ describe('enrollment listener', () => {
   test(`at most ${MAX_CONNECTIONS} connections at once: the next waits unserved until one closes`, async () => {
     await using p = await startListenerPlatform()
     const ca = (await p.platform.dataDir.readSecretText('platform/tls/cert.pem'))!
-    const open = (): { socket: TLSSocket; ready: Promise<void>; secured: () => boolean } => {
+    // From 4 source addresses: one address gets at most MAX_PER_SOURCE of the slots (fair-share.test.ts).
+    const open = (_?: unknown, i = 0): { socket: TLSSocket; ready: Promise<void>; secured: () => boolean } => {
       let done = false
-      const socket = tlsConnect({ host: '127.0.0.1', port: p.listener.port, ca })
+      const socket = tlsConnect({ host: '127.0.0.1', port: p.listener.port, ca, localAddress: `127.0.0.${1 + (i % 4)}` })
       socket.on('error', () => {})
       const ready = new Promise<void>((resolve) => socket.once('secureConnect', () => resolve()))
       void ready.then(() => (done = true))
@@ -118,7 +119,7 @@ describe('enrollment listener', () => {
       try {
         await Bun.sleep(750)
         expect(extra.secured()).toBe(false)
-        held.pop()!.socket.destroy()
+        held.shift()!.socket.destroy() // a slot of the same source as `extra`
         await waitFor(() => extra.secured(), { what: 'the queued connection to be served' })
         extra.socket.write(`POST /api/v1/nodes/trust HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`)
         let reply = ''
