@@ -1,9 +1,9 @@
 // Who gets the enrollment listener's connections (SPEC §16.7): at most `total`
 // served at once, at most `perSource` of them from one source, the rest wait
-// (at most `waiting`) and are served in arrival order as slots free, skipping
-// sources that already hold their share. So one address that opens every slot
-// it can still leaves the others room: it gets its share and a queue, never
-// the whole listener.
+// (at most `waiting`). A freed slot goes to the waiting connection whose
+// source holds the fewest (in arrival order among equals), never to a source
+// at its share. So one address that opens every slot it can still leaves the
+// others room: it gets its share and its turns, never the whole listener.
 //
 // When the waiting line is full, a newcomer from a source with fewer waiting
 // connections takes the place of the newest connection of the source with the
@@ -64,7 +64,7 @@ export class FairShare<T> {
     bump(this.waitingBy, key, 1)
   }
 
-  /** A served connection ended: its slot goes to the first one in line whose source is under its share. */
+  /** A served connection ended: its slot goes to the one in line whose source holds the fewest. */
   release(key: string): void {
     this.served--
     bump(this.servedBy, key, -1)
@@ -87,7 +87,15 @@ export class FairShare<T> {
 
   private next(): void {
     while (this.served < this.limits.total) {
-      const i = this.line.findIndex((w) => this.openFrom(w.key) < this.limits.perSource)
+      let i = -1
+      let fewest = this.limits.perSource
+      for (let j = 0; j < this.line.length && fewest > 0; j++) {
+        const open = this.openFrom(this.line[j]!.key)
+        if (open < fewest) {
+          fewest = open
+          i = j
+        }
+      }
       if (i < 0) return
       const [w] = this.line.splice(i, 1)
       bump(this.waitingBy, w!.key, -1)

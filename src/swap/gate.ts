@@ -4,7 +4,10 @@
 // old engine stops its services and the new one loads the store) and then
 // forwards them to the new engine over its handover socket, answering with
 // `Connection: close` so the client's next request opens a connection the new
-// engine accepts. A request is never refused for a swap.
+// engine accepts. A long poll (a `wait` parameter, as GET assignments takes)
+// is forwarded without its wait: answered at once, the client polls again,
+// on a new connection, at the new engine; the old one is not kept a minute.
+// A request is never refused for a swap.
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 
@@ -83,6 +86,7 @@ function unavailable(): Response {
 /** The same request (method, Host, headers, body) to the new engine; its answer as it came. */
 async function forward(req: Request, socket: string): Promise<Response> {
   const u = new URL(req.url)
+  u.searchParams.delete('wait')
   const headers = new Headers(req.headers)
   for (const h of HOP_BY_HOP) headers.delete(h)
   try {

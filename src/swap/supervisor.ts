@@ -77,7 +77,7 @@ class Engine {
       }
       if (this.done) throw new Error(`it exited with code ${this.proc.exitCode ?? this.proc.signalCode}`)
       const left = until - Date.now()
-      if (left <= 0) throw new Error(`it did not get there within ${withinMs / 1000} s`)
+      if (left <= 0) throw new Error(`no answer within ${withinMs / 1000} s`)
       await new Promise<void>((resolve) => {
         const wake = () => {
           clearTimeout(t)
@@ -199,7 +199,7 @@ export class Supervisor {
       await next.expect('booted', START_WITHIN_MS)
     } catch (e) {
       next.kill()
-      log.error(`engine swap failed: ${this.binary} did not start within ${START_WITHIN_MS / 1000} s (${(e as Error).message}); engine ${old.pid} keeps serving`)
+      log.error(`engine swap failed: ${this.binary} did not start: ${(e as Error).message}; engine ${old.pid} keeps serving`)
       return
     }
     log.debug(`engine swap: engine ${next.pid} started in ${Date.now() - t0} ms`)

@@ -50,8 +50,8 @@ export interface Daemon {
 }
 
 /** Starts a long-running `muster …` (serve, agent) and collects its log. */
-export async function startMuster(args: string[], opts: { env?: Record<string, string | undefined> } = {}): Promise<Daemon> {
-  const bin = await musterBin()
+export async function startMuster(args: string[], opts: { env?: Record<string, string | undefined>; bin?: string } = {}): Promise<Daemon> {
+  const bin = opts.bin ?? (await musterBin())
   const proc = Bun.spawn([bin, ...args], {
     env: { ...process.env, NO_COLOR: '1', MUSTER_LOG_LEVEL: '3', ...opts.env },
     stdin: 'ignore',

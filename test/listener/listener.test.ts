@@ -1,6 +1,6 @@
 // The enrollment listener over real TLS on 127.0.0.1 (SPEC §8).
 import { afterEach, describe, expect, test } from 'bun:test'
-import { connect as tlsConnect, type TLSSocket } from 'node:tls'
+import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls'
 import { clearPinCache, pinnedFetch, PinMismatchError } from '../../src/crypto/pin.ts'
 import { createClient } from '../../src/client/index.ts'
 import { VERSION } from '../../src/version.ts'
@@ -106,7 +106,7 @@ describe('enrollment listener', () => {
     // From 4 source addresses: one address gets at most MAX_PER_SOURCE of the slots (fair-share.test.ts).
     const open = (_?: unknown, i = 0): { socket: TLSSocket; ready: Promise<void>; secured: () => boolean } => {
       let done = false
-      const socket = tlsConnect({ host: '127.0.0.1', port: p.listener.port, ca, localAddress: `127.0.0.${1 + (i % 4)}` })
+      const socket = tlsConnect({ host: '127.0.0.1', port: p.listener.port, ca, localAddress: `127.0.0.${1 + (i % 4)}` } as ConnectionOptions)
       socket.on('error', () => {})
       const ready = new Promise<void>((resolve) => socket.once('secureConnect', () => resolve()))
       void ready.then(() => (done = true))
