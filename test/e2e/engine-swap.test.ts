@@ -151,6 +151,10 @@ describe('engine swap through dist/muster', () => {
     const second = await runMuster(['serve', '--data-dir', data, '--port', '0'])
     expect(second.code).toBe(1)
     expect(second.stderr).toContain(`pid ${serve.proc.pid}`)
+    // An engine started by hand (not by the serve holding the lock) is refused too.
+    const rogue = await runMuster(['serve', '--data-dir', data, '--port', '0'], { env: { MUSTER_SERVE_ENGINE: 'first' } })
+    expect(rogue.code).toBe(1)
+    expect(rogue.stderr).toContain('was not started by the muster serve holding the data directory')
     expect(await serve.stop('SIGTERM')).toBe(0)
     expect(serveLockHolder(new DataDir(data))).toBeNull()
   })
