@@ -34,13 +34,13 @@ export async function serve(options: PlatformOptions, role?: 'first' | 'takeover
   try {
     // 2. open the store and take the ports (a replacement steers them to itself)
     platform = await Platform.open({ ...options, lock: false })
+    seedProbes(platform, probes)
     await platform.listen()
   } catch (e) {
     if (role === 'takeover') link.send({ t: 'failed', message: (e as Error).message })
     await platform?.close()
     throw e
   }
-  seedProbes(platform, probes)
   const handover = role === 'takeover' ? startHandoverServer(platform) : undefined
   link.send({ t: 'serving', apiPort: platform.apiPort!, enrollmentPort: platform.listener?.port ?? null, handover: handover?.path ?? null, version: VERSION })
   try {

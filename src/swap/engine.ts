@@ -23,7 +23,7 @@
 //    its heartbeats; so one engine at a time runs the background loops and
 //    no write is lost between them. Held requests wait (they do not fail)
 //    until the new engine serves, then are forwarded.
-import { existsSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync, unlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Server } from 'bun'
@@ -111,6 +111,20 @@ export function seedProbes(platform: Platform, probes: Record<string, ProbeState
   }
 }
 
+/** Handover sockets left by engines that died (their pid is gone). */
+function removeStaleSockets(platform: Platform): void {
+  const dir = platform.dataDir.path('platform')
+  for (const name of readdirSync(dir)) {
+    const pid = Number(/^handover-(\d+)\.sock$/.exec(name)?.[1])
+    if (!pid || pid === process.pid) continue
+    try {
+      process.kill(pid, 0)
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ESRCH') rmSync(join(dir, name), { force: true })
+    }
+  }
+}
+
 /** New engine: a unix socket only this account can reach, where the old engine forwards what it still receives. */
 export function startHandoverServer(platform: Platform): { path: string; stop(): void } {
   let dir: string | undefined
@@ -119,6 +133,7 @@ export function startHandoverServer(platform: Platform): { path: string; stop():
     dir = mkdtempSync(join(tmpdir(), 'muster-handover-'))
     path = join(dir, 's')
   }
+  removeStaleSockets(platform)
   if (existsSync(path)) unlinkSync(path)
   // idleTimeout as on the API port: a forwarded long poll is held for up to a minute (the types omit it for unix sockets).
   const options = { unix: path, maxRequestBodySize: 1024 * 1024, idleTimeout: 120, fetch: (req: Request) => platform.handle(req) }

@@ -17,6 +17,8 @@
 //     without resetting a connection, and exits (src/swap/engine.ts).
 // SIGTERM/SIGINT stop every engine, then release the lock.
 import type { Subprocess } from 'bun'
+import { existsSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { DataDir } from '../datadir.ts'
 import { log } from '../log.ts'
 import { acquireServeLock } from '../serve-lock.ts'
@@ -98,7 +100,7 @@ class Engine {
 
 export class Supervisor {
   /** The binary's path as started: an upgrade replaces the file there, and that is what a swap runs. */
-  private readonly binary = process.execPath
+  private readonly binary = startedAs()
   private readonly args: string[]
   private current!: Engine
   private readonly engines = new Set<Engine>()
@@ -264,6 +266,16 @@ export class Supervisor {
       return null
     }
   }
+}
+
+/**
+ * The path serve was started by (argv[0]: /usr/local/bin/muster under systemd), not
+ * where a symlink pointed then, so an upgrade that moves a symlink is followed too.
+ */
+function startedAs(): string {
+  const a = process.argv0
+  const path = a.includes('/') ? resolve(a) : Bun.which(a)
+  return path && existsSync(path) ? path : process.execPath
 }
 
 /** `muster serve`: take the lock, run engines, release the lock; the exit code. */
