@@ -158,6 +158,7 @@ export class Platform {
     const app = this.app
     if (this.options.tlsKey) assertPrivate(this.options.tlsKey)
     const tls = this.options.tlsCert && this.options.tlsKey ? { cert: readFileSync(this.options.tlsCert, 'utf8'), key: readFileSync(this.options.tlsKey, 'utf8') } : undefined
+    const local = (r: Request) => app.handle(r)
     const hostname = this.options.host ?? '127.0.0.1'
     const port = this.options.port ?? 7380
     const inUse = () => new MusterError('already-running', `Port ${port} on ${hostname} is already in use.`)
@@ -172,7 +173,7 @@ export class Platform {
         maxRequestBodySize: 1024 * 1024,
         idleTimeout: 120, // assignment long polls hold a request for up to a minute
         tls,
-        fetch: (req) => this.gate.handle(req, (r) => app.handle(r)),
+        fetch: (req) => this.gate.handle(req, local),
       })
     } catch (e) {
       const err = e as NodeJS.ErrnoException

@@ -3,7 +3,8 @@
 // part in engine swaps: as the replacement it waits for the old engine to
 // quiesce before it opens the store; as the old engine it quiesces, forwards
 // and drains when told (src/swap/engine.ts).
-import { DataDir } from './datadir.ts'
+import { readFileSync } from 'node:fs'
+import { assertPrivate, DataDir } from './datadir.ts'
 import { MusterError } from './errors.ts'
 import { log } from './log.ts'
 import { Platform, type PlatformOptions } from './platform.ts'
@@ -23,7 +24,8 @@ export async function serve(options: PlatformOptions, role?: 'first' | 'takeover
   process.on('SIGHUP', () => log.info(`engine ${process.pid}: SIGHUP is for the muster serve process (pid ${process.ppid}), which replaces engines`))
   let probes: Record<string, ProbeState> = {}
   if (role === 'takeover') {
-    // 1. started: wait until the old engine quiesced (or the supervisor gives up on us)
+    // 1. started and checked what can be checked without the store: a bad file fails here, and the old engine keeps serving
+    preflight(options)
     link.send({ t: 'booted', version: VERSION })
     const m = await link.next()
     if (m?.t !== 'open') throw new MusterError('unavailable', 'The engine swap was called off.')
@@ -48,6 +50,17 @@ export async function serve(options: PlatformOptions, role?: 'first' | 'takeover
   } finally {
     handover?.stop()
   }
+}
+
+/**
+ * What a replacement engine checks before the old one stops its services:
+ * the files serve reads at start. Configuration re-read on SIGHUP (any file a
+ * flag names) belongs here, so that a bad one is refused with the old engine
+ * still serving, instead of after it quiesced.
+ */
+function preflight(options: PlatformOptions): void {
+  for (const file of [options.tlsKey, options.fleetTokenFile]) if (file) assertPrivate(file)
+  for (const file of [options.tlsCert, options.tlsKey, options.fleetTokenFile]) if (file) readFileSync(file)
 }
 
 async function serveAlone(options: PlatformOptions): Promise<void> {

@@ -80,9 +80,11 @@ describe('engine swap through dist/muster', () => {
     mkdirSync(`${dir.path}/bin`)
     install(bin, { copyOf: real })
     const data = `${dir.path}/platform`
-    await using serve = await startMuster(['serve', '--data-dir', data, '--port', '0', '--enrollment-port', '0', '--enrollment-address', '127.0.0.1', '--no-local-node'], {
+    const fleetToken = `${dir.path}/fleet-token`
+    writeFileSync(fleetToken, 'a-fleet-token-of-some-length\n', { mode: 0o600 })
+    await using serve = await startMuster(['serve', '--data-dir', data, '--port', '0', '--enrollment-port', '0', '--enrollment-address', '127.0.0.1', '--no-local-node', '--fleet-token-file', fleetToken], {
       bin,
-      env: { MUSTER_PROBE_INTERVAL_MS: '300', MUSTER_SWAP_LINGER_SECONDS: '2' },
+      env: { MUSTER_PROBE_INTERVAL_MS: '2000', MUSTER_SWAP_LINGER_SECONDS: '2' },
     })
     const url = (await serve.waitForLog(/listening on (http:\/\/\S+)/))[1]!
     const [, enrollUrl, fingerprint] = (await serve.waitForLog(/enrollment listener on (https:\/\/\S+) .*fingerprint (sha256:[0-9a-f]{64})/)) as unknown as [string, string, string]
@@ -121,6 +123,13 @@ describe('engine swap through dist/muster', () => {
       process.kill(engine, 'SIGHUP')
       await serve.waitForLog(/SIGHUP is for the muster serve process/)
       expect(() => process.kill(engine, 0)).not.toThrow()
+
+      // A file serve reads turned bad: the new engine refuses it before the old one stops anything.
+      chmodSync(fleetToken, 0o644)
+      process.kill(serve.proc.pid, 'SIGHUP')
+      await serve.waitForLog(new RegExp(`engine swap failed: .* did not start: it exited with code 1; engine ${engine} keeps serving`), 30_000)
+      expect(serve.log()).toContain(`${fleetToken} is accessible by group or others`)
+      chmodSync(fleetToken, 0o600)
 
       // 2. a binary that exits at once: the engine keeps serving, and the log says why
       install(bin, '#!/bin/sh\necho "this build is broken" >&2\nexit 3\n')

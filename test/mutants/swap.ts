@@ -55,6 +55,13 @@ export default [
     tests: ['test/e2e/engine-swap.test.ts'],
   },
   {
+    name: 'a replacement engine reads its files only after the old one stopped (a bad file ends serve)',
+    file: 'src/serve.ts',
+    from: '    preflight(options)',
+    to: '    void preflight',
+    tests: ['test/e2e/engine-swap.test.ts'],
+  },
+  {
     name: 'a SIGHUP sent to an engine ends it',
     file: 'src/serve.ts',
     from: "  process.on('SIGHUP', () =>",
