@@ -48,6 +48,27 @@ export default [
     tests: ['test/e2e/engine-swap.test.ts'],
   },
   {
+    name: 'the old engine does not stop its services (loops go on, heartbeats are not flushed) before the new one loads the store',
+    file: 'src/swap/engine.ts',
+    from: '  await platform.stopServices() // loops stop',
+    to: '  void platform.stopServices // loops stop',
+    tests: ['test/swap/quiesce.test.ts'],
+  },
+  {
+    name: 'quiesce leaves long polls waiting',
+    file: 'src/swap/engine.ts',
+    from: '  platform.projects?.stop() // long polls answer now',
+    to: '  void platform.projects // long polls answer now',
+    tests: ['test/swap/quiesce.test.ts'],
+  },
+  {
+    name: 'a request reaching the old engine after the handover is answered by its stopped services instead of forwarded',
+    file: 'src/swap/gate.ts',
+    from: '    if (this.successor) return forward(req, this.successor)',
+    to: '    if (this.successor) return local(req)',
+    tests: ['test/swap/quiesce.test.ts'],
+  },
+  {
     name: 'the new engine starts without the old one’s probe results (ready nodes flap to unreachable)',
     file: 'src/serve.ts',
     from: '  seedProbes(platform, probes)',
