@@ -3,7 +3,7 @@ import { dataDirArg, intArg, multiArg, UsageError } from './_args.ts'
 import { ENGINE_ENV } from '../src/swap/protocol.ts'
 
 export default defineCommand({
-  meta: { name: 'serve', description: 'Run a Platform: the node registry, enrollment authority and API' },
+  meta: { name: 'serve', description: 'Run a Platform: the node registry, enrollment authority and API (SIGHUP swaps in the binary on disk without closing a port)' },
   args: {
     ...dataDirArg,
     host: { type: 'string', valueHint: 'ADDR', default: '127.0.0.1', description: 'Address the API listens on' },
