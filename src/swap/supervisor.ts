@@ -157,7 +157,9 @@ export class Supervisor {
     const current = this.current
     for (const e of this.engines) e.kill('SIGTERM')
     const codes = await Promise.all([...this.engines].map((e) => e.exited.then((c) => [e, c] as const)))
-    this.finish(code || (codes.find(([e]) => e === current)?.[1] ?? 0))
+    // A stop that was asked for is clean even when an engine was still starting and died of the signal (128+n).
+    const last = codes.find(([e]) => e === current)?.[1] ?? 0
+    this.finish(code || (last >= 128 ? 0 : last))
   }
 
   /** SIGHUP: one swap at a time; a SIGHUP during one runs another right after it. */
@@ -213,6 +215,7 @@ export class Supervisor {
       probes = (await old.expect('quiesced', QUIESCE_WITHIN_MS)).probes
     } catch (e) {
       next.kill()
+      old.send({ t: 'abort' }) // whatever it holds gets a retryable 503; serve exits and is restarted
       throw new Error(`engine ${old.pid} did not quiesce: ${(e as Error).message}`)
     }
     log.debug(`engine swap: engine ${old.pid} quiesced in ${Date.now() - heldSince} ms`)

@@ -146,6 +146,14 @@ describe('engine swap through dist/muster', () => {
       process.kill(serve.proc.pid, 'SIGHUP')
       await waitFor(() => count(serve, /engine swap complete/) === 2, { timeoutMs: 60_000, what: 'the second swap' })
       expect(() => process.kill(engine, 0)).toThrow()
+
+      // 5. a binary that starts but cannot open the Platform (after the old engine quiesced): the old
+      // engine's own binary image takes over instead, and still nothing fails
+      install(bin, `#!/bin/sh\nMUSTER_FEDERATION_HEARTBEAT_SECONDS=nonsense exec '${real}' "$@"\n`)
+      process.kill(serve.proc.pid, 'SIGHUP')
+      await waitFor(() => count(serve, /engine swap complete/) === 3, { timeoutMs: 60_000, what: 'the fallback swap' })
+      expect(serve.log()).toMatch(/engine swap: engine \d+ could not take over: MUSTER_FEDERATION_HEARTBEAT_SECONDS must be/)
+      expect(serve.log()).toMatch(/starting the old engine's binary again \(\/proc\/\d+\/exe\)/)
     } finally {
       const { ok, failures } = await traffic.stop()
       expect(failures).toEqual([])

@@ -97,6 +97,13 @@ export default [
     tests: ['test/e2e/engine-swap.test.ts'],
   },
   {
+    name: 'no fallback: a new engine that fails after the old one quiesced ends serve',
+    file: 'src/swap/supervisor.ts',
+    from: '      taker = await this.fallback(old)',
+    to: '      taker = null',
+    tests: ['test/e2e/engine-swap.test.ts'],
+  },
+  {
     name: 'an engine starts without the serve process holding the lock',
     file: 'src/serve.ts',
     from: 'if (serveLockHolder(new DataDir(options.dataDir)) !== process.ppid) throw',
