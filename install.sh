@@ -332,13 +332,17 @@ if [ "$ROLE" = platform ]; then UNITS=$PLATFORM_UNIT; else UNITS=$AGENT_UNIT; fi
 for t in "$R$BIN_PATH" "$R$UNIT_DIR/$UNITS" "$R$SERVE_ENV" "$RCPT"; do check_target "$t"; done
 
 # ---- 2. the binary, checked before anything is written -----------------------------
-# With --platform-fingerprint the download must come from the server holding the
-# key of the certificate whose SHA-256 (of the DER) is that fingerprint. curl can
-# pin a public key (--pinnedpubkey, a hash of the SubjectPublicKeyInfo) but not a
-# certificate fingerprint, so: read the certificate with openssl s_client, compare
-# its fingerprint, derive its public-key hash, and make curl pin that key. The CA
-# check is off (--insecure) because the pin replaces it: a Platform certificate is
-# self-signed, and only the holder of the pinned key completes the handshake.
+# With --platform-fingerprint the download must come from the Platform. The pin
+# is one of:
+#  - the Platform CA's: the SHA-256 of a CA certificate's SubjectPublicKeyInfo.
+#    openssl s_client reads the chain the server sends; the CA whose key matches
+#    becomes curl's only trust anchor (--cacert): the download connection must
+#    present a certificate that CA issued for this host;
+#  - a certificate's own (SHA-256 of the DER; a listener from before the CA).
+#    curl can pin a public key (--pinnedpubkey) but not a certificate, so its
+#    public-key hash is derived and pinned; the CA check is off (--insecure)
+#    because the pin replaces it: only the holder of that key completes the
+#    handshake.
 pin_download_key() {
 	command -v openssl >/dev/null 2>&1 || die "--platform-fingerprint needs openssl to read the server's certificate"
 	case $FROM in https://*) ;; *) die "--platform-fingerprint needs an https:// URL" ;; esac
@@ -365,12 +369,25 @@ pin_download_key() {
 	else
 		with_timeout 30 openssl s_client -connect "$p_connect" -noservername -showcerts </dev/null >"$WORK/s_client" 2>"$WORK/err" || true
 	fi
-	awk '/-----BEGIN CERTIFICATE-----/ { f = 1 } f { print } /-----END CERTIFICATE-----/ { if (f) exit }' "$WORK/s_client" >"$WORK/leaf.pem"
-	[ -s "$WORK/leaf.pem" ] || die "cannot read the TLS certificate of $p_connect: $(errtext); nothing was installed"
-	p_got=$(openssl x509 -in "$WORK/leaf.pem" -outform DER | stdin_sha256)
-	[ "$p_got" = "$PIN" ] || die "the certificate of $p_connect is sha256:$p_got, not the pinned sha256:$PIN; nothing was installed"
-	PIN_KEY=$(openssl x509 -in "$WORK/leaf.pem" -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | openssl base64 -A)
-	[ -n "$PIN_KEY" ] || die "cannot derive the public key of the certificate of $p_connect"
+	# one file per certificate of the chain, in the order sent: cert.1 is the server's own
+	awk -v dir="$WORK" '/-----BEGIN CERTIFICATE-----/ { n++; f = 1 } f { print > (dir "/cert." n) } /-----END CERTIFICATE-----/ { f = 0 }' "$WORK/s_client"
+	[ -s "$WORK/cert.1" ] || die "cannot read the TLS certificate of $p_connect: $(errtext); nothing was installed"
+	p_got=$(openssl x509 -in "$WORK/cert.1" -outform DER | stdin_sha256)
+	if [ "$p_got" = "$PIN" ]; then
+		PIN_KEY=$(openssl x509 -in "$WORK/cert.1" -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | openssl base64 -A)
+		[ -n "$PIN_KEY" ] || die "cannot derive the public key of the certificate of $p_connect"
+		return 0
+	fi
+	p_i=2
+	while [ -s "$WORK/cert.$p_i" ]; do
+		p_key=$(openssl x509 -in "$WORK/cert.$p_i" -pubkey -noout | openssl pkey -pubin -outform DER | stdin_sha256)
+		if [ "$p_key" = "$PIN" ]; then
+			cp "$WORK/cert.$p_i" "$WORK/pinned-ca.pem"
+			return 0
+		fi
+		p_i=$((p_i + 1))
+	done
+	die "the certificate of $p_connect is sha256:$p_got, not the pinned sha256:$PIN, and no CA it sent has that key; nothing was installed"
 }
 
 if [ -n "$FROM" ]; then
@@ -378,8 +395,13 @@ if [ -n "$FROM" ]; then
 	case $FROM in https://* | http://*) ;; *) usage_die "--from needs an http:// or https:// URL" ;; esac
 	SOURCE=$WORK/download
 	if [ -n "$PIN" ]; then
+		PIN_KEY=''
 		pin_download_key
-		set -- --proto =https --insecure --pinnedpubkey "sha256//$PIN_KEY"
+		if [ -n "$PIN_KEY" ]; then
+			set -- --proto =https --insecure --pinnedpubkey "sha256//$PIN_KEY"
+		else
+			set -- --proto =https --cacert "$WORK/pinned-ca.pem"
+		fi
 	else
 		# Plain http is allowed: the SHA-256 below is what makes the download trusted.
 		set -- --proto =https,http --location --proto-redir =https,http --max-redirs 5

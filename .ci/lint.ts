@@ -4,6 +4,7 @@
 //  - no file over 400 lines in src/ or commands/
 //  - only src/crypto imports @noble
 //  - install.sh passes shellcheck (when shellcheck is installed)
+//  - no call of an async function drops its promise (.ci/floating.ts)
 import { Glob } from 'bun'
 
 const problems: string[] = []
@@ -30,6 +31,11 @@ for (const f of await files('test/**/*.ts')) {
 if (Bun.which('shellcheck') && (await Bun.file(`${import.meta.dir}/../install.sh`).exists())) {
   const r = Bun.spawnSync(['shellcheck', '-s', 'sh', 'install.sh'], { cwd: `${import.meta.dir}/..` })
   if (r.exitCode !== 0) problems.push(`install.sh: shellcheck\n${r.stdout.toString()}`)
+}
+
+{
+  const r = Bun.spawnSync(['bun', `${import.meta.dir}/floating.ts`])
+  if (r.exitCode !== 0) problems.push(r.stderr.toString().trim())
 }
 
 if (problems.length > 0) {

@@ -9,9 +9,16 @@ export const dataDirArg = {
   'data-dir': { type: 'string', valueHint: 'DIR', description: 'Data directory (default: $MUSTER_DATA_DIR, else /var/lib/muster)' },
 } as const satisfies ArgsDef
 
+/** How an https Platform is authenticated when its certificate comes from its own CA (SPEC §16.3). */
+export const platformPinArgs = {
+  'platform-fingerprint': { type: 'string', valueHint: 'sha256:HEX', description: 'Pin of the Platform CA (`muster nodes platform`; default: $MUSTER_PLATFORM_FINGERPRINT, then the pin saved by `muster login`)' },
+  'platform-ca-file': { type: 'string', valueHint: 'FILE', description: 'Verify the Platform with this CA certificate (PEM) instead' },
+} as const satisfies ArgsDef
+
 export const clientArgs = {
   'platform-url': { type: 'string', valueHint: 'URL', description: 'Platform URL (default: $MUSTER_URL, then the URL saved by `muster login`, then http://127.0.0.1:7380)' },
   token: { type: 'string', valueHint: 'mat_…', description: 'Operator API token (default: $MUSTER_TOKEN, then the token saved by `muster login`)' },
+  ...platformPinArgs,
   ...jsonArg,
 } as const satisfies ArgsDef
 
@@ -45,6 +52,16 @@ export function multiArg(rawArgs: string[], name: string): string[] {
 export function afterDashes(rawArgs: string[]): string[] {
   const i = rawArgs.indexOf('--')
   return i < 0 ? [] : rawArgs.slice(i + 1)
+}
+
+/** Every `--FLAG KEY=VALUE` as labels (SPEC §16.11); a bad one is a usage error. */
+export async function labelArgs(rawArgs: string[], flag: string): Promise<Record<string, string>> {
+  const { parseLabelArgs } = await import('../src/fabric/labels.ts')
+  try {
+    return parseLabelArgs(multiArg(rawArgs, flag), `--${flag}`)
+  } catch (e) {
+    throw new UsageError((e as Error).message)
+  }
 }
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/

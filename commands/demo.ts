@@ -1,5 +1,14 @@
 import { defineCommand } from 'citty'
 
+/** How to run this binary again from this shell: `muster` when that is what PATH finds, else its path (./dist/muster). */
+async function invokedAs(): Promise<string> {
+  const { relative, isAbsolute } = await import('node:path')
+  const self = process.execPath
+  if (Bun.which('muster') === self) return 'muster'
+  const rel = relative(process.cwd(), self)
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? `./${rel}` : self
+}
+
 export default defineCommand({
   meta: { name: 'demo', description: 'A Platform and two local workers, end to end, in a temp directory (Ctrl-C stops it all)' },
   args: { once: { type: 'boolean', description: 'Run every step, print a summary, stop everything and exit (0 only if all worked)' } },
@@ -26,14 +35,15 @@ export default defineCommand({
       printLine(`  superadmin password: ${r.passwordFile}`)
       printLine(`  nodes: ${r.nodes.join(', ')}; project ${r.project} runs 2 replicas, one on each`)
       printLine()
+      const bin = await invokedAs()
       printLine('Try next (in another terminal):')
       printLine(`  export MUSTER_URL=${r.apiUrl}`)
-      printLine(`  export MUSTER_TOKEN=$(muster admin api-token --data-dir ${r.dir}/platform)`)
-      printLine('  muster nodes list')
-      printLine(`  muster projects show ${r.project}`)
-      printLine('  muster nodes drain worker-1        # its replica moves to worker-2')
-      printLine('  muster projects deploy web --replicas 3 -- sh -c "sleep 600"')
-      printLine('  muster nodes audit')
+      printLine(`  export MUSTER_TOKEN=$(${bin} admin api-token --data-dir ${r.platformDir})`)
+      printLine(`  ${bin} nodes list`)
+      printLine(`  ${bin} projects show ${r.project}`)
+      printLine(`  ${bin} nodes drain worker-1        # its replica moves to worker-2`)
+      printLine(`  ${bin} projects deploy web --replicas 3 -- sh -c "sleep 600"`)
+      printLine(`  ${bin} nodes audit`)
       if (args.once) {
         printLine()
         printLine('demo: every step worked; stopping.')

@@ -1,5 +1,5 @@
 import { defineCommand } from 'citty'
-import { jsonArg } from './_args.ts'
+import { jsonArg, platformPinArgs } from './_args.ts'
 
 export default defineCommand({
   meta: { name: 'login', description: 'Log in to a Platform and save an API token for later commands' },
@@ -7,23 +7,26 @@ export default defineCommand({
     'platform-url': { type: 'string', valueHint: 'URL', description: 'Platform URL (default: $MUSTER_URL, else http://127.0.0.1:7380)' },
     identifier: { type: 'string', valueHint: 'ACCOUNT', description: 'Account name (asked for when omitted)' },
     'password-file': { type: 'string', valueHint: 'FILE', description: 'Read the password from this file (else stdin or a no-echo prompt)' },
+    ...platformPinArgs,
     ...jsonArg,
   },
   async run({ args }) {
-    const { DEFAULT_URL, saveLogin } = await import('./_client.ts')
+    const { DEFAULT_URL, fetchFor, pinFromArgs, saveLogin } = await import('./_client.ts')
     const { readSecret, promptText, hasTty } = await import('./_secret.ts')
     const { loginAndMintToken } = await import('../src/client/login.ts')
     const { MusterError } = await import('../src/errors.ts')
     const { hostname } = await import('node:os')
     const url = (args['platform-url'] || process.env.MUSTER_URL || DEFAULT_URL).replace(/\/+$/, '')
+    // The Platform is authenticated before the password is sent; the pin is saved with the login.
+    const pin = pinFromArgs(args)
     let identifier = args.identifier
     if (!identifier) {
       if (!hasTty()) throw new MusterError('not-configured', 'No --identifier given and no terminal to ask on.')
       identifier = await promptText('Account')
     }
     const password = await readSecret({ what: 'password', file: { value: args['password-file'], flag: '--password-file' } })
-    const minted = await loginAndMintToken(url, identifier, password, `cli@${hostname()}`.slice(0, 64))
-    const file = saveLogin({ url, token: minted.token, account: minted.account })
+    const minted = await loginAndMintToken(url, identifier, password, `cli@${hostname()}`.slice(0, 64), fetchFor(pin))
+    const file = saveLogin({ url, token: minted.token, account: minted.account, ...(pin ? { pin } : {}) })
     if (args.json) return void process.stdout.write(`${JSON.stringify({ url, account: minted.account, role: minted.role, saved: file })}\n`)
     const { consola } = await import('consola')
     consola.success(`Logged in to ${url} as ${minted.account} (${minted.role}); token saved to ${file}`)

@@ -6,15 +6,17 @@ export default defineCommand({
   meta: { name: 'serve', description: 'Run a Platform: the node registry, enrollment authority and API (SIGHUP swaps in the binary on disk without closing a port)' },
   args: {
     ...dataDirArg,
-    host: { type: 'string', valueHint: 'ADDR', default: '127.0.0.1', description: 'Address the API listens on' },
+    host: { type: 'string', valueHint: 'ADDR', default: '127.0.0.1', description: 'Address the API listens on (off loopback it serves HTTPS with a certificate from the Platform CA)' },
     port: { type: 'string', valueHint: 'PORT', default: '7380', description: 'Port the API listens on (0 picks a free one)' },
     'public-url': { type: 'string', valueHint: 'URL', description: 'URL operators and nodes use to reach this Platform' },
     'tls-cert': { type: 'string', valueHint: 'FILE', description: 'Serve the API over HTTPS with this certificate (PEM)' },
     'tls-key': { type: 'string', valueHint: 'FILE', description: 'Private key for --tls-cert (PEM)' },
+    'allow-insecure-node-traffic': { type: 'boolean', description: 'Allow remote dispatch with a plain-http --public-url (only behind a TLS-terminating proxy on a private link)' },
     'enrollment-port': { type: 'string', valueHint: 'PORT', description: 'Open the HTTPS enrollment listener on this port (≥ 1024)' },
     'enrollment-address': { type: 'string', valueHint: 'ADDR', description: 'Address nodes reach the listener by (repeatable; default: first routable IPv4 and localhost)' },
     'remote-dispatch': { type: 'boolean', description: 'Allow nodes to enroll (implied by --enrollment-port)' },
-    'local-node': { type: 'boolean', default: true, description: 'Run an Agent in-process as node `local`', negativeDescription: 'Do not run the local node' },
+    'local-node': { type: 'boolean', default: false, description: 'Run an Agent in-process as node `local` (off by default; only a superadmin\'s projects run there, with the Platform\'s privileges)', negativeDescription: 'Do not run the local node (the default)' },
+    'nodes-file': { type: 'string', valueHint: 'FILE', description: 'Operator-declared nodes: JSON {"nodes":[{"name","labels"?,"drained"?}]}; their names enroll only with their own enrollment' },
     'node-auth': { type: 'enum', options: ['legacy', 'both', 'enrolled'], default: 'both', description: 'How nodes authenticate: shared fleet token, both, or enrolled credentials only' },
     'fleet-token-file': { type: 'string', valueHint: 'FILE', description: 'File holding the legacy fleet-wide registration token' },
     'node-stale-seconds': { type: 'string', valueHint: 'SECONDS', default: '45', description: 'A node without a heartbeat this long is unreachable' },
@@ -22,7 +24,7 @@ export default defineCommand({
     'enroll-rate': { type: 'string', valueHint: 'N', default: '500', description: 'Enroll requests admitted per second' },
     'enroll-burst': { type: 'string', valueHint: 'N', default: '1000', description: 'Enroll burst size' },
     'enroll-in-flight': { type: 'string', valueHint: 'N', default: '256', description: 'Enroll requests handled at once' },
-    database: { type: 'string', valueHint: 'URL', description: 'Store URL (default: SQLite muster.db in the data directory)' },
+    database: { type: 'string', valueHint: 'URL', description: 'PostgreSQL store (postgres://…; also $MUSTER_DATABASE_URL). Default: SQLite muster.db in the data directory' },
   },
   async run({ args, rawArgs }) {
     const port = intArg(args, 'port', 0, 65535) ?? 7380
@@ -33,11 +35,13 @@ export default defineCommand({
     const { resolveDataDir } = await import('../src/datadir.ts')
     const dataDir = resolveDataDir(args['data-dir'])
     if (args.database) {
-      // The store is the embedded SQLite file in the data directory; a URL naming that file is accepted, nothing else.
-      const { resolve } = await import('node:path')
-      const file = args.database.startsWith('sqlite:') ? resolve(args.database.replace(/^sqlite:(\/\/)?/, '')) : null
-      if (file !== resolve(dataDir, 'muster.db')) {
-        throw new UsageError(`--database: this build keeps its store in the data directory (sqlite://${resolve(dataDir, 'muster.db')}); PostgreSQL and other locations are not available`)
+      // PostgreSQL, or the data directory's own SQLite file; nothing else.
+      const { storeUrlFor } = await import('../src/store/open.ts')
+      const { DataDir } = await import('../src/datadir.ts')
+      try {
+        storeUrlFor(new DataDir(dataDir), args.database)
+      } catch (e) {
+        throw new UsageError(`--database: ${(e as Error).message}`)
       }
     }
     // `muster serve` itself supervises (src/swap/supervisor.ts): it holds the lock and runs this same command line as its engine.
@@ -52,16 +56,19 @@ export default defineCommand({
       host: args.host,
       port,
       publicUrl: args['public-url'],
+      allowInsecureNodeTraffic: Boolean(args['allow-insecure-node-traffic']),
       tlsCert: args['tls-cert'],
       tlsKey: args['tls-key'],
       enrollmentPort,
       enrollmentAddresses: multiArg(rawArgs, 'enrollment-address'),
       remoteDispatch: Boolean(args['remote-dispatch']),
-      localNode: args['local-node'] !== false,
+      localNode: args['local-node'] === true,
+      nodesFile: args['nodes-file'],
       nodeAuth: args['node-auth'] as 'legacy' | 'both' | 'enrolled',
       fleetTokenFile: args['fleet-token-file'],
       nodeStaleAfterMs: (intArg(args, 'node-stale-seconds', 1, 86400) ?? 45) * 1000,
       rescheduleGraceMs: (intArg(args, 'reschedule-grace-seconds', 0, 86400) ?? 60) * 1000,
+      database: args.database,
       enrollLimit: {
         perSecond: intArg(args, 'enroll-rate', 1, 1_000_000) ?? 500,
         burst: intArg(args, 'enroll-burst', 1, 10_000_000) ?? 1000,

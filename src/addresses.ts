@@ -55,10 +55,15 @@ export function httpsUrl(address: string, port: number): string {
   return `https://${isIP(address) === 6 ? `[${address}]` : address}:${port}`
 }
 
+/** A name or literal that always means this machine: localhost, 127.0.0.0/8, ::1 (brackets allowed). */
+export function isLoopback(address: string): boolean {
+  const a = address.replace(/^\[(.*)\]$/, '$1').toLowerCase()
+  return a === 'localhost' || (isIP(a) === 4 && a.startsWith('127.')) || a === '::1'
+}
+
 /** Where to bind for these addresses: loopback only when every one of them is loopback, else every interface. */
 export function bindHostFor(addresses: string[]): string {
-  const loopback = (a: string) => a === 'localhost' || a.startsWith('127.') || a === '::1'
-  if (addresses.length > 0 && addresses.every(loopback)) return '127.0.0.1'
+  if (addresses.length > 0 && addresses.every(isLoopback)) return '127.0.0.1'
   return addresses.some((a) => isIP(a) === 6) ? '::' : '0.0.0.0'
 }
 

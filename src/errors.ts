@@ -19,6 +19,7 @@ export const CODES = {
   'worker-newer': { status: 409, retryable: false },
   'node-exists': { status: 409, retryable: false },
   'node-in-use': { status: 409, retryable: false },
+  'node-healthy': { status: 409, retryable: false },
   'name-taken': { status: 409, retryable: false },
   'enrollment-pending': { status: 409, retryable: false },
   'certificate-in-use': { status: 409, retryable: false },
@@ -43,12 +44,16 @@ export const CODES = {
   'data-dir-newer': { status: 500, retryable: false },
   'already-running': { status: 409, retryable: false },
   'not-configured': { status: 400, retryable: false },
+  'store-unavailable': { status: 503, retryable: true },
+  'store-sealed': { status: 500, retryable: false },
   // cloud
   'cloud-not-connected': { status: 409, retryable: false },
   'cloud-credentials-refused': { status: 400, retryable: false },
   'cloud-provider-error': { status: 502, retryable: true },
   'cloud-in-use': { status: 409, retryable: false },
   'cloud-unavailable': { status: 503, retryable: false },
+  'cloud-throttled': { status: 503, retryable: true },
+  'audit-unavailable': { status: 503, retryable: true },
 } as const
 
 export type Code = keyof typeof CODES

@@ -1,102 +1,127 @@
 // A Platform: its data directory, store, keys and services, and the HTTP
 // server in front of them. `muster serve` and the tests both start one here.
-import type { Server } from 'bun'
-import { readFileSync } from 'node:fs'
+// This is the one place that composes the services; each service gets the
+// Context (src/context.ts) and the siblings it uses, never the Platform.
 import { Auth } from './auth/auth.ts'
-import { randomBytes } from './crypto/tokens.ts'
-import { assertPrivate, DataDir } from './datadir.ts'
-import { bindHostFor } from './addresses.ts'
+import { Changes } from './changes.ts'
+import type { Context } from './context.ts'
+import { loadMasterKey } from './master-key.ts'
+import { DataDir } from './datadir.ts'
+import { bindHostFor, isLoopback } from './addresses.ts'
 import { MusterError } from './errors.ts'
-import { startFederation } from './federation/service.ts'
+import { startFederation, type Federation } from './federation/service.ts'
 import { createApp } from './http/app.ts'
+import { ApiEndpoint } from './http/api-endpoint.ts'
 import { log } from './log.ts'
+import type { PlatformOptions } from './options.ts'
+import { rememberPeer } from './http/peer.ts'
 import { acquireServeLock } from './serve-lock.ts'
-import { openDb, type Db } from './store/db.ts'
-import { Fabric } from './fabric/fabric.ts'
+import type { Services } from './services.ts'
+import { openPlatformStore } from './store/open.ts'
+import type { Store } from './store/db.ts'
+import { Fabric, type NodeAnchors } from './fabric/fabric.ts'
 import { Projects } from './projects/service.ts'
-import { startLocalNode } from './projects/local-node.ts'
-import type { RateLimitOptions } from './fabric/rate-limit.ts'
+import { localNodeView, startLocalNode } from './projects/local-node.ts'
 import { ReadinessProber } from './fabric/probe.ts'
 import { EnrollmentListener } from './listener/listener.ts'
-import { FileVault, type Vault } from './vault.ts'
+import { startCloud, type Cloud } from './cloud/service.ts'
+import { Pki } from './pki/pki.ts'
+import { openVault, type Vault } from './vault.ts'
 import { RequestGate } from './swap/gate.ts'
-import { assertPortFree } from './swap/ports.ts'
-import { steerToNewest } from './swap/steer.ts'
 
-export interface PlatformOptions {
-  dataDir: string
-  host?: string
-  port?: number
-  tlsCert?: string
-  tlsKey?: string
-  publicUrl?: string
-  /** Milliseconds since the epoch; injectable so tests can move time. */
-  clock?: () => number
-  /** Hold platform/serve.lock (default true). */
-  lock?: boolean
-  enrollmentPort?: number
-  enrollmentAddresses?: string[]
-  /** Where the enrollment listener binds (default all IPv4 interfaces). */
-  enrollmentHost?: string
-  /** How often nodes with an address get a health probe (default 15 s, or $MUSTER_PROBE_INTERVAL_MS). */
-  probeIntervalMs?: number
-  remoteDispatch?: boolean
-  localNode?: boolean
-  nodeAuth?: 'legacy' | 'both' | 'enrolled'
-  fleetTokenFile?: string
-  /** A node without a heartbeat for this long is unreachable (default 45 s). */
-  nodeStaleAfterMs?: number
-  enrollLimit?: RateLimitOptions
-  /** How long an unreachable node keeps its replicas before they move (default 60 s). */
-  rescheduleGraceMs?: number
-  /** An engine swap: the ports are in use by the old engine, which drains once this one steers them here. */
-  takeover?: boolean
+export type { PlatformOptions }
+
+export { loadMasterKey, MASTER_KEY_FILE } from './master-key.ts'
+/** The Platform CA's certificate (public), for --platform-ca-file. */
+export const CA_CERT_FILE = 'platform/ca.pem'
+const CERT_CHECK_MS = Number(process.env.MUSTER_CERT_CHECK_MS) > 0 ? Number(process.env.MUSTER_CERT_CHECK_MS) : 2_000
+/** Every this many ticks the vault is read again (a CA replaced on purpose, another Platform's work). */
+const CA_RELOAD_TICKS = 15
+
+/**
+ * SPEC §16.3: a node is never told to send its credential over plain http to
+ * another machine. Remote dispatch with a plain-http public URL off loopback
+ * needs the operator to say a TLS-terminating proxy carries it.
+ */
+function refuseInsecureNodeTraffic(o: PlatformOptions): void {
+  const remote = Boolean(o.remoteDispatch || o.enrollmentPort !== undefined)
+  if (!remote || !o.publicUrl || o.allowInsecureNodeTraffic) return
+  let u: URL
+  try {
+    u = new URL(o.publicUrl)
+  } catch {
+    throw new MusterError('invalid-request', `--public-url ${o.publicUrl}: not a URL`)
+  }
+  if (u.protocol === 'https:' || isLoopback(u.hostname)) return
+  throw new MusterError(
+    'not-configured',
+    `Refusing remote dispatch with the plain-http --public-url ${u.origin}: nodes would send their credentials unencrypted. Serve the API over HTTPS (bind --host to a non-loopback address for a certificate from the Platform CA, or give --tls-cert/--tls-key) with an https --public-url; or, behind a TLS-terminating proxy that forwards plain http on a private link, add --allow-insecure-node-traffic.`,
+  )
 }
 
-export const MASTER_KEY_FILE = 'platform/master.key'
-
-export class Platform {
+export class Platform implements Services {
+  readonly ctx: Context
   readonly dataDir: DataDir
-  readonly db: Db
+  readonly store: Store
   readonly auth: Auth
   readonly masterKey: Uint8Array
-  /** The Platform's own secrets (CA, trust keys, listener TLS, federation key). */
   readonly vault: Vault
   readonly now: () => number
-  readonly secure: boolean
+  readonly api: ApiEndpoint
+  pki!: Pki
   fabric!: Fabric
   projects!: Projects
+  federation!: Federation
+  cloud!: Cloud
   listener: EnrollmentListener | undefined
   prober!: ReadinessProber
-  /** Every request to either port passes here; an engine swap holds and forwards them. */
+  /** Every request to either port passes here; an engine swap holds and forwards them (src/swap/gate.ts). */
   readonly gate = new RequestGate()
-  private server: Server<unknown> | undefined
   private readonly closers: (() => void | Promise<void>)[] = []
 
   private constructor(
     readonly options: PlatformOptions,
-    parts: { dataDir: DataDir; db: Db; masterKey: Uint8Array },
+    parts: { dataDir: DataDir; store: Store; masterKey: Uint8Array; vault: Vault; changes: Changes },
   ) {
     this.dataDir = parts.dataDir
-    this.db = parts.db
+    this.store = parts.store
     this.masterKey = parts.masterKey
-    this.vault = new FileVault(parts.dataDir)
+    this.vault = parts.vault
     this.now = options.clock ?? Date.now
-    this.secure = Boolean(options.tlsCert)
-    this.auth = new Auth(this.db, this.now)
+    this.ctx = {
+      store: parts.store,
+      now: this.now,
+      dataDir: parts.dataDir,
+      vault: parts.vault,
+      masterKey: parts.masterKey,
+      changes: parts.changes,
+      onClose: (fn) => this.onClose(fn),
+    }
+    this.auth = new Auth(this.ctx)
+    this.api = new ApiEndpoint(options, { vault: parts.vault, pki: () => this.pki, now: this.now, listenerAddresses: () => this.listener?.addresses ?? [] })
   }
 
   /** Opens the data directory (lock, master key, store) and the services on it. */
   static async open(options: PlatformOptions): Promise<Platform> {
+    refuseInsecureNodeTraffic(options)
     const dataDir = new DataDir(options.dataDir)
     dataDir.ensureDir('platform')
     const release = options.lock === false ? () => {} : acquireServeLock(dataDir)
     let p: Platform
     try {
       const masterKey = loadMasterKey(dataDir)
-      const db = openDb(dataDir.path('muster.db'))
-      p = new Platform(options, { dataDir, db, masterKey })
-      p.closers.push(() => db.close(), release)
+      const store = await openPlatformStore(dataDir, options.database)
+      try {
+        const vault = await openVault(store, dataDir, masterKey)
+        const changes = new Changes(store)
+        await changes.start()
+        p = new Platform(options, { dataDir, store, masterKey, vault, changes })
+        p.closers.push(() => changes.stop(), () => store.close())
+      } catch (e) {
+        await store.close()
+        throw e
+      }
+      p.closers.push(release)
     } catch (e) {
       release()
       throw e
@@ -114,27 +139,64 @@ export class Platform {
 
   /** Each area's service, started in order; each registers its own onClose. */
   private async startServices(): Promise<void> {
+    const ctx = this.ctx
+    // services: the Platform CA (the listener's and the API's certificates come from it)
+    this.pki = await Pki.open(this.vault, this.now())
+    this.publishCaCertificate()
     // services: fabric (enrollment authority)
-    this.fabric = Fabric.fromPlatform(this)
-    this.prober = new ReadinessProber(this)
+    this.fabric = await Fabric.open(ctx, this.options, { pki: this.pki, nodeAnchors: () => this.nodeAnchors() })
+    await this.fabric.trust.sync()
+    this.onClose(this.fabric.trust.start())
+    this.prober = new ReadinessProber(ctx, this.fabric, this.options.probeIntervalMs)
     this.prober.start()
     // services: listener (certificate now; the port opens in listen)
-    if (this.options.enrollmentPort !== undefined) this.listener = await EnrollmentListener.prepare(this)
+    if (this.options.enrollmentPort !== undefined) {
+      this.listener = await EnrollmentListener.prepare(ctx, { fabric: this.fabric, pki: this.pki, forward: (req) => this.handle(req) }, this.options)
+    }
     // services: projects
-    this.projects = new Projects(this.fabric, this.now, this.options.rescheduleGraceMs ?? 60_000)
+    this.projects = await Projects.open(ctx, this.fabric, this.options.rescheduleGraceMs ?? 60_000)
     if (this.options.localNode) {
-      const local = startLocalNode(this)
+      const local = startLocalNode(ctx, this.fabric)
       this.projects.local = local
-      const view = this.fabric.localNode
-      this.fabric.localNode = () => ({ ...view(), capacity: local.capacity() })
+      this.fabric.localNode = () => localNodeView(this.now(), local.capacity())
       this.onClose(() => local.stop())
     }
-    this.projects.start()
+    await this.projects.start()
+    // The reconciliation under way finishes before the store closes (an engine swap: the next engine reconciles on that store).
     this.onClose(() => this.projects.stop())
     // services: federation
-    await startFederation(this)
+    this.federation = await startFederation(ctx, { auth: this.auth, projects: this.projects })
     // services: cloud
-    await import('./cloud/service.ts').then((m) => m.startCloud(this))
+    this.cloud = startCloud(ctx, { fabric: this.fabric, projects: this.projects, publicUrl: () => this.publicUrl, apiCaPin: () => this.api.caPin })
+  }
+
+  /**
+   * platform/ca.pem: the CA's certificate (public: its key stays sealed in the
+   * store), for operators who pass it as --platform-ca-file.
+   */
+  private publishCaCertificate(): void {
+    if (this.dataDir.readSecretText(CA_CERT_FILE) !== this.pki.ca.certPem) this.dataDir.writeSecret(CA_CERT_FILE, this.pki.ca.certPem)
+  }
+
+  /**
+   * How a node authenticates this Platform from now on (enroll and trust
+   * answers, which arrive over a connection its current pin authenticated):
+   * the CA pin to keep, every pin to accept (a prepared CA replacement, the
+   * listener's old certificate while it is served) and the API URL.
+   */
+  nodeAnchors(): NodeAnchors {
+    const served = this.listener?.certificate
+    return {
+      caFingerprint: this.pki.ca.pin,
+      pins: [...this.pki.caPins(), ...(served?.legacy ? [served.pin] : [])],
+      platformUrl: this.publicUrl,
+      ...(this.options.allowInsecureNodeTraffic ? { insecureNodeTraffic: true } : {}),
+    }
+  }
+
+  /** Reads serve --nodes-file again; a bad file is logged and the running set kept (SIGHUP calls this). */
+  reloadNodesFile(): ReturnType<Fabric['reloadNodesFile']> {
+    return this.fabric.reloadNodesFile()
   }
 
   /** Registers something to stop when the Platform closes (run in reverse order). */
@@ -156,75 +218,99 @@ export class Platform {
 
   async listen(): Promise<string> {
     const app = this.app
-    if (this.options.tlsKey) assertPrivate(this.options.tlsKey)
-    const tls = this.options.tlsCert && this.options.tlsKey ? { cert: readFileSync(this.options.tlsCert, 'utf8'), key: readFileSync(this.options.tlsKey, 'utf8') } : undefined
     const local = (r: Request) => app.handle(r)
-    const hostname = this.options.host ?? '127.0.0.1'
-    const port = this.options.port ?? 7380
-    const inUse = () => new MusterError('already-running', `Port ${port} on ${hostname} is already in use.`)
-    // SO_REUSEPORT lets the next engine bind beside this one (src/swap/engine.ts);
-    // so a port another program holds is found by a plain bind first.
-    if (!this.options.takeover && !(await assertPortFree(hostname, port))) throw inUse()
-    try {
-      this.server = Bun.serve({
-        hostname,
-        port,
-        reusePort: true,
-        maxRequestBodySize: 1024 * 1024,
-        idleTimeout: 120, // assignment long polls hold a request for up to a minute
-        tls,
-        fetch: (req) => this.gate.handle(req, local),
-      })
-    } catch (e) {
-      const err = e as NodeJS.ErrnoException
-      if (err.code === 'EADDRINUSE') throw inUse()
-      throw e
-    }
-    if (this.options.takeover) await steerToNewest(this.server.port!)
+    await this.api.start(
+      (req, server) => {
+        rememberPeer(req, server.requestIP(req)?.address)
+        return this.gate.handle(req, local)
+      },
+      // Elysia maps every error itself; this is the last net, and a 5xx is a bug (SPEC §16.7).
+      (e) => {
+        log.error(`unhandled server error: ${e.stack ?? e.message}`)
+        return Response.json({ error: { code: 'internal', message: 'Internal error; see the Platform log.' } }, { status: 500 })
+      },
+    )
     const url = this.url
     log.info(`muster Platform listening on ${url}`)
     // listen: enrollment listener
     await this.listener?.listen()
     this.warnUnreachablePublicUrl()
+    // listen: certificates are checked against the wall clock on a short tick (a clock may jump);
+    // the API has no per-connection hook, and a certificate a jump left expired fails the handshake.
+    let ticks = 0
+    const tick = setInterval(() => void this.checkCertificates(++ticks % CA_RELOAD_TICKS === 0), CERT_CHECK_MS)
+    tick.unref?.()
+    this.onClose(() => clearInterval(tick))
     return url
+  }
+
+  /**
+   * The short tick: renewals due by the wall clock (a comparison in memory);
+   * with `reload`, also a CA changed in the vault (`admin ca promote`, another
+   * Platform) and a full look at the listener's certificate.
+   */
+  async checkCertificates(reload = true): Promise<void> {
+    try {
+      const changed = reload && (await this.pki.reload())
+      if (changed) this.publishCaCertificate()
+      if (reload || (this.listener && this.now() >= this.listener.certificate.renewAt)) await this.listener?.renewIfNeeded()
+      await this.api.renew(changed)
+    } catch (e) {
+      log.warn(`certificate check: ${(e as Error).message}`)
+    }
   }
 
   /** Remote nodes send heartbeats to publicUrl: say so when it is loopback but the listener is not. */
   private warnUnreachablePublicUrl(): void {
     const remote = this.fabric.enrollment?.addresses.filter((a) => bindHostFor([a]) !== '127.0.0.1') ?? []
     if (this.options.publicUrl || remote.length === 0 || bindHostFor([new URL(this.url).hostname]) !== '127.0.0.1') return
-    log.warn(`nodes on other machines will be told to reach the API at ${this.url}, which only this machine can reach: start serve with --public-url (e.g. http://${remote[0]}:${this.server?.port}) and --host to match`)
+    log.warn(`nodes on other machines will be told to reach the API at ${this.url}, which only this machine can reach: start serve with --host ${remote[0]} (the API then serves HTTPS from the Platform CA) or --public-url`)
+  }
+
+  /** The API serves HTTPS: --tls-cert, or a certificate from the Platform CA when it binds a non-loopback address. */
+  get secure(): boolean {
+    return this.api.secure
   }
 
   get url(): string {
-    if (!this.server) throw new Error('not listening')
-    const host = this.server.hostname?.includes(':') ? `[${this.server.hostname}]` : this.server.hostname
-    return `${this.secure ? 'https' : 'http'}://${host}:${this.server.port}`
+    return this.api.url
   }
 
+  /** The Platform CA pin when the API serves a certificate from that CA (not the operator's --tls-cert); else null. */
+  get apiCaPin(): string | null {
+    return this.api.caPin
+  }
+
+  /** The URL nodes and operators are given: --public-url, else the API's own (a wildcard bind named by this machine's address). */
   get publicUrl(): string {
-    return this.options.publicUrl ?? this.url
+    return this.api.publicUrl
   }
 
+  /** The API's port while it listens. */
   get apiPort(): number | undefined {
-    return this.server?.port
+    return this.api.port
   }
 
-  /** Stops the API port gracefully: in-flight requests finish, idle connections close. */
+  /** Stops the API port gracefully (engine swap, old side): in-flight requests finish, idle connections close. */
   async stopApi(): Promise<void> {
-    await this.server?.stop(false)
-    this.server = undefined
+    await this.api.stop(false)
   }
 
+  /** Stops everything: both ports, then the services. */
   async close(): Promise<void> {
-    await this.server?.stop(true)
-    this.server = undefined
+    await this.api.stop()
     await this.listener?.stop()
     await this.stopServices()
   }
 
-  /** Stops every service (background loops, store, lock), in reverse order; the ports stay as they are. */
+  /**
+   * Stops every service (background loops, certificate checks, store, lock),
+   * in reverse order; the ports stay open (an engine swap's old side holds and
+   * forwards requests there meanwhile).
+   */
   async stopServices(): Promise<void> {
+    await this.api.stopRenewing()
+    await this.listener?.stopRenewing()
     for (const fn of this.closers.splice(0)) {
       try {
         await fn()
@@ -233,12 +319,4 @@ export class Platform {
       }
     }
   }
-}
-
-/** platform/master.key: 32 random bytes, created on first start, 0600. */
-export function loadMasterKey(dataDir: DataDir): Uint8Array {
-  dataDir.createSecretExclusive(MASTER_KEY_FILE, randomBytes(32))
-  const key = dataDir.readSecret(MASTER_KEY_FILE)
-  if (!key || key.length !== 32) throw new MusterError('insecure-permissions', `${dataDir.path(MASTER_KEY_FILE)} is not 32 bytes; restore it from backup.`)
-  return new Uint8Array(key)
 }

@@ -9,6 +9,7 @@ import { MusterError } from './errors.ts'
 import { log } from './log.ts'
 import { Platform, type PlatformOptions } from './platform.ts'
 import { serveLockHolder } from './serve-lock.ts'
+import { DeclaredNodes } from './fabric/nodes-file.ts'
 import { untilStopSignal } from './shutdown.ts'
 import { handOver, quiesce, seedProbes, startHandoverServer, SupervisorLink } from './swap/engine.ts'
 import type { ProbeState } from './swap/protocol.ts'
@@ -26,7 +27,7 @@ export async function serve(options: PlatformOptions, role?: 'first' | 'takeover
   if (role === 'takeover') {
     // 1. started and checked what can be checked without the store: a bad file fails here, and the old engine keeps serving
     preflight(options)
-    link.send({ t: 'booted', version: VERSION })
+    link.tell({ t: 'booted', version: VERSION })
     const m = await link.next()
     if (m?.t !== 'open') throw new MusterError('unavailable', 'The engine swap was called off.')
     options = { ...options, port: m.apiPort, enrollmentPort: m.enrollmentPort ?? undefined, takeover: true }
@@ -39,12 +40,12 @@ export async function serve(options: PlatformOptions, role?: 'first' | 'takeover
     seedProbes(platform, probes)
     await platform.listen()
   } catch (e) {
-    if (role === 'takeover') link.send({ t: 'failed', message: (e as Error).message })
+    if (role === 'takeover') link.tell({ t: 'failed', message: (e as Error).message })
     await platform?.close()
     throw e
   }
   const handover = role === 'takeover' ? startHandoverServer(platform) : undefined
-  link.send({ t: 'serving', apiPort: platform.apiPort!, enrollmentPort: platform.listener?.port ?? null, handover: handover?.path ?? null, version: VERSION })
+  link.tell({ t: 'serving', apiPort: platform.apiPort!, enrollmentPort: platform.listener?.port ?? null, handover: handover?.path ?? null, version: VERSION })
   try {
     await runEngine(platform, link, () => handover?.stop())
   } finally {
@@ -61,8 +62,11 @@ export async function serve(options: PlatformOptions, role?: 'first' | 'takeover
 function preflight(options: PlatformOptions): void {
   for (const file of [options.tlsKey, options.fleetTokenFile]) if (file) assertPrivate(file)
   for (const file of [options.tlsCert, options.tlsKey, options.fleetTokenFile]) if (file) readFileSync(file)
+  // --nodes-file: a bad one is refused with its line and reason, and the old engine keeps the nodes it declared.
+  if (options.nodesFile) DeclaredNodes.open(options.nodesFile)
 }
 
+/** A Platform without a supervisor (serve() called directly): SIGHUP reads the nodes file again. */
 async function serveAlone(options: PlatformOptions): Promise<void> {
   const platform = await Platform.open(options)
   try {
@@ -71,7 +75,13 @@ async function serveAlone(options: PlatformOptions): Promise<void> {
     await platform.close()
     throw e
   }
-  await untilStopSignal()
+  const onHup = () => void platform.reloadNodesFile().catch((e) => log.error(`nodes file reload: ${(e as Error).message}`))
+  process.on('SIGHUP', onHup)
+  try {
+    await untilStopSignal()
+  } finally {
+    process.off('SIGHUP', onHup)
+  }
   await platform.close()
 }
 
@@ -89,7 +99,7 @@ async function runEngine(platform: Platform, link: SupervisorLink, predecessorGo
     else if (m.t === 'quiesce') {
       const q = await Promise.race([stop, quiesce(platform)])
       if (q === 'stop') return platform.close()
-      link.send({ t: 'quiesced', ...q })
+      link.tell({ t: 'quiesced', ...q })
     } else if (m.t === 'release') {
       log.info(`engine ${process.pid}: a new engine serves; forwarding and draining`)
       await Promise.race([stop, handOver(platform, m.handover)])

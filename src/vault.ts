@@ -1,13 +1,19 @@
 // The Platform's own secrets (its CA, trust keys, listener certificate and
-// key, federation signing key) behind one small interface, so that where they
-// are kept can change without their owners knowing. Names are relative paths
-// such as `trust/<kid>.json` or `tls/key.pem`; values are text.
+// key, federation signing key) behind one small interface. Names are relative
+// paths such as `trust/<kid>.json` or `tls/key.pem`; values are text.
 //
-// FileVault keeps each secret as a 0600 file under platform/ (the layout of
-// SPEC §3). The store-backed vault (sealed rows) replaces it; both answer the
-// same calls.
-import { readdirSync, unlinkSync } from 'node:fs'
+// They live in the store, each sealed with AES-256-GCM under a key derived
+// from platform/master.key (SPEC §16.9), so every Platform on one PostgreSQL
+// presents the same pin and signs with the same keys, and a copy of the
+// database alone reveals none of them. master.key itself stays a file.
+import { readdirSync, statSync, unlinkSync } from 'node:fs'
 import type { DataDir } from './datadir.ts'
+import { b64url, deriveKey } from './crypto/tokens.ts'
+import { sealBytes, unsealBytes } from './crypto/seal.ts'
+import { MusterError } from './errors.ts'
+import { log } from './log.ts'
+import type { Db, Store } from './store/db.ts'
+import { deleteSecret, getSecret, insertSecret, listSecretNames, upsertSecret } from './store/secrets.ts'
 
 export interface Vault {
   /** The secret stored under `name`, or null. */
@@ -22,43 +28,105 @@ export interface Vault {
 }
 
 const NAME = /^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)*$/
+const PURPOSE = 'muster store secrets v1'
+/** A known value sealed on first use: proves the master key opens this store's secrets. */
+const CHECK = 'check/master-key'
 
 function checkName(name: string): string {
   if (!NAME.test(name) || name.includes('..')) throw new Error(`vault: invalid secret name ${JSON.stringify(name)}`)
   return name
 }
 
-export class FileVault implements Vault {
-  constructor(private readonly dataDir: DataDir) {}
+export class StoreVault implements Vault {
+  private readonly key: Uint8Array
 
-  private rel(name: string): string {
-    return `platform/${checkName(name)}`
+  constructor(
+    private readonly db: Db,
+    masterKey: Uint8Array,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.key = deriveKey(masterKey, PURPOSE)
+  }
+
+  private seal(name: string, value: string): Uint8Array {
+    return sealBytes(this.key, `${PURPOSE}:${name}`, value)
+  }
+
+  private open(name: string, sealed: Uint8Array): string | null {
+    return unsealBytes(this.key, `${PURPOSE}:${name}`, sealed)?.toString('utf8') ?? null
   }
 
   async get(name: string): Promise<string | null> {
-    return this.dataDir.readSecretText(this.rel(name)) ?? null
+    const row = await getSecret(this.db, checkName(name))
+    if (!row) return null
+    const value = this.open(name, row.sealed)
+    if (value === null) throw sealedError()
+    return value
   }
 
   async put(name: string, value: string): Promise<void> {
-    this.dataDir.writeSecret(this.rel(name), value)
+    await upsertSecret(this.db, checkName(name), this.seal(name, value), this.now())
   }
 
   async create(name: string, value: string): Promise<boolean> {
-    return this.dataDir.createSecretExclusive(this.rel(name), value)
+    return insertSecret(this.db, checkName(name), this.seal(name, value), this.now())
   }
 
   async delete(name: string): Promise<void> {
-    try {
-      unlinkSync(this.dataDir.path(this.rel(name)))
-    } catch {}
+    await deleteSecret(this.db, checkName(name))
   }
 
   async list(prefix: string): Promise<string[]> {
-    const dir = prefix.replace(/\/?$/, '')
-    if (!this.dataDir.exists(`platform/${dir}`)) return []
-    return readdirSync(this.dataDir.path(`platform/${dir}`))
-      .filter((f) => !f.includes('.tmp-'))
-      .map((f) => `${dir}/${f}`)
-      .sort()
+    return listSecretNames(this.db, prefix.replace(/\/?$/, '/'))
   }
+
+  /** Refuses to start when this master key cannot open what the store holds (another Platform's key). */
+  async verifyKey(): Promise<void> {
+    await this.create(CHECK, 'muster')
+    const row = await getSecret(this.db, CHECK)
+    if (!row || this.open(CHECK, row.sealed) !== 'muster') throw sealedError()
+  }
+}
+
+function sealedError(): MusterError {
+  return new MusterError(
+    'store-sealed',
+    'This Platform\'s platform/master.key cannot open the secrets in its store: every Platform sharing a store needs the same master key. ' +
+      'Copy platform/master.key (mode 0600) from a Platform that already uses this store into this data directory, then start again.',
+  )
+}
+
+/** Secret files of earlier versions, moved into the store on first start. */
+const LEGACY_DIRS = ['trust', 'tls', 'ca', 'ca-next', 'ca-previous', 'api']
+const LEGACY_BINARY = ['cluster-signing-key']
+
+/** Moves secret files of an existing data directory into the store (sealed), then removes the files. */
+async function migrateFiles(vault: StoreVault, dataDir: DataDir): Promise<void> {
+  const moved: string[] = []
+  const take = async (name: string, value: string, file: string) => {
+    await vault.create(name, value)
+    unlinkSync(file)
+    moved.push(name)
+  }
+  for (const dir of LEGACY_DIRS) {
+    if (!dataDir.exists('platform', dir)) continue
+    for (const f of readdirSync(dataDir.path('platform', dir))) {
+      const file = dataDir.path('platform', dir, f)
+      if (f.includes('.tmp-') || !statSync(file).isFile() || !NAME.test(f)) continue
+      await take(`${dir}/${f}`, dataDir.readSecretText(`platform/${dir}/${f}`) ?? '', file)
+    }
+  }
+  for (const name of LEGACY_BINARY) {
+    const raw = dataDir.readSecret(`platform/${name}`)
+    if (raw) await take(name, b64url(raw), dataDir.path('platform', name))
+  }
+  if (moved.length > 0) log.info(`moved ${moved.length} secret file(s) into the store, sealed under platform/master.key: ${moved.join(', ')}`)
+}
+
+/** The vault of a Platform: checks the master key against the store, then takes over older secret files. */
+export async function openVault(store: Store, dataDir: DataDir, masterKey: Uint8Array): Promise<Vault> {
+  const vault = new StoreVault(store, masterKey)
+  await vault.verifyKey()
+  await migrateFiles(vault, dataDir)
+  return vault
 }

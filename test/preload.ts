@@ -8,6 +8,7 @@ const home = mkdtempSync(join(tmpdir(), 'muster-test-home-'))
 process.env.HOME = home
 process.env.XDG_CONFIG_HOME = join(home, '.config')
 for (const key of Object.keys(process.env)) {
+  if (key.startsWith('MUSTER_TEST_')) continue // the test run's own settings (the PostgreSQL that CI started)
   if (/^(MUSTER_|HCLOUD_|HETZNER_|DIGITALOCEAN_|AWS_|AZURE_|ARM_|GOOGLE_|GCP_|CLOUDSDK_)/.test(key)) delete process.env[key]
 }
 process.env.MUSTER_LOG_LEVEL ??= '1'

@@ -16,16 +16,16 @@ export default defineCommand({
     if (!/^[\w .@-]{1,64}$/.test(args.name)) throw new UsageError('--name must be 1–64 letters, digits, spaces or ._@-')
     const { openHostStore } = await import('../../src/host-store.ts')
     const { resolveDataDir } = await import('../../src/datadir.ts')
-    const host = openHostStore(resolveDataDir(args['data-dir']))
+    const host = await openHostStore(resolveDataDir(args['data-dir']))
     try {
       const account = args.account ?? (args.role === 'superadmin' ? 'superadmin' : null)
-      if (account !== null) host.auth.assertAccountMayHold(account, args.role)
-      const { token } = host.auth.mintApiToken({ name: args.name, role: args.role, account })
+      if (account !== null) await host.auth.assertAccountMayHold(account, args.role)
+      const { token } = await host.auth.mintApiToken({ name: args.name, role: args.role, account })
       if (args.json) return void process.stdout.write(`${JSON.stringify({ token, name: args.name, role: args.role })}\n`)
       process.stderr.write(`API token "${args.name}" (${args.role}); shown once:\n`)
       process.stdout.write(`${token}\n`)
     } finally {
-      host.close()
+      await host.close()
     }
   },
 })

@@ -7,7 +7,7 @@ export default defineCommand({
   async run({ args }) {
     const { detach } = await import('../../src/federation/host.ts')
     const { resolveDataDir } = await import('../../src/datadir.ts')
-    const r = detach(resolveDataDir(args['data-dir']))
+    const r = await detach(resolveDataDir(args['data-dir']))
     if (args.json) return void process.stdout.write(`${JSON.stringify(r)}\n`)
     process.stderr.write(
       `Detached: this Platform is no longer office ${r.officeId}; its projects, data and local accounts are kept and local login works again.\n` +

@@ -7,5 +7,7 @@ export default defineCommand({
     passwd: () => import('./passwd.ts').then((m) => m.default),
     'break-glass': () => import('./break-glass.ts').then((m) => m.default),
     detach: () => import('./detach.ts').then((m) => m.default),
+    'migrate-store': () => import('./migrate-store.ts').then((m) => m.default),
+    ca: () => import('./ca/index.ts').then((m) => m.default),
   },
 })

@@ -16,12 +16,12 @@ export default defineCommand({
     if (password.length < 12) throw new MusterError('invalid-request', 'A password needs at least 12 characters; nothing changed.')
     const { openHostStore } = await import('../../src/host-store.ts')
     const { resolveDataDir } = await import('../../src/datadir.ts')
-    const host = openHostStore(resolveDataDir(args['data-dir']))
+    const host = await openHostStore(resolveDataDir(args['data-dir']))
     try {
       await host.auth.setPassword(args.account, password)
       process.stderr.write(`Password for ${args.account} changed.\n`)
     } finally {
-      host.close()
+      await host.close()
     }
   },
 })

@@ -9,8 +9,8 @@ export default defineCommand({
       required: true,
       valueHint: 'hetzner|digitalocean|aws|azure|gcp',
       description:
-        'hetzner, digitalocean: the API token; aws: {"accessKeyId","secretAccessKey","region"?}; ' +
-        'azure: {"tenantId","clientId","clientSecret","subscriptionId","resourceGroup"}; gcp: the service account key file',
+        'hetzner, digitalocean: the API token; aws: {"accessKeyId","secretAccessKey","region"?}, or keyless {"roleArn","externalId"?,"region"?} or {"ambient":true}; ' +
+        'azure: {"tenantId","clientId","clientSecret"|"federatedTokenFile","subscriptionId","resourceGroup"}; gcp: the service account key file',
     },
     ...clientArgs,
   },

@@ -12,5 +12,6 @@ export default defineCommand({
     provisions: () => import('./provisions.ts').then((m) => m.default),
     release: () => import('./release.ts').then((m) => m.default),
     scaling: () => import('./scaling.ts').then((m) => m.default),
+    audit: () => import('./audit.ts').then((m) => m.default),
   },
 })

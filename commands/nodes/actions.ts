@@ -15,10 +15,10 @@ function done(json: boolean | undefined, value: unknown, line: string) {
 }
 
 export const remove = defineCommand({
-  meta: { name: 'remove', description: 'Remove a node (refused while projects are placed on it); its name is tombstoned' },
-  args: { ...nameArg, ...clientArgs },
+  meta: { name: 'remove', description: 'Remove a node (refused while projects are placed on it, or while it is healthy without --force); its name is tombstoned' },
+  args: { ...nameArg, force: { type: 'boolean', description: 'Remove it even while it is healthy (ready or heartbeating)' }, ...clientArgs },
   async run({ args }) {
-    const r = await (await client(args)).nodes.remove(args.name)
+    const r = await (await client(args)).nodes.remove(args.name, { force: Boolean(args.force) })
     done(args.json, r, `Node ${r.nodeId} removed; its credential no longer works and the name stays reserved.`)
   },
 })

@@ -1,5 +1,5 @@
 import { defineCommand } from 'citty'
-import { afterDashes, checkName, clientArgs, intArg, multiArg, UsageError } from '../_args.ts'
+import { afterDashes, checkName, clientArgs, intArg, labelArgs, multiArg, UsageError } from '../_args.ts'
 
 export default defineCommand({
   meta: { name: 'deploy', description: 'Create or update a project: `deploy NAME --replicas N -- CMD [ARGS...]` (an update rolls)' },
@@ -9,6 +9,7 @@ export default defineCommand({
     cpu: { type: 'string', valueHint: 'MILLICORES', description: 'CPU each replica needs (default 100)' },
     memory: { type: 'string', valueHint: 'MB', description: 'Memory each replica needs (default 64)' },
     env: { type: 'string', valueHint: 'K=V', description: 'Environment for the command (repeatable)' },
+    'node-label': { type: 'string', valueHint: 'KEY=VALUE', description: 'Run only on nodes with this label, like role=build (repeatable: every one)' },
     ...clientArgs,
   },
   async run({ args, rawArgs }) {
@@ -24,8 +25,9 @@ export default defineCommand({
     const replicas = intArg(args, 'replicas', 0, 10_000)!
     const cpu = intArg(args, 'cpu', 1, 1_000_000)
     const memory = intArg(args, 'memory', 1, 10_000_000)
+    const nodeLabels = await labelArgs(rawArgs, 'node-label')
     const { clientFrom } = await import('../_client.ts')
-    const p = await clientFrom(args).projects.deploy({ name: args.name, command, env, replicas, cpu, memory })
+    const p = await clientFrom(args).projects.deploy({ name: args.name, command, env, replicas, cpu, memory, ...(Object.keys(nodeLabels).length > 0 ? { nodeLabels } : {}) })
     if (args.json) return void process.stdout.write(`${JSON.stringify(p)}\n`)
     const placed = p.placements.filter((x) => x.node).length
     process.stderr.write(`Project ${p.name} revision ${p.revision}: ${placed}/${p.replicas} replica(s) placed${p.reason ? ` (${p.reason}${p.shortfall ? `, shortfall ${p.shortfall}` : ''})` : ''}. Watch it with \`muster projects show ${p.name}\`.\n`)

@@ -10,6 +10,11 @@ export default defineCommand({
     const p = await clientFrom(args).projects.show(args.name)
     if (args.json) return printJson(p)
     printLine(`${p.name} (revision ${p.revision}): ${p.replicas} replica(s) of \`${p.command.join(' ')}\`, ${p.cpu}m CPU and ${p.memory} MB each`)
+    const env = Object.entries(p.env)
+    // Values only for those who may change projects; viewers get "***" from the Platform (SPEC §16.6).
+    if (env.length > 0) printLine(`env: ${env.map(([k, v]) => `${k}=${v}`).join(' ')}`)
+    const labels = Object.entries(p.nodeLabels ?? {})
+    if (labels.length > 0) printLine(`runs only on nodes labelled: ${labels.map(([k, v]) => `${k}=${v}`).join(' ')}`)
     if (p.reason) printLine(`unplaced: ${p.reason}${p.shortfall ? `, shortfall ${p.shortfall}` : ''}`)
     printTable(['replica', 'node', 'state'], p.placements.map((x) => [x.replica, x.node, x.state + (x.exitCode !== undefined && x.exitCode !== null ? ` (exit ${x.exitCode})` : '')]))
   },

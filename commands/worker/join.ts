@@ -6,19 +6,22 @@ export default defineCommand({
   args: {
     'platform-url': { type: 'string', required: true, valueHint: 'https://H[:P]', description: 'The Platform’s enrollment URL (https only)' },
     'node-id': { type: 'string', required: true, valueHint: 'NAME', description: 'This node’s name, as the enrollment was issued' },
-    'platform-fingerprint': { type: 'string', valueHint: 'sha256:HEX', description: 'Pin the Platform’s certificate (from `muster nodes platform`)' },
+    'platform-fingerprint': { type: 'string', valueHint: 'sha256:HEX', description: 'Pin of the Platform CA (`fingerprint` in `muster nodes platform`)' },
     'platform-ca-file': { type: 'string', valueHint: 'FILE', description: 'Verify the Platform with this CA instead of the system roots' },
     'enrollment-token-file': { type: 'string', valueHint: 'FILE', description: 'File holding the join token (else $MUSTER_ENROLLMENT_TOKEN, stdin, or a prompt)' },
     'enrollment-token': { type: 'string', valueHint: 'mjt_…', description: 'The join token on argv (lands in shell history; prefer the file)' },
     address: { type: 'string', valueHint: 'ADDR', description: 'Address the Platform reaches this node by (repeatable; default: first routable IPv4 and localhost)' },
     port: { type: 'string', valueHint: 'PORT', default: '7381', description: 'Port the Agent listens on' },
+    'heartbeat-only': { type: 'boolean', description: 'Give no address: the Platform never dials this node, which is ready on heartbeats alone (the Agent listens on loopback)' },
+    label: { type: 'string', valueHint: 'KEY=VALUE', description: 'A label this node carries, like role=build (repeatable; sent at enroll; a nodes file on the Platform wins)' },
     ...dataDirArg,
     ...jsonArg,
   },
   async run({ args, rawArgs }) {
     const { UsageError } = await import('../_args.ts')
     if (args['platform-fingerprint'] && args['platform-ca-file']) throw new UsageError('give --platform-fingerprint or --platform-ca-file, not both')
-    const { checkName, checkFingerprint, checkUrl } = await import('../_args.ts')
+    const { checkName, checkFingerprint, checkUrl, labelArgs } = await import('../_args.ts')
+    const labels = await labelArgs(rawArgs, 'label')
     checkUrl(args['platform-url'], '--platform-url')
     checkName(args['node-id'], '--node-id')
     checkFingerprint(args['platform-fingerprint'], '--platform-fingerprint')
@@ -34,6 +37,8 @@ export default defineCommand({
       caFile: args['platform-ca-file'],
       addresses: multiArg(rawArgs, 'address'),
       port: intArg(args, 'port', 1, 65535),
+      heartbeatOnly: args['heartbeat-only'] === true,
+      labels,
       readToken: () =>
         readSecret({
           what: 'enrollment token',

@@ -11,9 +11,10 @@ export default defineCommand({
     const { printJson, printLine } = await import('../_out.ts')
     const dataDir = new DataDir(resolveDataDir(args['data-dir']))
     const r = await refreshTrust(dataDir, requireJoined(dataDir), Date.now())
-    if (args.json) return printJson({ added: r.added, removed: r.removed, keys: r.keys })
+    if (args.json) return printJson({ added: r.added, removed: r.removed, keys: r.keys, changes: r.changes })
     if (r.added.length === 0 && r.removed.length === 0) printLine(`Trust keys unchanged (${r.keys.length}).`)
     else printLine(`Trust keys updated: added ${r.added.join(', ') || 'none'}; removed ${r.removed.join(', ') || 'none'}.`)
     for (const k of r.keys) printLine(`  ${k.kid}  valid ${k.notBefore} → ${k.notAfter}`)
+    for (const c of r.changes) printLine(`The Platform is now authenticated with: ${c}`)
   },
 })

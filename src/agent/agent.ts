@@ -1,8 +1,12 @@
-// The Agent (SPEC §7): serves its HTTPS port, heartbeats to the Platform with
-// its node credential (version, capacity, replica status), renews the
-// credential daily (and once on a 401), refreshes trust keys at start and
-// daily, and keeps going through outages with backoff. Intervals can be set
-// by environment for tests: MUSTER_AGENT_HEARTBEAT_MS, _RENEW_MS, _TRUST_MS.
+// The Agent (SPEC §7, §16.2): serves its HTTPS port, heartbeats to the
+// Platform with its node credential (version, capacity, replica status),
+// renews the credential daily (and once on a 401), refreshes trust keys at
+// start, daily, and at once when it meets a signature by a kid it does not
+// hold (at most once a minute), and keeps going through outages with backoff.
+// "Daily" is by the wall clock, checked on a short tick, so a clock that
+// jumped is noticed within the tick. Intervals can be set by environment for
+// tests: MUSTER_AGENT_HEARTBEAT_MS, _RENEW_MS, _TRUST_MS, _TICK_MS.
+import { SingleFlight } from '../single-flight.ts'
 import type { Server } from 'bun'
 import { availableParallelism, totalmem } from 'node:os'
 import type { ReplicaStatus } from '../fabric/registry.ts'
@@ -20,6 +24,10 @@ import { startWorkloads, type Workloads } from './workloads.ts'
 
 const DAY_MS = 86_400_000
 const MAX_BACKOFF_MS = 5 * 60_000
+/** At most one refresh for an unknown kid per minute (monotonic, so no clock can hurry it). */
+export const UNKNOWN_KID_REFRESH_MS = 60_000
+/** A failed daily refresh or renewal is tried again this soon. */
+const RETRY_MS = 60_000
 
 export interface AgentOptions {
   dataDir: string
@@ -31,6 +39,8 @@ export interface AgentOptions {
   heartbeatMs?: number
   renewMs?: number
   trustMs?: number
+  /** How often the wall clock is checked for a due refresh or renewal (default 30 s). */
+  tickMs?: number
   /** Pull and run assignments (default true). */
   workloads?: boolean
 }
@@ -50,9 +60,10 @@ export class Agent {
   /** Signed requests from the Platform (other than /health) go here; undefined = 404. */
   handleSigned: SignedHandler = () => undefined
   readonly dataDir: DataDir
-  readonly config: AgentConfig
+  /** Replaced when a trust answer moves the node to new pins or a new API URL. */
+  config: AgentConfig
   readonly now: () => number
-  readonly intervals: { heartbeat: number; renew: number; trust: number }
+  readonly intervals: { heartbeat: number; renew: number; trust: number; tick: number }
   /** The last state the Platform reported for this node. */
   state: string | undefined
   private credential: string
@@ -62,8 +73,16 @@ export class Agent {
   private stopped = false
   private failures = 0
   private renewedAfter401 = false
-  private renewing: Promise<boolean> | undefined
+  private readonly renewing = new SingleFlight<boolean>()
   private nudging: ReturnType<typeof setTimeout> | undefined
+  /** Wall-clock times (ms) at which the trust refresh and the renewal are next due. */
+  private trustDueAt = 0
+  private renewDueAt = 0
+  private readonly refreshing = new SingleFlight<boolean>()
+  /** Ticks completed (tests wait on it to see that nothing was due). */
+  ticks = 0
+  /** performance.now() of the last refresh made for an unknown kid. */
+  private lastUnknownKidRefresh = -Infinity
   workloads: Workloads | undefined
 
   constructor(private readonly options: AgentOptions) {
@@ -76,6 +95,7 @@ export class Agent {
       heartbeat: options.heartbeatMs ?? envMs('MUSTER_AGENT_HEARTBEAT_MS', 10_000),
       renew: options.renewMs ?? envMs('MUSTER_AGENT_RENEW_MS', DAY_MS),
       trust: options.trustMs ?? envMs('MUSTER_AGENT_TRUST_MS', DAY_MS),
+      tick: options.tickMs ?? envMs('MUSTER_AGENT_TICK_MS', 30_000),
     }
   }
 
@@ -112,13 +132,15 @@ export class Agent {
       node: this.config.nodeId,
       now: this.now,
       trustKeys: () => this.trust,
+      refreshForUnknownKid: () => this.refreshForUnknownKid(),
       handle: () => this.handleSigned,
     })
     log.info(`agent ${this.config.nodeId} listening on port ${this.port}; Platform API ${this.config.platformUrl}`)
     // Trust refresh runs beside the first heartbeat: a slow enrollment URL must not hold it up.
+    const now = this.now()
+    this.renewDueAt = now + this.intervals.renew
     void this.refreshTrust()
-    this.every(this.intervals.trust, () => this.refreshTrust())
-    this.every(this.intervals.renew, () => this.renew())
+    this.every(this.intervals.tick, () => this.tick())
     void this.beat()
     if (this.options.workloads !== false) this.workloads = startWorkloads(this)
   }
@@ -134,20 +156,60 @@ export class Agent {
     log.info(`agent ${this.config.nodeId} stopped`)
   }
 
-  /** Asks for trust keys over the pinned connection; on failure keeps the current ones. */
-  async refreshTrust(): Promise<boolean> {
-    try {
-      this.trust = (await refreshTrust(this.dataDir, this.config, this.now())).keys
-      return true
-    } catch (e) {
-      log.warn(`${(e as Error).message} Keeping the current ${this.trust.length} trust key(s).`)
-      return false
+  /** Asks for trust keys over the pinned connection; on failure keeps the current ones. One at a time. */
+  refreshTrust(): Promise<boolean> {
+    return this.refreshing.run(async () => {
+      // The next one is due a day after this one was asked for, whatever the answer took.
+      const asked = this.now()
+      try {
+        const r = await refreshTrust(this.dataDir, this.config, asked)
+        this.trust = r.keys
+        this.config = r.config
+        this.trustDueAt = asked + this.intervals.trust
+        return true
+      } catch (e) {
+        this.trustDueAt = asked + Math.min(RETRY_MS, this.intervals.trust)
+        log.warn(`${(e as Error).message} Keeping the current ${this.trust.length} trust key(s).`)
+        return false
+      }
+    })
+  }
+
+  /**
+   * A signature by a kid this node does not hold (or not valid now): refresh
+   * at once, at most once a minute, so the caller can verify again. False when
+   * no refresh was made or it failed.
+   */
+  refreshForUnknownKid(): Promise<boolean> {
+    return this.refreshSoon('a signature by a key this node does not hold')
+  }
+
+  /** A trust refresh now, for a reason other than the day passing; at most once a minute. */
+  private async refreshSoon(why: string): Promise<boolean> {
+    // A refresh under way may have been asked before what we need existed: let it finish, then ask again if allowed.
+    const inFlight = this.refreshing.busy ? await this.refreshTrust() : false
+    if (performance.now() - this.lastUnknownKidRefresh < UNKNOWN_KID_REFRESH_MS) return inFlight
+    this.lastUnknownKidRefresh = performance.now()
+    log.info(`${why}: refreshing trust keys`)
+    return this.refreshTrust()
+  }
+
+  /** Due work by the wall clock: a clock that jumped (either way) makes the daily work due at once. */
+  private async tick(): Promise<void> {
+    const now = this.now()
+    const jumped = (due: number, period: number) => now >= due || due - now > period + this.intervals.tick
+    if (jumped(this.trustDueAt, this.intervals.trust)) await this.refreshTrust()
+    if (jumped(this.renewDueAt, this.intervals.renew)) {
+      const asked = this.now()
+      const ok = await this.renew()
+      this.renewDueAt = asked + (ok ? this.intervals.renew : Math.min(RETRY_MS, this.intervals.renew))
     }
+    this.ticks++
   }
 
   /** Trades the node credential for the next generation (one at a time). */
   renew(): Promise<boolean> {
-    this.renewing ??= (async () => {
+    return this.renewing.run(async () => {
       try {
         const r = await apiClient(this.config, this.credential).nodes.renew()
         this.credential = r.credential
@@ -157,11 +219,8 @@ export class Agent {
       } catch (e) {
         log.warn(`node credential renewal failed: ${(e as Error).message}`)
         return false
-      } finally {
-        this.renewing = undefined
       }
-    })()
-    return this.renewing
+    })
   }
 
   /** One heartbeat; throws what the Platform or the network said. */
@@ -197,6 +256,15 @@ export class Agent {
     }
     if (err.code === 'rate-limited') return Math.min(MAX_BACKOFF_MS, 1000 * Math.max(1, Number(err.detail?.retryAfterSeconds) || 1))
     this.failures++
+    // The API may have moved (to https, another address): the trust answer names where it is now.
+    if (err.code === 'platform-unreachable' && this.failures >= 3) {
+      const before = this.config.platformUrl
+      if ((await this.refreshSoon('the Platform API does not answer')) && this.config.platformUrl !== before) {
+        log.info(`the Platform API moved to ${this.config.platformUrl}`)
+        this.failures = 0
+        return 0
+      }
+    }
     if (this.failures === 1 || this.failures % 10 === 0) {
       const hint = err.code === 'node-revoked' ? ' This node was revoked; an operator must rebind it.' : err.code === 'unauthorized' ? ' The credential is not accepted; the node may have been removed or rebound.' : ''
       log.warn(`heartbeat failed (${this.failures}x): ${err.message.replace(/\.$/, '')}.${hint} Keeping trust keys; retrying with backoff.`)

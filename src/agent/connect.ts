@@ -3,17 +3,23 @@
 //    given at join; the enrollment listener forwards only enroll and trust,
 //    so trust refreshes go here;
 //  - the Platform API URL from the enroll answer, for heartbeats, renewals and
-//    assignments. When https it is verified with the join's CA, else the
-//    system roots — or with the pin when it is the same host and port.
+//    assignments. When https it is verified with the pins (the API's
+//    certificate comes from the same Platform CA), the join's CA file, or the
+//    system roots (an operator's --tls-cert that no pin names).
 // Every request has a timeout and no redirect is ever followed.
 import { createClient, type Client } from '../client/index.ts'
-import { pinnedFetch } from '../crypto/pin.ts'
+import { pinnedFetch, PinMismatchError } from '../crypto/pin.ts'
 import { MusterError } from '../errors.ts'
 import type { AgentConfig, PlatformPin } from './files.ts'
 
 const TIMEOUT_MS = 30_000
 
 export type Fetcher = (url: string, init: RequestInit) => Promise<Response>
+
+/** Every pin a fingerprint-kind PlatformPin accepts, the primary first. */
+export function pinsOf(pin: PlatformPin): string[] | null {
+  return 'fingerprint' in pin ? [pin.fingerprint, ...(pin.also ?? []).filter((p) => p !== pin.fingerprint)] : null
+}
 
 /** A fetch that authenticates the server by `pin`; null pin = plain http. */
 export function fetcherFor(pin: PlatformPin | null, timeoutMs = TIMEOUT_MS): Fetcher {
@@ -24,7 +30,8 @@ export function fetcherFor(pin: PlatformPin | null, timeoutMs = TIMEOUT_MS): Fet
       if (!url.startsWith('https://')) throw new MusterError('invalid-request', `${url}: only https is verified with the system roots`)
       return fetch(url, withTimeout)
     }
-    return pinnedFetch(url, withTimeout, pin)
+    if ('caPem' in pin) return pinnedFetch(url, withTimeout, pin)
+    return pinnedFetch(url, withTimeout, { fingerprint: pinsOf(pin)! })
   }
 }
 
@@ -34,9 +41,36 @@ const hostPort = (u: URL) => `${u.hostname}:${u.port || (u.protocol === 'https:'
 export function apiPin(config: Pick<AgentConfig, 'platformUrl' | 'enrollmentUrl' | 'pin'>): PlatformPin | null {
   const api = new URL(config.platformUrl)
   if (api.protocol !== 'https:') return null
-  if (hostPort(api) === hostPort(new URL(config.enrollmentUrl))) return config.pin
-  if ('caPem' in config.pin) return config.pin
-  return { system: true }
+  return config.pin
+}
+
+// API origins whose certificate no pin names (the operator's --tls-cert): the system roots verify them.
+const rootsFor = new Set<string>()
+
+/** The API's fetch: the pins first; an API on another port whose chain no pin names is verified by the system roots. */
+function apiFetcher(config: Pick<AgentConfig, 'platformUrl' | 'enrollmentUrl' | 'pin'>): Fetcher {
+  const pin = apiPin(config)
+  const pinned = fetcherFor(pin)
+  if (!pin || !('fingerprint' in pin) || hostPort(new URL(config.platformUrl)) === hostPort(new URL(config.enrollmentUrl))) return pinned
+  const roots = fetcherFor({ system: true })
+  return async (url, init) => {
+    const origin = new URL(url).origin
+    if (!rootsFor.has(origin)) {
+      try {
+        return await pinned(url, init)
+      } catch (e) {
+        if (!(e instanceof PinMismatchError)) throw e
+      }
+    }
+    try {
+      const res = await roots(url, init)
+      rootsFor.add(origin)
+      return res
+    } catch (e) {
+      rootsFor.delete(origin)
+      throw e
+    }
+  }
 }
 
 /** Anonymous client for the enrollment URL (enroll, trust). */
@@ -46,5 +80,5 @@ export function enrollmentClient(config: Pick<AgentConfig, 'enrollmentUrl' | 'pi
 
 /** The Platform API, authenticated with the node credential. */
 export function apiClient(config: Pick<AgentConfig, 'platformUrl' | 'enrollmentUrl' | 'pin'>, credential: string): Client {
-  return createClient({ url: config.platformUrl, token: credential, fetch: fetcherFor(apiPin(config)) })
+  return createClient({ url: config.platformUrl, token: credential, fetch: apiFetcher(config) })
 }

@@ -14,8 +14,13 @@ export const WORKER = {
   trust: 'worker/trust.json',
 } as const
 
-/** How the node authenticates a Platform URL: a pinned certificate, a CA, or the system roots. */
-export type PlatformPin = { fingerprint: string } | { caPem: string } | { system: true }
+/**
+ * How the node authenticates a Platform URL: pins (the Platform CA's key, or
+ * the exact certificate of a listener from before the CA), a CA file, or the
+ * system roots. `also` holds further pins the Platform asked the node to
+ * accept (a prepared CA replacement, the old listener certificate).
+ */
+export type PlatformPin = { fingerprint: string; also?: string[] } | { caPem: string } | { system: true }
 
 export interface AgentConfig {
   nodeId: string
@@ -27,7 +32,7 @@ export interface AgentConfig {
   pin: PlatformPin
   addresses: string[]
   port: number
-  /** The Agent's own URL as the Platform dials it. */
+  /** The Agent's own URL as the Platform dials it; empty when the node joined heartbeat-only (never dialled). */
   url: string
   joinedAt: string
   joinedWith: string

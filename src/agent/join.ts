@@ -4,9 +4,8 @@
 import { readFileSync } from 'node:fs'
 import { connect } from 'node:tls'
 import { isIP } from 'node:net'
-import { certNames, defaultAddresses, httpsUrl, normaliseAddresses } from '../addresses.ts'
-import { probeCertificate } from '../crypto/pin.ts'
-import { safeEqual } from '../crypto/tokens.ts'
+import { certNames, defaultAddresses, httpsUrl, isLoopback, normaliseAddresses } from '../addresses.ts'
+import { authenticateByPin, PinMismatchError } from '../crypto/pin.ts'
 import { certCovers, generateKeyAndCert } from '../crypto/x509.ts'
 import { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
@@ -14,8 +13,9 @@ import type { EnrollResult } from '../client/nodes.ts'
 import { NODE_NAME } from '../http/validate.ts'
 import { log } from '../log.ts'
 import { VERSION } from '../version.ts'
+import { applyAnchors } from './anchors.ts'
 import { enrollmentClient } from './connect.ts'
-import { readAgentConfig, WORKER, writeAgentConfig, writeCredential, writeTrustFile, type AgentConfig, type PlatformPin } from './files.ts'
+import { readAgentConfig, WORKER, writeAgentConfig, writeCredential, writeTrustFile, type PlatformPin } from './files.ts'
 import { checkTrustSet } from './trust.ts'
 
 export const AGENT_CERT_DAYS = 3650
@@ -31,6 +31,10 @@ export interface JoinOptions {
   /** Addresses the Platform dials this node by; default first routable IPv4 and localhost. */
   addresses?: string[]
   port?: number
+  /** Give no address: the Platform never dials this node (ready on heartbeats alone); the Agent listens on loopback only. */
+  heartbeatOnly?: boolean
+  /** Labels to carry (worker join --label), sent at enroll. */
+  labels?: Record<string, string>
   /** Asked only once the Platform is authenticated. */
   readToken: () => Promise<string>
   now?: () => number
@@ -58,7 +62,8 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   const port = o.port ?? 7381
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new MusterError('invalid-request', `--port ${port}: expected 1-65535`)
   const given = normaliseAddresses(o.addresses ?? [], '--address')
-  const addresses = given.length > 0 ? given : defaultAddresses()
+  if (o.heartbeatOnly && given.length > 0) throw new MusterError('invalid-request', 'Give --address or --heartbeat-only, not both.')
+  const addresses = o.heartbeatOnly ? ['127.0.0.1'] : given.length > 0 ? given : defaultAddresses()
 
   // 2. one machine joins one Platform: a repeat is a no-op, another Platform is refused
   const existing = readAgentConfig(dataDir)
@@ -83,8 +88,10 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   if (!token) throw new MusterError('not-configured', 'The enrollment token is empty.')
 
   // 6. enroll, waiting out 429 Retry-After a bounded number of times
-  const agentUrl = httpsUrl(addresses[0]!, port)
-  const answer = await enrollWithRetry(() => enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({ token, nodeId: o.nodeId, certPem: cert, url: agentUrl, version: VERSION }))
+  //    (without an address when heartbeat-only: the Platform then never dials the node)
+  const agentUrl = o.heartbeatOnly ? '' : httpsUrl(addresses[0]!, port)
+  const labels = o.labels && Object.keys(o.labels).length > 0 ? { labels: o.labels } : {}
+  const answer = await enrollWithRetry(() => enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({ token, nodeId: o.nodeId, certPem: cert, ...(agentUrl ? { url: agentUrl } : {}), version: VERSION, ...labels }))
 
   // 7. check the answer before keeping anything
   if (answer.nodeId !== o.nodeId || typeof answer.credential !== 'string' || !answer.credential.startsWith(`mnc_${o.nodeId}.`)) {
@@ -96,12 +103,13 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   } catch (e) {
     throw new MusterError('internal', `The Platform's trust keys are unusable (${(e as Error).message}); nothing was written.`)
   }
-  const platformUrl = checkApiUrl(answer.platformUrl, url)
+  const platformUrl = checkApiUrl(answer.platformUrl, answer.insecureNodeTraffic === true, url)
 
   // 8. write credential, trust keys, then agent.json (its presence means "joined"), all 0600
   writeCredential(dataDir, answer.credential)
   writeTrustFile(dataDir, keys, now())
-  const config: AgentConfig = {
+  // The answer came over the connection the pin authenticated: take the pins it names (the CA's).
+  const { config } = applyAnchors({
     nodeId: answer.nodeId,
     agentId: answer.agentId,
     enrollmentUrl: url,
@@ -112,7 +120,7 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
     url: agentUrl,
     joinedAt: new Date(now()).toISOString(),
     joinedWith: VERSION,
-  }
+  }, { caFingerprint: answer.caFingerprint, pins: answer.pins })
   writeAgentConfig(dataDir, config)
   log.info(`joined ${url} as ${answer.nodeId}; heartbeats go to ${platformUrl}`)
   return { nodeId: answer.nodeId, agentId: answer.agentId, dataDir: dataDir.root, start: startCommand(dataDir.root), alreadyJoined: false }
@@ -175,9 +183,12 @@ async function authenticatePlatform(url: string, pin: PlatformPin): Promise<void
   const host = u.hostname.replace(/^\[(.*)\]$/, '$1')
   try {
     if ('fingerprint' in pin) {
-      const seen = await probeCertificate(host, port)
-      if (!safeEqual(seen.fingerprint, pin.fingerprint)) {
-        throw new MusterError('forbidden', `The Platform at ${url} presented certificate ${seen.fingerprint}, not the pinned ${pin.fingerprint}; nothing was sent.`)
+      // The chain must lead to a CA with the pinned key (or be the pinned certificate); nothing is written.
+      try {
+        await authenticateByPin(host, port, [pin.fingerprint])
+      } catch (e) {
+        if (!(e instanceof PinMismatchError)) throw e
+        throw new MusterError('forbidden', `The Platform at ${url} presented certificate ${e.seen}, which neither is nor chains to the pinned ${pin.fingerprint}; nothing was sent.`)
       }
       return
     }
@@ -212,8 +223,12 @@ async function enrollWithRetry(call: () => Promise<EnrollResult>): Promise<Enrol
   }
 }
 
-/** The Platform API URL from the answer; the join URL when it sent none. */
-function checkApiUrl(raw: unknown, fallback: string): string {
+/**
+ * The Platform API URL from the answer (the join URL when it sent none):
+ * https, or plain http only on this machine (loopback) or where the operator
+ * allowed it on the Platform (--allow-insecure-node-traffic). SPEC §16.3.
+ */
+function checkApiUrl(raw: unknown, insecureAllowed: boolean, fallback: string): string {
   if (typeof raw !== 'string' || !raw) return fallback
   let u: URL
   try {
@@ -222,10 +237,17 @@ function checkApiUrl(raw: unknown, fallback: string): string {
     throw new MusterError('internal', `The Platform sent an unusable API URL (${raw}); nothing was written.`)
   }
   if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new MusterError('internal', `The Platform sent an unusable API URL (${raw}); nothing was written.`)
-  const loopback = (h: string) => h === 'localhost' || h.startsWith('127.') || h === '[::1]'
-  if (loopback(u.hostname) && !loopback(new URL(fallback).hostname)) {
-    log.warn(`the Platform gives its API as ${u.origin}, a loopback address: unless this node runs on the Platform's machine, start serve with --public-url (or --host) so nodes can reach it`)
+  if (isLoopback(u.hostname) && !isLoopback(new URL(fallback).hostname)) {
+    log.warn(`the Platform gives its API as ${u.origin}, a loopback address: unless this node runs on the Platform's machine, start serve with --host (or --public-url) so nodes can reach it`)
   }
-  if (u.protocol === 'http:') log.warn(`the Platform API is plain http (${u.origin}): heartbeats and the node credential cross it unencrypted. Give the Platform --tls-cert or an https --public-url.`)
+  if (u.protocol === 'http:' && !isLoopback(u.hostname)) {
+    if (!insecureAllowed) {
+      throw new MusterError(
+        'forbidden',
+        `The Platform gives its API as ${u.origin}: plain http to another machine would carry this node's credential unencrypted, so nothing was written. Serve the Platform API over HTTPS (serve --host ADDR, or --tls-cert), then join again with the same token.`,
+      )
+    }
+    log.warn(`the Platform API is plain http (${u.origin}), allowed by its operator (--allow-insecure-node-traffic): heartbeats and the node credential rely on the link being private.`)
+  }
   return u.origin
 }

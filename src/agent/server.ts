@@ -29,6 +29,8 @@ export interface AgentServerOptions {
   node: string
   now: () => number
   trustKeys: () => TrustKey[]
+  /** Refreshes trust for a signature by an unknown kid; true when the keys may have changed. */
+  refreshForUnknownKid?: () => Promise<boolean>
   handle: () => SignedHandler
 }
 
@@ -53,7 +55,12 @@ export function startAgentServer(o: AgentServerOptions): Server<unknown> {
           return refusal(new MusterError('payload-too-large', 'Request body too large.'))
         }
         const path = u.pathname + u.search
-        const verdict = verifyAgentRequest(o.trustKeys(), request.headers, { method: request.method, path, body, node: o.node }, o.now())
+        const signed = { method: request.method, path, body, node: o.node }
+        let verdict = verifyAgentRequest(o.trustKeys(), request.headers, signed, o.now())
+        // A kid this node does not hold: the Platform may have a key the node has not fetched yet.
+        if (!verdict.ok && verdict.unknownKey && o.refreshForUnknownKid && (await o.refreshForUnknownKid())) {
+          verdict = verifyAgentRequest(o.trustKeys(), request.headers, signed, o.now())
+        }
         if (!verdict.ok) {
           log.warn(`refused ${request.method} ${u.pathname}: ${verdict.reason}`)
           return refusal(new MusterError('unauthorized', 'This Agent accepts only requests signed by its Platform.'))

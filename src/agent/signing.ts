@@ -34,7 +34,8 @@ export function signAgentRequest(sign: TrustSigner, r: AgentRequest, now: number
   return { [SIGNATURE_HEADERS.kid]: kid, [SIGNATURE_HEADERS.timestamp]: String(now), [SIGNATURE_HEADERS.signature]: signature }
 }
 
-export type Verdict = { ok: true; kid: string } | { ok: false; reason: string }
+/** `unknownKey`: the kid is not among the keys valid now (a refresh may help). */
+export type Verdict = { ok: true; kid: string } | { ok: false; reason: string; unknownKey?: true }
 
 /** Checks the signature headers against the node's current trust keys. */
 export function verifyAgentRequest(keys: TrustKey[], headers: Headers, r: AgentRequest, now: number): Verdict {
@@ -46,7 +47,7 @@ export function verifyAgentRequest(keys: TrustKey[], headers: Headers, r: AgentR
   const timestamp = Number(ts)
   if (Math.abs(now - timestamp) > MAX_SKEW_MS) return { ok: false, reason: 'timestamp outside ±5 minutes' }
   const key = keysValidAt(keys, now).find((k) => k.kid === kid)
-  if (!key) return { ok: false, reason: 'unknown or expired key' }
+  if (!key) return { ok: false, reason: 'unknown or expired key', unknownKey: true }
   if (!/^[A-Za-z0-9_-]{86}$/.test(sig)) return { ok: false, reason: 'bad signature' }
   const good = verifyDomain(AGENT_REQUEST_DOMAIN, fromB64url(key.publicKey), agentRequestMessage(r, timestamp), fromB64url(sig))
   return good ? { ok: true, kid } : { ok: false, reason: 'bad signature' }

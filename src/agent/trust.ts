@@ -6,7 +6,8 @@ import { MusterError } from '../errors.ts'
 import type { TrustKey } from '../fabric/trust-keys.ts'
 import { log } from '../log.ts'
 import { enrollmentClient } from './connect.ts'
-import { readTrustFile, writeTrustFile, type AgentConfig } from './files.ts'
+import { applyAnchors, type Anchors } from './anchors.ts'
+import { readTrustFile, writeAgentConfig, writeTrustFile, type AgentConfig } from './files.ts'
 
 const MAX_KEYS = 32
 const KID = /^[A-Za-z0-9_-]{1,64}$/
@@ -45,6 +46,10 @@ export interface TrustChange {
   added: string[]
   removed: string[]
   keys: TrustKey[]
+  /** The configuration after the answer (pins, API URL). */
+  config: AgentConfig
+  /** What changed in it. */
+  changes: string[]
 }
 
 export function diffTrust(before: TrustKey[], after: TrustKey[]): { added: string[]; removed: string[] } {
@@ -55,11 +60,12 @@ export function diffTrust(before: TrustKey[], after: TrustKey[]): { added: strin
 
 /**
  * Asks the Platform for its trust keys over the pinned enrollment connection
- * and rewrites worker/trust.json with a usable answer. Throws (leaving the
- * file alone) when the Platform cannot be asked or answers something unusable.
+ * and rewrites worker/trust.json with a usable answer; takes the pins and API
+ * URL the answer carries into worker/agent.json. Throws (leaving both files
+ * alone) when the Platform cannot be asked or answers something unusable.
  */
 export async function refreshTrust(dataDir: DataDir, config: AgentConfig, now: number): Promise<TrustChange> {
-  let answer: { trustKeys?: unknown }
+  let answer: { trustKeys?: unknown } & Anchors
   try {
     answer = await enrollmentClient(config).nodes.trust()
   } catch (e) {
@@ -75,5 +81,10 @@ export async function refreshTrust(dataDir: DataDir, config: AgentConfig, now: n
   const diff = diffTrust(before, keys)
   writeTrustFile(dataDir, keys, now)
   if (diff.added.length || diff.removed.length) log.info(`trust keys updated: added ${diff.added.join(', ') || 'none'}; removed ${diff.removed.join(', ') || 'none'}`)
-  return { ...diff, keys }
+  const next = applyAnchors(config, answer ?? {})
+  if (next.changes.length > 0) {
+    writeAgentConfig(dataDir, next.config)
+    log.info(`the Platform is now authenticated with: ${next.changes.join('; ')}`)
+  }
+  return { ...diff, keys, ...next }
 }

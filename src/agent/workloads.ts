@@ -34,7 +34,9 @@ export function startWorkloads(agent: Agent): Workloads {
         const doc = await apiClient(agent.config, agent.nodeCredential).projects.assignments(applied ? revision : undefined, applied ? LONG_POLL_SECONDS : 0)
         failures = 0
         if (stopped) return
-        const check = checkAssignments(doc, agent.trustKeys, node, revision, agent.now())
+        let check = checkAssignments(doc, agent.trustKeys, node, revision, agent.now())
+        // Signed by a key this node does not hold yet: refresh trust (at most once a minute), then verify again.
+        if (!check.ok && check.unknownKey && (await agent.refreshForUnknownKid())) check = checkAssignments(doc, agent.trustKeys, node, revision, agent.now())
         if (!check.ok) {
           log.warn(`refused assignments: ${check.reason}`)
           await Bun.sleep(5000)

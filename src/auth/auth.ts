@@ -9,6 +9,7 @@ import { deleteSession, findSession, insertSession, pruneSessions } from '../sto
 import { getApiToken, insertApiToken } from '../store/api-tokens.ts'
 import { isRole, roleCan, type Permission, type Role } from './permissions.ts'
 import { log } from '../log.ts'
+import { LoginThrottle } from './throttle.ts'
 
 export const SESSION_COOKIE = 'muster_session'
 export const SESSION_TTL_MS = 12 * 3600_000
@@ -25,7 +26,7 @@ export interface Principal {
 }
 
 /** A check that may refuse password login before any credential is read (federation's local door). */
-export type LoginGate = () => MusterError | null
+export type LoginGate = () => MusterError | null | Promise<MusterError | null>
 
 export function hashPassword(password: string): Promise<string> {
   return Bun.password.hash(password, { algorithm: 'argon2id', memoryCost: 19456, timeCost: 2 })
@@ -33,36 +34,42 @@ export function hashPassword(password: string): Promise<string> {
 
 export class Auth {
   readonly loginGates: LoginGate[] = []
+  /** Failed-login brakes for POST /login (SPEC §16.5). */
+  readonly throttle: LoginThrottle = new LoginThrottle(() => this.now())
   private dummyHash: Promise<string> | undefined
 
-  constructor(
-    private readonly db: Db,
-    private readonly now: () => number,
-  ) {}
+  private readonly db: Db
+  private readonly now: () => number
+
+  constructor(ctx: { store: Db; now: () => number }) {
+    this.db = ctx.store
+    this.now = ctx.now
+  }
 
   /** First start: create `superadmin` and write its password once, 0600. */
   async ensureSuperadmin(dataDir: DataDir): Promise<void> {
-    if (countAccounts(this.db) > 0) return
+    if ((await countAccounts(this.db)) > 0) return
     const password = randomSecret()
-    if (!insertAccount(this.db, { name: 'superadmin', role: 'superadmin', passwordHash: await hashPassword(password), now: this.now() })) return
+    if (!(await insertAccount(this.db, { name: 'superadmin', role: 'superadmin', passwordHash: await hashPassword(password), now: this.now() }))) return
     dataDir.writeSecret(INITIAL_PASSWORD_FILE, `${password}\n`)
     log.info(`Created account superadmin; its password is in ${dataDir.path(INITIAL_PASSWORD_FILE)} (readable by this user only)`)
   }
 
-  /** Verifies a password and opens a session; the same refusal whatever was wrong. */
   /** The refusal of a login gate in force (checked before any credential is read), or null. */
-  loginRefusal(): MusterError | null {
+  async loginRefusal(): Promise<MusterError | null> {
     for (const gate of this.loginGates) {
-      const refusal = gate()
+      const refusal = await gate()
       if (refusal) return refusal
     }
     return null
   }
 
+  /** Verifies a password and opens a session; the same refusal whatever was wrong. */
+
   async login(identifier: string, password: string): Promise<{ sessionId: string; account: string }> {
-    const refusal = this.loginRefusal()
+    const refusal = await this.loginRefusal()
     if (refusal) throw refusal
-    const account = ACCOUNT_NAME.test(identifier) ? getAccount(this.db, identifier) : null
+    const account = ACCOUNT_NAME.test(identifier) ? await getAccount(this.db, identifier) : null
     const hash = account?.password_hash ?? (await (this.dummyHash ??= hashPassword(randomSecret())))
     const ok = await Bun.password.verify(password, hash).catch(() => false)
     if (!ok || !account || account.disabled || !account.password_hash) {
@@ -70,55 +77,55 @@ export class Auth {
     }
     const sessionId = randomSecret()
     const now = this.now()
-    pruneSessions(this.db, now)
-    insertSession(this.db, sha256Hex(sessionId), account.name, now, now + SESSION_TTL_MS)
+    await pruneSessions(this.db, now)
+    await insertSession(this.db, sha256Hex(sessionId), account.name, now, now + SESSION_TTL_MS)
     return { sessionId, account: account.name }
   }
 
-  logout(sessionId: string): void {
-    deleteSession(this.db, sha256Hex(sessionId))
+  async logout(sessionId: string): Promise<void> {
+    await deleteSession(this.db, sha256Hex(sessionId))
   }
 
   /** Opens a session for an account without a password (a redeemed vouch). */
-  openSession(account: string): string {
+  async openSession(account: string): Promise<string> {
     const sessionId = randomSecret()
     const now = this.now()
-    insertSession(this.db, sha256Hex(sessionId), account, now, now + SESSION_TTL_MS)
+    await insertSession(this.db, sha256Hex(sessionId), account, now, now + SESSION_TTL_MS)
     return sessionId
   }
 
-  mintApiToken(opts: { name: string; role: Role; account?: string | null }): { token: string; id: string } {
+  async mintApiToken(opts: { name: string; role: Role; account?: string | null }): Promise<{ token: string; id: string }> {
     const id = randomId(16)
     const secret = randomSecret()
-    insertApiToken(this.db, { id, name: opts.name, secretHash: sha256Hex(secret), role: opts.role, account: opts.account ?? null, now: this.now() })
+    await insertApiToken(this.db, { id, name: opts.name, secretHash: sha256Hex(secret), role: opts.role, account: opts.account ?? null, now: this.now() })
     return { token: `mat_${id}.${secret}`, id }
   }
 
   /** Refuses to tie a token to a missing account, or to one whose own role is lesser than the token's. */
-  assertAccountMayHold(account: string, role: Role): void {
-    const row = getAccount(this.db, account)
+  async assertAccountMayHold(account: string, role: Role): Promise<void> {
+    const row = await getAccount(this.db, account)
     if (!row) throw new MusterError('not-found', `No account named ${account}.`)
     const rank = { viewer: 0, operator: 1, superadmin: 2 } as const
     if (!isRole(row.role) || rank[role] > rank[row.role]) throw new MusterError('forbidden', `Account ${account} is ${row.role}; it cannot hold a ${role} token.`)
   }
 
   async setPassword(account: string, password: string): Promise<void> {
-    if (!getAccount(this.db, account)) throw new MusterError('not-found', `No account named ${account}.`)
-    setPasswordHash(this.db, account, await hashPassword(password))
+    if (!(await getAccount(this.db, account))) throw new MusterError('not-found', `No account named ${account}.`)
+    await setPasswordHash(this.db, account, await hashPassword(password))
   }
 
   /** The principal behind a request, or null when it carries no operator credential. */
-  authenticate(headers: Headers): Principal | null {
+  authenticate(headers: Headers): Promise<Principal | null> {
     const bearer = bearerToken(headers)
     if (bearer) return this.fromApiToken(bearer)
     const sid = readCookie(headers.get('cookie'), SESSION_COOKIE)
     if (sid) return this.fromSession(sid)
-    return null
+    return Promise.resolve(null)
   }
 
   /** The principal, refusing with 401 without credentials and 403 without the permission. */
-  require(headers: Headers, permission: Permission): Principal {
-    const p = this.authenticate(headers)
+  async require(headers: Headers, permission: Permission): Promise<Principal> {
+    const p = await this.authenticate(headers)
     if (!p && /^mn[cj]_/.test(bearerToken(headers) ?? '')) {
       throw new MusterError('forbidden', 'Node credentials and join tokens are not accepted here; this route needs an operator.')
     }
@@ -127,22 +134,22 @@ export class Auth {
     return p
   }
 
-  private fromApiToken(token: string): Principal | null {
+  private async fromApiToken(token: string): Promise<Principal | null> {
     const m = API_TOKEN.exec(token)
     if (!m) return null
-    const row = getApiToken(this.db, m[1]!)
+    const row = await getApiToken(this.db, m[1]!)
     if (!row || !safeEqual(row.secret_hash, sha256Hex(m[2]!)) || !isRole(row.role)) return null
     if (row.account) {
-      const acct = getAccount(this.db, row.account)
+      const acct = await getAccount(this.db, row.account)
       if (!acct || acct.disabled) return null
     }
     return { kind: 'api-token', name: row.name, account: row.account, role: row.role }
   }
 
-  private fromSession(sid: string): Principal | null {
-    const row = findSession(this.db, sha256Hex(sid), this.now())
+  private async fromSession(sid: string): Promise<Principal | null> {
+    const row = await findSession(this.db, sha256Hex(sid), this.now())
     if (!row) return null
-    const acct = getAccount(this.db, row.account)
+    const acct = await getAccount(this.db, row.account)
     if (!acct || acct.disabled || !isRole(acct.role)) return null
     return { kind: 'session', name: acct.name, account: acct.name, role: acct.role }
   }

@@ -12,6 +12,7 @@ export type { ProvisionView as CloudProvision } from '../cloud/provisioner.ts'
 export type CloudStatus = ReturnType<Cloud['status']>
 export type CloudConnection = ReturnType<Cloud['connectionView']>
 export type CloudScaling = ReturnType<Autoscaler['view']>
+export type CloudAudit = ReturnType<Cloud['audit']>
 export type ProvisionBody = InferInput<typeof Provision>
 export type ScalingBody = InferInput<typeof Scaling>
 
@@ -31,5 +32,7 @@ export function cloudApi(call: Transport) {
     release: (id: string) => call<ProvisionView>('DELETE', `/api/v1/cloud/provisions/${enc(id)}`),
     scaling: () => call<CloudScaling>('GET', '/api/v1/cloud/scaling'),
     setScaling: (body: ScalingBody) => call<CloudScaling>('PUT', '/api/v1/cloud/scaling', body),
+    /** Every cloud action with its principal, newest first. */
+    audit: () => call<CloudAudit>('GET', '/api/v1/cloud/audit'),
   }
 }

@@ -2,20 +2,23 @@
 import { createClient } from './index.ts'
 import { createTransport } from './http.ts'
 
-export async function loginAndMintToken(url: string, identifier: string, password: string, tokenName: string) {
+type Fetch = (url: string, init: RequestInit) => Promise<Response>
+
+/** `fetchImpl` authenticates the Platform (a pinned fetch for an https Platform with its own CA). */
+export async function loginAndMintToken(url: string, identifier: string, password: string, tokenName: string, fetchImpl: Fetch = (u, i) => fetch(u, i)) {
   let cookie: string | undefined
   const call = createTransport({
     url,
     fetch: async (u, init) => {
-      const res = await fetch(u, init)
+      const res = await fetchImpl(u, init)
       const set = res.headers.get('set-cookie')
       if (set) cookie = set.split(';')[0]
       return res
     },
   })
   const { account } = await call<{ account: string }>('POST', '/login', { identifier, password })
-  const session = createClient({ url, headers: cookie ? { cookie } : {} })
+  const session = createClient({ url, headers: cookie ? { cookie } : {}, fetch: fetchImpl })
   const minted = await session.auth.mintApiToken({ name: tokenName })
-  await fetch(`${url.replace(/\/+$/, '')}/logout`, { method: 'POST', headers: cookie ? { cookie } : {} }).catch(() => {})
+  await fetchImpl(`${url.replace(/\/+$/, '')}/logout`, { method: 'POST', headers: cookie ? { cookie } : {} }).catch(() => {})
   return { account, ...minted }
 }

@@ -5,8 +5,9 @@
 // recorded before the provider is called, so a restart cannot order twice.
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import { existingMachines, provisionsIn, STARTING_STATES } from '../store/cloud-provisions.ts'
+import { existingMachines, provisionByRequestId, provisionsIn, STARTING_STATES } from '../store/cloud-provisions.ts'
 import { getScaling, updateScaling, type ScalingRow } from '../store/cloud-scaling.ts'
+import { audited, AUTOSCALER, type Actor } from './audit.ts'
 import type { ProviderName } from './provider.ts'
 import type { Cloud } from './service.ts'
 
@@ -23,7 +24,7 @@ export interface ScalingInput {
 }
 
 export type Decision =
-  | { action: 'none'; why: 'disabled' | 'no-shortfall' | 'holding' | 'machine-starting' | 'at-max' | 'cooldown' | 'already-requested' | 'unavailable'; detail?: string }
+  | { action: 'none'; why: 'disabled' | 'no-shortfall' | 'holding' | 'machine-starting' | 'at-max' | 'cooldown' | 'already-requested' | 'unavailable' | 'audit-unavailable'; detail?: string }
   | { action: 'requested'; provisionId: string; requestId: string }
 
 /** One id per cooldown window: a second decision in the same window maps to the same request. */
@@ -38,8 +39,8 @@ export class Autoscaler {
 
   constructor(private readonly cloud: Cloud) {}
 
-  view() {
-    const s = getScaling(this.cloud.db)
+  async view() {
+    const s = await getScaling(this.cloud.db)
     return {
       enabled: s.enabled === 1,
       maxMachines: s.max_machines,
@@ -53,8 +54,9 @@ export class Autoscaler {
     }
   }
 
-  configure(input: ScalingInput, actor: string) {
-    const s = getScaling(this.cloud.db)
+  /** Changes consent or limits; audited (an unwritable audit refuses the change). */
+  async configure(input: ScalingInput, actor: Actor) {
+    const s = await getScaling(this.cloud.db)
     const next: Partial<ScalingRow> = { updated_at: this.cloud.now() }
     if (input.maxMachines !== undefined) next.max_machines = input.maxMachines
     if (input.cooldownMinutes !== undefined) next.cooldown_minutes = input.cooldownMinutes
@@ -68,10 +70,11 @@ export class Autoscaler {
       if (!after.provider || !after.region || !after.size) {
         throw new MusterError('invalid-request', 'Enabling scale-out needs what to order: give provider, region and size (--provider, --region, --size).', { field: after.provider ? (after.region ? 'size' : 'region') : 'provider' })
       }
-      this.cloud.provider(after.provider as ProviderName)
+      await this.cloud.provider(after.provider as ProviderName)
     }
-    updateScaling(this.cloud.db, next)
-    if (after.enabled !== s.enabled) log.info(`cloud: automatic scale-out ${after.enabled ? 'enabled' : 'disabled'} by ${actor}`)
+    const changes = Object.entries(input).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${v}`).join(' ')
+    await audited(this.cloud.db, () => this.cloud.now(), actor, 'scaling', { provider: after.provider, detail: changes || 'no change' }, () => updateScaling(this.cloud.db, next))
+    if (after.enabled !== s.enabled) log.info(`cloud: automatic scale-out ${after.enabled ? 'enabled' : 'disabled'} by ${actor.principal}`)
     if (!after.enabled) this.shortfallSince = null
     return this.view()
   }
@@ -85,37 +88,47 @@ export class Autoscaler {
   private async decide(): Promise<Decision> {
     const now = this.cloud.now()
     const db = this.cloud.db
-    const s = getScaling(db)
+    const s = await getScaling(db)
     if (!s.enabled || !s.provider || !s.region || !s.size) {
       this.shortfallSince = null
       return { action: 'none', why: 'disabled' }
     }
     // 1. The signal: replicas that fit nowhere although nodes were eligible, held for two minutes.
-    if (this.cloud.platform.projects.shortfall().total === 0) {
+    if (this.cloud.deps.projects.shortfall().total === 0) {
       this.shortfallSince = null
       return { action: 'none', why: 'no-shortfall' }
     }
     this.shortfallSince ??= now
     if (now - this.shortfallSince < HOLD_MS) return { action: 'none', why: 'holding' }
     // 2. The limits: nothing starting, under the maximum, outside the cooldown.
-    if (provisionsIn(db, STARTING_STATES).length > 0) return { action: 'none', why: 'machine-starting' }
-    if (existingMachines(db).length >= s.max_machines) return { action: 'none', why: 'at-max' }
+    if ((await provisionsIn(db, STARTING_STATES)).length > 0) return { action: 'none', why: 'machine-starting' }
+    if ((await existingMachines(db)).length >= s.max_machines) return { action: 'none', why: 'at-max' }
     const cooldownMs = s.cooldown_minutes * 60_000
     if (s.last_request_at !== null && now - s.last_request_at < cooldownMs) return { action: 'none', why: 'cooldown' }
     // 3. The decision is recorded (request id from the window, and the time) before the provider is asked.
     const { requestId, name } = requestIdFor(now, s.cooldown_minutes)
     const input = { provider: s.provider as ProviderName, name, region: s.region, size: s.size, role: s.role }
     try {
-      this.cloud.provisioner.check(input)
+      await this.cloud.provisioner.check(input)
     } catch (e) {
       log.warn(`cloud: scale-out wanted a machine but cannot order one: ${(e as Error).message}`)
       return { action: 'none', why: 'unavailable', detail: (e as Error).message }
     }
-    const row = db.transaction(() => {
-      const r = this.cloud.provisioner.record(input, 'autoscale', 'autoscaler', requestId)
-      if (r) updateScaling(db, { last_request_at: now })
-      return r
-    }).immediate()
+    if (await provisionByRequestId(db, requestId)) return { action: 'none', why: 'already-requested' }
+    let row
+    try {
+      const order = () =>
+        db.tx(async (t) => {
+          const r = await this.cloud.provisioner.record(input, 'autoscale', AUTOSCALER.principal, requestId, t)
+          if (r) await updateScaling(t, { last_request_at: now })
+          return r
+        })
+      row = await audited(db, () => now, AUTOSCALER, 'autoscale-order', { provider: input.provider, target: name, detail: `${requestId}: ${input.region} ${input.size} role=${input.role}` }, order, (r) => (r ? `${r.id} (${requestId})` : `already ordered in this window (${requestId})`))
+    } catch (e) {
+      if (!(e instanceof MusterError && e.code === 'audit-unavailable')) throw e
+      log.warn(`cloud: scale-out wanted a machine but ${e.message}`)
+      return { action: 'none', why: 'audit-unavailable', detail: e.message }
+    }
     if (!row) return { action: 'none', why: 'already-requested' }
     log.info(`cloud: scale-out requested ${row.id} (${name}) for a shortfall held since ${new Date(this.shortfallSince).toISOString()}`)
     // 4. Only now the provider.

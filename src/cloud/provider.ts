@@ -3,6 +3,7 @@
 import * as v from 'valibot'
 import { MusterError } from '../errors.ts'
 import { invalid } from '../http/validate.ts'
+import type { RetryPolicy } from './retry.ts'
 
 export const PROVIDERS = ['hetzner', 'digitalocean', 'aws', 'azure', 'gcp'] as const
 export type ProviderName = (typeof PROVIDERS)[number]
@@ -34,6 +35,8 @@ export interface Machine {
   status: MachineStatus
   providerStatus: string
   address: string | null
+  /** An asynchronous create still being carried out (a GCP zone Operation's name); its failure is the provision's. */
+  operation?: string | null
 }
 
 export interface MachineRef {
@@ -42,16 +45,52 @@ export interface MachineRef {
   region: string
 }
 
+/** The Agent's port on a created machine (worker join's default). */
+export const AGENT_PORT = 7381
+
+/**
+ * What a created machine lets in. By default nothing: the node joins without
+ * an address and is ready on heartbeats alone. `agentFrom` (cloud provision
+ * --probe) opens the Agent port to the Platform's address only; `sshFrom`
+ * (--allow-ssh-inbound) opens 22 to one CIDR.
+ */
+export interface Inbound {
+  agentFrom: string | null
+  sshFrom: string | null
+}
+
+export const CLOSED: Inbound = { agentFrom: null, sshFrom: null }
+
+export interface InboundRule {
+  port: number
+  cidr: string
+}
+
+export function inboundRules(i: Inbound): InboundRule[] {
+  return [...(i.agentFrom ? [{ port: AGENT_PORT, cidr: i.agentFrom }] : []), ...(i.sshFrom ? [{ port: 22, cidr: i.sshFrom }] : [])]
+}
+
+/** A short, stable name for a set of rules: "closed", or 10 hex digits of their digest (names firewalls and groups). */
+export function inboundKey(i: Inbound): string {
+  const rules = inboundRules(i)
+  if (rules.length === 0) return 'closed'
+  return new Bun.CryptoHasher('sha256').update(rules.map((r) => `${r.port}/${r.cidr}`).join(',')).digest('hex').slice(0, 10)
+}
+
 export interface CreateMachine {
   name: string
   region: string
   size: string
-  /** cloud-init first-boot data, plain text; each client encodes it the way its API wants. */
+  /** cloud-init first-boot data, plain text; each client encodes it the way its API wants. The same bytes on every attempt. */
   userData: string
   /** Stable across retries: creating twice with one id yields one machine. */
   requestId: string
   role: 'general' | 'build'
+  inbound: Inbound
 }
+
+/** The CPU architecture of the muster binary a created machine installs; sizes and images follow it. */
+export type Arch = 'x86_64' | 'arm64'
 
 export interface CloudProvider {
   readonly name: ProviderName
@@ -60,34 +99,51 @@ export interface CloudProvider {
   /** Proves the credentials by a list call; answers a non-secret label for the account. */
   validate(): Promise<{ account: string | null }>
   regions(): Promise<Region[]>
+  /** Sizes that can run the binary: its architecture, offered in the region, not deprecated. */
   sizes(region?: string): Promise<Size[]>
   /** The machine an earlier create with this request id made, if any (a resumed create adopts it). */
   findMachine(ref: MachineRef): Promise<Machine | null>
   /** Creates the machine; idempotent on `requestId` where the API allows, and never a second one for an id findMachine knows. */
   createMachine(req: CreateMachine): Promise<Machine>
-  /** null when the provider no longer knows the machine. */
+  /** null when the provider does not (or does not yet) know the machine. */
   getMachine(id: string): Promise<Machine | null>
   /** Deletes the machine; a machine already gone is not an error. */
   deleteMachine(id: string): Promise<void>
+  /** Where an asynchronous create stands: its error in the provider's words once it failed, else null. */
+  operationError?(machineId: string, operation: string): Promise<string | null>
+  /** Makes (once) the public address the machine will have, before its first-boot data is written (Azure: the metadata service gives none for Standard public IPs). */
+  reserveAddress?(ref: MachineRef): Promise<string | null>
 }
 
 // ---- credentials --------------------------------------------------------------
 
 const Str = (what: string) => v.pipe(v.string(), v.trim(), v.minLength(1, `${what} is required`), v.maxLength(8192))
+const AwsRegion = v.optional(v.pipe(Str('region'), v.regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'expected a region like us-east-1')))
 export const TokenCredentials = v.object({ token: v.pipe(Str('token'), v.regex(/^[\x21-\x7e]+$/, 'expected one printable token')) })
-export const AwsCredentials = v.object({
+/** A long-lived access key (or temporary keys with their session token). */
+export const AwsKeyCredentials = v.object({
   accessKeyId: v.pipe(Str('accessKeyId'), v.regex(/^[A-Z0-9]{16,128}$/, 'expected an access key id like AKIA…')),
   secretAccessKey: Str('secretAccessKey'),
   sessionToken: v.optional(Str('sessionToken')),
-  region: v.optional(v.pipe(Str('region'), v.regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'expected a region like us-east-1'))),
+  region: AwsRegion,
 })
-export const AzureCredentials = v.object({
+/** No key kept: a role assumed through STS with the Platform's ambient credentials. */
+export const AwsRoleCredentials = v.object({
+  roleArn: v.pipe(Str('roleArn'), v.regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/, 'expected a role ARN like arn:aws:iam::123456789012:role/muster')),
+  externalId: v.optional(v.pipe(Str('externalId'), v.regex(/^[\w+=,.@:/-]{2,1224}$/, 'expected an external id (2-1224 characters)'))),
+  region: AwsRegion,
+})
+/** No key kept: the Platform's ambient credentials (environment, web identity token file, EC2 instance metadata). */
+export const AwsAmbientCredentials = v.object({ ambient: v.literal(true, 'expected "ambient": true'), region: AwsRegion })
+const AzureBase = {
   tenantId: Str('tenantId'),
   clientId: Str('clientId'),
-  clientSecret: Str('clientSecret'),
   subscriptionId: v.pipe(Str('subscriptionId'), v.regex(/^[0-9a-fA-F-]{36}$/, 'expected a subscription id (a GUID)')),
   resourceGroup: v.pipe(Str('resourceGroup'), v.regex(/^[-\w._()]{1,90}$/, 'expected a resource group name')),
-})
+}
+export const AzureSecretCredentials = v.object({ ...AzureBase, clientSecret: Str('clientSecret') })
+/** Workload identity: a token file the platform rotates (AZURE_FEDERATED_TOKEN_FILE), sent as a client assertion. */
+export const AzureFederatedCredentials = v.object({ ...AzureBase, federatedTokenFile: v.pipe(Str('federatedTokenFile'), v.startsWith('/', 'expected an absolute path')) })
 export const GcpCredentials = v.object({
   type: v.literal('service_account', 'expected a service account key (type service_account)'),
   project_id: v.pipe(Str('project_id'), v.regex(/^[a-z][-a-z0-9]{4,28}[a-z0-9]$/, 'expected a project id')),
@@ -97,12 +153,29 @@ export const GcpCredentials = v.object({
 })
 
 export type TokenCredentials = v.InferOutput<typeof TokenCredentials>
-export type AwsCredentials = v.InferOutput<typeof AwsCredentials>
-export type AzureCredentials = v.InferOutput<typeof AzureCredentials>
+export type AwsKeyCredentials = v.InferOutput<typeof AwsKeyCredentials>
+export type AwsRoleCredentials = v.InferOutput<typeof AwsRoleCredentials>
+export type AwsAmbientCredentials = v.InferOutput<typeof AwsAmbientCredentials>
+export type AwsCredentials = AwsKeyCredentials | AwsRoleCredentials | AwsAmbientCredentials
+export type AzureCredentials = v.InferOutput<typeof AzureSecretCredentials> | v.InferOutput<typeof AzureFederatedCredentials>
 export type GcpCredentials = v.InferOutput<typeof GcpCredentials>
 export type Credentials = TokenCredentials | AwsCredentials | AzureCredentials | GcpCredentials
 
-const SCHEMAS = { hetzner: TokenCredentials, digitalocean: TokenCredentials, aws: AwsCredentials, azure: AzureCredentials, gcp: GcpCredentials }
+/** The schema for what was given: each provider's forms are told apart by the keys they carry. */
+function schemaFor(provider: ProviderName, value: unknown) {
+  const has = (k: string) => Boolean(value && typeof value === 'object' && k in value)
+  switch (provider) {
+    case 'hetzner':
+    case 'digitalocean':
+      return TokenCredentials
+    case 'aws':
+      return has('roleArn') ? AwsRoleCredentials : has('ambient') ? AwsAmbientCredentials : AwsKeyCredentials
+    case 'azure':
+      return has('federatedTokenFile') ? AzureFederatedCredentials : AzureSecretCredentials
+    case 'gcp':
+      return GcpCredentials
+  }
+}
 
 const camel = (k: string) => k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
 
@@ -125,8 +198,8 @@ export function parseCredentials(provider: ProviderName, input: unknown): Creden
     else throw new MusterError('invalid-request', `Invalid credentials: ${provider} takes a JSON object (see \`muster cloud connect --help\`).`, { field: 'credentials' })
   }
   if (value && typeof value === 'object' && provider !== 'gcp') value = Object.fromEntries(Object.entries(value).map(([k, x]) => [camel(k), x]))
-  const r = v.safeParse(SCHEMAS[provider], value)
-  if (r.success) return r.output
+  const r = v.safeParse(schemaFor(provider, value), value)
+  if (r.success) return r.output as Credentials
   throw invalid(r.issues[0], 'credentials.')
 }
 
@@ -137,41 +210,68 @@ export interface CloudEndpoints {
   digitalocean: string
   /** One URL for every region (tests); unset means https://ec2.REGION.amazonaws.com. */
   aws: string | null
+  /** STS for AssumeRole; unset means https://sts.REGION.amazonaws.com. */
+  awsSts: string | null
+  /** The EC2 instance metadata service (IMDSv2) for ambient credentials. */
+  awsImds: string
   azure: string
   azureLogin: string
   gcp: string
   gcpToken: string
 }
 
-const DEFAULTS: Record<keyof CloudEndpoints, [env: string, url: string | null]> = {
-  hetzner: ['MUSTER_CLOUD_HETZNER_URL', 'https://api.hetzner.cloud/v1'],
-  digitalocean: ['MUSTER_CLOUD_DIGITALOCEAN_URL', 'https://api.digitalocean.com/v2'],
-  aws: ['MUSTER_CLOUD_AWS_URL', null],
-  azure: ['MUSTER_CLOUD_AZURE_URL', 'https://management.azure.com'],
-  azureLogin: ['MUSTER_CLOUD_AZURE_LOGIN_URL', 'https://login.microsoftonline.com'],
-  gcp: ['MUSTER_CLOUD_GCP_URL', 'https://compute.googleapis.com/compute/v1'],
-  gcpToken: ['MUSTER_CLOUD_GCP_TOKEN_URL', 'https://oauth2.googleapis.com/token'],
+const DEFAULTS: Record<keyof CloudEndpoints, [env: string[], url: string | null]> = {
+  hetzner: [['MUSTER_CLOUD_HETZNER_URL'], 'https://api.hetzner.cloud/v1'],
+  digitalocean: [['MUSTER_CLOUD_DIGITALOCEAN_URL'], 'https://api.digitalocean.com/v2'],
+  aws: [['MUSTER_CLOUD_AWS_URL'], null],
+  awsSts: [['MUSTER_CLOUD_AWS_STS_URL'], null],
+  // AWS_EC2_METADATA_SERVICE_ENDPOINT is the AWS SDKs' own name for this override.
+  awsImds: [['MUSTER_CLOUD_AWS_IMDS_URL', 'AWS_EC2_METADATA_SERVICE_ENDPOINT'], 'http://169.254.169.254'],
+  azure: [['MUSTER_CLOUD_AZURE_URL'], 'https://management.azure.com'],
+  azureLogin: [['MUSTER_CLOUD_AZURE_LOGIN_URL'], 'https://login.microsoftonline.com'],
+  gcp: [['MUSTER_CLOUD_GCP_URL'], 'https://compute.googleapis.com/compute/v1'],
+  gcpToken: [['MUSTER_CLOUD_GCP_TOKEN_URL'], 'https://oauth2.googleapis.com/token'],
 }
 
 /** The API base URLs: each from its MUSTER_CLOUD_*_URL variable, else the provider's own. */
 export function endpointsFromEnv(env: Record<string, string | undefined> = process.env): CloudEndpoints {
   const out = {} as Record<keyof CloudEndpoints, string | null>
-  for (const [key, [name, url]] of Object.entries(DEFAULTS) as [keyof CloudEndpoints, [string, string | null]][]) {
-    const given = env[name]?.trim()
-    out[key] = given ? checkEndpoint(name, given) : url
+  for (const [key, [names, url]] of Object.entries(DEFAULTS) as [keyof CloudEndpoints, [string[], string | null]][]) {
+    const name = names.find((n) => env[n]?.trim())
+    out[key] = name ? checkEndpoint(name, env[name]!.trim(), key === 'awsImds') : url
   }
   return out as CloudEndpoints
 }
 
-/** Credentials travel to these URLs, so plain http is allowed only to this machine. */
-export function checkEndpoint(name: string, url: string): string {
+/** Credentials travel to these URLs, so plain http is allowed only to this machine (and, for the metadata service, its link-local address). */
+export function checkEndpoint(name: string, url: string, linkLocal = false): string {
   let u: URL
   try {
     u = new URL(url)
   } catch {
     throw new MusterError('not-configured', `${name} is not a URL: ${url}`)
   }
-  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname)
+  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) || (linkLocal && ['169.254.169.254', '[fd00:ec2::254]'].includes(u.hostname))
   if (u.protocol !== 'https:' && !(u.protocol === 'http:' && loopback)) throw new MusterError('not-configured', `${name} must be an https URL (plain http only to 127.0.0.1), got ${url}`)
   return url.replace(/\/+$/, '')
+}
+
+/** The architecture of the binary created machines install: MUSTER_CLOUD_BINARY_ARCH, else this Platform's own. */
+export function binaryArch(env: Record<string, string | undefined> = process.env): Arch {
+  const given = env.MUSTER_CLOUD_BINARY_ARCH?.trim().toLowerCase()
+  if (given) {
+    if (['x86_64', 'amd64', 'x64'].includes(given)) return 'x86_64'
+    if (['arm64', 'aarch64'].includes(given)) return 'arm64'
+    throw new MusterError('not-configured', `MUSTER_CLOUD_BINARY_ARCH must be x86_64 or arm64, got ${given}`)
+  }
+  return process.arch === 'arm64' ? 'arm64' : 'x86_64'
+}
+
+/** What every provider client is built with besides its credentials. */
+export interface ProviderContext {
+  endpoints: CloudEndpoints
+  retry: RetryPolicy
+  arch: Arch
+  /** Where ambient credentials are read from (AWS): the Platform's environment. */
+  env: Record<string, string | undefined>
 }

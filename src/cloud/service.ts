@@ -4,32 +4,42 @@
 import type { Principal } from '../auth/auth.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import type { Platform } from '../platform.ts'
+import type { Context } from '../context.ts'
+import type { Fabric } from '../fabric/fabric.ts'
+import type { Projects } from '../projects/service.ts'
 import { deleteConnection, getConnection, listConnections, upsertConnection } from '../store/cloud-connections.ts'
 import { existingMachines, listProvisions, STARTING_STATES } from '../store/cloud-provisions.ts'
 import { getScaling, updateScaling } from '../store/cloud-scaling.ts'
+import { actorFrom, audited, auditView } from './audit.ts'
 import { Autoscaler } from './autoscale.ts'
 import { binaryFromEnv, type BinarySource } from './binary.ts'
-import { endpointsFromEnv, parseCredentials, PROVIDERS, type CloudEndpoints, type CloudProvider, type Credentials, type ProviderName } from './provider.ts'
+import { binaryArch, endpointsFromEnv, parseCredentials, PROVIDERS, type Arch, type CloudEndpoints, type CloudProvider, type Credentials, type ProviderContext, type ProviderName } from './provider.ts'
 import { createProvider } from './providers/index.ts'
 import { Provisioner } from './provisioner.ts'
+import { DEFAULT_RETRY, type RetryPolicy } from './retry.ts'
 import { seal, sealKey, unseal } from './seal.ts'
 
-const services = new WeakMap<Platform, Cloud>()
+/** What the cloud area uses of its siblings. */
+export interface CloudDeps {
+  fabric: Fabric
+  projects: Projects
+  /** Where created machines download the binary from (the Platform API). */
+  publicUrl: () => string
+  /** The pin of the CA that issued the API's certificate, when the API is https from the Platform CA. */
+  apiCaPin: () => string | null
+}
 
 /** Starts the cloud service of a Platform (called from Platform.startServices). */
-export function startCloud(platform: Platform): Cloud {
-  const cloud = new Cloud(platform)
-  services.set(platform, cloud)
+export function startCloud(ctx: Context, deps: CloudDeps): Cloud {
+  const cloud = new Cloud(ctx, deps)
   cloud.start()
-  platform.onClose(() => cloud.stop())
+  ctx.onClose(() => cloud.stop())
   return cloud
 }
 
-export function cloudOf(platform: Platform): Cloud {
-  const c = services.get(platform)
-  if (!c) throw new MusterError('unavailable', 'The cloud service is not running on this Platform.')
-  return c
+/** The cloud service of a Platform (tests reach it this way). */
+export function cloudOf(p: { cloud: Cloud }): Cloud {
+  return p.cloud
 }
 
 export const actorOf = (p: Principal | null): string => (p ? (p.account ?? p.name) : 'autoscaler')
@@ -39,24 +49,32 @@ export class Cloud {
   endpoints: CloudEndpoints
   /** An explicit binary download (MUSTER_CLOUD_BINARY_URL/SHA256); else the Platform serves its own. */
   binary: BinarySource | null
+  /** The architecture of that binary: sizes and images follow it (MUSTER_CLOUD_BINARY_ARCH, else this Platform's). */
+  arch: Arch
+  /** How provider calls ride out throttling; tests shorten it. */
+  retry: RetryPolicy = DEFAULT_RETRY
   readonly provisioner: Provisioner
   readonly autoscaler: Autoscaler
   private readonly key: Uint8Array
   private timers: ReturnType<typeof setInterval>[] = []
 
-  constructor(readonly platform: Platform) {
+  constructor(
+    readonly ctx: Context,
+    readonly deps: CloudDeps,
+  ) {
     this.endpoints = endpointsFromEnv()
     this.binary = binaryFromEnv()
-    this.key = sealKey(platform.masterKey)
+    this.arch = binaryArch()
+    this.key = sealKey(ctx.masterKey)
     this.provisioner = new Provisioner(this)
     this.autoscaler = new Autoscaler(this)
   }
 
   get db() {
-    return this.platform.db
+    return this.ctx.store
   }
   now(): number {
-    return this.platform.now()
+    return this.ctx.now()
   }
 
   start(): void {
@@ -76,76 +94,89 @@ export class Cloud {
 
   // ---- connections -------------------------------------------------------------
 
-  /** The client for a connected provider; refuses when it is not connected. */
-  provider(name: ProviderName): CloudProvider {
-    const row = getConnection(this.db, name)
-    if (!row) throw new MusterError('cloud-not-connected', `${name} is not connected: run \`muster cloud connect --provider ${name}\` first.`)
-    const creds = JSON.parse(unseal(this.key, name, row.sealed)) as Credentials
-    return createProvider(name, creds, this.endpoints)
+  private context(): ProviderContext {
+    return { endpoints: this.endpoints, retry: this.retry, arch: this.arch, env: process.env }
   }
 
-  /** 1. parse  2. prove by a list call  3. seal and keep. Nothing is stored when the provider refuses. */
+  /** The client for a connected provider; refuses when it is not connected. */
+  async provider(name: ProviderName): Promise<CloudProvider> {
+    const row = await getConnection(this.db, name)
+    if (!row) throw new MusterError('cloud-not-connected', `${name} is not connected: run \`muster cloud connect --provider ${name}\` first.`)
+    const creds = JSON.parse(unseal(this.key, name, row.sealed)) as Credentials
+    return createProvider(name, creds, this.context())
+  }
+
+  /** 1. parse  2. audit  3. prove by a list call  4. seal and keep. Nothing is stored when the provider refuses. */
   async connect(name: ProviderName, input: unknown, actor: Principal) {
     const creds = parseCredentials(name, input)
-    const { account } = await createProvider(name, creds, this.endpoints).validate()
-    upsertConnection(this.db, { provider: name, sealed: seal(this.key, name, JSON.stringify(creds)), account, connected_at: this.now(), connected_by: actorOf(actor) })
-    log.info(`cloud: ${name} connected by ${actorOf(actor)}${account ? ` (${account})` : ''}`)
-    return this.connectionView(name)
+    const form = 'roleArn' in creds ? 'role' : 'ambient' in creds ? 'ambient' : 'federatedTokenFile' in creds ? 'workload identity' : 'key'
+    return audited(this.db, () => this.now(), actorFrom(actor), 'connect', { provider: name, detail: `credentials: ${form}` }, async () => {
+      const { account } = await createProvider(name, creds, this.context()).validate()
+      await upsertConnection(this.db, { provider: name, sealed: seal(this.key, name, JSON.stringify(creds)), account, connected_at: this.now(), connected_by: actorOf(actor) })
+      log.info(`cloud: ${name} connected by ${actorOf(actor)}${account ? ` (${account})` : ''}`)
+      return await this.connectionView(name)
+    }, (c) => `credentials: ${form}${c.account ? `; account ${c.account}` : ''}`)
   }
 
   /** Refused while machines it created exist: releasing them needs the credentials. Also withdraws scaling consent for it. */
-  disconnect(name: ProviderName, actor: Principal) {
-    if (!getConnection(this.db, name)) throw new MusterError('cloud-not-connected', `${name} is not connected.`)
-    const machines = existingMachines(this.db, name)
+  async disconnect(name: ProviderName, actor: Principal) {
+    if (!(await getConnection(this.db, name))) throw new MusterError('cloud-not-connected', `${name} is not connected.`)
+    const machines = await existingMachines(this.db, name)
     if (machines.length > 0) {
       throw new MusterError('cloud-in-use', `${machines.length} machine(s) created through ${name} still exist (${machines.map((m) => m.id).join(', ')}); release them first (\`muster cloud release ID\`).`)
     }
-    deleteConnection(this.db, name)
-    if (getScaling(this.db).provider === name) updateScaling(this.db, { enabled: 0, updated_at: this.now() })
-    log.info(`cloud: ${name} disconnected by ${actorOf(actor)}`)
-    return { provider: name, connected: false }
+    return audited(this.db, () => this.now(), actorFrom(actor), 'disconnect', { provider: name }, async () => {
+      await deleteConnection(this.db, name)
+      if ((await getScaling(this.db)).provider === name) await updateScaling(this.db, { enabled: 0, updated_at: this.now() })
+      log.info(`cloud: ${name} disconnected by ${actorOf(actor)}`)
+      return { provider: name, connected: false as const }
+    })
   }
 
-  connectionView(name: ProviderName) {
-    const row = listConnections(this.db).find((c) => c.provider === name)
+  audit(limit?: number) {
+    return auditView(this.db, limit)
+  }
+
+  async connectionView(name: ProviderName) {
+    const row = (await listConnections(this.db)).find((c) => c.provider === name)
     return {
       provider: name,
       connected: Boolean(row),
       account: row?.account ?? null,
       connectedAt: row ? new Date(row.connected_at).toISOString() : null,
       connectedBy: row?.connected_by ?? null,
-      machines: existingMachines(this.db, name).length,
+      machines: (await existingMachines(this.db, name)).length,
     }
   }
 
   async regions(name: ProviderName) {
-    return { provider: name, regions: await this.provider(name).regions() }
+    return { provider: name, regions: await (await this.provider(name)).regions() }
   }
 
   async sizes(name: ProviderName, region?: string) {
-    return { provider: name, region: region ?? null, sizes: await this.provider(name).sizes(region) }
+    return { provider: name, region: region ?? null, sizes: await (await this.provider(name)).sizes(region) }
   }
 
   /** Why provisioning cannot run here, or null when it can. */
   unavailableReason(): string | null {
-    if (!this.platform.fabric.enrollment) return 'a created machine joins through the enrollment listener: start serve with --enrollment-port'
+    if (!this.deps.fabric.enrollment) return 'a created machine joins through the enrollment listener: start serve with --enrollment-port'
     if (!this.binary && !this.provisioner.ownBinary()) return 'no muster binary to install: run a compiled muster, or set MUSTER_CLOUD_BINARY_URL and MUSTER_CLOUD_BINARY_SHA256'
     return null
   }
 
-  status() {
-    const rows = listProvisions(this.db).filter((r) => r.state !== 'released')
+  async status() {
+    const rows = (await listProvisions(this.db)).filter((r) => r.state !== 'released')
     const why = this.unavailableReason()
     return {
-      providers: PROVIDERS.map((p) => this.connectionView(p)),
+      providers: await Promise.all(PROVIDERS.map((p) => this.connectionView(p))),
       provisioning: { available: why === null, ...(why ? { reason: why } : {}) },
       machines: {
-        total: existingMachines(this.db).length,
+        total: (await existingMachines(this.db)).length,
         starting: rows.filter((r) => STARTING_STATES.includes(r.state)).length,
         ready: rows.filter((r) => r.state === 'ready').length,
         failed: rows.filter((r) => r.state === 'failed').length,
       },
-      scaling: this.autoscaler.view(),
+      scaling: await this.autoscaler.view(),
     }
   }
 }

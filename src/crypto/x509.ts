@@ -1,8 +1,8 @@
-// Self-signed ECDSA P-256 certificates for the Platform, the enrollment
-// listener and agents (SPEC §4, §7, §8): generation with WebCrypto and our DER
-// writer, parsing of certificates we are handed, fingerprints, and the checks
-// that decide when the Platform's TLS certificate must be renewed.
-import { createPublicKey } from 'node:crypto'
+// ECDSA P-256 certificates (SPEC §4, §16.1): self-signed ones for agents, the
+// Platform CA and the server certificates it issues, generated with WebCrypto
+// and our DER writer; parsing of certificates we are handed, fingerprints, and
+// the checks that decide when a server certificate must be renewed.
+import { X509Certificate, createPublicKey } from 'node:crypto'
 import { isIP } from 'node:net'
 import { MusterError } from '../errors.ts'
 import {
@@ -20,6 +20,7 @@ const OID = {
   subjectKeyIdentifier: '2.5.29.14',
   keyUsage: '2.5.29.15',
   subjectAltName: '2.5.29.17',
+  authorityKeyIdentifier: '2.5.29.35',
   basicConstraints: '2.5.29.19',
   extKeyUsage: '2.5.29.37',
   serverAuth: '1.3.6.1.5.5.7.3.1',
@@ -39,6 +40,8 @@ export interface CertOptions {
   days: number
   /** Positive, at most 20 octets (RFC 5280 4.1.2.2). Random when omitted. */
   serial?: bigint
+  /** The caller's clock (ms); the validity counts from it. Default Date.now(). */
+  now?: number
 }
 
 export interface KeyAndCert {
@@ -54,6 +57,9 @@ export interface ParsedCertificate {
   fingerprint: string
   /** SubjectPublicKeyInfo DER. */
   publicKeyDer: Uint8Array
+  /** The issuer's and the subject's Name, DER. */
+  issuerDer: Uint8Array
+  subjectDer: Uint8Array
   notBefore: Date
   notAfter: Date
   dnsNames: string[]
@@ -141,54 +147,107 @@ function ecdsaRawToDer(raw: Uint8Array): Uint8Array {
   return sequence(integer(raw.subarray(0, 32)), integer(raw.subarray(32)))
 }
 
-export async function generateKeyAndCert(opts: CertOptions): Promise<KeyAndCert> {
-  if (!opts.commonName || !(opts.days > 0)) throw new MusterError('invalid-request', 'certificate: commonName and positive days required')
-  const ipBytes = opts.ipAddresses.map((ip) => {
+/** How a certificate is signed and what it may do. */
+export type CertProfile =
+  /** Self-signed and self-anchored: agent certificates (and, before the Platform CA, the listener's). */
+  | { kind: 'self-signed' }
+  /** The Platform CA: self-signed, signs certificates only. */
+  | { kind: 'ca' }
+  /** A server certificate issued by a CA: `issuer` is its certificate and key. */
+  | { kind: 'leaf'; issuer: { certPem: string; keyPem: string } }
+
+function checkNames(opts: CertOptions): Uint8Array[] {
+  for (const name of opts.dnsNames) {
+    if (!DNS_NAME.test(name) || name.length > 253) throw new MusterError('invalid-request', `certificate: not a DNS name: ${name}`)
+  }
+  return opts.ipAddresses.map((ip) => {
     const b = ipToBytes(ip)
     if (!b) throw new MusterError('invalid-request', `certificate: not an IP address: ${ip}`)
     return b
   })
-  for (const name of opts.dnsNames) {
-    if (!DNS_NAME.test(name) || name.length > 253) throw new MusterError('invalid-request', `certificate: not a DNS name: ${name}`)
+}
+
+const keyIdOf = (spki: Uint8Array) => sha256Bytes(decodeBitString(children(readDerExact(spki))[1]!).bytes).subarray(0, 20)
+
+function extensionsFor(profile: CertProfile, spki: Uint8Array, issuerKeyId: Uint8Array | undefined, sans: Uint8Array | undefined): Uint8Array[] {
+  const common = [
+    // RFC 7093 method 1: leftmost 160 bits of the SHA-256 of the public key.
+    extension(OID.subjectKeyIdentifier, false, octetString(keyIdOf(spki))),
+    ...(sans ? [extension(OID.subjectAltName, false, sans)] : []),
+  ]
+  if (profile.kind === 'ca') {
+    return [
+      extension(OID.basicConstraints, true, sequence(boolean(true), integer(0))), // CA, path length 0
+      // keyCertSign (bit 5) + cRLSign (bit 6): 0b0000_0110, one trailing unused bit.
+      extension(OID.keyUsage, true, bitString(Uint8Array.of(0x06), 1)),
+      ...common,
+    ]
   }
+  if (profile.kind === 'leaf') {
+    return [
+      extension(OID.basicConstraints, true, sequence()), // not a CA (DER omits the FALSE default)
+      extension(OID.keyUsage, true, bitString(Uint8Array.of(0x80), 7)), // digitalSignature
+      extension(OID.extKeyUsage, false, sequence(oid(OID.serverAuth))),
+      extension(OID.authorityKeyIdentifier, false, sequence(implicit(0, issuerKeyId!))),
+      ...common,
+    ]
+  }
+  return [
+    extension(OID.basicConstraints, true, sequence(boolean(true))),
+    // digitalSignature (bit 0) + keyCertSign (bit 5): 0b1000_0100, two trailing unused bits.
+    extension(OID.keyUsage, true, bitString(Uint8Array.of(0x84), 2)),
+    extension(OID.extKeyUsage, false, sequence(oid(OID.serverAuth), oid(OID.clientAuth))),
+    ...common,
+  ]
+}
+
+const importSigningKey = (keyPem: string) =>
+  crypto.subtle.importKey('pkcs8', new Uint8Array(pemToDer(keyPem, 'PRIVATE KEY')), { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign'])
+
+/** A fresh P-256 key and a certificate for it, signed as `profile` says (self-signed by default). */
+export async function generateKeyAndCert(opts: CertOptions, profile: CertProfile = { kind: 'self-signed' }): Promise<KeyAndCert> {
+  if (!opts.commonName || !(opts.days > 0)) throw new MusterError('invalid-request', 'certificate: commonName and positive days required')
+  const ipBytes = checkNames(opts)
   const serial = opts.serial ?? randomSerial()
   if (serial <= 0n || serial >= 1n << 159n) throw new MusterError('invalid-request', 'certificate: serial must be positive and at most 20 octets')
 
   const keys = await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])
   const spki = new Uint8Array(await crypto.subtle.exportKey('spki', keys.publicKey))
   const pkcs8 = new Uint8Array(await crypto.subtle.exportKey('pkcs8', keys.privateKey))
-  const publicKeyBits = decodeBitString(children(readDerExact(spki))[1]!).bytes
 
   // Whole seconds: that is all the certificate can say, and callers compare this Date with it.
-  const now = Math.floor(Date.now() / 1000) * 1000
-  const notBefore = new Date(now - BACKDATE_MS)
-  const notAfter = new Date(now + Math.round(opts.days * DAY_MS))
-  const name = sequence(set(sequence(oid(OID.commonName), utf8String(opts.commonName))))
+  const now = Math.floor((opts.now ?? Date.now()) / 1000) * 1000
+  // The start never lies after the real time either, so TLS peers on the real clock accept it
+  // while a caller's injected clock (tests) runs ahead.
+  const notBefore = new Date(Math.min(now, Math.floor(Date.now() / 1000) * 1000) - BACKDATE_MS)
+  let notAfter = new Date(now + Math.round(opts.days * DAY_MS))
+  const subject = sequence(set(sequence(oid(OID.commonName), utf8String(opts.commonName))))
+  let issuerName: Uint8Array = subject
+  let issuerKeyId: Uint8Array | undefined
+  let signer = keys.privateKey
+  if (profile.kind === 'leaf') {
+    const ca = parseCertificate(profile.issuer.certPem)
+    issuerName = ca.subjectDer
+    issuerKeyId = keyIdOf(ca.publicKeyDer)
+    signer = await importSigningKey(profile.issuer.keyPem)
+    // A leaf never outlives its CA: verifiers would refuse it from then on anyway.
+    if (notAfter > ca.notAfter) notAfter = ca.notAfter
+  }
   const sigAlg = sequence(oid(OID.ecdsaWithSha256))
-  const sans = sequence(
-    ...opts.dnsNames.map((n) => implicit(2, new TextEncoder().encode(n))),
-    ...ipBytes.map((b) => implicit(7, b)),
-  )
-  const extensions = [
-    extension(OID.basicConstraints, true, sequence(boolean(true))),
-    // digitalSignature (bit 0) + keyCertSign (bit 5): 0b1000_0100, two trailing unused bits.
-    extension(OID.keyUsage, true, bitString(Uint8Array.of(0x84), 2)),
-    extension(OID.extKeyUsage, false, sequence(oid(OID.serverAuth), oid(OID.clientAuth))),
-    // RFC 7093 method 1: leftmost 160 bits of the SHA-256 of the public key.
-    extension(OID.subjectKeyIdentifier, false, octetString(sha256Bytes(publicKeyBits).subarray(0, 20))),
-    ...(opts.dnsNames.length + ipBytes.length > 0 ? [extension(OID.subjectAltName, false, sans)] : []),
-  ]
+  const sans = opts.dnsNames.length + ipBytes.length > 0
+    ? sequence(...opts.dnsNames.map((n) => implicit(2, new TextEncoder().encode(n))), ...ipBytes.map((b) => implicit(7, b)))
+    : undefined
   const tbs = sequence(
     explicit(0, integer(2)), // v3
     integer(serial),
     sigAlg,
-    name,
+    issuerName,
     sequence(x509Time(notBefore), x509Time(notAfter)),
-    name,
+    subject,
     spki,
-    explicit(3, sequence(...extensions)),
+    explicit(3, sequence(...extensionsFor(profile, spki, issuerKeyId, sans))),
   )
-  const raw = new Uint8Array(await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, keys.privateKey, tbs))
+  const raw = new Uint8Array(await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, signer, tbs))
   const der = sequence(tbs, sigAlg, bitString(ecdsaRawToDer(raw)))
   return {
     keyPem: derToPem(pkcs8, 'PRIVATE KEY'),
@@ -226,6 +285,9 @@ function readSans(tbsItems: DerNode[]): { dnsNames: string[]; ipAddresses: strin
 export function parseCertificate(pemOrDer: string | Uint8Array): ParsedCertificate {
   try {
     const der = typeof pemOrDer === 'string' ? pemToDer(pemOrDer) : pemOrDer
+    // The runtime's parser (BoringSSL) judges the certificate first; ours only
+    // reads fields from one it accepted (SPEC §16.7: input from anyone).
+    new X509Certificate(der)
     const [tbs, sigAlg, sig] = children(expectTag(readDerExact(der), TAG.SEQUENCE))
     expectTag(sigAlg, TAG.SEQUENCE)
     decodeBitString(sig!)
@@ -233,6 +295,8 @@ export function parseCertificate(pemOrDer: string | Uint8Array): ParsedCertifica
     // version is an optional [0]; everything after it has a fixed position.
     const base = items[0]?.tag === 0xa0 ? 1 : 0
     const validity = children(expectTag(items[base + 3], TAG.SEQUENCE))
+    const issuer = expectTag(items[base + 2], TAG.SEQUENCE).raw
+    const subject = expectTag(items[base + 4], TAG.SEQUENCE).raw
     const spki = expectTag(items[base + 5], TAG.SEQUENCE).raw
     // The key must be one the platform could actually use, not just well-formed DER.
     createPublicKey({ key: Buffer.from(spki), format: 'der', type: 'spki' })
@@ -242,6 +306,8 @@ export function parseCertificate(pemOrDer: string | Uint8Array): ParsedCertifica
       der,
       fingerprint: certFingerprint(der),
       publicKeyDer: spki.slice(),
+      issuerDer: issuer.slice(),
+      subjectDer: subject.slice(),
       notBefore,
       notAfter,
       ...readSans(items.slice(base + 6)),

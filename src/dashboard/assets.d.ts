@@ -37,3 +37,15 @@ declare module '*/ui/cloud.js' {
   const text: string
   export default text
 }
+declare module '*/ui/cloud-connect.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/cloud-wizard.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/cloud-scaling.js' {
+  const text: string
+  export default text
+}

@@ -3,7 +3,7 @@
 // scripts call the same JSON routes as the SDK, with the session cookie.
 import { Elysia } from 'elysia'
 import { MusterError } from '../errors.ts'
-import type { Platform } from '../platform.ts'
+import type { Services } from '../services.ts'
 import html from './ui/index.html' with { type: 'text' }
 import css from './ui/app.css' with { type: 'text' }
 import app from './ui/app.js' with { type: 'text' }
@@ -13,6 +13,9 @@ import addMachine from './ui/add-machine.js' with { type: 'text' }
 import projects from './ui/projects.js' with { type: 'text' }
 import offices from './ui/offices.js' with { type: 'text' }
 import cloud from './ui/cloud.js' with { type: 'text' }
+import cloudConnect from './ui/cloud-connect.js' with { type: 'text' }
+import cloudWizard from './ui/cloud-wizard.js' with { type: 'text' }
+import cloudScaling from './ui/cloud-scaling.js' with { type: 'text' }
 
 const JS = 'text/javascript; charset=utf-8'
 const FAVICON = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#2f5bd3"/><path d="M3 12V4l5 5 5-5v8" fill="none" stroke="#fff" stroke-width="2"/></svg>'
@@ -25,6 +28,9 @@ const ASSETS: Record<string, { body: string; type: string }> = {
   'projects.js': { body: projects, type: JS },
   'offices.js': { body: offices, type: JS },
   'cloud.js': { body: cloud, type: JS },
+  'cloud-connect.js': { body: cloudConnect, type: JS },
+  'cloud-wizard.js': { body: cloudWizard, type: JS },
+  'cloud-scaling.js': { body: cloudScaling, type: JS },
   'favicon.svg': { body: FAVICON, type: 'image/svg+xml' },
 }
 
@@ -53,7 +59,7 @@ function page(body: string, type: string, cache: string): Response {
   return new Response(body, { headers: { 'content-type': type, 'cache-control': cache, ...SECURITY_HEADERS } })
 }
 
-export const dashboardRoutes = (_platform: Platform) =>
+export const dashboardRoutes = (_platform: Services) =>
   new Elysia({ name: 'routes/dashboard' })
     // The same page whether logged in or not: the script asks /api/v1/whoami.
     .get('/', () => page(html, 'text/html; charset=utf-8', 'no-store'))

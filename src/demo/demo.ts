@@ -22,6 +22,8 @@ export interface DemoResult {
   fingerprint: string
   token: string
   passwordFile: string
+  /** The Platform's data directory. */
+  platformDir: string
   nodes: string[]
   project: string
 }
@@ -84,7 +86,7 @@ export class Demo {
 
   async start(): Promise<DemoResult> {
     const r = this.reporter
-    const platformDir = join(this.dir, 'platform')
+    const platformDir = join(this.dir, 'platform-data')
     const platform = await r.step('Starting a Platform with an enrollment listener', async () => {
       const child = this.spawn('platform', ['serve', '--data-dir', platformDir, '--port', '0', '--enrollment-port', '0', '--enrollment-address', '127.0.0.1', '--no-local-node'], {
         MUSTER_PROBE_INTERVAL_MS: '1000',
@@ -94,9 +96,9 @@ export class Demo {
         return child.log().match(/listening on (http\S+)/)?.[1]
       })
       const m = await until('the enrollment listener', 20_000, async () => child.log().match(/enrollment listener on (https:\/\/\S+) .*fingerprint (sha256:[0-9a-f]{64})/))
-      const host = openHostStore(platformDir)
-      const { token } = host.auth.mintApiToken({ name: 'demo', role: 'superadmin' })
-      host.close()
+      const host = await openHostStore(platformDir)
+      const { token } = await host.auth.mintApiToken({ name: 'demo', role: 'superadmin' })
+      await host.close()
       this.client = createClient({ url: apiUrl, token })
       return { apiUrl, enrollmentUrl: m[1]!, fingerprint: m[2]!, token }
     })
@@ -134,7 +136,7 @@ export class Demo {
         return running.length === 2 && new Set(running.map((x) => x.node)).size === 2
       })
     })
-    return { dir: this.dir, ...platform, passwordFile: join(platformDir, 'platform', 'initial-superadmin-password'), nodes, project }
+    return { dir: this.dir, ...platform, platformDir, passwordFile: join(platformDir, 'platform', 'initial-superadmin-password'), nodes, project }
   }
 
   /** A child that stopped on its own (the demo is broken), or null. */

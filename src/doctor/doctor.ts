@@ -11,7 +11,8 @@ import { probeCertificate } from '../crypto/pin.ts'
 import { certFingerprint, expiresWithin, parseCertificate } from '../crypto/x509.ts'
 import { DataDir, DEFAULT_DATA_DIR } from '../datadir.ts'
 import type { TrustKey } from '../fabric/trust-keys.ts'
-import { TLS_CERT_FILE } from '../listener/platform-tls.ts'
+import { caDaysLeft, caWarning, readCa } from '../pki/platform-ca.ts'
+import { openPlatformVault, type HostVault } from '../pki/host-vault.ts'
 import { serveLockHolder } from '../serve-lock.ts'
 import { VERSION } from '../version.ts'
 import { checkReceiptFiles, readReceipt, type Receipt } from './receipt.ts'
@@ -50,7 +51,7 @@ export async function runDoctor(opts: { dataDir?: string; root?: string }): Prom
   checkReceipt(rr, receipt, root, add)
   checkDataDir(dataDir, receipt, add)
   if (role === 'worker') await checkWorker(dataDir, add)
-  if (role === 'platform') checkPlatform(dataDir, add)
+  if (role === 'platform') await checkPlatform(dataDir, add)
 
   return { ok: !checks.some((c) => c.status === 'fail'), role, dataDir: dataDir.root, checks, notes: role === 'platform' ? [] : [FIREWALL_NOTE] }
 }
@@ -127,7 +128,7 @@ async function checkWorker(dataDir: DataDir, add: Add): Promise<void> {
   trustExpiry('trust-keys', readTrustFile(dataDir)?.keys ?? [], add)
 }
 
-function checkPlatform(dataDir: DataDir, add: Add): void {
+async function checkPlatform(dataDir: DataDir, add: Add): Promise<void> {
   const pid = (() => {
     try {
       return serveLockHolder(dataDir)
@@ -136,20 +137,46 @@ function checkPlatform(dataDir: DataDir, add: Add): void {
     }
   })()
   add('serve', pid ? 'ok' : 'warn', pid ? `muster serve is running (pid ${pid})` : 'muster serve is not running on this data directory')
-  if (dataDir.exists(TLS_CERT_FILE)) {
+  // The Platform's secrets are sealed in its store: read through its vault (this needs master.key).
+  let host: HostVault
+  try {
+    host = await openPlatformVault(dataDir)
+  } catch (e) {
+    return add('platform-ca', 'warn', `cannot open the Platform's store to check its CA and keys: ${(e as Error).message}`)
+  }
+  try {
+    await checkSecrets(host.vault, add)
+  } finally {
+    await host.close()
+  }
+}
+
+async function checkSecrets(vault: HostVault['vault'], add: Add): Promise<void> {
+  const now = Date.now()
+  try {
+    const ca = await readCa(vault)
+    if (!ca) add('platform-ca', 'warn', 'no Platform CA yet: `muster serve` makes it at its next start')
+    else {
+      const warning = caWarning(ca, now)
+      add('platform-ca', caDaysLeft(ca, now) < 0 ? 'fail' : warning ? 'warn' : 'ok', warning ?? `pin ${ca.pin}, valid until ${ca.notAfter.toISOString()} (${caDaysLeft(ca, now)} days)`)
+    }
+  } catch (e) {
+    add('platform-ca', 'fail', (e as Error).message)
+  }
+  const listenerPem = await vault.get('tls/cert.pem')
+  if (listenerPem) {
     try {
-      const pem = dataDir.readSecretText(TLS_CERT_FILE)!
-      const c = parseCertificate(pem)
-      const soon = expiresWithin(pem, 30)
-      add('listener-cert', soon ? 'warn' : 'ok', `${c.fingerprint}, valid until ${c.notAfter.toISOString()}${soon ? ' (renewed at the next start)' : ''}`)
+      const c = parseCertificate(listenerPem)
+      const soon = expiresWithin(listenerPem, 30, now)
+      add('listener-cert', soon ? 'warn' : 'ok', `valid until ${c.notAfter.toISOString()}${soon ? ' (renewed by the running Platform, or at the next start)' : ''}`)
     } catch (e) {
       add('listener-cert', 'fail', (e as Error).message)
     }
   }
   const keys: TrustKey[] = []
   try {
-    for (const f of dataDir.exists('platform/trust') ? readdirSync(dataDir.path('platform/trust')) : []) {
-      if (f.endsWith('.json')) keys.push(JSON.parse(dataDir.readSecretText(`platform/trust/${f}`)!) as TrustKey)
+    for (const name of await vault.list('trust/')) {
+      if (name.endsWith('.json')) keys.push(JSON.parse((await vault.get(name))!) as TrustKey)
     }
   } catch (e) {
     return add('trust-keys', 'fail', (e as Error).message)

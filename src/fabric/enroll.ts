@@ -7,9 +7,11 @@ import { MusterError } from '../errors.ts'
 import { invalid, issueField, NodeName } from '../http/validate.ts'
 import { bindCertificate, getNode, insertNode, isTombstoned, nodeByCert } from '../store/nodes.ts'
 import { getJoinToken, takeTokenUse } from '../store/join-tokens.ts'
+import { isUniqueViolation } from '../store/sql.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
-import type { Fabric } from './fabric.ts'
+import type { Fabric, NodeAnchors } from './fabric.ts'
 import { globMatch } from './glob.ts'
+import { LabelsSchema, labelsToJson } from './labels.ts'
 import type { TrustKey } from './trust-keys.ts'
 
 export const EnrollBody = v.object({
@@ -18,15 +20,24 @@ export const EnrollBody = v.object({
   certPem: v.pipe(v.string(), v.minLength(1), v.maxLength(16384)),
   url: v.optional(v.pipe(v.string(), v.maxLength(300), v.url('expected an https URL'), v.startsWith('https://', 'expected an https URL'))),
   version: v.optional(v.pipe(v.string(), v.maxLength(64))),
+  /** Labels the node asks to carry (worker join --label); a nodes file's labels win. */
+  labels: v.optional(LabelsSchema),
 })
 
-export interface EnrollAnswer {
+export interface EnrollAnswer extends NodeAnchors {
   nodeId: string
   agentId: string
   credential: string
   trustKeys: TrustKey[]
   /** Where the node's Agent sends heartbeats, renewals and assignment requests (the Platform API). */
   platformUrl: string
+}
+
+class TakenMeanwhile extends Error {}
+/** A rebind whose certificate another node took meanwhile: the unique key refused it. */
+const lostRace = (e: unknown): false => {
+  if (isUniqueViolation(e)) return false
+  throw e
 }
 
 const JOIN_TOKEN = /^mjt_([a-z2-7]{16})\.([A-Za-z0-9_-]{43})$/
@@ -41,19 +52,19 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     const parsed = v.safeParse(EnrollBody, rawBody ?? {})
     const raw = (rawBody ?? {}) as Record<string, unknown>
     if (!parsed.success) {
-      audit('invalid', `invalid ${issueField(parsed.issues[0])}`, raw.nodeId, raw.version)
+      await audit('invalid', `invalid ${issueField(parsed.issues[0])}`, raw.nodeId, raw.version)
       throw invalid(parsed.issues[0])
     }
     const body = parsed.output
     if (body.version !== undefined && !isVersion(body.version)) {
-      audit('invalid', 'invalid version', body.nodeId, null)
+      await audit('invalid', 'invalid version', body.nodeId, null)
       throw new MusterError('invalid-request', 'Invalid version: expected X.Y.Z', { field: 'version' })
     }
     let cert: ReturnType<typeof parseCertificate>
     try {
       cert = parseCertificate(body.certPem)
     } catch {
-      audit('invalid', 'certificate does not parse', body.nodeId, body.version)
+      await audit('invalid', 'certificate does not parse', body.nodeId, body.version)
       throw new MusterError('invalid-request', 'Invalid certPem: not an X.509 certificate with a public key', { field: 'certPem' })
     }
     const certSha256 = cert.fingerprint.slice('sha256:'.length)
@@ -61,34 +72,36 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     const now = fabric.now()
     // 3. find the token, 4. verify its secret (constant time)
     const m = JOIN_TOKEN.exec(body.token)
-    const token = m ? getJoinToken(db, m[1]!) : null
+    const token = m ? await getJoinToken(db, m[1]!) : null
     if (!m || !token) {
-      audit('refused', m ? 'unknown token' : 'malformed token', body.nodeId, body.version)
+      await audit('refused', m ? 'unknown token' : 'malformed token', body.nodeId, body.version)
       throw REFUSED()
     }
     if (!safeEqual(token.secret_hash, sha256Hex(m[2]!))) {
-      audit('refused', 'wrong secret', body.nodeId, body.version)
+      await audit('refused', 'wrong secret', body.nodeId, body.version)
       throw REFUSED()
     }
     // 5. check revocation, name binding or pattern, expiry
-    if (token.revoked_at !== null) return refuse('token revoked')
-    if (token.kind === 'enrollment' && token.node_id !== body.nodeId) return refuse('token bound to another name')
-    if (token.kind === 'fleet' && token.name_pattern && !globMatch(token.name_pattern, body.nodeId)) return refuse('name not allowed by the token pattern')
-    if (body.nodeId === 'local') return refuse('reserved name')
-    const existing = getNode(db, body.nodeId)
+    if (token.revoked_at !== null) return await refuse('token revoked')
+    if (token.kind === 'enrollment' && token.node_id !== body.nodeId) return await refuse('token bound to another name')
+    if (token.kind === 'fleet' && token.name_pattern && !globMatch(token.name_pattern, body.nodeId)) return await refuse('name not allowed by the token pattern')
+    if (body.nodeId === 'local') return await refuse('reserved name')
+    // A name the operator declared enrolls only with an enrollment issued for it (SPEC §16.8).
+    if (token.kind !== 'enrollment' && fabric.declared.has(body.nodeId)) return await refuse('declared name needs an enrollment for it')
+    const existing = await getNode(db, body.nodeId)
     // A repeat of a finished enrollment (same token, name, certificate) gets the
     // same answer and costs no use: a lost response never burns one.
     if (existing && existing.cert_sha256 === certSha256 && existing.token_id === token.id) {
-      if (existing.revoked_at !== null) return refuse('node revoked')
-      audit('enrolled', 'repeat of a finished enrollment', body.nodeId, body.version)
+      if (existing.revoked_at !== null) return await refuse('node revoked')
+      await audit('enrolled', 'repeat of a finished enrollment', body.nodeId, body.version)
       return fabric.enrollAnswer(body.nodeId, certSha256, existing.generation)
     }
-    if (token.expires_at <= now) return refuse('token expired')
-    if (token.uses >= token.max_uses) return refuse('token used up')
-    if (token.kind === 'fleet' && isTombstoned(db, body.nodeId)) return refuse('name was removed (tombstoned)')
+    if (token.expires_at <= now) return await refuse('token expired')
+    if (token.uses >= token.max_uses) return await refuse('token used up')
+    if (token.kind === 'fleet' && (await isTombstoned(db, body.nodeId))) return await refuse('name was removed (tombstoned)')
     // 6. check version: a newer node is told so, without spending the token
     if (body.version && compareVersions(body.version, VERSION) > 0) {
-      audit('worker-newer', `node ${body.version} is newer than Platform ${VERSION}`, body.nodeId, body.version)
+      await audit('worker-newer', `node ${body.version} is newer than Platform ${VERSION}`, body.nodeId, body.version)
       throw new MusterError('worker-newer', `This node runs muster ${body.version}, newer than the Platform's ${VERSION}; update the Platform first.`, {
         nodeVersion: body.version,
         platformVersion: VERSION,
@@ -97,34 +110,41 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     // 7. the name and the certificate must be free (or the name being rebound)
     const rebinding = existing !== null && existing.cert_sha256 === null && token.kind === 'enrollment'
     if (existing && !rebinding) {
-      audit('node-exists', 'name enrolled with another certificate', body.nodeId, body.version)
+      await audit('node-exists', 'name enrolled with another certificate', body.nodeId, body.version)
       throw new MusterError('node-exists', `A node named ${body.nodeId} is already enrolled with another certificate.`)
     }
-    const holder = nodeByCert(db, certSha256)
+    const holder = await nodeByCert(db, certSha256)
     if (holder) {
-      audit('node-exists', 'certificate enrolled under another name', body.nodeId, body.version)
+      await audit('node-exists', 'certificate enrolled under another name', body.nodeId, body.version)
       throw new MusterError('certificate-in-use', 'This certificate is already enrolled under another name.')
     }
     // 8. take one use atomically, 9. register the node and 10. audit, in one transaction
-    const fields = { cert_sha256: certSha256, cert_pem: body.certPem, url: body.url ?? null, token_id: token.id, version: body.version ?? null }
-    const registered = db.transaction(() => {
-      if (!takeTokenUse(db, token.id, now)) return false
-      if (rebinding) bindCertificate(db, body.nodeId, fields, now)
-      else insertNode(db, { name: body.nodeId, auth: 'enrolled', enrolled_at: now, ...fields })
-      audit('enrolled', rebinding ? 'rebound to a new certificate' : null, body.nodeId, body.version)
-      return true
-    }).immediate()
-    if (!registered) return refuse('token used up')
-    const generation = rebinding ? existing.generation : 1
-    fabric.registry.reload(
-      rebinding ? getNode(db, body.nodeId) : { ...fields, name: body.nodeId, auth: 'enrolled', generation, previous_valid_until: 0, enrolled_at: now, last_seen_at: null, cpu_millis: null, memory_mb: null, replicas: null, drained: 0, revoked_at: null },
-      body.nodeId,
-    )
+    // (The use is a compare-and-set, so racing enrolls never exceed max uses; a racing
+    // insert of the same name or certificate loses on the primary key, and its whole
+    // transaction, the use included, rolls back.)
+    const fields = { cert_sha256: certSha256, cert_pem: body.certPem, url: body.url ?? null, token_id: token.id, version: body.version ?? null, labels: labelsToJson(body.labels) }
+    const outcome = await db.tx(async (t): Promise<'enrolled' | 'used-up' | 'taken'> => {
+      if (!(await takeTokenUse(t, token.id, now))) return 'used-up'
+      const placed = rebinding ? await bindCertificate(t, body.nodeId, fields, now).catch(lostRace) : await insertNode(t, { name: body.nodeId, auth: 'enrolled', enrolled_at: now, ...fields })
+      if (!placed) throw new TakenMeanwhile()
+      await fabric.audit('enrolled', rebinding ? 'rebound to a new certificate' : null, body.nodeId, body.version, t)
+      return 'enrolled'
+    }).catch((e) => {
+      if (e instanceof TakenMeanwhile) return 'taken' as const
+      throw e
+    })
+    if (outcome === 'used-up') return await refuse('token used up')
+    if (outcome === 'taken') {
+      await audit('node-exists', 'name or certificate enrolled meanwhile', body.nodeId, body.version)
+      throw new MusterError('node-exists', `A node named ${body.nodeId} is already enrolled with another certificate.`)
+    }
+    const node = await fabric.registry.refresh(body.nodeId)
+    await fabric.changed(body.nodeId)
     // 11. issue the credential
-    return fabric.enrollAnswer(body.nodeId, certSha256, generation)
+    return fabric.enrollAnswer(body.nodeId, certSha256, node?.generation ?? 1)
 
-    function refuse(reason: string): never {
-      audit('refused', reason, body.nodeId, body.version)
+    async function refuse(reason: string): Promise<never> {
+      await audit('refused', reason, body.nodeId, body.version)
       throw REFUSED()
     }
   } finally {

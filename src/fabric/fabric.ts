@@ -1,70 +1,33 @@
 // The enrollment authority: join tokens, the node registry, node credentials,
 // trust keys, the audit log and rate limits, behind one service.
 import { readFileSync } from 'node:fs'
+import type { Context } from '../context.ts'
 import { safeEqual, sha256Hex } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
-import type { Platform } from '../platform.ts'
-import type { Db } from '../store/db.ts'
+import type { PlatformOptions } from '../options.ts'
+import type { Db, Store } from '../store/db.ts'
 import { insertAudit, listAudit, pruneAudit } from '../store/enroll-audit.ts'
 import { pendingEnrollments, revokePendingEnrollments } from '../store/join-tokens.ts'
-import { deleteNodeWithTombstone, getNode, insertNode } from '../store/nodes.ts'
-import { VERSION } from '../version.ts'
-import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS } from './credentials.ts'
+import { deleteNodeWithTombstone, insertNode, updateNodeFields } from '../store/nodes.ts'
+import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS, type ParsedCredential } from './credentials.ts'
 import type { EnrollAnswer } from './enroll.ts'
 import { mintJoinToken } from './join-tokens.ts'
-import { RateLimiter, type RateLimitOptions } from './rate-limit.ts'
+import { RateLimiter } from './rate-limit.ts'
+import { DEFAULT_LIMITS, type EnrollmentEndpoint, type FabricOptions, type FabricPlatform, type NodeAnchors, type NodeInUseCheck, type NodeView } from './types.ts'
 import { compatibilityOf, Registry, type NodeEntry, type ReplicaStatus } from './registry.ts'
 import { TrustKeys } from './trust-keys.ts'
+import { caWarning } from '../pki/platform-ca.ts'
 import { NODE_NAME } from '../http/validate.ts'
 import { log } from '../log.ts'
 import { bearerToken } from '../auth/auth.ts'
 import { assertPrivate } from '../datadir.ts'
+import type { Labels } from './labels.ts'
+import { DeclaredNodes, type NodesFileReload } from './nodes-file.ts'
 
-export type NodeAuthMode = 'legacy' | 'both' | 'enrolled'
-
-export interface FabricOptions {
-  remoteDispatch: boolean
-  nodeAuth: NodeAuthMode
-  fleetToken?: string
-  staleAfterMs: number
-  enrollLimit: RateLimitOptions
-  heartbeatLimit: RateLimitOptions
-  trustLimit: RateLimitOptions
-}
-
-export const DEFAULT_LIMITS = {
-  enroll: { perSecond: 500, burst: 1000, maxInFlight: 256 },
-  heartbeat: { perSecond: 50_000, burst: 100_000, maxInFlight: 4096 },
-  trust: { perSecond: 50, burst: 200, maxInFlight: 64 },
-} satisfies Record<string, RateLimitOptions>
-
-/** Something that keeps a node in use (projects placed on it). */
-export type NodeInUseCheck = (node: string) => string | null
-
-export interface NodeView {
-  name: string
-  state: string
-  reason?: string
-  compatibility: string
-  version: string | null
-  certificateSha256: string | null
-  agentId: string
-  lastSeenAt: string | null
-  url: string | null
-  auth: 'enrolled' | 'legacy' | 'local'
-  drained: boolean
-  capacity: { cpuMillis: number; memoryMB: number | null } | null
-}
-
-export interface EnrollmentEndpoint {
-  url: string
-  addresses: string[]
-  port: number
-  fingerprint: string
-}
+export * from './types.ts'
 
 export class Fabric {
-  readonly db: Db
+  readonly db: Store
   readonly now: () => number
   readonly registry: Registry
   readonly trust: TrustKeys
@@ -81,43 +44,66 @@ export class Fabric {
   /** SHA-256 of the legacy shared fleet token, compared in constant time. */
   private readonly fleetDigest: string | undefined
 
-  constructor(
-    private readonly platform: Platform,
+  private constructor(
+    readonly ctx: Context,
     readonly options: FabricOptions,
+    registry: Registry,
+    private readonly platform: FabricPlatform,
+    /** Nodes the operator declared in serve --nodes-file (reserved names; their fields win). */
+    readonly declared: DeclaredNodes,
   ) {
-    this.db = platform.db
-    this.now = platform.now
+    this.db = ctx.store
+    this.now = ctx.now
     this.remoteDispatch = options.remoteDispatch
     this.fleetDigest = options.fleetToken ? sha256Hex(options.fleetToken) : undefined
-    this.registry = new Registry(this.db, this.now, options.staleAfterMs)
-    this.trust = new TrustKeys(platform.dataDir, this.now)
-    this.credentials = new NodeCredentials(platform.masterKey)
+    this.registry = registry
+    this.trust = new TrustKeys(ctx.vault, this.now)
+    this.credentials = new NodeCredentials(ctx.masterKey)
     this.limits = {
       enroll: new RateLimiter('enroll', options.enrollLimit),
       heartbeat: new RateLimiter('heartbeat', options.heartbeatLimit),
       trust: new RateLimiter('trust', options.trustLimit),
     }
     this.registry.startFlushing()
-    platform.onClose(() => this.registry.stop())
+    ctx.onClose(() => this.registry.stop())
+    // A node changed on another Platform sharing the store: reload it from there.
+    ctx.changes.on('node', (name, local) => {
+      if (!local) void this.registry.refresh(name).then(() => this.changed(name, false))
+    })
   }
 
-  static fromPlatform(platform: Platform): Fabric {
-    const o = platform.options
+  static async open(ctx: Context, o: PlatformOptions, platform: FabricPlatform): Promise<Fabric> {
     let fleetToken: string | undefined
     if (o.fleetTokenFile) {
       assertPrivate(o.fleetTokenFile)
       fleetToken = readFileSync(o.fleetTokenFile, 'utf8').trim()
       if (fleetToken.length < 16) throw new MusterError('not-configured', `${o.fleetTokenFile}: the fleet token must be at least 16 characters.`)
     }
-    return new Fabric(platform, {
+    const declared = DeclaredNodes.open(o.nodesFile)
+    const staleAfterMs = o.nodeStaleAfterMs ?? 45_000
+    const options: FabricOptions = {
       remoteDispatch: Boolean(o.remoteDispatch || o.enrollmentPort !== undefined),
       nodeAuth: o.nodeAuth ?? 'both',
       fleetToken,
-      staleAfterMs: o.nodeStaleAfterMs ?? 45_000,
+      staleAfterMs,
       enrollLimit: o.enrollLimit ?? DEFAULT_LIMITS.enroll,
       heartbeatLimit: DEFAULT_LIMITS.heartbeat,
       trustLimit: DEFAULT_LIMITS.trust,
+    }
+    return new Fabric(ctx, options, await Registry.load(ctx.store, ctx.now, staleAfterMs), platform, declared)
+  }
+
+  /** Reads the nodes file again (SIGHUP): checked whole first, a bad one is logged and the running set kept; changes apply at once. */
+  reloadNodesFile(): Promise<NodesFileReload> {
+    return this.declared.reloadFile(async (name) => {
+      if (this.registry.get(name)) await this.changed(name, false)
     })
+  }
+
+  /** What placement and listings use: the nodes file's labels and drain win over the node's own. */
+  nodeSettings(n: NodeEntry): { labels: Labels; drained: boolean; declared: boolean } {
+    const d = this.declared.get(n.name)
+    return { labels: d?.labels ?? n.labels, drained: d?.drained ?? n.drained, declared: d !== undefined }
   }
 
   requireNodesEnabled(): void {
@@ -131,17 +117,17 @@ export class Fabric {
     this.requireNodesEnabled()
   }
 
-  /** Appends to the audit log; a name only when it has name shape, never a secret. */
-  audit(outcome: string, reason: string | null, nodeId: unknown, version: unknown): void {
+  /** Appends to the audit log (in `db`, when the entry belongs to a transaction); a name only when it has name shape, never a secret. */
+  async audit(outcome: string, reason: string | null, nodeId: unknown, version: unknown, db: Db = this.db): Promise<void> {
     const name = typeof nodeId === 'string' && NODE_NAME.test(nodeId) ? nodeId : null
     const ver = typeof version === 'string' && /^[0-9A-Za-z.+-]{1,32}$/.test(version) ? version : null
-    insertAudit(this.db, { at: this.now(), outcome, reason, node_id: name, version: ver })
-    if (++this.auditWrites % 50 === 1) pruneAudit(this.db, this.now())
+    await insertAudit(db, { at: this.now(), outcome, reason, node_id: name, version: ver })
+    if (++this.auditWrites % 50 === 1) await pruneAudit(db, this.now())
   }
 
-  auditEntries() {
-    pruneAudit(this.db, this.now())
-    return listAudit(this.db, this.now()).map((e) => ({
+  async auditEntries() {
+    await pruneAudit(this.db, this.now())
+    return (await listAudit(this.db, this.now())).map((e) => ({
       at: new Date(e.at).toISOString(),
       outcome: e.outcome,
       reason: e.reason,
@@ -156,7 +142,7 @@ export class Fabric {
       agentId: `agent-${nodeId}`,
       credential: this.credentials.issue(nodeId, certSha256, generation),
       trustKeys: this.trust.published(),
-      platformUrl: this.platform.publicUrl,
+      ...this.nodeAnchors(),
     }
   }
 
@@ -164,75 +150,98 @@ export class Fabric {
     this.requireNodesEnabled()
     const release = this.limits.trust.admit()
     try {
-      return { trustKeys: this.trust.published() }
+      return { trustKeys: this.trust.published(), ...this.nodeAnchors() }
     } finally {
       release()
     }
+  }
+
+  /**
+   * How a node authenticates this Platform from now on (enroll and trust
+   * answers, which arrive over a connection its current pin authenticated):
+   * the CA pin to keep, every pin to accept (a prepared CA replacement, the
+   * listener's old certificate while it is served) and the API URL.
+   */
+  nodeAnchors(): NodeAnchors {
+    return this.platform.nodeAnchors()
   }
 
   // ---- node credentials --------------------------------------------------
 
   /** The node a credential belongs to, or a refusal; checks generation and revocation. */
-  authenticateNode(headers: Headers): NodeEntry {
+  authenticateNode(headers: Headers): Promise<NodeEntry> {
     return this.nodeForCredential(bearerToken(headers))
   }
 
-  private nodeForCredential(bearer: string | undefined): NodeEntry {
-    const c = bearer ? parseCredential(bearer) : null
-    if (!c) throw new MusterError('unauthorized', 'A node credential (Authorization: Bearer mnc_…) is required.')
-    const n = this.registry.get(c.name)
-    const ok =
-      n &&
+  private credentialMatches(c: ParsedCredential, n: NodeEntry | undefined): boolean {
+    return (
+      n !== undefined &&
       n.certSha256 !== null &&
       (c.generation === n.generation || (c.generation === n.generation - 1 && this.now() < n.previousValidUntil)) &&
       this.credentials.verify(c, n.certSha256)
-    if (!ok || !n) throw new MusterError('unauthorized', 'Node credential not valid.')
+    )
+  }
+
+  private async nodeForCredential(bearer: string | undefined): Promise<NodeEntry> {
+    const c = bearer ? parseCredential(bearer) : null
+    if (!c) throw new MusterError('unauthorized', 'A node credential (Authorization: Bearer mnc_…) is required.')
+    let n = this.registry.get(c.name)
+    // Not known here, or a generation this Platform has not seen: another Platform on the
+    // store may have enrolled or rotated it a moment ago. Look once in the store.
+    if (!this.credentialMatches(c, n) && (!n || c.generation > n.generation)) n = await this.registry.refresh(c.name)
+    if (!n || !this.credentialMatches(c, n)) throw new MusterError('unauthorized', 'Node credential not valid.')
     if (n.revokedAt !== null) throw new MusterError('node-revoked', `Node ${n.name} has been revoked.`)
     return n
   }
 
   /** Issues the next generation; the previous keeps working one hour. */
-  nextGeneration(name: string): { generation: number; credential: string } {
+  async nextGeneration(name: string): Promise<{ generation: number; credential: string }> {
     const n = this.registry.get(name)
     if (!n || n.certSha256 === null) throw new MusterError('not-found', `No enrolled node ${name}.`)
     const generation = n.generation + 1
-    this.registry.update(name, { generation, previous_valid_until: this.now() + PREVIOUS_GENERATION_GRACE_MS })
+    await this.registry.update(name, { generation, previous_valid_until: this.now() + PREVIOUS_GENERATION_GRACE_MS })
+    await this.ctx.changes.publish('node', name)
     return { generation, credential: this.credentials.issue(name, n.certSha256, generation) }
   }
 
   // ---- heartbeats ----------------------------------------------------------
 
-  heartbeat(headers: Headers, body: { nodeId?: string; version?: string; capacity?: { cpuMillis: number; memoryMB: number }; replicas?: ReplicaStatus[] }) {
+  async heartbeat(headers: Headers, body: { nodeId?: string; version?: string; capacity?: { cpuMillis: number; memoryMB: number }; replicas?: ReplicaStatus[] }) {
     const release = this.limits.heartbeat.admit()
     try {
-      const n = this.nodeForHeartbeat(headers, body.nodeId)
+      const n = await this.nodeForHeartbeat(headers, body.nodeId)
       const changed = this.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
       if (changed) for (const l of this.heartbeatListeners) l(n)
       const { state, reason } = this.registry.state(n)
-      return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: n.drained }
+      return { nodeId: n.name, state, ...(reason ? { reason } : {}), generation: n.generation, drained: this.nodeSettings(n).drained }
     } finally {
       release()
     }
   }
 
-  private nodeForHeartbeat(headers: Headers, nodeId: string | undefined): NodeEntry {
+  private async nodeForHeartbeat(headers: Headers, nodeId: string | undefined): Promise<NodeEntry> {
     const bearer = bearerToken(headers) ?? ''
     if (bearer.startsWith('mnc_')) {
       if (this.options.nodeAuth === 'legacy') throw new MusterError('forbidden', 'This Platform runs with --node-auth legacy: node credentials are not accepted.')
-      const n = this.nodeForCredential(bearer)
+      const n = await this.nodeForCredential(bearer)
       if (nodeId && nodeId !== n.name) throw new MusterError('forbidden', 'A node credential registers only its own node.')
       return n
     }
     if (!this.fleetDigest || !bearer || !safeEqual(sha256Hex(bearer), this.fleetDigest)) throw new MusterError('unauthorized', 'A node credential (Authorization: Bearer mnc_…) is required.')
     if (this.options.nodeAuth === 'enrolled') throw new MusterError('forbidden', 'The shared fleet token is no longer accepted (--node-auth enrolled): enroll this node.')
     if (!nodeId || !NODE_NAME.test(nodeId) || nodeId === 'local') throw new MusterError('invalid-request', 'Invalid nodeId: the shared fleet token needs a node name in the body.', { field: 'nodeId' })
-    let n = this.registry.get(nodeId)
+    if (this.declared.has(nodeId)) throw new MusterError('forbidden', `Node ${nodeId} is declared in the nodes file: it joins only with an enrollment issued for it (muster nodes enroll-token ${nodeId}), never the shared fleet token.`)
+    let n = this.registry.get(nodeId) ?? (await this.registry.refresh(nodeId))
     if (n && n.auth !== 'legacy') throw new MusterError('forbidden', `Node ${nodeId} is enrolled; it must use its own credential.`)
     if (!n) {
-      insertNode(this.db, { name: nodeId, auth: 'legacy', cert_sha256: null, cert_pem: null, url: null, token_id: null, version: null, enrolled_at: this.now() })
-      this.registry.reload(getNode(this.db, nodeId), nodeId)
-      n = this.registry.get(nodeId)!
-      log.info(`legacy node ${nodeId} registered with the shared fleet token`)
+      // Two first heartbeats may race (here or on another Platform): the primary key lets one insert win.
+      if (await insertNode(this.db, { name: nodeId, auth: 'legacy', cert_sha256: null, cert_pem: null, url: null, token_id: null, version: null, enrolled_at: this.now() })) {
+        log.info(`legacy node ${nodeId} registered with the shared fleet token`)
+        await this.ctx.changes.publish('node', nodeId)
+      }
+      n = await this.registry.refresh(nodeId)
+      if (!n) throw new MusterError('conflict', `Node ${nodeId} was removed while it registered; try again.`)
+      if (n.auth !== 'legacy') throw new MusterError('forbidden', `Node ${nodeId} is enrolled; it must use its own credential.`)
     }
     if (n.revokedAt !== null) throw new MusterError('node-revoked', `Node ${nodeId} has been revoked.`)
     return n
@@ -247,67 +256,78 @@ export class Fabric {
     return n
   }
 
-  revoke(name: string) {
+  async revoke(name: string) {
     this.requireNode(name)
-    this.registry.update(name, { revoked_at: this.now() })
-    this.changed(name)
+    await this.registry.update(name, { revoked_at: this.now() })
+    await this.changed(name)
     log.info(`node ${name} revoked`)
     return { nodeId: name, state: 'revoked' }
   }
 
-  rotate(name: string) {
+  async rotate(name: string) {
     const n = this.requireNode(name)
     if (n.certSha256 === null) throw new MusterError('conflict', `${name} has no certificate to rotate a credential for.`)
-    const { generation } = this.nextGeneration(name)
+    const { generation } = await this.nextGeneration(name)
     return { nodeId: name, generation, previousValidUntil: new Date(this.now() + PREVIOUS_GENERATION_GRACE_MS).toISOString() }
   }
 
-  rebind(name: string, ttlMinutes = 60) {
+  async rebind(name: string, ttlMinutes = 60) {
     const n = this.requireNode(name)
     const now = this.now()
     const expiresAt = now + ttlMinutes * 60_000
-    const token = this.db.transaction(() => {
-      revokePendingEnrollments(this.db, name, now)
+    const token = await this.db.tx(async (db) => {
+      await revokePendingEnrollments(db, name, now)
       // The old credential dies now: no certificate, next generation, no grace.
-      this.registry.update(name, { cert_sha256: null, cert_pem: null, url: null, generation: n.generation + 1, previous_valid_until: 0, revoked_at: null, auth: 'enrolled' })
-      return mintJoinToken(this.db, { kind: 'enrollment', node_id: name, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
-    }).immediate()
-    this.changed(name)
+      await updateNodeFields(db, name, { cert_sha256: null, cert_pem: null, url: null, generation: n.generation + 1, previous_valid_until: 0, revoked_at: null, auth: 'enrolled' })
+      return mintJoinToken(db, { kind: 'enrollment', node_id: name, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
+    })
+    await this.registry.refresh(name)
+    await this.changed(name)
     log.info(`node ${name} rebound: its old credential no longer works`)
     return { nodeId: name, token: token.token, expiresAt: new Date(expiresAt).toISOString() }
   }
 
-  drain(name: string, drained = true) {
+  async drain(name: string, drained = true) {
     this.requireNode(name)
-    this.registry.update(name, { drained: drained ? 1 : 0 })
-    this.changed(name)
+    const declared = this.declared.get(name)?.drained
+    if (declared !== undefined && declared !== drained) throw new MusterError('conflict', `Node ${name} is declared ${declared ? 'drained' : 'not drained'} in the nodes file ${this.declared.file}; change it there and reload the Platform.`)
+    await this.registry.update(name, { drained: drained ? 1 : 0 })
+    await this.changed(name)
     return { nodeId: name, drained }
   }
 
-  remove(name: string) {
-    this.requireNode(name)
+  /** Removes a node; a healthy one only with `force` (a working machine is stopped first: revoke or drain). */
+  async remove(name: string, force = false) {
+    const n = this.requireNode(name)
     for (const check of this.inUseChecks) {
       const why = check(name)
       if (why) throw new MusterError('node-in-use', `Node ${name} is in use: ${why}. Move or remove that first.`)
     }
-    this.registry.flush()
-    deleteNodeWithTombstone(this.db, name, this.now())
+    if (!force && this.registry.healthy(n)) {
+      const seen = Math.max(0, Math.round((this.now() - (n.lastSeenAt ?? 0)) / 1000))
+      throw new MusterError('node-healthy', `Node ${name} is healthy (last heartbeat ${seen}s ago). Stop it first: \`muster nodes revoke ${name}\` ends its credential at once, \`muster nodes drain ${name}\` moves its work away; or remove it anyway with --force (API: ?force=true).`)
+    }
+    await this.registry.flush()
+    await deleteNodeWithTombstone(this.db, name, this.now())
     this.registry.reload(null, name)
-    this.changed(name)
+    await this.changed(name)
     return { nodeId: name, removed: true }
   }
 
-  private changed(name: string): void {
+  /** Tells this Platform's listeners, and (when `publish`) the other Platforms on the store. */
+  async changed(name: string, publish = true): Promise<void> {
     for (const l of this.nodeChangeListeners) l(name)
+    if (publish) await this.ctx.changes.publish('node', name)
   }
 
   // ---- listing -------------------------------------------------------------
 
-  listNodes() {
+  async listNodes() {
     const now = this.now()
     const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString())
     const nodes: NodeView[] = [...this.registry.nodes.values()].map((n) => {
       const { state, reason } = this.registry.state(n)
+      const settings = this.nodeSettings(n)
       return {
         name: n.name,
         state,
@@ -319,34 +339,34 @@ export class Fabric {
         lastSeenAt: iso(n.lastSeenAt),
         url: n.url,
         auth: n.auth,
-        drained: n.drained,
+        drained: settings.drained,
+        labels: settings.labels,
+        declared: settings.declared,
         capacity: n.cpuMillis !== null ? { cpuMillis: n.cpuMillis, memoryMB: n.memoryMB } : null,
       }
     })
     nodes.sort((a, b) => a.name.localeCompare(b.name))
-    nodes.unshift(this.localNode())
+    // The local node is listed only when it runs (serve --local-node; SPEC §16.6).
+    if (this.localNode) nodes.unshift(this.localNode())
     return {
       nodes,
-      pendingEnrollments: pendingEnrollments(this.db, now).map((t) => ({ nodeId: t.node_id!, expiresAt: new Date(t.expires_at).toISOString() })),
+      pendingEnrollments: (await pendingEnrollments(this.db, now)).map((t) => ({ nodeId: t.node_id!, expiresAt: new Date(t.expires_at).toISOString() })),
     }
   }
 
-  /** The Platform's own node; the projects area replaces this with its local Agent's view. */
-  localNode: () => NodeView = () => ({
-    name: 'local',
-    state: 'ready',
-    compatibility: 'current',
-    version: VERSION,
-    certificateSha256: null,
-    agentId: 'agent-local',
-    lastSeenAt: new Date(this.now()).toISOString(),
-    url: null,
-    auth: 'local',
-    drained: false,
-    capacity: null,
-  })
+  /** The Platform's own node when it runs (serve --local-node): the Platform sets its view here. */
+  localNode: (() => NodeView) | null = null
 
+  /** `nodes platform`: where nodes enroll, the pins, the CA's lifetime and warnings (a CA with a year or less left). */
   platformInfo() {
-    return { remoteDispatch: this.remoteDispatch, enrollment: this.enrollment }
+    const pki = this.platform.pki
+    const about = (ca: { pin: string; notAfter: Date }) => ({ fingerprint: ca.pin, notAfter: ca.notAfter.toISOString() })
+    const warning = caWarning(pki.ca, this.now())
+    return {
+      remoteDispatch: this.remoteDispatch,
+      enrollment: this.enrollment,
+      ca: { ...about(pki.ca), ...(pki.next ? { next: about(pki.next) } : {}) },
+      warnings: warning ? [warning] : [],
+    }
   }
 }

@@ -14,38 +14,38 @@ import {
 import { clearTombstone, getNode, isTombstoned } from '../store/nodes.ts'
 import type { Fabric } from './fabric.ts'
 
-export function mintJoinToken(db: Db, row: Omit<JoinTokenRow, 'id' | 'secret_hash' | 'uses' | 'revoked_at'>): { id: string; token: string; row: JoinTokenRow } {
+export async function mintJoinToken(db: Db, row: Omit<JoinTokenRow, 'id' | 'secret_hash' | 'uses' | 'revoked_at'>): Promise<{ id: string; token: string; row: JoinTokenRow }> {
   const id = randomId(16)
   const secret = randomSecret()
   const full = { ...row, id, secret_hash: sha256Hex(secret) }
-  insertJoinToken(db, full)
+  await insertJoinToken(db, full)
   return { id, token: `mjt_${id}.${secret}`, row: { ...full, uses: 0, revoked_at: null } }
 }
 
 
-export function issueEnrollment(fabric: Fabric, nodeId: string, ttlMinutes = 60, replace = false) {
+export async function issueEnrollment(fabric: Fabric, nodeId: string, ttlMinutes = 60, replace = false) {
   fabric.requireEnrollment()
   const now = fabric.now()
   if (nodeId === 'local') throw new MusterError('name-taken', 'The name local belongs to the Platform’s own node and cannot be enrolled.')
-  if (getNode(fabric.db, nodeId)) throw new MusterError('name-taken', `A node named ${nodeId} is already registered; use \`muster nodes rebind ${nodeId}\` to move it to a new machine.`)
-  if (isTombstoned(fabric.db, nodeId) && !replace) throw new MusterError('name-taken', `The name ${nodeId} belonged to a removed node; pass replace (--replace) to reuse it on purpose.`)
-  if (pendingEnrollments(fabric.db, now, nodeId).length > 0 && !replace) {
+  if (await getNode(fabric.db, nodeId)) throw new MusterError('name-taken', `A node named ${nodeId} is already registered; use \`muster nodes rebind ${nodeId}\` to move it to a new machine.`)
+  if ((await isTombstoned(fabric.db, nodeId)) && !replace) throw new MusterError('name-taken', `The name ${nodeId} belonged to a removed node; pass replace (--replace) to reuse it on purpose.`)
+  if ((await pendingEnrollments(fabric.db, now, nodeId)).length > 0 && !replace) {
     throw new MusterError('enrollment-pending', `${nodeId} already has an unused enrollment; pass replace (--replace) to issue a new one instead.`)
   }
   const expiresAt = now + ttlMinutes * 60_000
-  const token = fabric.db.transaction(() => {
-    revokePendingEnrollments(fabric.db, nodeId, now)
-    clearTombstone(fabric.db, nodeId)
-    return mintJoinToken(fabric.db, { kind: 'enrollment', node_id: nodeId, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
-  }).immediate()
+  const token = await fabric.db.tx(async (db) => {
+    await revokePendingEnrollments(db, nodeId, now)
+    await clearTombstone(db, nodeId)
+    return mintJoinToken(db, { kind: 'enrollment', node_id: nodeId, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
+  })
   return { nodeId, token: token.token, expiresAt: new Date(expiresAt).toISOString() }
 }
 
-export function createFleetToken(fabric: Fabric, opts: { maxUses?: number; namePattern?: string; ttlMinutes?: number; label?: string }) {
+export async function createFleetToken(fabric: Fabric, opts: { maxUses?: number; namePattern?: string; ttlMinutes?: number; label?: string }) {
   fabric.requireEnrollment()
   const now = fabric.now()
   const expiresAt = now + (opts.ttlMinutes ?? 24 * 60) * 60_000
-  const t = mintJoinToken(fabric.db, {
+  const t = await mintJoinToken(fabric.db, {
     kind: 'fleet',
     node_id: null,
     name_pattern: opts.namePattern ?? null,
@@ -57,10 +57,10 @@ export function createFleetToken(fabric: Fabric, opts: { maxUses?: number; nameP
   return { id: t.id, token: t.token, maxUses: t.row.max_uses, namePattern: t.row.name_pattern, label: t.row.label, expiresAt: new Date(expiresAt).toISOString() }
 }
 
-export function listFleetTokenViews(fabric: Fabric) {
+export async function listFleetTokenViews(fabric: Fabric) {
   const now = fabric.now()
   return {
-    tokens: listFleetTokens(fabric.db).map((t) => ({
+    tokens: (await listFleetTokens(fabric.db)).map((t) => ({
       id: t.id,
       label: t.label,
       maxUses: t.max_uses,
@@ -73,7 +73,8 @@ export function listFleetTokenViews(fabric: Fabric) {
   }
 }
 
-export function revokeJoinTokenById(fabric: Fabric, id: string) {
-  if (!/^[a-z2-7]{16}$/.test(id) || !revokeJoinToken(fabric.db, id, fabric.now())) throw new MusterError('not-found', `No active join token ${id}.`)
+export async function revokeJoinTokenById(fabric: Fabric, id: string) {
+  if (!/^[a-z2-7]{16}$/.test(id) || !(await revokeJoinToken(fabric.db, id, fabric.now()))) throw new MusterError('not-found', `No active join token ${id}.`)
+  await fabric.ctx.changes.publish('join-token', id)
   return { id, revoked: true }
 }

@@ -23,6 +23,11 @@ export class RateLimiter {
     this.last = now()
   }
 
+  /** Requests admitted and not yet released. */
+  get active(): number {
+    return this.inFlight
+  }
+
   /** Admits one request or throws 429 rate-limited with Retry-After; call the returned release when done. */
   admit(): () => void {
     const now = this.now()

@@ -1,11 +1,13 @@
 // The node registry: every node in memory (the hot path reads only memory),
 // structural changes written through at once, heartbeats batched to disk.
 import type { Db } from '../store/db.ts'
-import { allNodes, updateNodeFields, writeHeartbeats, type NodeRow } from '../store/nodes.ts'
+import { allNodes, getNode, heartbeatsSince, updateNodeFields, writeHeartbeats, type HeartbeatRow, type NodeRow } from '../store/nodes.ts'
+import { log } from '../log.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
+import { labelsFromJson, type Labels } from './labels.ts'
 
 export type NodeStateName = 'enrolled' | 'ready' | 'unreachable' | 'revoked'
-export type Compatibility = 'current' | 'behind' | 'unknown'
+export type Compatibility = 'current' | 'behind' | 'newer' | 'unknown'
 
 export interface ReplicaStatus {
   project: string
@@ -31,6 +33,8 @@ export interface NodeEntry {
   replicas: ReplicaStatus[]
   drained: boolean
   revokedAt: number | null
+  /** Labels the node reported at enroll (the nodes file may override them: Fabric.nodeSettings). */
+  labels: Labels
   /** The last readiness probe (nodes that gave an address). */
   probe?: { ok: boolean; at: number; reason?: string }
 }
@@ -56,68 +60,126 @@ export function fromRow(r: NodeRow): NodeEntry {
     replicas,
     drained: r.drained === 1,
     revokedAt: r.revoked_at,
+    labels: labelsFromJson(r.labels),
   }
 }
 
 export function compatibilityOf(version: string | null): Compatibility {
   if (!version || !isVersion(version)) return 'unknown'
-  return compareVersions(version, VERSION) < 0 ? 'behind' : 'current'
+  const order = compareVersions(version, VERSION)
+  // A node newer than the Platform is not current (SPEC §16.8); enroll refuses it outright (worker-newer).
+  return order < 0 ? 'behind' : order > 0 ? 'newer' : 'current'
 }
 
 export class Registry {
   readonly nodes = new Map<string, NodeEntry>()
   private readonly dirty = new Set<string>()
   private timer: ReturnType<typeof setInterval> | undefined
+  private flushing: Promise<void> = Promise.resolve()
+  /** Newest heartbeat time read from the store (several Platforms: beats taken by the others). */
+  private syncedTo = 0
 
-  constructor(
+  private constructor(
     private readonly db: Db,
     private readonly now: () => number,
     /** A node without a heartbeat for this long is unreachable. */
     readonly staleAfterMs: number,
-  ) {
-    for (const r of allNodes(db)) this.nodes.set(r.name, fromRow(r))
+  ) {}
+
+  static async load(db: Db, now: () => number, staleAfterMs: number): Promise<Registry> {
+    const r = new Registry(db, now, staleAfterMs)
+    for (const row of await allNodes(db)) {
+      r.nodes.set(row.name, fromRow(row))
+      r.syncedTo = Math.max(r.syncedTo, row.last_seen_at ?? 0)
+    }
+    return r
   }
 
-  /** Writes batched heartbeats every `intervalMs`. */
+  /** Writes batched heartbeats every `intervalMs` (and, on a shared store, reads the other Platforms'). */
   startFlushing(intervalMs = 1000): void {
-    this.timer = setInterval(() => this.flush(), intervalMs)
+    this.timer = setInterval(() => {
+      void this.flush().catch((e) => log.warn(`writing heartbeats: ${(e as Error).message}`))
+      if (this.db.engine === 'postgres') void this.pullHeartbeats().catch((e) => log.warn(`reading heartbeats: ${(e as Error).message}`))
+    }, intervalMs)
     this.timer.unref?.()
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
-    this.flush()
+    await this.flush()
   }
 
-  flush(): void {
+  /** Writes the heartbeats taken since the last flush in one transaction; flushes never overlap. */
+  flush(): Promise<void> {
+    const run = this.flushing.then(() => this.writeDirty())
+    this.flushing = run.catch(() => {})
+    return run
+  }
+
+  private async writeDirty(): Promise<void> {
     if (this.dirty.size === 0) return
-    const beats = []
+    const beats: HeartbeatRow[] = []
     for (const name of this.dirty) {
       const n = this.nodes.get(name)
       if (!n || n.lastSeenAt === null) continue
       beats.push({ name, last_seen_at: n.lastSeenAt, version: n.version, cpu_millis: n.cpuMillis, memory_mb: n.memoryMB, replicas: JSON.stringify(n.replicas) })
     }
     this.dirty.clear()
-    writeHeartbeats(this.db, beats)
+    try {
+      await writeHeartbeats(this.db, beats)
+    } catch (e) {
+      for (const b of beats) this.dirty.add(b.name) // kept for the next flush
+      throw e
+    }
+  }
+
+  /** Heartbeats other Platforms took (nodes fail over between them): liveness for placement here. */
+  private async pullHeartbeats(): Promise<void> {
+    const since = this.syncedTo - 5_000
+    for (const row of await heartbeatsSince(this.db, since)) {
+      this.syncedTo = Math.max(this.syncedTo, row.last_seen_at)
+      const n = this.nodes.get(row.name)
+      if (!n) {
+        await this.refresh(row.name)
+        continue
+      }
+      if (n.lastSeenAt !== null && n.lastSeenAt >= row.last_seen_at) continue
+      n.lastSeenAt = row.last_seen_at
+      n.version = row.version
+      n.cpuMillis = row.cpu_millis
+      n.memoryMB = row.memory_mb
+      try {
+        n.replicas = row.replicas ? (JSON.parse(row.replicas) as ReplicaStatus[]) : []
+      } catch {}
+    }
   }
 
   get(name: string): NodeEntry | undefined {
     return this.nodes.get(name)
   }
 
-  /** Reloads one node from the store after a structural write. */
+  /** Sets one node from a store row (null: it is gone). */
   reload(row: NodeRow | null, name: string): void {
-    if (row) this.nodes.set(name, { ...fromRow(row), probe: this.nodes.get(name)?.probe })
-    else this.nodes.delete(name)
+    if (row) {
+      const had = this.nodes.get(name)
+      const fresh = fromRow(row)
+      // A heartbeat this Platform holds but has not flushed is newer than the row.
+      if (had?.lastSeenAt && (fresh.lastSeenAt ?? 0) < had.lastSeenAt) Object.assign(fresh, { lastSeenAt: had.lastSeenAt, version: had.version, cpuMillis: had.cpuMillis, memoryMB: had.memoryMB, replicas: had.replicas })
+      this.nodes.set(name, { ...fresh, probe: had?.probe })
+    } else this.nodes.delete(name)
+  }
+
+  /** Reads one node again from the store (another Platform may have changed it). */
+  async refresh(name: string): Promise<NodeEntry | undefined> {
+    this.reload(await getNode(this.db, name), name)
+    return this.nodes.get(name)
   }
 
   /** Writes fields through to the store and memory at once. */
-  update(name: string, fields: Partial<Omit<NodeRow, 'name'>>): void {
-    updateNodeFields(this.db, name, fields)
-    const row = this.db.query<NodeRow, [string]>('SELECT * FROM nodes WHERE name = ?1').get(name)
-    this.reload(row, name)
+  async update(name: string, fields: Partial<Omit<NodeRow, 'name'>>): Promise<void> {
+    await updateNodeFields(this.db, name, fields)
+    await this.refresh(name)
   }
-
   /** Records a heartbeat in memory; true when it changed what placement sees (liveness, capacity, replicas). */
   heartbeat(n: NodeEntry, beat: { version?: string; cpuMillis?: number; memoryMB?: number; replicas?: ReplicaStatus[] }): boolean {
     const now = this.now()
@@ -138,6 +200,12 @@ export class Registry {
     }
     this.dirty.add(n.name)
     return changed
+  }
+
+  /** Ready, or heartbeating within the stale window, with a credential that still works (SPEC §16.8). */
+  healthy(n: NodeEntry): boolean {
+    if (n.revokedAt !== null || (n.auth === 'enrolled' && n.certSha256 === null)) return false
+    return n.lastSeenAt !== null && this.now() - n.lastSeenAt <= this.staleAfterMs
   }
 
   state(n: NodeEntry): { state: NodeStateName; reason?: string } {

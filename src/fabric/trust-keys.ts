@@ -1,15 +1,17 @@
-// The Platform's Ed25519 trust keys (SPEC §4): each signs for 365 days; 30
-// days before it expires a new key takes over signing, while the old one stays
-// in the published set until it expires. Kept as 0600 files in platform/trust/.
-import { readdirSync, unlinkSync } from 'node:fs'
-import type { DataDir } from '../datadir.ts'
+// The Platform's Ed25519 trust keys (SPEC §16.2), kept in the vault as
+// `trust/<name>.json`. The schedule (trust-schedule.ts) is a pure function of
+// the keys and the time; this class applies it: on start, on a short tick (so
+// a wall clock that jumped is seen at once), and whenever it signs or
+// publishes. Names of keys made for a start time are derived from that time,
+// so Platforms sharing the vault that plan the same successor keep one.
 import { generateSigningKey, signDomain } from '../crypto/ed25519.ts'
 import { b64url, fromB64url, sha256Hex } from '../crypto/tokens.ts'
 import { log } from '../log.ts'
+import type { Vault } from '../vault.ts'
+import { planTrustKeys, signingKey, type TrustPlan } from './trust-schedule.ts'
 
-export const KEY_LIFETIME_MS = 365 * 86400_000
-export const HANDOVER_MS = 30 * 86400_000
-const DIR = 'platform/trust'
+export { KEY_LIFETIME_MS, SIGNING_MS } from './trust-schedule.ts'
+const TICK_MS = 10_000
 
 export interface TrustKey {
   kid: string
@@ -22,62 +24,120 @@ interface StoredKey extends TrustKey {
   privateKey: string
 }
 
+const isStoredKey = (k: Partial<StoredKey> | null): k is StoredKey =>
+  !!k && typeof k.kid === 'string' && typeof k.publicKey === 'string' && typeof k.privateKey === 'string' && Number.isFinite(Date.parse(k.notBefore ?? '')) && Number.isFinite(Date.parse(k.notAfter ?? ''))
+
 export class TrustKeys {
-  private keys: StoredKey[] = []
+  /** name in the vault → key */
+  private keys = new Map<string, StoredKey>()
+  /** Writes of keys made on the spot (nothing could sign); a sync waits for them. */
+  private writing = new Set<Promise<unknown>>()
+  private syncing: Promise<void> | undefined
 
   constructor(
-    private readonly dataDir: DataDir,
+    private readonly vault: Vault,
     private readonly now: () => number,
-  ) {
-    this.load()
-    this.ensure()
+  ) {}
+
+  /** Re-reads the vault and applies the schedule: creates a due key, drops expired ones. */
+  sync(): Promise<void> {
+    this.syncing ??= this.doSync().finally(() => (this.syncing = undefined))
+    return this.syncing
   }
 
-  private load(): void {
-    this.dataDir.ensureDir(DIR)
-    this.keys = []
-    for (const f of readdirSync(this.dataDir.path(DIR))) {
-      if (!f.endsWith('.json')) continue
-      const text = this.dataDir.readSecretText(`${DIR}/${f}`)
-      if (text) this.keys.push(JSON.parse(text) as StoredKey)
-    }
-    this.keys.sort((a, b) => Date.parse(a.notBefore) - Date.parse(b.notBefore))
-  }
-
-  /** Creates the next key when no key has more than 30 days left; drops expired ones. */
-  ensure(): void {
-    const now = this.now()
-    for (const k of this.keys.filter((k) => Date.parse(k.notAfter) <= now)) {
+  private async doSync(): Promise<void> {
+    await Promise.all(this.writing)
+    const found = new Map<string, StoredKey>()
+    for (const name of await this.vault.list('trust/')) {
+      if (!name.endsWith('.json')) continue
       try {
-        unlinkSync(this.dataDir.path(DIR, `${k.kid}.json`))
-      } catch {}
+        const k = JSON.parse((await this.vault.get(name)) ?? 'null') as Partial<StoredKey> | null
+        if (isStoredKey(k)) found.set(name, k)
+        else log.warn(`trust key ${name} is unreadable; ignored`)
+      } catch {
+        log.warn(`trust key ${name} is unreadable; ignored`)
+      }
+    }
+    this.keys = found
+    const now = this.now()
+    const plan = planTrustKeys([...found.values()], now)
+    for (const [name, k] of found) {
+      if (!plan.expired.includes(k.kid)) continue
+      await this.vault.delete(name)
+      this.keys.delete(name)
       log.info(`trust key ${k.kid} expired and was removed`)
     }
-    this.keys = this.keys.filter((k) => Date.parse(k.notAfter) > now)
-    if (this.keys.some((k) => Date.parse(k.notAfter) - now > HANDOVER_MS)) return
-    const { privateKey, publicKey } = generateSigningKey()
-    const key: StoredKey = {
-      kid: sha256Hex(publicKey).slice(0, 16),
-      publicKey: b64url(publicKey),
-      privateKey: b64url(privateKey),
-      notBefore: new Date(now).toISOString(),
-      notAfter: new Date(now + KEY_LIFETIME_MS).toISOString(),
+    if (plan.create) await this.create(plan.create)
+  }
+
+  private async create(c: NonNullable<TrustPlan['create']>): Promise<StoredKey> {
+    const name = `trust/from-${c.notBefore}.json`
+    const key = newKey(c.notBefore, c.notAfter)
+    if (await this.vault.create(name, JSON.stringify(key))) {
+      this.keys.set(name, key)
+      log.info(`trust key ${key.kid} created (${c.why}): signs from ${key.notBefore}, valid until ${key.notAfter}`)
+      return key
     }
-    this.dataDir.writeSecret(`${DIR}/${key.kid}.json`, JSON.stringify(key))
-    this.keys.push(key)
-    log.info(`trust key ${key.kid} now signs (valid until ${key.notAfter})`)
+    // Another Platform made the key for this start time first: use its key.
+    const theirs = JSON.parse((await this.vault.get(name)) ?? 'null') as StoredKey | null
+    if (!isStoredKey(theirs)) throw new Error(`trust key ${name} is unreadable`)
+    this.keys.set(name, theirs)
+    return theirs
   }
 
-  /** The published set: every key not yet expired (public halves only). */
+  /** Applies the schedule on a short tick; returns the stop function. */
+  start(): () => void {
+    const t = setInterval(() => void this.sync().catch((e) => log.warn(`trust keys: ${(e as Error).message}`)), TICK_MS)
+    t.unref?.()
+    return () => clearInterval(t)
+  }
+
+  /** The key that signs now; made on the spot (and written in the background) when none can. */
+  private signer(): StoredKey {
+    const now = this.now()
+    const current = signingKey([...this.keys.values()], now)
+    if (current) return current
+    const plan = planTrustKeys([...this.keys.values()], now)
+    const c = plan.create ?? { notBefore: now, notAfter: now + 2 * 365 * 86_400_000, why: 'no key can sign with notice' as const }
+    const key = newKey(c.notBefore, c.notAfter)
+    const name = `trust/from-${c.notBefore}.json`
+    this.keys.set(name, key)
+    log.info(`trust key ${key.kid} created (${c.why}): signs now, valid until ${key.notAfter}`)
+    const write: Promise<unknown> = this.vault.create(name, JSON.stringify(key)).catch((e) => log.warn(`trust key ${key.kid} was not saved: ${(e as Error).message}`))
+    this.writing.add(write)
+    void write.finally(() => this.writing.delete(write))
+    return key
+  }
+
+  /** The published set: every key not yet expired, future ones included (public halves only), oldest first. */
   published(): TrustKey[] {
-    this.ensure()
-    return this.keys.map(({ kid, publicKey, notBefore, notAfter }) => ({ kid, publicKey, notBefore, notAfter }))
+    this.signer() // a Platform that cannot sign publishes the key it will sign with
+    const now = this.now()
+    return [...this.keys.values()]
+      .filter((k) => Date.parse(k.notAfter) > now)
+      .sort((a, b) => Date.parse(a.notBefore) - Date.parse(b.notBefore))
+      .map(({ kid, publicKey, notBefore, notAfter }) => ({ kid, publicKey, notBefore, notAfter }))
   }
 
-  /** Signs with the newest key. */
+  /** The kid signing now. */
+  currentKid(): string {
+    return this.signer().kid
+  }
+
+  /** Signs with the key the schedule names for now. */
   sign(domain: string, message: string | Uint8Array): { kid: string; signature: string } {
-    this.ensure()
-    const key = this.keys[this.keys.length - 1]!
+    const key = this.signer()
     return { kid: key.kid, signature: b64url(signDomain(domain, fromB64url(key.privateKey), message)) }
+  }
+}
+
+function newKey(notBefore: number, notAfter: number): StoredKey {
+  const { privateKey, publicKey } = generateSigningKey()
+  return {
+    kid: sha256Hex(publicKey).slice(0, 16),
+    publicKey: b64url(publicKey),
+    privateKey: b64url(privateKey),
+    notBefore: new Date(notBefore).toISOString(),
+    notAfter: new Date(notAfter).toISOString(),
   }
 }

@@ -18,7 +18,7 @@ import type { ControllerCall } from './wire.ts'
 export const CALL_WINDOW_MS = 120_000
 
 export async function sendPlaceCall(controller: Controller, officeId: string, spec: PlacedProjectSpec, now: number): Promise<unknown> {
-  const target = controller.callTarget(officeId)
+  const target = await controller.callTarget(officeId)
   const call = { call: 'place' as const, officeId, nonce: b64url(randomBytes(32)), issuedAt: now, payload: spec }
   const proof = signProof(DOMAINS.call, target.key, { ...call, tokenFingerprint: target.fingerprint })
   try {
@@ -40,13 +40,13 @@ export async function sendPlaceCall(controller: Controller, officeId: string, sp
  *   5. its nonce was never used (spent now, pruned after the window)
  * Every refusal is the same answer; the reason is for the office's log.
  */
-export function acceptCall(db: Db, membership: Membership | undefined, call: ControllerCall, rawPayload: unknown, now: number): { ok: true } | { refused: string } {
+export async function acceptCall(db: Db, membership: Membership | undefined, call: ControllerCall, rawPayload: unknown, now: number): Promise<{ ok: true } | { refused: string }> {
   if (!membership) return { refused: 'not an office' }
   if (call.officeId !== membership.token.officeId) return { refused: `call for office ${call.officeId}` }
   if (Math.abs(now - call.issuedAt) > CALL_WINDOW_MS) return { refused: 'outside the time window' }
   // Verified over the payload as sent, not as parsed, so defaults filled in here cannot change what was signed.
   const signed = { call: call.call, officeId: call.officeId, nonce: call.nonce, issuedAt: call.issuedAt, payload: rawPayload, tokenFingerprint: membership.fingerprint }
   if (!verifyProof(DOMAINS.call, membership.token.controllerKey, signed, call.proof)) return { refused: 'bad signature' }
-  if (!spendNonce(db, call.nonce, 'call', call.issuedAt + 2 * CALL_WINDOW_MS, now)) return { refused: 'replayed nonce' }
+  if (!(await spendNonce(db, call.nonce, 'call', call.issuedAt + 2 * CALL_WINDOW_MS, now))) return { refused: 'replayed nonce' }
   return { ok: true }
 }

@@ -7,10 +7,10 @@ import type { SigningKey } from '../crypto/ed25519.ts'
 import { randomSecret, safeEqual, sha256Hex } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import type { Platform } from '../platform.ts'
+import type { Context } from '../context.ts'
 import * as store from './controller-store.ts'
 import { DOMAINS, formatOfficeToken, parseOfficeToken, tokenFingerprint } from './formats.ts'
-import { CLUSTER_KEY_FILE, loadClusterKey, signProof } from './proofs.ts'
+import { loadClusterKey, signProof } from './proofs.ts'
 import { mintVouch } from './vouch.ts'
 import type { HeartbeatBody, RegisterBody } from './wire.ts'
 
@@ -20,16 +20,16 @@ const iso = (ms: number | null | undefined) => (ms === null || ms === undefined 
 export class Controller {
   private cachedKey: SigningKey | undefined
 
-  constructor(private readonly platform: Platform) {}
+  constructor(private readonly ctx: Context) {}
 
   private get db() {
-    return this.platform.db
+    return this.ctx.store
   }
 
   /** The cluster key; created the first time this Platform mints, so a Platform that never mints has none. */
-  key(create = false): SigningKey {
-    this.cachedKey ??= loadClusterKey(this.platform.dataDir, create)
-    if (!this.cachedKey) throw new MusterError('internal', `${this.platform.dataDir.path(CLUSTER_KEY_FILE)} is missing although offices were minted here; restore it from backup (offices verify every answer with it).`)
+  async key(create = false): Promise<SigningKey> {
+    this.cachedKey ??= await loadClusterKey(this.ctx.vault, create)
+    if (!this.cachedKey) throw new MusterError('internal', 'The cluster signing key is missing from the store although offices were minted here; restore the store from backup (offices verify every answer with it).')
     return this.cachedKey
   }
 
@@ -41,36 +41,35 @@ export class Controller {
    *      replaces the old at once; otherwise 409 office-exists
    *   4. the plaintext is returned once; only its SHA-256 is kept
    */
-  mint(body: { officeId: string; label?: string; note?: string; rotate?: boolean }): { officeId: string; token: string } {
-    const key = this.key(true)
-    const now = this.platform.now()
-    store.ensureOffice(this.db, { officeId: body.officeId, label: body.label, note: body.note, now })
+  async mint(body: { officeId: string; label?: string; note?: string; rotate?: boolean }): Promise<{ officeId: string; token: string }> {
+    const key = await this.key(true)
+    const now = this.ctx.now()
+    await store.ensureOffice(this.db, { officeId: body.officeId, label: body.label, note: body.note, now })
     const secret = randomSecret()
-    if (body.rotate) store.rotateOfficeToken(this.db, body.officeId, sha256Hex(secret), now)
-    else if (!store.insertOfficeToken(this.db, body.officeId, sha256Hex(secret), now)) {
+    if (body.rotate) await store.rotateOfficeToken(this.db, body.officeId, sha256Hex(secret), now)
+    else if (!(await store.insertOfficeToken(this.db, body.officeId, sha256Hex(secret), now))) {
       throw new MusterError('office-exists', `Office '${body.officeId}' already has a token; pass rotate (--rotate) to replace it, which stops the one it uses now.`)
     }
     log.info(`federation: ${body.rotate ? 'rotated' : 'minted'} the token for office ${body.officeId}`)
     return { officeId: body.officeId, token: formatOfficeToken(body.officeId, key.publicKey, secret) }
   }
 
-  tokens() {
-    const tokens = store
-      .listOffices(this.db)
+  async tokens() {
+    const tokens = (await store.listOffices(this.db))
       .filter((o) => o.secret_hash)
       .map((o) => ({ officeId: o.office_id, label: o.label, status: status(o), createdAt: iso(o.token_created_at), lastSeenAt: iso(o.last_seen_at) }))
     return { tokens }
   }
 
-  revoke(officeId: string) {
-    if (!store.revokeOfficeToken(this.db, officeId, this.platform.now())) throw new MusterError('not-found', `No office '${officeId}' holds a token here.`)
+  async revoke(officeId: string) {
+    if (!(await store.revokeOfficeToken(this.db, officeId, this.ctx.now()))) throw new MusterError('not-found', `No office '${officeId}' holds a token here.`)
     log.info(`federation: revoked office ${officeId}`)
     return { officeId, status: 'revoked' as const }
   }
 
-  offices() {
-    const now = this.platform.now()
-    const offices = store.listOffices(this.db).map((o) => {
+  async offices() {
+    const now = this.ctx.now()
+    const offices = (await store.listOffices(this.db)).map((o) => {
       const interval = (o.heartbeat_seconds ?? DEFAULT_HEARTBEAT_SECONDS) * 1000
       return {
         officeId: o.office_id,
@@ -87,25 +86,25 @@ export class Controller {
   }
 
   /** The office a request may act on: minted here, holding a token, not revoked. */
-  private activeOffice(officeId: string): store.OfficeRow & { secret_hash: string } {
-    if (store.countOffices(this.db) === 0) throw new MusterError('not-a-controller', 'This Platform has minted no office tokens, so it is not a controller.')
-    const o = store.getOffice(this.db, officeId)
+  private async activeOffice(officeId: string): Promise<store.OfficeRow & { secret_hash: string }> {
+    if ((await store.countOffices(this.db)) === 0) throw new MusterError('not-a-controller', 'This Platform has minted no office tokens, so it is not a controller.')
+    const o = await store.getOffice(this.db, officeId)
     if (!o?.secret_hash) throw new MusterError('not-found', `No office '${officeId}' here; mint its token with \`muster federation mint ${officeId}\`.`)
     if (o.revoked_at !== null) throw new MusterError('federation-token-revoked', `Office '${officeId}' was revoked; re-mint its token with --rotate to take it back.`)
     return o as store.OfficeRow & { secret_hash: string }
   }
 
   /** A vouch names the caller's own account, never anyone else's. */
-  vouch(officeId: string, caller: Principal) {
-    const o = this.activeOffice(officeId)
-    const { vouch, expiresAt } = mintVouch(this.key(), officeId, caller.account ?? '', tokenFingerprint(officeId, o.secret_hash), this.platform.now())
+  async vouch(officeId: string, caller: Principal) {
+    const o = await this.activeOffice(officeId)
+    const { vouch, expiresAt } = mintVouch(await this.key(), officeId, caller.account ?? '', tokenFingerprint(officeId, o.secret_hash), this.ctx.now())
     log.info(`federation: vouched for ${caller.account} at office ${officeId}`)
     const redeemUrl = o.advertise_url ? `${o.advertise_url}/office/vouch?v=${encodeURIComponent(vouch)}` : null
     return { vouch, redeemUrl, expiresAt: new Date(expiresAt * 1000).toISOString() }
   }
 
-  breakGlassReports() {
-    const reports = store.listBreakGlassReports(this.db).map((r) => ({ officeId: r.office_id, account: r.account, at: iso(r.at), reportedAt: iso(r.reported_at) }))
+  async breakGlassReports() {
+    const reports = (await store.listBreakGlassReports(this.db)).map((r) => ({ officeId: r.office_id, account: r.account, at: iso(r.at), reportedAt: iso(r.reported_at) }))
     return { reports }
   }
 
@@ -117,7 +116,7 @@ export class Controller {
    *      (the same answer for an unknown office and a wrong or rotated secret)
    *   4. the token is not revoked                              → federation-token-revoked
    */
-  private authenticateOffice(body: RegisterBody): { fingerprint: string; secretHash: string } {
+  private async authenticateOffice(body: RegisterBody): Promise<{ fingerprint: string; secretHash: string }> {
     const token = parseOfficeToken(body.token)
     if (body.officeId !== token.officeId) {
       throw new MusterError('office-mismatch', `This office calls itself '${body.officeId}', but its token was minted for office '${token.officeId}'; refusing the registration.`, {
@@ -125,7 +124,7 @@ export class Controller {
         token: token.officeId,
       })
     }
-    const o = store.getOffice(this.db, token.officeId)
+    const o = await store.getOffice(this.db, token.officeId)
     const secretHash = sha256Hex(token.secret)
     if (!o?.secret_hash || !safeEqual(o.secret_hash, secretHash)) {
       log.warn(`federation: refused a registration as ${token.officeId}: ${o?.secret_hash ? 'wrong or superseded secret' : 'unknown office'}`)
@@ -135,8 +134,8 @@ export class Controller {
     return { fingerprint: tokenFingerprint(token.officeId, secretHash), secretHash }
   }
 
-  private seen(body: RegisterBody, secretHash: string, projectsJson: string | null, now: number): void {
-    store.recordOfficeSeen(this.db, {
+  private async seen(body: RegisterBody, secretHash: string, projectsJson: string | null, now: number): Promise<void> {
+    await store.recordOfficeSeen(this.db, {
       officeId: body.officeId,
       secretHash,
       advertiseUrl: body.advertiseUrl.replace(/\/+$/, ''),
@@ -148,33 +147,33 @@ export class Controller {
   }
 
   /** Registration: the answer is signed over the office's id, its token fingerprint and its fresh nonce. */
-  register(body: RegisterBody) {
-    const { fingerprint, secretHash } = this.authenticateOffice(body)
-    const at = this.platform.now()
-    this.seen(body, secretHash, null, at)
-    const proof = signProof(DOMAINS.register, this.key(), { officeId: body.officeId, tokenFingerprint: fingerprint, nonce: body.nonce, at })
+  async register(body: RegisterBody) {
+    const { fingerprint, secretHash } = await this.authenticateOffice(body)
+    const at = this.ctx.now()
+    await this.seen(body, secretHash, null, at)
+    const proof = signProof(DOMAINS.register, await this.key(), { officeId: body.officeId, tokenFingerprint: fingerprint, nonce: body.nonce, at })
     return { officeId: body.officeId, at, proof }
   }
 
   /** A heartbeat: records reports, and signs the acknowledgement so only the real controller can stop a re-send. */
-  heartbeat(body: HeartbeatBody) {
-    const { fingerprint, secretHash } = this.authenticateOffice(body)
-    const at = this.platform.now()
-    this.seen(body, secretHash, JSON.stringify(body.projects), at)
+  async heartbeat(body: HeartbeatBody) {
+    const { fingerprint, secretHash } = await this.authenticateOffice(body)
+    const at = this.ctx.now()
+    await this.seen(body, secretHash, JSON.stringify(body.projects), at)
     for (const r of body.breakGlass) {
-      store.insertBreakGlassReport(this.db, { officeId: body.officeId, reportId: r.id, account: r.account, at: r.at, tokenFingerprint: r.tokenFingerprint, now: at })
+      await store.insertBreakGlassReport(this.db, { officeId: body.officeId, reportId: r.id, account: r.account, at: r.at, tokenFingerprint: r.tokenFingerprint, now: at })
       log.warn(`federation: office ${body.officeId} reports a break-glass${r.account ? ` for ${r.account}` : ''} at ${iso(r.at)}`)
     }
     const acknowledged = body.breakGlass.map((r) => r.id)
-    const proof = signProof(DOMAINS.heartbeat, this.key(), { officeId: body.officeId, tokenFingerprint: fingerprint, nonce: body.nonce, at, acknowledged })
+    const proof = signProof(DOMAINS.heartbeat, await this.key(), { officeId: body.officeId, tokenFingerprint: fingerprint, nonce: body.nonce, at, acknowledged })
     return { officeId: body.officeId, at, acknowledged, proof }
   }
 
   /** For signed calls to an office (see calls.ts). */
-  callTarget(officeId: string): { url: string; fingerprint: string; key: SigningKey } {
-    const o = this.activeOffice(officeId)
+  async callTarget(officeId: string): Promise<{ url: string; fingerprint: string; key: SigningKey }> {
+    const o = await this.activeOffice(officeId)
     if (!o.advertise_url) throw new MusterError('conflict', `Office '${officeId}' has not registered yet, so its address is unknown.`)
-    return { url: o.advertise_url, fingerprint: tokenFingerprint(officeId, o.secret_hash), key: this.key() }
+    return { url: o.advertise_url, fingerprint: tokenFingerprint(officeId, o.secret_hash), key: await this.key() }
   }
 }
 

@@ -12,7 +12,7 @@ import { getAccount } from '../store/accounts.ts'
 import { OFFICE_TOKEN_FILE, readMembership } from './membership.ts'
 import { insertBreakGlass, insertDetach } from './office-store.ts'
 
-function openStopped(root: string, act: string): HostStore {
+function openStopped(root: string, act: string): Promise<HostStore> {
   const pid = serveLockHolder(new DataDir(root))
   if (pid !== null) throw new MusterError('already-running', `muster serve (pid ${pid}) is running on ${root}; stop it first, then run \`muster admin ${act}\` again.`, { pid })
   return openHostStore(root)
@@ -38,17 +38,17 @@ export interface BreakGlassResult {
  * It does not detach: the controller may still place projects and vouch here.
  */
 export async function breakGlass(root: string, account?: string, now = Date.now()): Promise<BreakGlassResult> {
-  const host = openStopped(root, 'break-glass')
+  const host = await openStopped(root, 'break-glass')
   try {
     if (account !== undefined) {
-      const row = getAccount(host.db, account)
+      const row = await getAccount(host.db, account)
       if (!row) throw new MusterError('not-found', `No account named ${account} on this Platform.`)
       if (row.origin === 'vouch') {
         throw new MusterError('conflict', `${account} exists only because the controller vouched for it, so it has no password to restore; name one of this office's own accounts (e.g. superadmin).`)
       }
     }
     const m = readMembership(host.dataDir)
-    if (m) insertBreakGlass(host.db, { id: randomId(16), officeId: m.token.officeId, account: account ?? null, at: now, tokenFingerprint: m.fingerprint })
+    if (m) await insertBreakGlass(host.db, { id: randomId(16), officeId: m.token.officeId, account: account ?? null, at: now, tokenFingerprint: m.fingerprint })
     const result: BreakGlassResult = { localLoginAllowed: true, joined: Boolean(m), officeId: m?.token.officeId ?? null, recorded: Boolean(m) }
     if (account !== undefined) {
       const password = randomSecret()
@@ -57,7 +57,7 @@ export async function breakGlass(root: string, account?: string, now = Date.now(
     }
     return result
   } finally {
-    host.close()
+    await host.close()
   }
 }
 
@@ -67,15 +67,15 @@ export async function breakGlass(root: string, account?: string, now = Date.now(
  * Projects, data and accounts stay; the local door opens because nothing
  * closes it any more.
  */
-export function detach(root: string, now = Date.now()): { detached: true; officeId: string; localLoginAllowed: true } {
-  const host = openStopped(root, 'detach')
+export async function detach(root: string, now = Date.now()): Promise<{ detached: true; officeId: string; localLoginAllowed: true }> {
+  const host = await openStopped(root, 'detach')
   try {
     const m = readMembership(host.dataDir)
     if (!m) throw new MusterError('not-configured', `${root} is not joined to a controller (no ${OFFICE_TOKEN_FILE}); there is nothing to detach.`)
-    insertDetach(host.db, m.token.officeId, m.fingerprint, now)
+    await insertDetach(host.db, m.token.officeId, m.fingerprint, now)
     unlinkSync(host.dataDir.path(OFFICE_TOKEN_FILE))
     return { detached: true, officeId: m.token.officeId, localLoginAllowed: true }
   } finally {
-    host.close()
+    await host.close()
   }
 }

@@ -48,7 +48,7 @@ function checkUrl(name: string, value: string): string {
  * two disagree the Platform refuses to start and names both offices rather
  * than overwrite either.
  */
-export function resolveOfficeConfig(dataDir: DataDir, db: Db, env: Record<string, string | undefined>, now: number): OfficeConfig | undefined {
+export async function resolveOfficeConfig(dataDir: DataDir, db: Db, env: Record<string, string | undefined>, now: number): Promise<OfficeConfig | undefined> {
   const fromEnv = env.MUSTER_JOIN_TOKEN?.trim() || undefined
   const envToken = fromEnv ? parseOfficeToken(fromEnv, 'MUSTER_JOIN_TOKEN') : undefined
   let membership = readMembership(dataDir)
@@ -69,10 +69,10 @@ export function resolveOfficeConfig(dataDir: DataDir, db: Db, env: Record<string
     dataDir.writeSecret(OFFICE_TOKEN_FILE, `${fromEnv}\n`)
     membership = { token: envToken, fingerprint: fingerprintOfToken(envToken) }
   }
-  const stored = getMembership(db)
+  const stored = await getMembership(db)
   const controllerUrl = controllerEnv ? checkUrl('MUSTER_CONTROLLER_URL', controllerEnv) : (stored?.controller_url ?? undefined)
   const advertiseUrl = advertiseEnv ? checkUrl('MUSTER_ADVERTISE_URL', advertiseEnv) : (stored?.advertise_url ?? undefined)
-  if (controllerUrl && advertiseUrl && (controllerUrl !== stored?.controller_url || advertiseUrl !== stored?.advertise_url)) saveMembership(db, controllerUrl, advertiseUrl, now)
+  if (controllerUrl && advertiseUrl && (controllerUrl !== stored?.controller_url || advertiseUrl !== stored?.advertise_url)) await saveMembership(db, controllerUrl, advertiseUrl, now)
   const m = membership!
   return { ...m, controllerUrl, advertiseUrl, officeId: env.MUSTER_OFFICE_ID?.trim() || m.token.officeId }
 }
@@ -93,10 +93,10 @@ export function describeBreakGlass(r: BreakGlassRow) {
 }
 
 /** The one answer to "may a local password open this door?", for the login gate, the route and the host commands. */
-export function localAuthority(dataDir: DataDir, db: Db): LocalAuthority {
+export async function localAuthority(dataDir: DataDir, db: Db): Promise<LocalAuthority> {
   const m = readMembership(dataDir)
-  const detached = lastDetach(db)
-  const inForce = m ? breakGlassInForce(db, m.fingerprint) : null
+  const detached = await lastDetach(db)
+  const inForce = m ? await breakGlassInForce(db, m.fingerprint) : null
   return {
     joined: Boolean(m),
     officeId: m?.token.officeId ?? null,

@@ -7,12 +7,12 @@ import { createTransport } from '../client/http.ts'
 import { b64url, randomBytes } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import type { Platform } from '../platform.ts'
 import { VERSION } from '../version.ts'
 import { DOMAINS, formatOfficeToken } from './formats.ts'
 import type { OfficeConfig } from './membership.ts'
 import { markBreakGlassReported, unreportedBreakGlass } from './office-store.ts'
 import { placedProjectStatuses } from './office.ts'
+import type { Federation } from './service.ts'
 import { verifyProof } from './proofs.ts'
 
 const REQUEST_TIMEOUT_MS = 10_000
@@ -39,7 +39,7 @@ export class OfficeLink {
   private readonly tokenText: string
 
   constructor(
-    private readonly platform: Platform,
+    private readonly fed: Federation,
     readonly config: OfficeConfig,
     readonly intervalMs: number,
   ) {
@@ -64,7 +64,7 @@ export class OfficeLink {
       })
     }
     tick()
-    this.platform.onClose(() => this.stop())
+    this.fed.ctx.onClose(() => this.stop())
   }
 
   async stop(): Promise<void> {
@@ -109,22 +109,22 @@ export class OfficeLink {
 
   /** Step 4, every interval: report, and mark reports delivered only on a signed acknowledgement. */
   private async heartbeat(): Promise<boolean> {
-    const db = this.platform.db
-    const pending = unreportedBreakGlass(db)
+    const db = this.fed.ctx.store
+    const pending = await unreportedBreakGlass(db)
     const nonce = b64url(randomBytes(32))
     const breakGlass = pending.map((r) => ({ id: r.id, account: r.account, at: r.at, tokenFingerprint: r.token_fingerprint }))
-    const answer = await this.post('/api/v1/federation/heartbeat', { ...this.body(nonce), breakGlass, projects: placedProjectStatuses(this.platform) })
+    const answer = await this.post('/api/v1/federation/heartbeat', { ...this.body(nonce), breakGlass, projects: await placedProjectStatuses(this.fed) })
     const acknowledged = Array.isArray(answer.acknowledged) ? answer.acknowledged.filter((x): x is string => typeof x === 'string') : []
     if (!this.verifies(DOMAINS.heartbeat, nonce, answer, { acknowledged: answer.acknowledged })) return false
     const sent = new Set(pending.map((r) => r.id))
-    markBreakGlassReported(db, acknowledged.filter((id) => sent.has(id)), this.platform.now())
+    await markBreakGlassReported(db, acknowledged.filter((id) => sent.has(id)), this.fed.ctx.now())
     return true
   }
 
   private verifies(domain: (typeof DOMAINS)['register' | 'heartbeat'], nonce: string, answer: SignedAnswer, extra: Record<string, unknown>): boolean {
     const fields = { officeId: this.config.token.officeId, tokenFingerprint: this.config.fingerprint, nonce, at: answer.at, ...extra }
     if (typeof answer.at === 'number' && verifyProof(domain, this.config.token.controllerKey, fields, answer.proof)) {
-      this.lastContactAt = this.platform.now()
+      this.lastContactAt = this.fed.ctx.now()
       this.state = 'connected'
       return true
     }

@@ -5,7 +5,6 @@
 // with the controller gone. Tests (or another runtime) can register a runner.
 import { ProjectSpec } from '../projects/spec.ts'
 import { MusterError } from '../errors.ts'
-import type { Platform } from '../platform.ts'
 import type { Projects } from '../projects/service.ts'
 
 // A placed project is a project spec like any other.
@@ -32,11 +31,11 @@ export const PLACED_ORIGIN = 'controller'
 /** Runs placed projects as this Platform's own projects; a local project of the same name is never overwritten. */
 export function workloadsRunner(projects: Projects): PlacedProjectRunner {
   return {
-    apply(spec) {
+    async apply(spec) {
       if (projects.has(spec.name) && projects.show(spec.name).origin !== PLACED_ORIGIN) {
         throw new MusterError('conflict', `This office already runs its own project named ${spec.name}; the controller cannot replace it.`)
       }
-      projects.deploy({ ...spec, origin: PLACED_ORIGIN })
+      await projects.deploy({ ...spec, origin: PLACED_ORIGIN })
     },
     status(spec) {
       if (!projects.has(spec.name)) return { name: spec.name, replicas: spec.replicas, state: 'pending', running: 0, detail: 'not deployed on this office' }
@@ -49,12 +48,7 @@ export function workloadsRunner(projects: Projects): PlacedProjectRunner {
   }
 }
 
-const runners = new WeakMap<Platform, PlacedProjectRunner>()
-
-export function registerPlacedProjectRunner(platform: Platform, runner: PlacedProjectRunner): void {
-  runners.set(platform, runner)
-}
-
-export function placedProjectRunner(platform: Platform): PlacedProjectRunner {
-  return runners.get(platform) ?? workloadsRunner(platform.projects)
+/** Replaces what runs placed projects on an office (tests). */
+export function registerPlacedProjectRunner(p: { federation: { placedRunner: PlacedProjectRunner } }, runner: PlacedProjectRunner): void {
+  p.federation.placedRunner = runner
 }

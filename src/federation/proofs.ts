@@ -5,11 +5,12 @@
 // with the public key its join token carried, offline.
 import { canonicalJson, generateSigningKey, publicKeyFromPrivate, signDomain, verifyDomain, type SigningKey } from '../crypto/ed25519.ts'
 import { b64url, fromB64url } from '../crypto/tokens.ts'
-import type { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
+import type { Vault } from '../vault.ts'
 import type { DOMAINS } from './formats.ts'
 
-export const CLUSTER_KEY_FILE = 'platform/cluster-signing-key'
+/** The cluster key's name in the Platform's vault (sealed in the store, shared by Platforms on one store). */
+export const CLUSTER_KEY = 'cluster-signing-key'
 
 type Domain = (typeof DOMAINS)[keyof typeof DOMAINS]
 
@@ -22,12 +23,12 @@ export interface ProofFields {
 }
 
 /** Loads the controller's key, creating it on first need (exclusive create: two racing mints keep one key). */
-export function loadClusterKey(dataDir: DataDir, create: boolean): SigningKey | undefined {
-  if (create) dataDir.createSecretExclusive(CLUSTER_KEY_FILE, generateSigningKey().privateKey)
-  const raw = dataDir.readSecret(CLUSTER_KEY_FILE)
-  if (!raw) return undefined
-  if (raw.length !== 32) throw new MusterError('insecure-permissions', `${dataDir.path(CLUSTER_KEY_FILE)} is not a 32-byte Ed25519 key; restore it from backup.`)
-  const privateKey = new Uint8Array(raw)
+export async function loadClusterKey(vault: Vault, create: boolean): Promise<SigningKey | undefined> {
+  if (create) await vault.create(CLUSTER_KEY, b64url(generateSigningKey().privateKey))
+  const text = await vault.get(CLUSTER_KEY)
+  if (!text) return undefined
+  const privateKey = fromB64url(text)
+  if (privateKey.length !== 32) throw new MusterError('internal', 'The stored cluster signing key is not a 32-byte Ed25519 key; restore the store from backup.')
   return { privateKey, publicKey: publicKeyFromPrivate(privateKey) }
 }
 

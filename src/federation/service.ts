@@ -1,19 +1,24 @@
 // Federation's service on a Platform: always a potential controller (it
 // becomes one by minting), an office when the environment or the stored token
 // says so. Installs the local-door gate on password login and starts the link.
+import type { Auth } from '../auth/auth.ts'
+import type { Context } from '../context.ts'
 import { MusterError } from '../errors.ts'
-import type { Platform } from '../platform.ts'
+import type { Projects } from '../projects/service.ts'
 import { Controller, DEFAULT_HEARTBEAT_SECONDS } from './controller.ts'
 import { localAuthority, localDoorRefusal, resolveOfficeConfig } from './membership.ts'
 import { OfficeLink } from './office-link.ts'
+import { workloadsRunner, type PlacedProjectRunner } from './placement.ts'
 
 export interface Federation {
+  readonly ctx: Context
+  readonly auth: Auth
   controller: Controller
   /** Present when this Platform started as an office. */
   link?: OfficeLink
+  /** Runs what the controller places here (the Platform's own workloads unless a test swaps it). */
+  placedRunner: PlacedProjectRunner
 }
-
-const services = new WeakMap<Platform, Federation>()
 
 function heartbeatMs(env: Record<string, string | undefined>): number {
   const raw = env.MUSTER_FEDERATION_HEARTBEAT_SECONDS?.trim()
@@ -23,25 +28,23 @@ function heartbeatMs(env: Record<string, string | undefined>): number {
   return Math.round(s * 1000)
 }
 
-export async function startFederation(platform: Platform, env: Record<string, string | undefined> = process.env): Promise<Federation> {
+export async function startFederation(ctx: Context, deps: { auth: Auth; projects: Projects }, env: Record<string, string | undefined> = process.env): Promise<Federation> {
   const intervalMs = heartbeatMs(env)
-  const config = resolveOfficeConfig(platform.dataDir, platform.db, env, platform.now())
+  const config = await resolveOfficeConfig(ctx.dataDir, ctx.store, env, ctx.now())
   // Read from disk on each login, so the door follows the file and the recorded acts, not how serve was started.
-  platform.auth.loginGates.push(() => {
-    const la = localAuthority(platform.dataDir, platform.db)
+  deps.auth.loginGates.push(async () => {
+    const la = await localAuthority(ctx.dataDir, ctx.store)
     return la.localLoginAllowed ? null : localDoorRefusal(la.officeId!)
   })
-  const fed: Federation = { controller: new Controller(platform) }
+  const fed: Federation = { ctx, auth: deps.auth, controller: new Controller(ctx), placedRunner: workloadsRunner(deps.projects) }
   if (config) {
-    fed.link = new OfficeLink(platform, config, intervalMs)
+    fed.link = new OfficeLink(fed, config, intervalMs)
     fed.link.start()
   }
-  services.set(platform, fed)
   return fed
 }
 
-export function federationOf(platform: Platform): Federation {
-  const fed = services.get(platform)
-  if (!fed) throw new MusterError('unavailable', 'Federation is not started on this Platform.')
-  return fed
+/** The federation service of a Platform (tests reach it this way). */
+export function federationOf(p: { federation: Federation }): Federation {
+  return p.federation
 }

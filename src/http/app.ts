@@ -4,7 +4,8 @@ import { Elysia } from 'elysia'
 import { MusterError } from '../errors.ts'
 import { SESSION_COOKIE } from '../auth/auth.ts'
 import { log } from '../log.ts'
-import type { Platform } from '../platform.ts'
+import type { Services } from '../services.ts'
+import { isJson, isPath, joinTokenAsBearer, malformedRequest, mediaType, sameOrigin } from './request.ts'
 import { authRoutes } from './routes/auth.ts'
 import { healthRoutes } from './routes/health.ts'
 import { federationRoutes } from './routes/federation.ts'
@@ -21,38 +22,44 @@ export function errorResponse(err: MusterError, extraHeaders?: Record<string, st
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
+const FOREIGN_LOGIN = 'Login forms are accepted only from this Platform’s own pages.'
 
 /**
- * A change made with the session cookie must come from this Platform's own
- * pages: an Origin, when sent, must be this host, and the body must be JSON
- * (a form or text body is what a page elsewhere can send without asking).
+ * Requests a page on another site could make a browser send (CSRF):
+ * - POST /login in any shape but JSON (a form, multipart or text) must come
+ *   from this Platform's pages, or a page elsewhere logs the browser in as
+ *   the attacker (login CSRF);
+ * - a change made with the session cookie must come from this Platform's pages
+ *   and be JSON (or bodiless).
  * API tokens in the Authorization header are not sent by browsers on their own.
+ * A malformed or opaque (`null`) Origin counts as foreign: 403, never a parse error.
  */
 function crossSiteWrite(request: Request, publicHost: string | undefined): MusterError | null {
-  if (SAFE_METHODS.has(request.method) || request.headers.has('authorization')) return null
+  if (SAFE_METHODS.has(request.method)) return null
+  if (isPath(request, '/login')) {
+    return request.method === 'POST' && !isJson(request) && !sameOrigin(request, publicHost) ? new MusterError('forbidden', FOREIGN_LOGIN) : null
+  }
+  if (request.headers.has('authorization')) return null
   if (!request.headers.get('cookie')?.includes(`${SESSION_COOKIE}=`)) return null
-  const path = new URL(request.url).pathname
-  const origin = request.headers.get('origin')
-  const originHost = origin && origin !== 'null' ? new URL(origin).host : null
-  const sameOrigin = !origin || (originHost !== null && (originHost === request.headers.get('host') || originHost === publicHost))
-  const type = request.headers.get('content-type')
-  const jsonOrEmpty = !type || type.startsWith('application/json')
-  // /login checks its own Origin (it also takes forms); everything else needs both.
-  if (path === '/login') return null
-  if (sameOrigin && jsonOrEmpty) return null
+  if (sameOrigin(request, publicHost) && (mediaType(request) === '' || isJson(request))) return null
   return new MusterError('forbidden', 'Cross-site request refused: changes made with a session must come from this Platform’s pages, as JSON.')
 }
 
-export function createApp(platform: Platform) {
+export function createApp(platform: Services) {
+  const publicHost = platform.options.publicUrl && URL.canParse(platform.options.publicUrl) ? new URL(platform.options.publicUrl).host : undefined
   return new Elysia({ name: 'muster' })
-    .onRequest(({ request }) => {
+    .onRequest(async ({ request }) => {
+      const malformed = malformedRequest(request)
+      if (malformed) return errorResponse(malformed)
+      const forged = crossSiteWrite(request, publicHost)
+      if (forged) return errorResponse(forged)
+      const joinToken = joinTokenAsBearer(request)
+      if (joinToken) return errorResponse(joinToken)
       // A closed local door refuses password login before the body (the credential) is even parsed.
-      if (request.method === 'POST' && request.url.endsWith('/login')) {
-        const refusal = platform.auth.loginRefusal()
+      if (request.method === 'POST' && isPath(request, '/login')) {
+        const refusal = await platform.auth.loginRefusal()
         if (refusal) return errorResponse(refusal)
       }
-      const forged = crossSiteWrite(request, platform.options.publicUrl ? new URL(platform.options.publicUrl).host : undefined)
-      if (forged) return errorResponse(forged)
     })
     .onError(({ code, error }) => {
       if (error instanceof MusterError) {

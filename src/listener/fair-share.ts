@@ -41,9 +41,9 @@ export class FairShare<T> {
   constructor(
     private readonly limits: ShareLimits,
     /** Called when an item gets a slot. */
-    private readonly serve: (item: T) => void,
+    private readonly admitItem: (item: T) => void,
     /** Called when an item is turned away (line full, or pushed out of it). */
-    private readonly refuse: (item: T) => void,
+    private readonly refuseItem: (item: T) => void,
   ) {}
 
   get open(): number {
@@ -59,7 +59,7 @@ export class FairShare<T> {
   /** A new connection: served at once, put in line, or refused. */
   offer(item: T, key: string): void {
     if (this.served < this.limits.total && this.openFrom(key) < this.limits.perSource) return this.give(item, key)
-    if (this.line.length >= this.limits.waiting && !this.makeRoomFor(key)) return this.refuse(item)
+    if (this.line.length >= this.limits.waiting && !this.makeRoomFor(key)) return this.refuseItem(item)
     this.line.push({ item, key })
     bump(this.waitingBy, key, 1)
   }
@@ -68,7 +68,7 @@ export class FairShare<T> {
   release(key: string): void {
     this.served--
     bump(this.servedBy, key, -1)
-    this.next()
+    this.fillSlots()
   }
 
   /** A waiting connection went away before it was served. */
@@ -85,7 +85,7 @@ export class FairShare<T> {
     return this.line.splice(0).map((w) => w.item)
   }
 
-  private next(): void {
+  private fillSlots(): void {
     while (this.served < this.limits.total) {
       let i = -1
       let fewest = this.limits.perSource
@@ -106,7 +106,7 @@ export class FairShare<T> {
   private give(item: T, key: string): void {
     this.served++
     bump(this.servedBy, key, 1)
-    this.serve(item)
+    this.admitItem(item)
   }
 
   /** Pushes out the newest waiting connection of the source with the most in line, if it has more than `key`. */
@@ -125,7 +125,7 @@ export class FairShare<T> {
       if (this.line[i]!.key !== top) continue
       const [w] = this.line.splice(i, 1)
       bump(this.waitingBy, top, -1)
-      this.refuse(w!.item)
+      this.refuseItem(w!.item)
       return true
     }
     return false

@@ -1,4 +1,5 @@
-// The enrollment listener (SPEC §8): an HTTPS port that forwards exactly
+// The enrollment listener (SPEC §8, §16.1): an HTTPS port, with a certificate
+// from the Platform CA sent with its chain, that forwards exactly
 // POST /api/v1/nodes/enroll and POST /api/v1/nodes/trust into the Platform's
 // application and nothing else.
 //
@@ -11,14 +12,19 @@
 //          never read whole. (A unix socket here lost the 413 to a reset now
 //          and then; loopback TCP did not in 300 tries. A local process could
 //          reach the inner port directly: it serves the same two routes.)
+import { SingleFlight } from '../single-flight.ts'
 import { connect, createServer, type Server as NetServer, type Socket } from 'node:net'
 import type { Server } from 'bun'
 import { bindHostFor, defaultAddresses, httpsUrl, normaliseAddresses } from '../addresses.ts'
 import { MusterError } from '../errors.ts'
 import type { EnrollmentEndpoint } from '../fabric/fabric.ts'
 import { log } from '../log.ts'
-import type { Platform } from '../platform.ts'
-import { ensurePlatformTls, type PlatformTls } from './platform-tls.ts'
+import type { Context } from '../context.ts'
+import type { Fabric } from '../fabric/fabric.ts'
+import type { PlatformOptions } from '../options.ts'
+import type { Pki } from '../pki/pki.ts'
+import { joinTokenAsBearer, malformedRequest, requestPath } from '../http/request.ts'
+import { ensureServerCert, type ServerCert } from '../pki/server-cert.ts'
 import { FairShare, sourceKey } from './fair-share.ts'
 import { assertPortFree } from '../swap/ports.ts'
 import { steerToNewest } from '../swap/steer.ts'
@@ -31,7 +37,6 @@ export const MAX_WAITING = 256
 /** Of the MAX_CONNECTIONS, at most this many from one source address (SPEC §16.7). */
 export const MAX_PER_SOURCE = 16
 const WAIT_MS = 30_000
-const RENEW_CHECK_MS = 12 * 3600_000
 export const FORWARDED_ROUTES = new Set(['/api/v1/nodes/enroll', '/api/v1/nodes/trust'])
 
 const json = (status: number, code: string, message: string) =>
@@ -42,7 +47,10 @@ export class EnrollmentListener {
   forwarded = 0
   /** Requests answered 404 without reaching the application. */
   refused = 0
-  private tls!: PlatformTls
+  private tls!: ServerCert
+  private readonly renewing = new SingleFlight<boolean>()
+  /** Off once the services stop (an engine swap's old side keeps the port open without a store). */
+  private renewals = true
   private front: NetServer | undefined
   private inner: Server<unknown> | undefined
   private readonly clients = new Set<Socket>()
@@ -52,28 +60,39 @@ export class EnrollmentListener {
     (c) => this.serve(c),
     (c) => c.destroy(),
   )
-  private renewTimer: ReturnType<typeof setInterval> | undefined
 
   private constructor(
-    private readonly platform: Platform,
+    private readonly ctx: Context,
+    private readonly fabric: Fabric,
+    private readonly pki: Pki,
+    /** Hands a request to the Platform's application. */
+    private readonly forward: (req: Request) => Response | Promise<Response>,
     readonly addresses: string[],
     private readonly requestedPort: number,
     private readonly host: string,
+    /** An engine swap's new engine: the port is the old engine's; bind beside it and steer it here. */
+    private readonly takeover: boolean,
   ) {}
 
   /** Loads (or renews) the certificate; `listen` opens the port. */
-  static async prepare(platform: Platform): Promise<EnrollmentListener> {
-    const o = platform.options
+  static async prepare(ctx: Context, deps: { fabric: Fabric; pki: Pki; forward: (req: Request) => Response | Promise<Response> }, o: PlatformOptions): Promise<EnrollmentListener> {
     const given = normaliseAddresses(o.enrollmentAddresses ?? [], '--enrollment-address')
     const addresses = given.length > 0 ? given : defaultAddresses()
     const host = o.enrollmentHost ?? bindHostFor(addresses)
-    const l = new EnrollmentListener(platform, addresses, o.enrollmentPort ?? 0, host)
-    l.tls = await ensurePlatformTls(platform.dataDir, addresses, platform.now())
+    const l = new EnrollmentListener(ctx, deps.fabric, deps.pki, deps.forward, addresses, o.enrollmentPort ?? 0, host, o.takeover === true)
+    l.tls = await ensureServerCert(ctx.vault, deps.pki.ca, 'tls', addresses, ctx.now())
+    // Not stopped by ctx.onClose: an engine swap stops the services with the port still open (Platform.close stops it).
     return l
   }
 
+  /** The pin a joining node is given (the CA pin; the old certificate's fingerprint while it is still served). */
   get fingerprint(): string {
-    return this.tls.fingerprint
+    return this.tls.pin
+  }
+
+  /** The certificate presented now (tests, doctor). */
+  get certificate(): ServerCert {
+    return this.tls
   }
 
   get port(): number {
@@ -83,7 +102,13 @@ export class EnrollmentListener {
   }
 
   get endpoint(): EnrollmentEndpoint {
-    return { url: httpsUrl(this.addresses[0]!, this.port), addresses: [...this.addresses], port: this.port, fingerprint: this.tls.fingerprint }
+    return {
+      url: httpsUrl(this.addresses[0]!, this.port),
+      addresses: [...this.addresses],
+      port: this.port,
+      fingerprint: this.tls.pin,
+      caFingerprint: this.pki.ca.pin,
+    }
   }
 
   async listen(): Promise<EnrollmentEndpoint> {
@@ -92,7 +117,7 @@ export class EnrollmentListener {
     this.front = front
     const inUse = () => new MusterError('already-running', `The enrollment port ${this.requestedPort} is already in use.`)
     // SO_REUSEPORT so the next engine can bind beside this one during a swap; a plain bind first finds a port in use.
-    const takeover = this.platform.options.takeover === true
+    const takeover = this.takeover
     if (!takeover && !(await assertPortFree(this.host, this.requestedPort))) throw inUse()
     await new Promise<void>((resolve, reject) => {
       front.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'EADDRINUSE' ? inUse() : e))
@@ -100,26 +125,41 @@ export class EnrollmentListener {
     })
     front.on('error', (e) => log.warn(`enrollment listener: ${e.message}`))
     if (takeover) await steerToNewest(this.port)
-    this.renewTimer = setInterval(() => void this.renewIfNeeded().catch((e) => log.warn(`enrollment listener renewal: ${(e as Error).message}`)), RENEW_CHECK_MS)
-    this.renewTimer.unref?.()
     const ep = this.endpoint
-    this.platform.fabric.enrollment = ep
+    this.fabric.enrollment = ep
     log.info(`enrollment listener on ${ep.url} (port ${ep.port}, addresses ${ep.addresses.join(', ')}) fingerprint ${ep.fingerprint}`)
     return ep
   }
 
-  /** Replaces the certificate when it stopped fitting; new connections get the new one. */
-  async renewIfNeeded(): Promise<boolean> {
-    const next = await ensurePlatformTls(this.platform.dataDir, this.addresses, this.platform.now())
-    if (!next.renewed) return false
-    this.tls = next
-    if (this.inner) {
-      const old = this.inner
-      this.startInner()
-      void old.stop(false)
-    }
-    if (this.front) this.platform.fabric.enrollment = this.endpoint
-    return true
+  /**
+   * Replaces the certificate when it stopped fitting (the Platform calls this
+   * on a short tick, and each connection checks the wall clock), so a clock
+   * that jumped is noticed at once. New connections get the new certificate.
+   */
+  renewIfNeeded(): Promise<boolean> {
+    if (!this.renewals) return Promise.resolve(false)
+    return this.renewing.run(async () => {
+      const next = await ensureServerCert(this.ctx.vault, this.pki.ca, 'tls', this.addresses, this.ctx.now())
+      if (!next.renewed) {
+        this.tls = next // the CA's pins may have changed (a prepared replacement)
+        if (this.front) this.fabric.enrollment = this.endpoint
+        return false
+      }
+      this.tls = next
+      if (this.inner) {
+        const old = this.inner
+        this.startInner()
+        void old.stop(false)
+      }
+      if (this.front) this.fabric.enrollment = this.endpoint
+      return true
+    })
+  }
+
+  /** No more renewals (the store is closing); resolves when one under way has finished. */
+  async stopRenewing(): Promise<void> {
+    this.renewals = false
+    if (this.renewing.busy) await this.renewing.run(() => Promise.resolve(false))
   }
 
   /**
@@ -142,7 +182,6 @@ export class EnrollmentListener {
   }
 
   async stop(): Promise<void> {
-    if (this.renewTimer) clearInterval(this.renewTimer)
     for (const socket of this.share.drainLine()) socket.destroy()
     const front = this.front
     this.front = undefined
@@ -151,7 +190,7 @@ export class EnrollmentListener {
     this.inner = undefined
     for (const c of this.clients) c.destroy()
     await closed
-    if (this.platform.fabric?.enrollment) this.platform.fabric.enrollment = null
+    if (this.fabric.enrollment) this.fabric.enrollment = null
   }
 
   // ---- inner: TLS and routing ----------------------------------------------
@@ -161,17 +200,24 @@ export class EnrollmentListener {
       hostname: '127.0.0.1',
       port: 0,
       reusePort: false,
-      tls: { cert: this.tls.certPem, key: this.tls.keyPem },
+      tls: { cert: this.tls.chainPem, key: this.tls.keyPem },
       // Bun's own cap answers 413 with an empty body; keep it as a backstop far
       // above ours, so the JSON 413 below is what callers see.
       maxRequestBodySize: 16 * MAX_BODY_BYTES,
       fetch: (req) => this.route(req),
-      error: () => json(500, 'internal', 'Internal error; see the Platform log.'),
+      error: (e) => {
+        log.error(`enrollment listener: unhandled error: ${e.stack ?? e.message}`)
+        return json(500, 'internal', 'Internal error; see the Platform log.')
+      },
     })
   }
 
   private async route(req: Request): Promise<Response> {
-    const path = new URL(req.url).pathname
+    const path = requestPath(req)
+    const malformed = malformedRequest(req)
+    if (malformed) return json(malformed.status, malformed.code, malformed.message)
+    const joinToken = joinTokenAsBearer(req)
+    if (joinToken) return json(joinToken.status, joinToken.code, joinToken.message)
     if (req.method !== 'POST' || !FORWARDED_ROUTES.has(path)) {
       this.refused++
       return json(404, 'not-found', 'No such route.')
@@ -184,7 +230,7 @@ export class EnrollmentListener {
     this.forwarded++
     // Only what these two anonymous routes need crosses: no cookies, no bearer tokens.
     const headers = new Headers({ accept: 'application/json', 'content-type': req.headers.get('content-type') ?? 'application/json' })
-    return this.platform.handle(new Request(`http://enrollment-listener${path}`, { method: 'POST', headers, body }))
+    return this.forward(new Request(`http://enrollment-listener${path}`, { method: 'POST', headers, body }))
   }
 
   // ---- front: the connection limit and the per-source share ------------------
@@ -196,6 +242,18 @@ export class EnrollmentListener {
 
   private admit(client: Socket): void {
     client.on('error', () => {})
+    // The wall clock says the certificate is due (a clock may have jumped): renew first, so this connection gets the new one.
+    if (this.ctx.now() >= this.tls.renewAt && this.renewals) {
+      void this.renewIfNeeded()
+        .catch((e) => log.warn(`enrollment listener renewal: ${(e as Error).message}`))
+        .finally(() => (client.destroyed ? undefined : this.queueOrShare(client)))
+      return
+    }
+    this.queueOrShare(client)
+  }
+
+  /** Into the per-source share: served now, or queued unread until a slot is free. */
+  private queueOrShare(client: Socket): void {
     const entry = { key: sourceKey(client.remoteAddress), served: false, timer: setTimeout(() => client.destroy(), WAIT_MS) }
     this.admitted.set(client, entry)
     client.once('close', () => {

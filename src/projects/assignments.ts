@@ -41,13 +41,16 @@ export function assignmentBytes(payload: AssignmentPayload): string {
   return canonicalJson(payload)
 }
 
-/** Why a document is refused, or null when it verifies and is newer than `current`. */
-export function checkAssignments(doc: unknown, trust: TrustKeyLike[], node: string, current: number, now = Date.now()): { ok: true; doc: SignedAssignments } | { ok: false; reason: string } {
+/** `unknownKey`: signed by a kid not among the keys valid now (a trust refresh may help). */
+export type AssignmentsCheck = { ok: true; doc: SignedAssignments } | { ok: false; reason: string; unknownKey?: true }
+
+/** Why a document is refused, or ok when it verifies and is not older than `current`. */
+export function checkAssignments(doc: unknown, trust: TrustKeyLike[], node: string, current: number, now = Date.now()): AssignmentsCheck {
   const d = doc as Partial<SignedAssignments> | null
   if (!d || typeof d !== 'object' || !d.payload || typeof d.kid !== 'string' || typeof d.signature !== 'string') return { ok: false, reason: 'unsigned or malformed document' }
   const key = trust.find((k) => k.kid === d.kid)
-  if (!key) return { ok: false, reason: `signed by unknown key ${d.kid}` }
-  if (Date.parse(key.notBefore) > now || Date.parse(key.notAfter) <= now) return { ok: false, reason: `key ${d.kid} is not valid now` }
+  if (!key) return { ok: false, reason: `signed by unknown key ${d.kid}`, unknownKey: true }
+  if (Date.parse(key.notBefore) > now || Date.parse(key.notAfter) <= now) return { ok: false, reason: `key ${d.kid} is not valid now`, unknownKey: true }
   let bytes: string
   try {
     bytes = assignmentBytes(d.payload)

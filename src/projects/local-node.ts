@@ -2,20 +2,22 @@
 // placement and runs its replicas with the same runner and the same signature
 // check as a remote Agent.
 import { cpus, totalmem } from 'node:os'
-import type { Platform } from '../platform.ts'
+import type { Context } from '../context.ts'
+import type { Fabric, NodeView } from '../fabric/fabric.ts'
 import { Runner } from '../agent/runner.ts'
 import { log } from '../log.ts'
 import { checkAssignments, type SignedAssignments } from './assignments.ts'
 import type { LocalNodeHooks } from './service.ts'
+import { VERSION } from '../version.ts'
 
-export function startLocalNode(platform: Platform): LocalNodeHooks & { stop(): Promise<void> } {
-  const runner = new Runner({ logDir: platform.dataDir.ensureDir('platform', 'local-node', 'logs') })
+export function startLocalNode(ctx: Context, fabric: Fabric): LocalNodeHooks & { stop(): Promise<void> } {
+  const runner = new Runner({ logDir: ctx.dataDir.ensureDir('platform', 'local-node', 'logs') })
   let revision = 0
   return {
     capacity: () => ({ cpuMillis: cpus().length * 1000, memoryMB: Math.floor(totalmem() / 1024 / 1024) }),
     status: () => runner.status(),
     apply(doc: SignedAssignments) {
-      const check = checkAssignments(doc, platform.fabric.trust.published(), 'local', revision, platform.now())
+      const check = checkAssignments(doc, fabric.trust.published(), 'local', revision, ctx.now())
       if (!check.ok) {
         log.warn(`local node: refused assignments: ${check.reason}`)
         return
@@ -24,5 +26,24 @@ export function startLocalNode(platform: Platform): LocalNodeHooks & { stop(): P
       runner.apply(check.doc.payload.replicas)
     },
     stop: () => runner.stopAll(),
+  }
+}
+
+/** The Platform's own node as the node list shows it. */
+export function localNodeView(now: number, capacity: NodeView['capacity']): NodeView {
+  return {
+    name: 'local',
+    state: 'ready',
+    compatibility: 'current',
+    version: VERSION,
+    certificateSha256: null,
+    agentId: 'agent-local',
+    lastSeenAt: new Date(now).toISOString(),
+    url: null,
+    auth: 'local',
+    drained: false,
+    labels: {},
+    declared: false,
+    capacity,
   }
 }

@@ -1,13 +1,19 @@
 // Placement: which node runs each replica. A pure function of the projects,
 // the nodes and the previous placement, so the same inputs always give the
 // same answer. Replicas stay where they are while their node can keep them;
-// new ones go where they fit, spread across nodes.
+// new ones go where they fit, spread across nodes. A replica goes only to a
+// node that may run its project (labels; the local node only for a superadmin's).
+import { labelsAdmit, type Labels } from '../fabric/labels.ts'
 
 export interface ProjectSpec {
   name: string
   replicas: number
   cpu: number
   memory: number
+  /** Labels a node must carry, every one of them. */
+  nodeLabels?: Labels
+  /** May run on the Platform's own node `local` (with the Platform's privileges): a superadmin deployed it here. */
+  allowLocal?: boolean
 }
 
 export interface PlacementNode {
@@ -18,6 +24,13 @@ export interface PlacementNode {
   schedulable: boolean
   /** May keep the replicas it has (ready, or unreachable within the grace period, and not drained). */
   keeps: boolean
+  labels?: Labels
+}
+
+/** Whether `node` may run replicas of `spec` at all (SPEC §16.6, §16.11). */
+export function eligible(spec: ProjectSpec, node: PlacementNode): boolean {
+  if (node.name === 'local' && !spec.allowLocal) return false
+  return labelsAdmit(node.labels ?? {}, spec.nodeLabels ?? {})
 }
 
 export interface Placement {
@@ -62,15 +75,16 @@ export function place(projects: ProjectSpec[], nodes: PlacementNode[], previous:
     for (let r = 0; r < spec.replicas; r++) {
       const node = prev.get(key(spec.name, r))
       const n = node ? byName.get(node) : undefined
-      if (n?.keeps && fits(n.name, spec)) {
+      if (n?.keeps && eligible(spec, n) && fits(n.name, spec)) {
         take(n.name, spec)
         kept.set(key(spec.name, r), n.name)
       }
     }
   }
   // 2. Place the rest: fewest replicas of this project, then fewest overall, then most free CPU, then name.
-  const schedulable = nodes.filter((n) => n.schedulable).map((n) => n.name)
+  const schedulable = nodes.filter((n) => n.schedulable)
   for (const spec of sorted) {
+    const allowed = schedulable.filter((n) => eligible(spec, n)).map((n) => n.name)
     const mine = new Map<string, number>()
     for (let r = 0; r < spec.replicas; r++) {
       const k = kept.get(key(spec.name, r))
@@ -79,7 +93,7 @@ export function place(projects: ProjectSpec[], nodes: PlacementNode[], previous:
     for (let r = 0; r < spec.replicas; r++) {
       let node = kept.get(key(spec.name, r)) ?? null
       if (!node) {
-        const candidates = schedulable.filter((n) => fits(n, spec))
+        const candidates = allowed.filter((n) => fits(n, spec))
         candidates.sort(
           (a, b) =>
             (mine.get(a) ?? 0) - (mine.get(b) ?? 0) ||
@@ -91,7 +105,7 @@ export function place(projects: ProjectSpec[], nodes: PlacementNode[], previous:
         if (node) {
           take(node, spec)
           mine.set(node, (mine.get(node) ?? 0) + 1)
-        } else if (schedulable.length === 0) {
+        } else if (allowed.length === 0) {
           result.reasons.set(spec.name, 'no-eligible-node')
         } else {
           result.reasons.set(spec.name, 'insufficient-capacity')

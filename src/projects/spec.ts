@@ -2,6 +2,7 @@
 // projects route and for placements on an office.
 import * as v from 'valibot'
 import { NodeName } from '../http/validate.ts'
+import { LabelsSchema } from '../fabric/labels.ts'
 
 export const ProjectSpec = v.object({
   name: NodeName,
@@ -12,5 +13,7 @@ export const ProjectSpec = v.object({
   cpu: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000))),
   /** MB per replica (default 64). */
   memory: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000_000))),
+  /** Run only on nodes that carry every one of these labels (SPEC §16.11). */
+  nodeLabels: v.optional(LabelsSchema),
 })
 export type ProjectSpec = v.InferOutput<typeof ProjectSpec>

@@ -12,17 +12,15 @@ export interface ApiTokenRow {
   revoked_at: number | null
 }
 
-export function insertApiToken(db: Db, t: { id: string; name: string; secretHash: string; role: string; account: string | null; now: number }): void {
-  db.query('INSERT INTO api_tokens (id, name, secret_hash, role, account, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)').run(
-    t.id,
+export async function insertApiToken(db: Db, t: { id: string; name: string; secretHash: string; role: string; account: string | null; now: number }): Promise<void> {
+  await db.run('INSERT INTO api_tokens (id, name, secret_hash, role, account, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)', t.id,
     t.name,
     t.secretHash,
     t.role,
     t.account,
-    t.now,
-  )
+    t.now,)
 }
 
-export function getApiToken(db: Db, id: string): ApiTokenRow | null {
-  return db.query<ApiTokenRow, [string]>('SELECT * FROM api_tokens WHERE id = ?1 AND revoked_at IS NULL').get(id)
+export async function getApiToken(db: Db, id: string): Promise<ApiTokenRow | null> {
+  return await db.get<ApiTokenRow>('SELECT * FROM api_tokens WHERE id = ?1 AND revoked_at IS NULL', id)
 }

@@ -25,50 +25,59 @@ export interface ProvisionRow {
   updated_at: number
   ready_at: number | null
   released_at: number | null
+  /** The first-boot data, sealed (src/cloud/first-boot.ts); made once, dropped when the provision stops starting. */
+  first_boot: Uint8Array | null
+  /** JSON {"agentFrom","sshFrom"}: what the machine lets in; null on rows from before openings existed (nothing). */
+  inbound: string | null
+  /** The provider's asynchronous create (a GCP Operation name). */
+  operation: string | null
+  /** When the create answered with the machine's id, and when the provider first showed it. */
+  ordered_at: number | null
+  seen_at: number | null
 }
 
-export type NewProvision = Pick<ProvisionRow, 'id' | 'request_id' | 'provider' | 'name' | 'region' | 'size' | 'role' | 'origin' | 'requested_by' | 'created_at'>
+export type NewProvision = Pick<ProvisionRow, 'id' | 'request_id' | 'provider' | 'name' | 'region' | 'size' | 'role' | 'origin' | 'requested_by' | 'created_at' | 'inbound'>
 
 /** Inserts a provision in state creating; false when its request id is already recorded. */
-export function insertProvision(db: Db, p: NewProvision): boolean {
+export async function insertProvision(db: Db, p: NewProvision): Promise<boolean> {
   return (
-    db
-      .query(
-        `INSERT INTO cloud_provisions (id, request_id, provider, name, region, size, role, origin, requested_by, state, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'creating', ?10, ?10) ON CONFLICT(request_id) DO NOTHING`,
-      )
-      .run(p.id, p.request_id, p.provider, p.name, p.region, p.size, p.role, p.origin, p.requested_by, p.created_at).changes === 1
+    (await db.run(`INSERT INTO cloud_provisions (id, request_id, provider, name, region, size, role, origin, requested_by, state, created_at, updated_at, inbound)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'creating', ?10, ?10, ?11) ON CONFLICT(request_id) DO NOTHING`, p.id, p.request_id, p.provider, p.name, p.region, p.size, p.role, p.origin, p.requested_by, p.created_at, p.inbound)) === 1
   )
 }
 
-export function getProvision(db: Db, id: string): ProvisionRow | null {
-  return db.query<ProvisionRow, [string]>('SELECT * FROM cloud_provisions WHERE id = ?1').get(id)
+export async function getProvision(db: Db, id: string): Promise<ProvisionRow | null> {
+  return await db.get<ProvisionRow>('SELECT * FROM cloud_provisions WHERE id = ?1', id)
 }
 
-export function liveProvisionByName(db: Db, name: string): ProvisionRow | null {
-  return db.query<ProvisionRow, [string]>(`SELECT * FROM cloud_provisions WHERE name = ?1 AND state IN ('creating', 'booting', 'enrolling', 'ready')`).get(name)
+export async function provisionByRequestId(db: Db, requestId: string): Promise<ProvisionRow | null> {
+  return await db.get<ProvisionRow>('SELECT * FROM cloud_provisions WHERE request_id = ?1', requestId)
 }
 
-export function listProvisions(db: Db): ProvisionRow[] {
-  return db.query<ProvisionRow, []>('SELECT * FROM cloud_provisions ORDER BY created_at DESC, id').all()
+export async function liveProvisionByName(db: Db, name: string): Promise<ProvisionRow | null> {
+  return await db.get<ProvisionRow>(`SELECT * FROM cloud_provisions WHERE name = ?1 AND state IN ('creating', 'booting', 'enrolling', 'ready')`, name)
 }
 
-export function provisionsIn(db: Db, states: readonly ProvisionState[]): ProvisionRow[] {
-  return db.query<ProvisionRow, string[]>(`SELECT * FROM cloud_provisions WHERE state IN (${states.map((_, i) => `?${i + 1}`).join(', ')}) ORDER BY created_at`).all(...states)
+export async function listProvisions(db: Db): Promise<ProvisionRow[]> {
+  return await db.all<ProvisionRow>('SELECT * FROM cloud_provisions ORDER BY created_at DESC, id')
+}
+
+export function provisionsIn(db: Db, states: readonly ProvisionState[]): Promise<ProvisionRow[]> {
+  return db.all<ProvisionRow>(`SELECT * FROM cloud_provisions WHERE state IN (${states.map((_, i) => `?${i + 1}`).join(', ')}) ORDER BY created_at`, ...states)
 }
 
 /** Machines that exist (or may, while being created) at a provider: not released, and not failed before a machine was made. */
-export function existingMachines(db: Db, provider?: string): ProvisionRow[] {
-  const rows = db.query<ProvisionRow, []>(`SELECT * FROM cloud_provisions WHERE state != 'released' AND (state != 'failed' OR machine_id IS NOT NULL) ORDER BY created_at`).all()
+export async function existingMachines(db: Db, provider?: string): Promise<ProvisionRow[]> {
+  const rows = await db.all<ProvisionRow>(`SELECT * FROM cloud_provisions WHERE state != 'released' AND (state != 'failed' OR machine_id IS NOT NULL) ORDER BY created_at`)
   return provider ? rows.filter((r) => r.provider === provider) : rows
 }
 
 /** Moves a provision on; `from` makes it a compare-and-set so two writers cannot both win. */
-export function updateProvision(db: Db, id: string, fields: Partial<Omit<ProvisionRow, 'id' | 'request_id'>>, from?: readonly ProvisionState[]): boolean {
+export async function updateProvision(db: Db, id: string, fields: Partial<Omit<ProvisionRow, 'id' | 'request_id'>>, from?: readonly ProvisionState[]): Promise<boolean> {
   const keys = Object.keys(fields) as (keyof typeof fields)[]
   if (keys.length === 0) return false
   const sets = keys.map((k, i) => `${k} = ?${i + 2}`).join(', ')
-  const values = keys.map((k) => fields[k] as string | number | null)
+  const values = keys.map((k) => fields[k] as string | number | Uint8Array | null)
   const guard = from ? ` AND state IN (${from.map((_, i) => `?${keys.length + 2 + i}`).join(', ')})` : ''
-  return db.query(`UPDATE cloud_provisions SET ${sets} WHERE id = ?1${guard}`).run(id, ...values, ...(from ?? [])).changes === 1
+  return (await db.run(`UPDATE cloud_provisions SET ${sets} WHERE id = ?1${guard}`, id, ...values, ...(from ?? []))) === 1
 }

@@ -14,13 +14,15 @@ export interface ScalingRow {
   updated_at: number
 }
 
-export function getScaling(db: Db): ScalingRow {
-  return db.query<ScalingRow, []>('SELECT * FROM cloud_scaling WHERE id = 1').get()!
+export async function getScaling(db: Db): Promise<ScalingRow> {
+  const row = await db.get<ScalingRow>('SELECT * FROM cloud_scaling WHERE id = 1')
+  if (!row) throw new Error('cloud_scaling has no row: the store was not migrated')
+  return row!
 }
 
-export function updateScaling(db: Db, fields: Partial<ScalingRow>): void {
+export async function updateScaling(db: Db, fields: Partial<ScalingRow>): Promise<void> {
   const keys = Object.keys(fields) as (keyof ScalingRow)[]
   if (keys.length === 0) return
   const sets = keys.map((k, i) => `${k} = ?${i + 1}`).join(', ')
-  db.query(`UPDATE cloud_scaling SET ${sets} WHERE id = 1`).run(...keys.map((k) => fields[k] as string | number | null))
+  await db.run(`UPDATE cloud_scaling SET ${sets} WHERE id = 1`, ...keys.map((k) => fields[k] as string | number | null))
 }

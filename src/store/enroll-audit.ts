@@ -13,17 +13,15 @@ export interface AuditRow {
   version: string | null
 }
 
-export function insertAudit(db: Db, e: Omit<AuditRow, 'id'>): void {
-  db.query('INSERT INTO enroll_audit (at, outcome, reason, node_id, version) VALUES (?1, ?2, ?3, ?4, ?5)').run(e.at, e.outcome, e.reason, e.node_id, e.version)
+export async function insertAudit(db: Db, e: Omit<AuditRow, 'id'>): Promise<void> {
+  await db.run('INSERT INTO enroll_audit (at, outcome, reason, node_id, version) VALUES (?1, ?2, ?3, ?4, ?5)', e.at, e.outcome, e.reason, e.node_id, e.version)
 }
 
-export function pruneAudit(db: Db, now: number): void {
-  db.query('DELETE FROM enroll_audit WHERE at < ?1').run(now - AUDIT_MAX_AGE_MS)
-  db.query(`DELETE FROM enroll_audit WHERE id <= (SELECT id FROM enroll_audit ORDER BY id DESC LIMIT 1 OFFSET ${AUDIT_MAX_ENTRIES})`).run()
+export async function pruneAudit(db: Db, now: number): Promise<void> {
+  await db.run('DELETE FROM enroll_audit WHERE at < ?1', now - AUDIT_MAX_AGE_MS)
+  await db.run(`DELETE FROM enroll_audit WHERE id <= (SELECT id FROM enroll_audit ORDER BY id DESC LIMIT 1 OFFSET ${AUDIT_MAX_ENTRIES})`)
 }
 
-export function listAudit(db: Db, now: number): AuditRow[] {
-  return db
-    .query<AuditRow, [number]>(`SELECT * FROM enroll_audit WHERE at >= ?1 ORDER BY id DESC LIMIT ${AUDIT_MAX_ENTRIES}`)
-    .all(now - AUDIT_MAX_AGE_MS)
+export async function listAudit(db: Db, now: number): Promise<AuditRow[]> {
+  return await db.all<AuditRow>(`SELECT * FROM enroll_audit WHERE at >= ?1 ORDER BY id DESC LIMIT ${AUDIT_MAX_ENTRIES}`, now - AUDIT_MAX_AGE_MS)
 }

@@ -19,66 +19,81 @@ export interface NodeRow {
   replicas: string | null
   drained: number
   revoked_at: number | null
+  /** Labels the node reported at enroll, a JSON object (null: none). */
+  labels: string | null
 }
 
-export function allNodes(db: Db): NodeRow[] {
-  return db.query<NodeRow, []>('SELECT * FROM nodes ORDER BY name').all()
+export async function allNodes(db: Db): Promise<NodeRow[]> {
+  return await db.all<NodeRow>('SELECT * FROM nodes ORDER BY name')
 }
 
-export function getNode(db: Db, name: string): NodeRow | null {
-  return db.query<NodeRow, [string]>('SELECT * FROM nodes WHERE name = ?1').get(name)
+export async function getNode(db: Db, name: string): Promise<NodeRow | null> {
+  return await db.get<NodeRow>('SELECT * FROM nodes WHERE name = ?1', name)
 }
 
-export function nodeByCert(db: Db, certSha256: string): NodeRow | null {
-  return db.query<NodeRow, [string]>('SELECT * FROM nodes WHERE cert_sha256 = ?1').get(certSha256)
+export async function nodeByCert(db: Db, certSha256: string): Promise<NodeRow | null> {
+  return await db.get<NodeRow>('SELECT * FROM nodes WHERE cert_sha256 = ?1', certSha256)
 }
 
-export function insertNode(db: Db, n: Pick<NodeRow, 'name' | 'auth' | 'cert_sha256' | 'cert_pem' | 'url' | 'token_id' | 'version' | 'enrolled_at'>): void {
-  db.query(
-    `INSERT INTO nodes (name, auth, cert_sha256, cert_pem, url, token_id, version, enrolled_at)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`,
-  ).run(n.name, n.auth, n.cert_sha256, n.cert_pem, n.url, n.token_id, n.version, n.enrolled_at)
+/** Inserts a node; false when its name or certificate is taken (a racing insert won). */
+export async function insertNode(db: Db, n: Pick<NodeRow, 'name' | 'auth' | 'cert_sha256' | 'cert_pem' | 'url' | 'token_id' | 'version' | 'enrolled_at'> & { labels?: string | null }): Promise<boolean> {
+  const changed = await db.run(
+    `INSERT INTO nodes (name, auth, cert_sha256, cert_pem, url, token_id, version, enrolled_at, labels)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING`,
+    n.name, n.auth, n.cert_sha256, n.cert_pem, n.url, n.token_id, n.version, n.enrolled_at, n.labels ?? null,
+  )
+  return changed === 1
 }
 
 /** Binds a new certificate to a name being rebound (its cert was cleared by rebind). */
-export function bindCertificate(db: Db, name: string, n: Pick<NodeRow, 'cert_sha256' | 'cert_pem' | 'url' | 'token_id' | 'version'>, now: number): boolean {
+export async function bindCertificate(db: Db, name: string, n: Pick<NodeRow, 'cert_sha256' | 'cert_pem' | 'url' | 'token_id' | 'version'> & { labels?: string | null }, now: number): Promise<boolean> {
   return (
-    db
-      .query(
-        `UPDATE nodes SET cert_sha256 = ?2, cert_pem = ?3, url = ?4, token_id = ?5, version = ?6, enrolled_at = ?7, revoked_at = NULL, last_seen_at = NULL
-          WHERE name = ?1 AND cert_sha256 IS NULL`,
-      )
-      .run(name, n.cert_sha256, n.cert_pem, n.url, n.token_id, n.version, now).changes === 1
+    (await db.run(`UPDATE nodes SET cert_sha256 = ?2, cert_pem = ?3, url = ?4, token_id = ?5, version = ?6, enrolled_at = ?7, revoked_at = NULL, last_seen_at = NULL, labels = ?8
+          WHERE name = ?1 AND cert_sha256 IS NULL`, name, n.cert_sha256, n.cert_pem, n.url, n.token_id, n.version, now, n.labels ?? null)) === 1
   )
 }
 
-export function updateNodeFields(db: Db, name: string, fields: Partial<Omit<NodeRow, 'name'>>): void {
+export async function updateNodeFields(db: Db, name: string, fields: Partial<Omit<NodeRow, 'name'>>): Promise<void> {
   const keys = Object.keys(fields) as (keyof typeof fields)[]
   if (keys.length === 0) return
   const sets = keys.map((k, i) => `${k} = ?${i + 2}`).join(', ')
-  db.query(`UPDATE nodes SET ${sets} WHERE name = ?1`).run(name, ...keys.map((k) => fields[k] as string | number | null))
+  await db.run(`UPDATE nodes SET ${sets} WHERE name = ?1`, name, ...keys.map((k) => fields[k] as string | number | null))
 }
 
 /** Writes many heartbeats in one transaction. */
-export function writeHeartbeats(db: Db, beats: { name: string; last_seen_at: number; version: string | null; cpu_millis: number | null; memory_mb: number | null; replicas: string | null }[]): void {
-  const q = db.query('UPDATE nodes SET last_seen_at = ?2, version = ?3, cpu_millis = ?4, memory_mb = ?5, replicas = ?6 WHERE name = ?1')
-  db.transaction(() => {
-    for (const b of beats) q.run(b.name, b.last_seen_at, b.version, b.cpu_millis, b.memory_mb, b.replicas)
-  })()
+export async function writeHeartbeats(db: Db, beats: HeartbeatRow[]): Promise<void> {
+  if (beats.length === 0) return
+  await db.tx(async (t) => {
+    for (const b of beats) await t.run('UPDATE nodes SET last_seen_at = ?2, version = ?3, cpu_millis = ?4, memory_mb = ?5, replicas = ?6 WHERE name = ?1', b.name, b.last_seen_at, b.version, b.cpu_millis, b.memory_mb, b.replicas)
+  })
 }
 
-export function deleteNodeWithTombstone(db: Db, name: string, now: number): boolean {
-  return db.transaction(() => {
-    const gone = db.query('DELETE FROM nodes WHERE name = ?1').run(name).changes === 1
-    if (gone) db.query('INSERT INTO node_tombstones (name, removed_at) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET removed_at = ?2').run(name, now)
+/** Heartbeats written at or after `since` (by any Platform on the store). */
+export async function heartbeatsSince(db: Db, since: number): Promise<HeartbeatRow[]> {
+  return db.all<HeartbeatRow>('SELECT name, last_seen_at, version, cpu_millis, memory_mb, replicas FROM nodes WHERE last_seen_at >= ?1', since)
+}
+
+export interface HeartbeatRow {
+  name: string
+  last_seen_at: number
+  version: string | null
+  cpu_millis: number | null
+  memory_mb: number | null
+  replicas: string | null
+}
+
+export async function deleteNodeWithTombstone(db: Db, name: string, now: number): Promise<boolean> {
+  return db.tx(async (t) => {
+    const gone = (await t.run('DELETE FROM nodes WHERE name = ?1', name)) === 1
+    if (gone) await t.run('INSERT INTO node_tombstones (name, removed_at) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET removed_at = ?2', name, now)
     return gone
-  })()
+  })
 }
 
-export function isTombstoned(db: Db, name: string): boolean {
-  return db.query('SELECT 1 FROM node_tombstones WHERE name = ?1').get(name) !== null
+export async function isTombstoned(db: Db, name: string): Promise<boolean> {
+  return (await db.get('SELECT 1 FROM node_tombstones WHERE name = ?1', name)) !== null
 }
 
-export function clearTombstone(db: Db, name: string): void {
-  db.query('DELETE FROM node_tombstones WHERE name = ?1').run(name)
+export async function clearTombstone(db: Db, name: string): Promise<void> {
+  await db.run('DELETE FROM node_tombstones WHERE name = ?1', name)
 }

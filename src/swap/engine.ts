@@ -53,7 +53,7 @@ export class SupervisorLink {
     process.on('disconnect', () => this.push(null))
   }
 
-  send(m: ToSupervisor): void {
+  tell(m: ToSupervisor): void {
     process.send?.(m)
   }
 
@@ -75,7 +75,7 @@ export class SupervisorLink {
 /** Old engine, step 1: hold new requests, answer long polls, let the rest finish, stop the services. */
 export async function quiesce(platform: Platform): Promise<{ probes: Record<string, ProbeState>; held: boolean }> {
   platform.gate.hold()
-  platform.projects?.stop() // long polls answer now with what they have; the Agent asks again
+  void platform.projects?.stop() // long polls answer now with what they have; the Agent asks again
   const idle = await platform.gate.idle(QUIESCE_WAIT_MS)
   if (!idle) log.warn(`engine swap: requests still running after ${QUIESCE_WAIT_MS / 1000}s; stopping the services anyway`)
   const probes: Record<string, ProbeState> = {}

@@ -67,11 +67,11 @@ export async function pendingHandshakes(port: number): Promise<Set<string>> {
  * handshake that was half done when we started (it may be ours) has finished
  * or expired, and after that our accept queues are empty. The caller must
  * already have steered new connections elsewhere, so nothing can join our
- * queues afterwards. Resolves false when `deadlineMs` passed first (or when
+ * queues afterwards. `fds`: only these of our listeners (default: all of
+ * them on the port). Resolves false when `deadlineMs` passed first (or when
  * the queues cannot be read, after that long).
  */
-export async function untilListenersDrained(port: number, deadlineMs: number): Promise<boolean> {
-  const fds = ownListenerFds(port)
+export async function untilListenersDrained(port: number, deadlineMs: number, fds = ownListenerFds(port)): Promise<boolean> {
   let halfDone = await pendingHandshakes(port)
   const until = Date.now() + deadlineMs
   for (;;) {

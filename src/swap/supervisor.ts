@@ -61,9 +61,9 @@ class Engine {
     return this.proc.pid
   }
 
-  send(m: ToEngine): void {
+  tell(m: ToEngine): void {
     try {
-      this.proc.send(m)
+      return this.proc.send(m) // (Bun: a plain call, nothing to await)
     } catch {} // it exited; its exit is handled
   }
 
@@ -107,8 +107,8 @@ export class Supervisor {
   private swapping = false
   private again = false
   private stopping = false
-  private finish!: (code: number) => void
-  private readonly finished = new Promise<number>((resolve) => (this.finish = resolve))
+  private exitWith!: (code: number) => void
+  private readonly finished = new Promise<number>((resolve) => (this.exitWith = resolve))
 
   constructor() {
     // Compiled: argv is [bun, /$bunfs/…, ...args]; from source: [bun, script, ...args].
@@ -159,7 +159,7 @@ export class Supervisor {
     const codes = await Promise.all([...this.engines].map((e) => e.exited.then((c) => [e, c] as const)))
     // A stop that was asked for is clean even when an engine was still starting and died of the signal (128+n).
     const last = codes.find(([e]) => e === current)?.[1] ?? 0
-    this.finish(code || (last >= 128 ? 0 : last))
+    this.exitWith(code || (last >= 128 ? 0 : last))
   }
 
   /** SIGHUP: one swap at a time; a SIGHUP during one runs another right after it. */
@@ -209,13 +209,13 @@ export class Supervisor {
     log.debug(`engine swap: engine ${next.pid} started in ${Date.now() - t0} ms`)
     // 2. the old engine quiesces
     const heldSince = Date.now()
-    old.send({ t: 'quiesce' })
+    old.tell({ t: 'quiesce' })
     let probes: Record<string, ProbeState>
     try {
       probes = (await old.expect('quiesced', QUIESCE_WITHIN_MS)).probes
     } catch (e) {
       next.kill()
-      old.send({ t: 'abort' }) // whatever it holds gets a retryable 503; serve exits and is restarted
+      old.tell({ t: 'abort' }) // whatever it holds gets a retryable 503; serve exits and is restarted
       throw new Error(`engine ${old.pid} did not quiesce: ${(e as Error).message}`)
     }
     log.debug(`engine swap: engine ${old.pid} quiesced in ${Date.now() - heldSince} ms`)
@@ -228,21 +228,21 @@ export class Supervisor {
     }
     if (!taker || !serving) {
       log.error(`engine swap failed and engine ${old.pid} has stopped its services: stopping so the service manager restarts muster`)
-      old.send({ t: 'abort' })
+      old.tell({ t: 'abort' })
       return
     }
     // 4. the old engine forwards and drains
     old.leaving = true
     this.current = taker
-    old.send({ t: 'release', handover: serving.handover! })
+    old.tell({ t: 'release', handover: serving.handover! })
     log.info(`engine swap: engine ${taker.pid} (muster ${serving.version}) serves; new requests waited at most ${Date.now() - heldSince} ms; engine ${old.pid} drains`)
     const code = await old.exited
     log.info(`engine swap complete: engine ${old.pid} drained and exited (${code})`)
-    taker.send({ t: 'predecessor-gone' })
+    taker.tell({ t: 'predecessor-gone' })
   }
 
   private async open(engine: Engine, old: Engine, probes: Record<string, ProbeState>): Promise<Serving | null> {
-    engine.send({ t: 'open', apiPort: old.serving!.apiPort, enrollmentPort: old.serving!.enrollmentPort, probes })
+    engine.tell({ t: 'open', apiPort: old.serving!.apiPort, enrollmentPort: old.serving!.enrollmentPort, probes })
     try {
       engine.serving = await engine.expect('serving', OPEN_WITHIN_MS)
       return engine.serving

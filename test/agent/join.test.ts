@@ -6,7 +6,8 @@ import { joinPlatform, type JoinOptions } from '../../src/agent/join.ts'
 import { clearPinCache } from '../../src/crypto/pin.ts'
 import { certFingerprint, generateKeyAndCert } from '../../src/crypto/x509.ts'
 import type { MusterError } from '../../src/errors.ts'
-import { startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
+import { listenerTls, startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
+import { spkiPin } from '../../src/crypto/ca.ts'
 import { tmpDir } from '../helpers/tmp.ts'
 
 afterEach(() => clearPinCache())
@@ -104,7 +105,8 @@ describe('worker join', () => {
     await using p = await startListenerPlatform()
     using dir = tmpDir()
     // A front with the listener's own certificate: it forwards the enroll, then drops the answer once.
-    const tls = { cert: readFileSync(`${p.dataDir}/platform/tls/cert.pem`, 'utf8'), key: readFileSync(`${p.dataDir}/platform/tls/key.pem`, 'utf8') }
+    const { cert, key } = await listenerTls(p)
+    const tls = { cert, key }
     let dropped = 0
     const front = createServer(tls, async (req, res) => {
       const chunks: Buffer[] = []
@@ -133,15 +135,16 @@ describe('worker join', () => {
     }
   })
 
-  test('joins with the Platform certificate as a CA file, and keeps a copy of it', async () => {
+  test('joins with the Platform CA as a CA file, and keeps its pin (so it follows a CA replacement)', async () => {
     await using p = await startListenerPlatform()
     using dir = tmpDir()
     const caFile = `${dir.path}/platform-ca.pem`
-    writeFileSync(caFile, readFileSync(`${p.dataDir}/platform/tls/cert.pem`))
+    writeFileSync(caFile, (await listenerTls(p)).ca)
     const { opts } = await setup(p, dir.path, { fingerprint: undefined, caFile })
     await joinPlatform(opts)
     const config = JSON.parse(readFileSync(`${opts.dataDir}/worker/agent.json`, 'utf8'))
-    expect(config.pin).toEqual({ caPem: readFileSync(caFile, 'utf8') })
+    expect(config.pin).toEqual({ fingerprint: spkiPin(readFileSync(caFile, 'utf8')) })
+    expect(config.pin.fingerprint).toBe(p.platform.pki.ca.pin)
     // a CA that did not sign the Platform's certificate is refused before anything is sent
     const other = await generateKeyAndCert({ commonName: 'other', dnsNames: [], ipAddresses: ['127.0.0.1'], days: 2 })
     writeFileSync(caFile, other.certPem)

@@ -10,7 +10,7 @@ import { clearPinCache } from '../../src/crypto/pin.ts'
 import { DataDir } from '../../src/datadir.ts'
 import { generateSigningKey } from '../../src/crypto/ed25519.ts'
 import { b64url } from '../../src/crypto/tokens.ts'
-import { startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
+import { listenerTls, startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
 import { tmpDir } from '../helpers/tmp.ts'
 
 afterEach(() => clearPinCache())
@@ -24,32 +24,46 @@ async function joined(p: ListenerPlatform, dir: string) {
 }
 
 describe('trust refresh', () => {
-  test('follows a full rotation: the new key is added before the old one expires, then the old one goes', async () => {
+  test('follows the schedule: the next key arrives months before it signs, then the old one goes when it expires', async () => {
     await using p = await startListenerPlatform()
     using dir = tmpDir()
     const { dataDir, config } = await joined(p, dir.path)
     const trustFile = () => JSON.parse(readFileSync(dataDir.path('worker/trust.json'), 'utf8')).keys.map((k: { kid: string }) => k.kid)
     const [k1] = trustFile()
+    const tick = () => p.platform.fabric.trust.sync() // what the Platform's short tick does
     expect(await refreshTrust(dataDir, config, p.platform.now())).toMatchObject({ added: [], removed: [] })
 
     const request = { method: 'POST', path: '/v1/assignments', body: '{}', node: 'w1' }
     const signed = () => new Headers(signAgentRequest((d, m) => p.platform.fabric.trust.sign(d, m), request, p.platform.now()))
     const stale = JSON.parse(readFileSync(dataDir.path('worker/trust.json'), 'utf8')).keys
 
-    p.advance(336 * DAY) // under 30 days left on k1: k2 takes over signing
+    p.advance(270 * DAY)
+    await tick()
+    expect(await refreshTrust(dataDir, config, p.platform.now())).toMatchObject({ added: [], removed: [] })
+
+    p.advance(10 * DAY) // 85 days before k1's year ends: k2 is published, k1 still signs
+    await tick()
     const second = await refreshTrust(dataDir, config, p.platform.now())
     expect(second.removed).toEqual([])
     expect(second.added).toHaveLength(1)
     const k2 = second.added[0]!
     expect(trustFile()).toEqual([k1, k2])
+    const k2Key = second.keys.find((k) => k.kid === k2)!
+    expect(Date.parse(k2Key.notBefore) - p.platform.now()).toBeGreaterThanOrEqual(60 * DAY)
+    expect(verifyAgentRequest(second.keys, signed(), request, p.platform.now())).toEqual({ ok: true, kid: k1 })
+
+    p.advance(86 * DAY) // k1's year is over: k2 signs, and every node that refreshed in the last 85 days has it
+    await tick()
     expect(verifyAgentRequest(second.keys, signed(), request, p.platform.now())).toEqual({ ok: true, kid: k2 })
     // a node that never refreshed does not know the key its Platform now signs with
-    expect(verifyAgentRequest(stale, signed(), request, p.platform.now())).toEqual({ ok: false, reason: 'unknown or expired key' })
+    expect(verifyAgentRequest(stale, signed(), request, p.platform.now())).toMatchObject({ ok: false, reason: 'unknown or expired key' })
 
-    p.advance(30 * DAY) // k1 has expired
+    p.advance(365 * DAY) // k1 has expired (2 years); k3 was published in the meantime
+    await tick()
     const third = await refreshTrust(dataDir, config, p.platform.now())
-    expect(third).toMatchObject({ added: [], removed: [k1] })
-    expect(trustFile()).toEqual([k2])
+    expect(third.removed).toEqual([k1])
+    expect(trustFile()).not.toContain(k1)
+    expect(trustFile()).toContain(k2)
   })
 
   test('an unreachable Platform or a hostile answer leaves the old keys in place', async () => {
@@ -61,7 +75,8 @@ describe('trust refresh', () => {
     const iso = (t: number) => new Date(t).toISOString()
     const key = (over: Record<string, unknown> = {}) => ({ kid: 'k', publicKey: b64url(generateSigningKey().publicKey), notBefore: iso(now - DAY), notAfter: iso(now + DAY), ...over })
     // The hostile server presents the Platform's own certificate, so the pin passes and only the answer is wrong.
-    const tls = { cert: readFileSync(`${p.dataDir}/platform/tls/cert.pem`, 'utf8'), key: readFileSync(`${p.dataDir}/platform/tls/key.pem`, 'utf8') }
+    const { cert, key: tlsKey } = await listenerTls(p)
+    const tls = { cert, key: tlsKey }
     let answer: () => Response = () => Response.json({})
     const hostile = Bun.serve({ hostname: '127.0.0.1', port: 0, tls, fetch: () => answer() })
     try {

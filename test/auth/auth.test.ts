@@ -49,8 +49,8 @@ describe('operators', () => {
 
   test('API token roles: 401 without credentials, 403 without the permission, 200 with it', async () => {
     await using p = await startPlatform()
-    const viewer = p.platform.auth.mintApiToken({ name: 'v', role: 'viewer' }).token
-    const operator = p.platform.auth.mintApiToken({ name: 'o', role: 'operator' }).token
+    const viewer = (await p.platform.auth.mintApiToken({ name: 'v', role: 'viewer' })).token
+    const operator = (await p.platform.auth.mintApiToken({ name: 'o', role: 'operator' })).token
     const mint = (token: string | undefined, role: string) =>
       fetch(`${p.url}/api/v1/api-tokens`, {
         method: 'POST',
@@ -74,9 +74,9 @@ describe('operators', () => {
 
   test('API tokens are stored as SHA-256 digests only', async () => {
     await using p = await startPlatform()
-    const { token } = p.platform.auth.mintApiToken({ name: 'x', role: 'viewer' })
+    const { token } = await p.platform.auth.mintApiToken({ name: 'x', role: 'viewer' })
     const secret = token.split('.')[1]!
-    const rows = p.platform.db.query('SELECT * FROM api_tokens').all()
+    const rows = await p.platform.store.all('SELECT * FROM api_tokens')
     expect(JSON.stringify(rows)).not.toContain(secret)
   })
 })

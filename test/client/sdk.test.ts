@@ -8,7 +8,7 @@ describe('muster/client', () => {
     await using p = await startPlatform()
     const client = createClient({ url: p.url, token: p.token })
     expect((await client.health()).ok).toBe(true)
-    expect((await client.nodes.list()).nodes.map((n) => n.name)).toEqual(['local'])
+    expect((await client.nodes.list()).nodes.map((n) => n.name)).toEqual([]) // no local node unless serve --local-node
     const anonymous = createClient({ url: p.url })
     const err = await anonymous.nodes.list().catch((e: unknown) => e)
     expect(err).toBeInstanceOf(MusterError)

@@ -31,7 +31,7 @@ async function join(p: ListenerPlatform, name: string, token: string) {
 async function beat(p: ListenerPlatform, ms = 0) {
   p.advance(ms)
   for (const n of nodes) await n.nodes.register({ version: VERSION, capacity: { cpuMillis: 1000, memoryMB: 4096 } })
-  p.platform.projects.reconcile()
+  await p.platform.projects.reconcile()
 }
 
 describe('automatic scale-out', () => {
@@ -46,7 +46,7 @@ describe('automatic scale-out', () => {
     // what the Platform had recorded at the moment the provider was asked
     const seenAtCreate: unknown[] = []
     hz.book.onCreate = (m) =>
-      seenAtCreate.push(p.platform.db.query('SELECT p.state, s.last_request_at IS NOT NULL AS stamped FROM cloud_provisions p, cloud_scaling s WHERE p.request_id = ?1').get(m.labels['muster-request']!))
+      seenAtCreate.push(p.platform.store.get('SELECT p.state, s.last_request_at IS NOT NULL AS stamped FROM cloud_provisions p, cloud_scaling s WHERE p.request_id = ?1', m.labels['muster-request']!))
     await p.client.cloud.connect('hetzner', hz.token)
     await join(p, 'base-1', (await p.client.nodes.createEnrollment({ nodeId: 'base-1' })).token)
     await p.client.projects.deploy({ name: 'web', command: ['sleep', '600'], replicas: 3, cpu: 400, memory: 64 })
@@ -58,7 +58,7 @@ describe('automatic scale-out', () => {
     await beat(p, 10 * 60_000)
     expect(await tick()).toEqual({ action: 'none', why: 'disabled' })
     await expect(p.client.cloud.setScaling({ enabled: true })).rejects.toMatchObject({ code: 'invalid-request', detail: { field: 'provider' } })
-    const viewer = p.clientWith(p.platform.auth.mintApiToken({ name: 'v', role: 'viewer' }).token)
+    const viewer = p.clientWith((await p.platform.auth.mintApiToken({ name: 'v', role: 'viewer' })).token)
     await expect(viewer.cloud.setScaling({ enabled: true })).rejects.toMatchObject({ code: 'forbidden' })
     const on = await p.client.cloud.setScaling({ enabled: true, provider: 'hetzner', region: 'fsn1', size: 'cx22', maxMachines: 2, cooldownMinutes: 10 })
     expect(on).toMatchObject({ enabled: true, maxMachines: 2, cooldownMinutes: 10, provider: 'hetzner', lastRequestAt: null })
@@ -73,7 +73,7 @@ describe('automatic scale-out', () => {
     const window = requestIdFor(p.platform.now(), 10)
     expect(first).toEqual({ action: 'requested', provisionId: expect.stringMatching(/^prv-/), requestId: window.requestId })
     expect(hz.book.created.map((m) => [m.name, m.labels['muster-request']])).toEqual([[window.name, window.requestId]])
-    expect(seenAtCreate).toEqual([{ state: 'creating', stamped: 1 }])
+    expect(await Promise.all(seenAtCreate)).toEqual([{ state: 'creating', stamped: 1 }])
     const prv = await p.client.cloud.provisionInfo((first as { provisionId: string }).provisionId)
     expect(prv).toMatchObject({ origin: 'autoscale', requestedBy: 'autoscaler', state: 'booting', name: window.name })
 
@@ -87,12 +87,12 @@ describe('automatic scale-out', () => {
     expect((await p.client.cloud.provisionInfo(prv.id)).state).toBe('failed')
     cloud.provisioner.timeoutMs = 20 * 60_000
     await beat(p, -15 * 60_000)
-    updateScaling(p.platform.db, { last_request_at: null })
+    await updateScaling(p.platform.store, { last_request_at: null })
     expect(await tick()).toEqual({ action: 'none', why: 'already-requested' })
     expect(hz.book.created).toHaveLength(1)
 
     // 5. inside the cooldown nothing; after it, the second machine (the failed one still exists and counts)
-    updateScaling(p.platform.db, { last_request_at: p.platform.now() })
+    await updateScaling(p.platform.store, { last_request_at: p.platform.now() })
     await beat(p, 9 * 60_000)
     expect(await tick()).toEqual({ action: 'none', why: 'cooldown' })
     await beat(p, 60_000)

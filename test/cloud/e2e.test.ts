@@ -48,12 +48,16 @@ describe('cloud through dist/muster', () => {
       expect(sizes.stdout).toMatch(/cx22\s+2\s+4096 MB\s+40 GB\s+4\.51/)
       expect((await cli(['sizes', 'nimbus'])).code).toBe(2)
 
-      const prv = await cli(['provision', '--provider', 'hetzner', '--name', 'cloud-e2e', '--region', 'fsn1', '--size', 'cx22', '--json'])
+      expect((await cli(['provision', '--provider', 'hetzner', '--name', 'cloud-x', '--region', 'fsn1', '--size', 'cx22', '--allow-ssh-inbound', 'anywhere'])).code).toBe(2)
+      // --probe: the Agent port opens to the Platform's address only, and the node gives its address, which the Platform probes
+      const prv = await cli(['provision', '--provider', 'hetzner', '--name', 'cloud-e2e', '--region', 'fsn1', '--size', 'cx22', '--probe', '--json'])
       expect(prv.code).toBe(0)
       const id = prv.json().id as string
       expect(prv.json()).toMatchObject({ name: 'cloud-e2e', state: 'booting' })
       // the machine got our binary's URL and the Platform's listener to pin
       expect(hz.book.created[0]!.userData).toContain(`MUSTER_BINARY_URL='${serve.url}/api/v1/cloud/binary'`)
+      expect(prv.json().inbound).toEqual({ agentFrom: '127.0.0.1/32', sshFrom: null })
+      expect(hz.firewalls.map((f) => f.rules)).toEqual([[{ direction: 'in', protocol: 'tcp', port: '7381', source_ips: ['127.0.0.1/32'], description: 'muster Agent, from the Platform only' }]])
 
       const ready = await waitFor(async () => {
         const r = (await cli(['provisions', id, '--json'])).json()

@@ -17,6 +17,8 @@ import { GcpProvider } from '../../src/cloud/providers/gcp.ts'
 import { startGcpFake, type GcpFake } from '../fakes/gcp.ts'
 import { parseCredentials, type GcpCredentials } from '../../src/cloud/provider.ts'
 import { waitFor } from '../helpers/tmp.ts'
+import { CLOSED } from '../../src/cloud/provider.ts'
+import { ctx, hz } from './_ctx.ts'
 
 interface Case {
   name: string
@@ -33,8 +35,8 @@ export const CASES: Case[] = [
   {
     name: 'hetzner',
     start: () => startHetznerFake(),
-    good: (f) => new HetznerProvider({ token: (f as ReturnType<typeof startHetznerFake>).token }, f.url),
-    bad: (f) => new HetznerProvider({ token: 'not-the-token' }, f.url),
+    good: (f) => new HetznerProvider({ token: (f as ReturnType<typeof startHetznerFake>).token }, hz(f.url)),
+    bad: (f) => new HetznerProvider({ token: 'not-the-token' }, hz(f.url)),
     secret: (f) => (f as ReturnType<typeof startHetznerFake>).token,
     region: 'fsn1',
     size: 'cx22',
@@ -42,8 +44,8 @@ export const CASES: Case[] = [
   {
     name: 'digitalocean',
     start: () => startDigitalOceanFake(),
-    good: (f) => new DigitalOceanProvider({ token: (f as ReturnType<typeof startDigitalOceanFake>).token }, f.url),
-    bad: (f) => new DigitalOceanProvider({ token: 'dop_v1_wrong' }, f.url),
+    good: (f) => new DigitalOceanProvider({ token: (f as ReturnType<typeof startDigitalOceanFake>).token }, hz(f.url)),
+    bad: (f) => new DigitalOceanProvider({ token: 'dop_v1_wrong' }, hz(f.url)),
     secret: (f) => (f as ReturnType<typeof startDigitalOceanFake>).token,
     region: 'nyc3',
     size: 's-1vcpu-1gb',
@@ -51,8 +53,8 @@ export const CASES: Case[] = [
   {
     name: 'aws',
     start: () => startAwsFake(),
-    good: (f) => new AwsProvider({ accessKeyId: (f as AwsFake).accessKeyId, secretAccessKey: (f as AwsFake).secretAccessKey, region: 'eu-central-1' }, f.url),
-    bad: (f) => new AwsProvider({ accessKeyId: (f as AwsFake).accessKeyId, secretAccessKey: 'wrong-secret-access-key-0123456789abcdefgh', region: 'eu-central-1' }, f.url),
+    good: (f) => new AwsProvider({ accessKeyId: (f as AwsFake).accessKeyId, secretAccessKey: (f as AwsFake).secretAccessKey, region: 'eu-central-1' }, ctx({ aws: f.url })),
+    bad: (f) => new AwsProvider({ accessKeyId: (f as AwsFake).accessKeyId, secretAccessKey: 'wrong-secret-access-key-0123456789abcdefgh', region: 'eu-central-1' }, ctx({ aws: f.url })),
     secret: (f) => (f as AwsFake).secretAccessKey,
     region: 'eu-central-1',
     size: 't3.micro',
@@ -60,8 +62,8 @@ export const CASES: Case[] = [
   {
     name: 'azure',
     start: () => startAzureFake(),
-    good: (f) => new AzureProvider(azureCreds(f as AzureFake), f.url, f.url),
-    bad: (f) => new AzureProvider({ ...azureCreds(f as AzureFake), clientSecret: 'wrong~secret' }, f.url, f.url),
+    good: (f) => new AzureProvider(azureCreds(f as AzureFake), { ...hz(f.url), arm: f.url, login: f.url }),
+    bad: (f) => new AzureProvider({ ...azureCreds(f as AzureFake), clientSecret: 'wrong~secret' }, { ...hz(f.url), arm: f.url, login: f.url }),
     secret: (f) => (f as AzureFake).clientSecret,
     region: 'westeurope',
     size: 'Standard_B1s',
@@ -69,12 +71,12 @@ export const CASES: Case[] = [
   {
     name: 'gcp',
     start: () => startGcpFake(),
-    good: (f) => new GcpProvider(parseCredentials('gcp', JSON.stringify((f as GcpFake).key)) as GcpCredentials, f.url, (f as GcpFake).tokenUrl),
+    good: (f) => new GcpProvider(parseCredentials('gcp', JSON.stringify((f as GcpFake).key)) as GcpCredentials, { ...hz(f.url), tokenUrl: (f as GcpFake).tokenUrl }),
     bad: async (f) => {
       // a key Google never issued: same account, another private key
       const other = await startGcpFake()
       await other.stop()
-      return new GcpProvider({ ...(parseCredentials('gcp', (f as GcpFake).key) as GcpCredentials), private_key: other.key.private_key! }, f.url, (f as GcpFake).tokenUrl)
+      return new GcpProvider({ ...(parseCredentials('gcp', (f as GcpFake).key) as GcpCredentials), private_key: other.key.private_key! }, { ...hz(f.url), tokenUrl: (f as GcpFake).tokenUrl })
     },
     secret: (f) => (f as GcpFake).key.private_key!.split('\n')[2]!,
     region: 'europe-west1-b',
@@ -115,7 +117,7 @@ for (const c of CASES) {
       await using fake = await c.start()
       fake.book.bootMs = 300
       const p = await c.good(fake)
-      const req = { name: 'cloud-w1', region: c.region, size: c.size, userData: USER_DATA, requestId: 'prv-abcdefghijkl', role: 'general' as const }
+      const req = { name: 'cloud-w1', region: c.region, size: c.size, userData: USER_DATA, requestId: 'prv-abcdefghijkl', role: 'general' as const, inbound: CLOSED }
       expect(await p.findMachine(req)).toBeNull()
       const m = await p.createMachine(req)
       expect(m.status).toBe('pending')
@@ -139,7 +141,7 @@ for (const c of CASES) {
     test('a refusal of the create is the provider’s error, not a credentials error', async () => {
       await using fake = await c.start()
       const p = await c.good(fake)
-      const e = await p.createMachine({ name: 'cloud-w2', region: c.region, size: 'no-such-size', userData: USER_DATA, requestId: 'prv-bcdefghijklm', role: 'general' }).catch((x: unknown) => x)
+      const e = await p.createMachine({ name: 'cloud-w2', region: c.region, size: 'no-such-size', userData: USER_DATA, requestId: 'prv-bcdefghijklm', role: 'general', inbound: CLOSED }).catch((x: unknown) => x)
       expect(e).toMatchObject({ code: 'cloud-provider-error' })
       expect(fake.book.created).toHaveLength(0)
     })

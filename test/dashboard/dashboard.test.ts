@@ -104,7 +104,7 @@ describe('dashboard', () => {
     const worker1 = page.locator('tr[data-node="worker-1"]')
     await worker1.waitFor()
     expect(await worker1.locator('td.state').textContent()).toContain('enrolled')
-    await page.locator('tr[data-node="local"]').waitFor()
+    expect(await page.locator('tr[data-node="local"]').count()).toBe(0) // no local node unless serve --local-node
     await page.locator('tr[data-pending="worker-2"]').waitFor()
     // The label holds markup: it shows as text and nothing runs.
     const label = page.locator('tr[data-token] td.label')
@@ -159,8 +159,39 @@ describe('dashboard', () => {
     expect(nodes.nodes.find((n) => n.name === 'worker-1')?.state).toBe('revoked')
   })
 
+  test('Remove asks; a healthy node is refused with its reason and offered force; newer and labels are shown', async () => {
+    const e = await p.client.nodes.createEnrollment({ nodeId: 'worker-5' })
+    const { certPem } = await newCert('worker-5')
+    const enrolled = await enrollRaw(p.url, { token: e.token, nodeId: 'worker-5', certPem, version: VERSION, labels: { role: 'build' } })
+    const credential = ((await enrolled.json()) as { credential: string }).credential
+    const newer = VERSION.replace(/^(\d+)\./, (_, major: string) => `${Number(major) + 1}.`)
+    const hb = await fetch(`${p.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' }, body: JSON.stringify({ version: newer }) })
+    expect(hb.status).toBe(200)
+    const page = await newPage()
+    await logIn(page, p.url, 'superadmin', password(p.dataDir))
+    const row = page.locator('tr[data-node="worker-5"]')
+    await row.waitFor()
+    expect(await row.locator('.badge.newer').textContent()).toBe('newer')
+    expect(await row.locator('td.labels').textContent()).toContain('role=build')
+    // Remove → confirm → refused as healthy → cancel: nothing changes
+    await row.getByRole('button', { name: 'Remove' }).click()
+    await page.locator('dialog').getByRole('button', { name: 'Remove worker-5' }).click()
+    const offer = page.locator('dialog', { hasText: 'worker-5 is healthy' })
+    await offer.waitFor()
+    expect(await offer.textContent()).toContain('muster nodes revoke worker-5')
+    await offer.getByRole('button', { name: 'Cancel' }).click()
+    expect((await p.client.nodes.list()).nodes.some((n) => n.name === 'worker-5')).toBe(true)
+    // again, forcing it this time
+    await row.getByRole('button', { name: 'Remove' }).click()
+    await page.locator('dialog').getByRole('button', { name: 'Remove worker-5' }).click()
+    await page.locator('dialog').getByRole('button', { name: 'Force remove worker-5' }).click()
+    await row.waitFor({ state: 'detached' })
+    expect((await p.client.nodes.list()).nodes.some((n) => n.name === 'worker-5')).toBe(false)
+    expect(pageErrors).toEqual([])
+  })
+
   test('a viewer is told which permission it lacks, and nothing changes', async () => {
-    insertAccount(p.platform.db, { name: 'vera', role: 'viewer', passwordHash: await hashPassword('viewer-pass-1'), now: Date.now() })
+    await insertAccount(p.platform.store, { name: 'vera', role: 'viewer', passwordHash: await hashPassword('viewer-pass-1'), now: Date.now() })
     const page = await newPage()
     await logIn(page, p.url, 'vera', 'viewer-pass-1')
     await page.locator('#who').getByText('vera').waitFor()
@@ -190,20 +221,19 @@ describe('dashboard', () => {
     expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined()
   })
 
-  test('Providers and machines shows the cloud status, or says the build has none (404)', async () => {
+  test('Providers and machines shows every provider and the machine counts; a build without cloud routes (404) says so', async () => {
     const page = await newPage()
     await logIn(page, p.url, 'superadmin', password(p.dataDir))
     await page.locator('#who').getByText('superadmin').waitFor()
     const panel = page.locator('#panel-cloud')
     const res = await fetch(`${p.url}/api/v1/cloud/status`, { headers: { authorization: `Bearer ${p.token}` } })
+    expect(res.status).toBe(200)
+    const status = (await res.json()) as { providers: { provider: string }[]; machines: { total: number } }
     await page.getByRole('button', { name: 'Providers and machines' }).click()
-    if (res.status === 404) {
-      await panel.getByText('Cloud providers are not available in this build.').waitFor()
-    } else {
-      expect(res.status).toBe(200)
-      await panel.locator('dl, table').first().waitFor()
-      for (const key of Object.keys((await res.json()) as object)) expect(await panel.textContent()).toContain(key)
-    }
+    for (const { provider } of status.providers) await panel.locator(`tr[data-provider="${provider}"]`).waitFor()
+    expect(await panel.locator('tr[data-provider]').count()).toBe(5)
+    expect(await panel.textContent()).toContain(`${status.machines.total} machine(s)`)
+    await panel.getByRole('heading', { name: 'Scale-out' }).waitFor()
     // A build without the cloud routes: the same panel, answered 404 by the Platform's JSON 404.
     await page.route('**/api/v1/cloud/status', (route) => route.fulfill({ status: 404, contentType: 'application/json', body: JSON.stringify({ error: { code: 'not-found', message: 'No such route.' } }) }))
     await panel.getByRole('button', { name: 'Refresh' }).click()

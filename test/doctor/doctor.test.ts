@@ -1,8 +1,11 @@
 // muster doctor on prepared data directories and receipts (SPEC §7, §12).
 import { describe, expect, test } from 'bun:test'
+import { DataDir } from '../../src/datadir.ts'
+import { openPlatformVault } from '../../src/pki/host-vault.ts'
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
 import { runDoctor } from '../../src/doctor/doctor.ts'
 import { sha256Hex } from '../../src/crypto/tokens.ts'
+import { generateCa } from '../../src/crypto/ca.ts'
 import { VERSION } from '../../src/version.ts'
 import { startPlatform } from '../helpers/platform.ts'
 import { tmpDir } from '../helpers/tmp.ts'
@@ -48,10 +51,24 @@ describe('doctor', () => {
       await using p = await startPlatform({ dataDir, enrollmentPort: 0, enrollmentAddresses: ['127.0.0.1'], enrollmentHost: '127.0.0.1' })
       const running = await runDoctor({ dataDir, root })
       expect(running.role).toBe('platform')
-      expect(statusOf(running)).toEqual({ role: 'ok', receipt: 'warn', 'data-owner': 'ok', 'data-modes': 'ok', serve: 'ok', 'listener-cert': 'ok', 'trust-keys': 'ok' })
+      expect(statusOf(running)).toEqual({ role: 'ok', receipt: 'warn', 'data-owner': 'ok', 'data-modes': 'ok', serve: 'ok', 'platform-ca': 'ok', 'listener-cert': 'ok', 'trust-keys': 'ok' })
       expect(running.ok).toBe(true)
-      expect(running.checks.find((c) => c.name === 'listener-cert')?.message).toContain(p.platform.listener!.fingerprint)
+      expect(running.checks.find((c) => c.name === 'platform-ca')?.message).toContain(p.platform.pki.ca.pin)
     }
+    // a CA with a year or less left is a warning that says what to do; an expired one fails
+    // (the CA lives sealed in the store: put one there as a CA replacement would)
+    const putCa = async (ca: { certPem: string; keyPem: string }) => {
+      const host = await openPlatformVault(new DataDir(dataDir))
+      await host.vault.put('ca/cert.pem', ca.certPem)
+      await host.vault.put('ca/key.pem', ca.keyPem)
+      await host.close()
+    }
+    await putCa(await generateCa(300))
+    const ageing = await runDoctor({ dataDir, root })
+    expect(statusOf(ageing)['platform-ca']).toBe('warn')
+    expect(ageing.checks.find((c) => c.name === 'platform-ca')?.message).toMatch(/expires on .* \(29\d days left\): replace it before then \(muster admin ca prepare/)
+    await putCa(await generateCa(1, Date.now() - 3 * 86_400_000))
+    expect(statusOf(await runDoctor({ dataDir, root }))['platform-ca']).toBe('fail')
     chmodSync(`${dataDir}/platform/master.key`, 0o644)
     const loose = await runDoctor({ dataDir, root })
     expect(statusOf(loose)).toMatchObject({ serve: 'warn', 'data-modes': 'fail' })

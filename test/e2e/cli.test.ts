@@ -32,9 +32,16 @@ describe('muster binary', () => {
     const bad = await runMuster(['serve', '--port', 'eighty'])
     expect(bad.code).toBe(2)
     expect(bad.stderr).toContain('--port must be a whole number')
-    const pg = await runMuster(['serve', '--port', '0', '--data-dir', '/nonexistent/muster', '--database', 'postgres://db/muster'])
-    expect(pg.code).toBe(2)
-    expect(pg.stderr).toContain('PostgreSQL')
+    using dir = tmpDir()
+    const other = await runMuster(['serve', '--port', '0', '--data-dir', dir.path, '--database', 'mysql://db/muster'])
+    expect(other.code).toBe(2)
+    expect(other.stderr).toContain('postgres://')
+    // a PostgreSQL that cannot be reached is one clear line, exit 1, and no SQLite file is made instead
+    const down = await runMuster(['serve', '--port', '0', '--data-dir', dir.path, '--database', 'postgres://muster@127.0.0.1:1/muster'])
+    expect(down.code).toBe(1)
+    expect(down.stderr).toContain('Cannot reach the PostgreSQL store')
+    expect(down.stderr).not.toContain('    at ')
+    expect(await Bun.file(`${dir.path}/muster.db`).exists()).toBe(false)
   })
 
   test('an unreachable Platform is one clear line, no stack trace', async () => {

@@ -82,7 +82,11 @@ describe('engine swap through dist/muster', () => {
     const data = `${dir.path}/platform`
     const fleetToken = `${dir.path}/fleet-token`
     writeFileSync(fleetToken, 'a-fleet-token-of-some-length\n', { mode: 0o600 })
-    await using serve = await startMuster(['serve', '--data-dir', data, '--port', '0', '--enrollment-port', '0', '--enrollment-address', '127.0.0.1', '--no-local-node', '--fleet-token-file', fleetToken], {
+    // --nodes-file: a swap reads it again (a bad one is refused before the old engine stops anything).
+    const nodesFile = `${dir.path}/nodes.json`
+    const declare = (zone: string) => writeFileSync(nodesFile, JSON.stringify({ nodes: [{ name: 'w1', labels: { zone } }] }))
+    declare('a')
+    await using serve = await startMuster(['serve', '--data-dir', data, '--port', '0', '--enrollment-port', '0', '--enrollment-address', '127.0.0.1', '--no-local-node', '--fleet-token-file', fleetToken, '--nodes-file', nodesFile], {
       bin,
       env: { MUSTER_PROBE_INTERVAL_MS: '2000', MUSTER_SWAP_LINGER_SECONDS: '2' },
     })
@@ -97,7 +101,8 @@ describe('engine swap through dist/muster', () => {
     const joined = await runMuster(['worker', 'join', '--node-id', 'w1', '--platform-url', enrollUrl, '--platform-fingerprint', fingerprint, '--address', '127.0.0.1', '--port', String(await freePort()), '--data-dir', work], { stdin: `${joinToken}\n` })
     expect(joined.code).toBe(0)
     await using agent = await startMuster(['agent', '--data-dir', work], { env: { MUSTER_AGENT_HEARTBEAT_MS: '300', MUSTER_AGENT_HOST: '127.0.0.1' } })
-    const ready = async () => (JSON.parse((await runMuster(['nodes', 'list', '--json'], { env })).stdout) as { nodes: { name: string; state: string }[] }).nodes.find((n) => n.name === 'w1')?.state === 'ready'
+    const w1 = async () => (JSON.parse((await runMuster(['nodes', 'list', '--json'], { env })).stdout) as { nodes: { name: string; state: string; labels: Record<string, string> }[] }).nodes.find((n) => n.name === 'w1')
+    const ready = async () => (await w1())?.state === 'ready'
     await waitFor(ready, { timeoutMs: 30_000, what: 'w1 ready' })
     const deploy = async (name: string) => expect((await runMuster(['projects', 'deploy', name, '--replicas', '1', '--cpu', '10', '--memory', '8', '--', 'sleep', '300'], { env })).code).toBe(0)
     await deploy('before')
@@ -130,6 +135,13 @@ describe('engine swap through dist/muster', () => {
       await serve.waitForLog(new RegExp(`engine swap failed: .* did not start: it exited with code 1; engine ${engine} keeps serving`), 30_000)
       expect(serve.log()).toContain(`${fleetToken} is accessible by group or others`)
       chmodSync(fleetToken, 0o600)
+      // So is a bad nodes file, with its line and reason; the nodes it declared stay in force.
+      writeFileSync(nodesFile, '{"nodes": [\n  {"name": "w1"},\n  {"name": "w1"}\n]}\n')
+      process.kill(serve.proc.pid, 'SIGHUP')
+      await waitFor(() => count(serve, new RegExp(`did not start: it exited with code 1; engine ${engine} keeps serving`)) === 2, { timeoutMs: 30_000, what: 'the bad nodes file refused' })
+      expect(serve.log()).toMatch(/--nodes-file \S+ line 3: .*w1 is declared twice/)
+      expect((await w1())?.labels).toEqual({ zone: 'a' })
+      declare('b') // a good one: the next swap applies it
 
       // 2. a binary that exits at once: the engine keeps serving, and the log says why
       install(bin, '#!/bin/sh\necho "this build is broken" >&2\nexit 3\n')
@@ -146,6 +158,7 @@ describe('engine swap through dist/muster', () => {
       process.kill(serve.proc.pid, 'SIGHUP')
       await waitFor(() => count(serve, /engine swap complete/) === 2, { timeoutMs: 60_000, what: 'the second swap' })
       expect(() => process.kill(engine, 0)).toThrow()
+      expect((await w1())?.labels).toEqual({ zone: 'b' })
 
       // 5. a binary that starts but cannot open the Platform (after the old engine quiesced): the old
       // engine's own binary image takes over instead, and still nothing fails

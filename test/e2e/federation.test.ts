@@ -2,7 +2,7 @@
 // `muster serve` processes on loopback, driven the way an operator would.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import { runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
+import { joinWorker, runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { freePort } from '../federation/_helpers.ts'
 
@@ -17,9 +17,9 @@ const ports = { a: 0, b: 0 }
 const tokens = { a: '', b: '' }
 const running: Daemon[] = []
 
-async function office(dir: string, port: number, join?: { token: string }): Promise<Daemon> {
+async function office(dir: string, port: number, join?: { token: string }, args: string[] = []): Promise<Daemon> {
   const extra = join ? { MUSTER_CONTROLLER_URL: controller.url, MUSTER_ADVERTISE_URL: `http://127.0.0.1:${port}`, MUSTER_JOIN_TOKEN: join.token } : {}
-  const d = await startMuster(['serve', '--data-dir', dir, '--port', String(port)], { env: { ...FAST, ...extra } })
+  const d = await startMuster(['serve', '--data-dir', dir, '--port', String(port), ...args], { env: { ...FAST, ...extra } })
   running.push(d)
   await d.waitForLog(/listening on/)
   return d
@@ -64,7 +64,8 @@ describe('federation through dist/muster', () => {
     const bad = await runMuster(['federation', 'mint', 'Office_A'], { env })
     expect(bad.code).toBe(2)
     await office(aDir, ports.a, { token: tokens.a })
-    await office(bDir, ports.b, { token: tokens.b })
+    // office-b takes nodes: a controller's project never runs on an office's local node (SPEC §16.6)
+    await office(bDir, ports.b, { token: tokens.b }, ['--enrollment-port', '0', '--enrollment-address', '127.0.0.1'])
     const dir = await waitFor(async () => {
       const o = await offices()
       return o.offices.length === 2 && o.offices.every((x) => x.fresh) ? o.offices : undefined
@@ -101,10 +102,18 @@ describe('federation through dist/muster', () => {
     expect(await at.json()).toMatchObject({ joined: true, officeId: 'office-a', localLoginAllowed: false, controller: { state: 'connected' } })
   })
 
-  test('place a project on an office; it is reported back in heartbeats', async () => {
+  test('place a project on an office; it is reported back in heartbeats', { timeout: 60_000 }, async () => {
+    // A worker joins office-b, enrolled by a superadmin the controller vouched for there.
+    const officeB = running.find((d) => d.log().includes(`:${ports.b}`))!
+    const [, enrollUrl, fingerprint] = (await officeB.waitForLog(/enrollment listener on (https:\/\/\S+) .*fingerprint (sha256:[0-9a-f]{64})/)) as unknown as [string, string, string]
+    const v = await json<{ redeemUrl: string }>(['federation', 'vouch', 'office-b', '--platform-url', controller.url], { MUSTER_TOKEN: '' })
+    const cookie = (await fetch(v.redeemUrl, { redirect: 'manual' })).headers.get('set-cookie')!.split(';')[0]!
+    const enrollment = await fetch(`http://127.0.0.1:${ports.b}/api/v1/nodes/enrollments`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{"nodeId":"b-w1"}' })
+    expect(enrollment.status).toBe(200)
+    await using _agent = await joinWorker(dirs.path, 'b-w1', { enrollUrl, fingerprint }, ((await enrollment.json()) as { token: string }).token)
     const r = await json<{ officeId: string; project: { name: string; replicas: number } }>(['federation', 'place', 'office-b', 'web', '--replicas', '2', '--env', 'A=1', '--', 'sleep', '100'])
     expect(r).toMatchObject({ officeId: 'office-b', project: { name: 'web', replicas: 2 } })
-    // The office runs it on its own (local) node and reports that in its heartbeats.
+    // The office runs it on its worker and reports that in its heartbeats.
     await waitFor(async () => (await offices()).offices.find((o) => o.officeId === 'office-b')?.projects.some((p) => p.name === 'web' && p.state === 'running' && p.running === 2), {
       what: 'web reported running',
       timeoutMs: 20_000,

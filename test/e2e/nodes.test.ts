@@ -50,7 +50,7 @@ describe('nodes through dist/muster', () => {
       expect(hb.status).toBe(200)
 
       const list = JSON.parse((await runMuster(['nodes', 'list', '--json'], { env })).stdout) as { nodes: { name: string; state: string }[]; pendingEnrollments: unknown[] }
-      expect(list.nodes.map((n) => n.name)).toEqual(['local', 'w1'])
+      expect(list.nodes.map((n) => n.name)).toEqual(['w1']) // no local node unless serve --local-node
       const table = await runMuster(['nodes', 'list'], { env })
       expect(table.stdout).toMatch(/^NAME\s+STATE/m)
 
@@ -76,6 +76,13 @@ describe('nodes through dist/muster', () => {
       expect(JSON.parse(rotated.stdout)).toMatchObject({ nodeId: 'w1', generation: 2 })
       expect((await fetch(`${serve.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${credential}` } })).status).toBe(200) // the grace hour
       expect((await runMuster(['nodes', 'drain', 'w1'], { env: env2 })).code).toBe(0)
+      // healthy (it heartbeats): remove refuses and says what to do instead
+      const healthy = await runMuster(['nodes', 'remove', 'w1'], { env: env2 })
+      expect(healthy.code).toBe(1)
+      expect(healthy.stderr).toContain('is healthy')
+      expect(healthy.stderr).toContain('muster nodes revoke w1')
+      expect(healthy.stderr).toContain('muster nodes drain w1')
+      expect(healthy.stderr).toContain('--force')
       expect((await runMuster(['nodes', 'revoke', 'w1', '--json'], { env: env2 })).code).toBe(0)
       await waitFor(async () => (await fetch(`${serve.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${credential}` } })).status === 403)
       const rebound = await runMuster(['nodes', 'rebind', 'w1'], { env: env2 })
@@ -86,6 +93,17 @@ describe('nodes through dist/muster', () => {
       expect(rm.code).toBe(0)
       const rmLocal = await runMuster(['nodes', 'remove', 'local'], { env: env2 })
       expect(rmLocal.code).toBe(1)
+      // --force removes a healthy node
+      const w2 = JSON.parse((await runMuster(['nodes', 'enroll-token', 'w2', '--json'], { env: env2 })).stdout) as { token: string }
+      const cert2 = await newCert('w2')
+      writeFileSync(`${dir.path}/cert2.pem`, cert2.certPem)
+      const enrolled2 = await runMuster(['nodes', 'enroll', 'w2', '--cert-file', `${dir.path}/cert2.pem`, '--agent-url', 'https://127.0.0.1:7382', '--json'], { env: { ...env2, MUSTER_ENROLLMENT_TOKEN: w2.token } })
+      expect(enrolled2.code).toBe(0)
+      const credential2 = (JSON.parse(enrolled2.stdout) as { credential: string }).credential
+      expect((await fetch(`${serve.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${credential2}` } })).status).toBe(200)
+      expect((await runMuster(['nodes', 'remove', 'w2'], { env: env2 })).code).toBe(1)
+      expect((await runMuster(['nodes', 'remove', 'w2', '--force'], { env: env2 })).code).toBe(0)
+      expect((await fetch(`${serve.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${credential2}` } })).status).toBe(401)
       const revoke = await runMuster(['nodes', 'join-token', 'revoke', fleet.id], { env: env2 })
       expect(revoke.code).toBe(0)
     } finally {
@@ -101,5 +119,28 @@ describe('nodes through dist/muster', () => {
     const r = await runMuster(['nodes', 'enroll-token', 'w1'], { env: { MUSTER_URL: serve.url, MUSTER_TOKEN: minted.token } })
     expect(r.code).toBe(1)
     expect(r.stderr).toContain('--remote-dispatch')
+  })
+
+  test('serve --nodes-file: a bad file refuses the start with its line and reason; a declared name needs its own enrollment', { timeout: 60_000 }, async () => {
+    using dir = tmpDir()
+    const data = `${dir.path}/data`
+    writeFileSync(`${dir.path}/nodes.json`, '{\n  "nodes": [\n    {"name": "b1"},\n    {"name": "b1", "labels": {"role": "build"}}\n  ]\n}\n')
+    const bad = await runMuster(['serve', '--data-dir', data, '--port', '0', '--nodes-file', `${dir.path}/nodes.json`])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toContain(`--nodes-file ${dir.path}/nodes.json line 4: nodes[1]: b1 is declared twice (first on line 3)`)
+    writeFileSync(`${dir.path}/nodes.json`, JSON.stringify({ nodes: [{ name: 'b1', labels: { role: 'build' } }] }))
+    await using serve = await startServe(data, ['--remote-dispatch', '--nodes-file', `${dir.path}/nodes.json`])
+    const minted = JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', data, '--json'])).stdout) as { token: string }
+    const env = { MUSTER_URL: serve.url, MUSTER_TOKEN: minted.token }
+    const fleet = JSON.parse((await runMuster(['nodes', 'join-token', 'create', '--max-uses', '2', '--json'], { env })).stdout) as { token: string }
+    writeFileSync(`${dir.path}/cert.pem`, (await newCert('b1')).certPem)
+    const enroll = (token: string) => runMuster(['nodes', 'enroll', 'b1', '--cert-file', `${dir.path}/cert.pem`, '--agent-url', 'https://127.0.0.1:7381', '--label', 'role=general', '--json'], { env: { ...env, MUSTER_ENROLLMENT_TOKEN: token } })
+    const byFleet = await enroll(fleet.token)
+    expect(byFleet.code).toBe(1)
+    expect(byFleet.stderr).toContain('Enrollment refused.')
+    const own = JSON.parse((await runMuster(['nodes', 'enroll-token', 'b1', '--json'], { env })).stdout) as { token: string }
+    expect((await enroll(own.token)).code).toBe(0)
+    const list = JSON.parse((await runMuster(['nodes', 'list', '--json'], { env })).stdout) as { nodes: { name: string; labels: Record<string, string>; declared: boolean }[] }
+    expect(list.nodes).toMatchObject([{ name: 'b1', labels: { role: 'build' }, declared: true }])
   })
 })

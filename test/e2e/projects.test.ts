@@ -2,7 +2,8 @@
 // pinned listener, a project with two replicas, refusals, shortfall, drain,
 // removal, a clean stop — and `muster demo --once`.
 import { describe, expect, test } from 'bun:test'
-import { runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
+import { resolve } from 'node:path'
+import { musterBin, runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
 import { freePort } from '../helpers/node-side.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
@@ -93,7 +94,13 @@ describe('projects through dist/muster', () => {
     for (const step of ['Starting a Platform', 'Joining worker-1', 'Joining worker-2', 'both workers to be ready', 'two replicas']) expect(r.stdout).toMatch(new RegExp(`✔ .*${step}`))
     expect(r.stdout).toContain('every step worked')
     const dir = r.stdout.match(/muster is running in (\S+)/)![1]!
-    expect(await Bun.file(`${dir}/platform/muster.db`).exists()).toBe(false)
+    expect(await Bun.file(`${dir}/platform-data/muster.db`).exists()).toBe(false)
+    // the printed paths and commands are the real ones
+    expect(r.stdout).toContain(`superadmin password: ${dir}/platform-data/platform/initial-superadmin-password`)
+    const bin = r.stdout.match(/MUSTER_TOKEN=\$\((\S+) admin api-token --data-dir (\S+)\)/)!
+    expect(resolve(bin[1]!)).toBe(await musterBin()) // ./dist/muster from the checkout
+    expect(bin[1]).toBe('./dist/muster')
+    expect(bin[2]).toBe(`${dir}/platform-data`)
     expect(r.stdout).not.toMatch(/mat_[a-z2-7]{16}\./) // no secret printed
   })
 })

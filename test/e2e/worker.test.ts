@@ -24,7 +24,13 @@ describe('worker through dist/muster', () => {
     const env = { MUSTER_URL: serve.url, MUSTER_TOKEN: minted.token }
 
     const info = await runMuster(['nodes', 'platform', '--json'], { env })
-    expect(JSON.parse(info.stdout)).toEqual({ remoteDispatch: true, enrollment: { url: enrollUrl, addresses: ['127.0.0.1'], port: Number(new URL(enrollUrl).port), fingerprint } })
+    const published = JSON.parse(info.stdout)
+    expect(published).toEqual({
+      remoteDispatch: true,
+      enrollment: { url: enrollUrl, addresses: ['127.0.0.1'], port: Number(new URL(enrollUrl).port), fingerprint, caFingerprint: fingerprint },
+      ca: { fingerprint, notAfter: expect.any(String) },
+      warnings: [],
+    })
     const { token } = JSON.parse((await runMuster(['nodes', 'enroll-token', 'w1', '--json'], { env })).stdout) as { token: string }
     const port = await freePort()
     const joinArgs = ['worker', 'join', '--node-id', 'w1', '--platform-fingerprint', fingerprint, '--address', '127.0.0.1', '--port', String(port), '--data-dir', work]

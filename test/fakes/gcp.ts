@@ -1,8 +1,13 @@
 // A local Google: the OAuth token endpoint checking a service account's RS256
 // JWT (signature, issuer, audience, scope, times; invalid_grant otherwise),
-// and Compute Engine v1 for one project: zones, machine types, instances
-// with requestId de-duplication, PROVISIONING → STAGING → RUNNING, firewall
-// rules, and Google's error shape (code, message, errors[].reason, status).
+// and Compute Engine v1 for one project: zones, machine types with their
+// architecture, instances with requestId de-duplication (a repeated insert
+// answers the first Operation and ignores its body), zone Operations that run
+// and end DONE (with error.errors[] when the insert failed: quota, capacity),
+// instances that reads do not show right after the insert (eventual
+// consistency), PROVISIONING → STAGING → RUNNING, firewall rules, 403
+// rateLimitExceeded throttling, and Google's error shape (code, message,
+// errors[].reason, status).
 import { json, serveFake, type FakeMachine, type FakeServer } from './common.ts'
 
 const ZONES = [
@@ -12,9 +17,19 @@ const ZONES = [
 ]
 const TYPES = [
   { name: 'e2-small', guestCpus: 2, memoryMb: 2048, description: '2 vCPU (shared core), 2 GB RAM' },
-  { name: 'e2-medium', guestCpus: 2, memoryMb: 4096, description: '2 vCPU (shared core), 4 GB RAM' },
+  { name: 'e2-medium', guestCpus: 2, memoryMb: 4096, description: '2 vCPU (shared core), 4 GB RAM', architecture: 'X86_64' },
   { name: 'n1-standard-1', guestCpus: 1, memoryMb: 3840, description: '1 vCPU, 3.75 GB RAM', deprecated: { state: 'DEPRECATED' } },
+  { name: 't2a-standard-1', guestCpus: 1, memoryMb: 4096, description: '1 vCPU, 4 GB RAM', architecture: 'ARM64' },
 ]
+
+interface Op {
+  name: string
+  type: string
+  target: string
+  zone?: string
+  startedAt: number
+  error?: { code: string; message: string }
+}
 
 const gError = (code: number, status: string, reason: string, message: string) => json({ error: { code, message, errors: [{ message, domain: 'global', reason }], status } }, code)
 
@@ -23,6 +38,11 @@ export interface GcpFake extends FakeServer {
   key: Record<string, string>
   tokenUrl: string
   firewalls: Record<string, unknown>[]
+  /** The next insert's Operation ends DONE with this error, and no instance. */
+  failNextInsert: { code: string; message: string } | null
+  /** How long an Operation runs before it is DONE. */
+  opMs: number
+  operations: Map<string, Op>
 }
 
 export async function startGcpFake(): Promise<GcpFake> {
@@ -58,9 +78,28 @@ export async function startGcpFake(): Promise<GcpFake> {
       networkInterfaces: [{ network: `https://www.googleapis.com/compute/v1/projects/${project}/global/networks/default`, accessConfigs: [{ type: 'ONE_TO_ONE_NAT', name: 'External NAT', ...(m.running ? { natIP: m.address } : {}) }] }],
     }
   }
-  const operation = (type: string, target: string, zone?: string) => ({ kind: 'compute#operation', id: String(fake.book.nextNumber()), name: `operation-${crypto.randomUUID()}`, operationType: type, targetLink: target, status: 'RUNNING', progress: 0, ...(zone ? { zone } : {}) })
+  const operations = new Map<string, Op>()
+  const started = (type: string, target: string, zone?: string, error?: Op['error']): Op => {
+    const op = { name: `operation-${Date.now()}-${crypto.randomUUID()}`, type, target, zone, startedAt: Date.now(), ...(error ? { error } : {}) }
+    operations.set(op.name, op)
+    return op
+  }
+  const operation = (op: Op) => {
+    const done = Date.now() - op.startedAt >= fake.opMs
+    return {
+      kind: 'compute#operation',
+      id: String(op.startedAt),
+      name: op.name,
+      operationType: op.type,
+      targetLink: `https://www.googleapis.com/compute/v1/${op.target}`,
+      status: done ? 'DONE' : 'RUNNING',
+      progress: done ? 100 : 0,
+      ...(op.zone ? { zone: `https://www.googleapis.com/compute/v1/projects/${project}/zones/${op.zone}` } : {}),
+      ...(done && op.error ? { error: { errors: [op.error] }, httpErrorStatusCode: 403, httpErrorMessage: 'FORBIDDEN' } : {}),
+    }
+  }
 
-  const fake = serveFake(async (req, url) => {
+  const handle = async (req: Request, url: URL): Promise<Response> => {
     const book = fake.book
     if (url.pathname === '/token' && req.method === 'POST') {
       const f = new URLSearchParams(await req.text())
@@ -95,40 +134,58 @@ export async function startGcpFake(): Promise<GcpFake> {
       const b = (await req.json()) as { name: string }
       if (firewalls.some((f) => f.name === b.name)) return gError(409, 'ALREADY_EXISTS', 'alreadyExists', `The resource 'projects/${project}/global/firewalls/${b.name}' already exists`)
       firewalls.push(b)
-      return json(operation('insert', `projects/${project}/global/firewalls/${b.name}`))
+      return json(operation(started('insert', `projects/${project}/global/firewalls/${b.name}`)))
     }
     const zm = path.match(/^\/zones\/([^/]+)(\/.*)$/)
     const zone = zm && ZONES.find((z) => z.name === zm[1])
     if (!zm || !zone) return gError(404, 'NOT_FOUND', 'notFound', `The resource 'projects/${project}/zones/${zm?.[1]}' was not found`)
     const rest = zm[2]!
     if (rest === '/machineTypes' && req.method === 'GET') return json({ kind: 'compute#machineTypeList', items: TYPES })
+    const opPath = rest.match(/^\/operations\/([^/]+)$/)
+    if (opPath && req.method === 'GET') {
+      const op = operations.get(opPath[1]!)
+      return op && op.zone === zone.name ? json(operation(op)) : gError(404, 'NOT_FOUND', 'notFound', `The resource 'projects/${project}/zones/${zone.name}/operations/${opPath[1]}' was not found`)
+    }
     if (rest === '/instances' && req.method === 'POST') {
       const rid = url.searchParams.get('requestId')
       if (rid && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(rid)) return gError(400, 'INVALID_ARGUMENT', 'invalid', "Invalid value for field 'requestId': must be a UUID.")
       const b = (await req.json()) as { name?: string; machineType?: string; labels?: Record<string, string>; tags?: { items?: string[] }; metadata?: { items?: { key: string; value: string }[] } }
-      if (rid && requests.has(rid)) return json(operation('insert', requests.get(rid)!, zone.name))
+      // A repeated requestId is the same request: its Operation, whatever the body says now.
+      if (rid && requests.has(rid)) return json(operation(operations.get(requests.get(rid)!)!))
       if (!b.name || !/^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/.test(b.name)) return gError(400, 'INVALID_ARGUMENT', 'invalid', `Invalid value for field 'resource.name': '${b.name}'. Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'`)
       const type = b.machineType?.split('/').pop()
       if (!TYPES.some((x) => x.name === type)) return gError(400, 'INVALID_ARGUMENT', 'invalid', `Invalid value for field 'resource.machineType': '${b.machineType}'. Machine type with name '${type}' does not exist in zone '${zone.name}'.`)
       if ([...book.machines.values()].some((x) => x.name === b.name && x.region === zone.name)) return gError(409, 'ALREADY_EXISTS', 'alreadyExists', `The resource 'projects/${project}/zones/${zone.name}/instances/${b.name}' already exists`)
       const userData = b.metadata?.items?.find((i) => i.key === 'user-data')?.value ?? ''
       const target = `projects/${project}/zones/${zone.name}/instances/${b.name}`
-      if (rid) requests.set(rid, target)
-      book.add({ id: String(book.nextNumber()), name: b.name, region: zone.name, size: type!, userData, labels: b.labels ?? {}, extra: { tags: b.tags?.items ?? [], requestId: rid } })
-      return json(operation('insert', target, zone.name))
+      const failed = fake.failNextInsert
+      fake.failNextInsert = null
+      const op = started('insert', target, zone.name, failed ?? undefined)
+      if (rid) requests.set(rid, op.name)
+      if (!failed) book.add({ id: String(book.nextNumber()), name: b.name, region: zone.name, size: type!, userData, labels: b.labels ?? {}, extra: { tags: b.tags?.items ?? [], requestId: rid } })
+      return json(operation(op))
     }
     const one = rest.match(/^\/instances\/([^/]+)$/)
     if (one) {
-      const x = [...book.machines.values()].find((i) => i.name === one[1] && i.region === zone.name)
+      const x = [...book.machines.values()].find((i) => i.name === one[1] && i.region === zone.name && (req.method !== 'GET' || book.visible(i)))
       if (!x) return gError(404, 'NOT_FOUND', 'notFound', `The resource 'projects/${project}/zones/${zone.name}/instances/${one[1]}' was not found`)
       if (req.method === 'GET') return json(instance(x))
       if (req.method === 'DELETE') {
         book.remove(x.id)
-        return json(operation('delete', `projects/${project}/zones/${zone.name}/instances/${x.name}`, zone.name))
+        return json(operation(started('delete', `projects/${project}/zones/${zone.name}/instances/${x.name}`, zone.name)))
       }
     }
     return gError(404, 'NOT_FOUND', 'notFound', 'Not Found')
-  })
+  }
+  const fake = Object.assign(
+    serveFake({
+      handle,
+      // "If your project exceeds a rate quota, you receive a 403 error with the reason rateLimitExceeded" (https://cloud.google.com/compute/api-quota).
+      throttle: () => json({ error: { code: 403, message: 'Rate Limit Exceeded', errors: [{ message: 'Rate Limit Exceeded', domain: 'usageLimits', reason: 'rateLimitExceeded' }], status: 'PERMISSION_DENIED' } }, 403),
+      isCreate: (req, url) => req.method === 'POST' && /\/zones\/[^/]+\/instances$/.test(url.pathname),
+    }),
+    { failNextInsert: null as { code: string; message: string } | null, opMs: 100 },
+  )
   tokenUrl = `${fake.url}/token`
-  return Object.assign(fake, { key, tokenUrl, firewalls, url: `${fake.url}/compute/v1` })
+  return Object.assign(fake, { key, tokenUrl, firewalls, operations, url: `${fake.url}/compute/v1` })
 }

@@ -1,8 +1,10 @@
 // A fake cloud machine that boots for real on 127.0.0.1: it reads its
 // first-boot data, downloads muster from the URL in it and checks the SHA-256
 // (as install.sh --from does), then runs `worker join` with the token file on
-// stdin and `agent`, the way join.sh does. Only the account, systemd and the
-// machine's own addresses differ: it listens on 127.0.0.1 in a temp dir.
+// stdin and `agent`, the way join.sh does: heartbeat-only unless the data asks
+// for a probe (then its "public" address is 127.0.0.1), labelled with its
+// role. Only the account, systemd and the machine's own addresses differ: it
+// listens on 127.0.0.1 in a temp dir.
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freePort } from '../../src/addresses.ts'
@@ -41,7 +43,10 @@ export function bootMachine(userData: string, dir: string): BootedMachine {
     const data = join(dir, 'data')
     const env = { PATH: process.env.PATH, HOME: dir, NO_COLOR: '1', MUSTER_AGENT_HOST: '127.0.0.1', MUSTER_AGENT_HEARTBEAT_MS: '300' }
     const tokenFile = join(root, 'root/muster-first-boot/enrollment-token')
-    const j = Bun.spawn([bin, 'worker', 'join', '--platform-url', boot.env.MUSTER_PLATFORM_URL!, '--node-id', boot.env.MUSTER_NODE_ID!, '--platform-fingerprint', boot.env.MUSTER_PLATFORM_FINGERPRINT!, '--data-dir', data, '--address', '127.0.0.1', '--port', String(await freePort())], {
+    const reach = boot.env.MUSTER_PROBE === 'yes' ? ['--address', '127.0.0.1'] : ['--heartbeat-only']
+    // join.sh passes --label role=…; `worker join --label` arrives with node labels (issue 14, the lead's part).
+    const label = (await supportsLabel(bin)) ? ['--label', `role=${boot.env.MUSTER_ROLE}`] : []
+    const j = Bun.spawn([bin, 'worker', 'join', '--platform-url', boot.env.MUSTER_PLATFORM_URL!, '--node-id', boot.env.MUSTER_NODE_ID!, '--platform-fingerprint', boot.env.MUSTER_PLATFORM_FINGERPRINT!, '--data-dir', data, ...label, ...reach, '--port', String(await freePort())], {
       env,
       stdin: Bun.file(tokenFile),
       stdout: 'pipe',
@@ -70,4 +75,20 @@ export function bootMachine(userData: string, dir: string): BootedMachine {
       }
     },
   }
+}
+
+const labelSupport = new Map<string, Promise<boolean>>()
+
+/** Whether this muster's `worker join` takes --label (the first-boot script always passes it). */
+function supportsLabel(bin: string): Promise<boolean> {
+  let known = labelSupport.get(bin)
+  if (!known) {
+    known = (async () => {
+      const p = Bun.spawn([bin, 'worker', 'join', '--help'], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH, NO_COLOR: '1' } })
+      const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
+      return /--label\b/.test(out + err)
+    })()
+    labelSupport.set(bin, known)
+  }
+  return known
 }

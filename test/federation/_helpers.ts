@@ -52,8 +52,8 @@ export async function startOffice(controllerUrl: string | undefined, token: stri
 }
 
 /** A client whose calls carry an API token tied to an account (a vouch names an account). */
-export function accountClient(p: TestPlatform, account = 'superadmin') {
-  const { token } = p.platform.auth.mintApiToken({ name: `${account}-test`, role: 'superadmin', account })
+export async function accountClient(p: TestPlatform, account = 'superadmin') {
+  const { token } = await p.platform.auth.mintApiToken({ name: `${account}-test`, role: 'superadmin', account })
   return createClient({ url: p.url, token })
 }
 

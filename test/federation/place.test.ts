@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { startPlatform, type TestPlatform } from '../helpers/platform.ts'
+import { ENGINES } from '../helpers/postgres.ts'
+import { onEngine, startPlatform, type TestPlatform } from '../helpers/platform.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { generateSigningKey } from '../../src/crypto/ed25519.ts'
 import { b64url, randomBytes } from '../../src/crypto/tokens.ts'
@@ -21,104 +22,108 @@ async function joined(d: string) {
 }
 
 /** A place call as the controller would sign it, with `edit` applied after signing. */
-function signedCall(c: TestPlatform, opts: { key?: ReturnType<typeof generateSigningKey>; issuedAt?: number; edit?: (b: Record<string, unknown>) => void } = {}) {
-  const target = federationOf(c.platform).controller.callTarget('office-a')
-  const call = { call: 'place', officeId: 'office-a', nonce: b64url(randomBytes(32)), issuedAt: opts.issuedAt ?? Date.now(), payload: spec }
+async function signedCall(c: TestPlatform, opts: { key?: ReturnType<typeof generateSigningKey>; issuedAt?: number; edit?: (b: Record<string, unknown>) => void } = {}) {
+  const target = await federationOf(c.platform).controller.callTarget('office-a')
+  const call = { call: 'place', officeId: 'office-a', nonce: b64url(randomBytes(32)), issuedAt: opts.issuedAt ?? Date.now(), payload: structuredClone(spec) }
   const body: Record<string, unknown> = { ...call, proof: signProof(DOMAINS.call, opts.key ?? target.key, { ...call, tokenFingerprint: target.fingerprint }) }
   opts.edit?.(body)
   return (url: string) => fetch(`${url}/api/office/calls`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
 }
 
-describe('placing projects on an office', () => {
-  test('place is a signed call; the office stores it, hands it to the runner and reports it in heartbeats', async () => {
-    using d = tmpDir()
-    const { c, o } = await joined(d.path)
-    try {
-      const applied: PlacedProjectSpec[] = []
-      registerPlacedProjectRunner(o.platform, {
-        apply: (s) => void applied.push(s),
-        status: (s) => ({ name: s.name, replicas: s.replicas, state: 'running', running: s.replicas }),
-      })
-      const r = await c.client.federation.place('office-a', spec)
-      expect(r).toEqual({ officeId: 'office-a', project: { name: 'web', replicas: 2, state: 'running', running: 2 } })
-      expect(applied).toEqual([spec])
-      const listed = (await o.client.federation.placedProjects()).projects
-      expect(listed).toEqual([{ name: 'web', command: ['sleep', '1000'], envKeys: ['GREETING'], replicas: 2, cpu: 250, memory: 64, placedAt: expect.any(String), status: expect.objectContaining({ state: 'running' }) }])
-      const seen = await waitFor(async () => (await c.client.federation.offices()).offices[0]?.projects.at(0), { what: 'reported in a heartbeat' })
-      expect(seen).toEqual({ name: 'web', replicas: 2, state: 'running', running: 2 })
-    } finally {
-      await o.close()
-      await c.close()
-    }
-  })
+describe.each(ENGINES)('on %s', (engine) => {
+  onEngine(engine)
 
-  test('by default a placed project becomes a project of the office (origin controller); a local one of the same name is never replaced', async () => {
-    using d = tmpDir()
-    const { c, o } = await joined(d.path)
-    try {
-      const r = await c.client.federation.place('office-a', { name: 'web', command: ['sleep', '1000'], replicas: 2 })
-      expect(r.project).toMatchObject({ name: 'web', replicas: 2, state: 'pending', running: 0 })
-      expect(o.platform.projects.show('web')).toMatchObject({ origin: 'controller', replicas: 2, command: ['sleep', '1000'] })
-      o.platform.projects.deploy({ name: 'api', command: ['sleep', '1'], replicas: 1 })
-      const err = await c.client.federation.place('office-a', { ...spec, name: 'api' }).catch((e: MusterError) => e)
-      expect(err).toBeInstanceOf(MusterError)
-      expect((err as MusterError).code).toBe('conflict')
-      expect(o.platform.projects.show('api').origin).toBe('local')
-      expect((await o.client.federation.placedProjects()).projects.map((p) => p.name)).toEqual(['web'])
-    } finally {
-      await o.close()
-      await c.close()
-    }
-  })
-
-  test('the office refuses a call that was edited, replayed, stale, or signed by another key', async () => {
-    using d = tmpDir()
-    const { c, o } = await joined(d.path)
-    try {
-      const refused = async (send: (url: string) => Promise<Response>) => {
-        const res = await send(o.url)
-        return [res.status, ((await res.json()) as { error?: { code: string } }).error?.code]
+  describe('placing projects on an office', () => {
+    test('place is a signed call; the office stores it, hands it to the runner and reports it in heartbeats', async () => {
+      using d = tmpDir()
+      const { c, o } = await joined(d.path)
+      try {
+        const applied: PlacedProjectSpec[] = []
+        registerPlacedProjectRunner(o.platform, {
+          apply: (s) => void applied.push(s),
+          status: (s) => ({ name: s.name, replicas: s.replicas, state: 'running', running: s.replicas }),
+        })
+        const r = await c.client.federation.place('office-a', spec)
+        expect(r).toEqual({ officeId: 'office-a', project: { name: 'web', replicas: 2, state: 'running', running: 2 } })
+        expect(applied).toEqual([spec])
+        const listed = (await o.client.federation.placedProjects()).projects
+        expect(listed).toEqual([{ name: 'web', command: ['sleep', '1000'], envKeys: ['GREETING'], replicas: 2, cpu: 250, memory: 64, placedAt: expect.any(String), status: expect.objectContaining({ state: 'running' }) }])
+        const seen = await waitFor(async () => (await c.client.federation.offices()).offices[0]?.projects.at(0), { what: 'reported in a heartbeat' })
+        expect(seen).toEqual({ name: 'web', replicas: 2, state: 'running', running: 2 })
+      } finally {
+        await o.close()
+        await c.close()
       }
-      const good = signedCall(c)
-      expect((await good(o.url)).status).toBe(200)
-      expect(await refused(good)).toEqual([403, 'federation-refused'])
-      expect(await refused(signedCall(c, { edit: (b) => ((b.payload as { replicas: number }).replicas = 50) }))).toEqual([403, 'federation-refused'])
-      expect(await refused(signedCall(c, { edit: (b) => ((b.payload as { command: string[] }).command = ['sh', '-c', 'evil']) }))).toEqual([403, 'federation-refused'])
-      expect(await refused(signedCall(c, { issuedAt: Date.now() - 10 * 60_000 }))).toEqual([403, 'federation-refused'])
-      expect(await refused(signedCall(c, { key: generateSigningKey() }))).toEqual([403, 'federation-refused'])
-      expect(await refused(signedCall(c, { edit: (b) => (b.officeId = 'office-b') }))).toEqual([403, 'federation-refused'])
-      expect((await o.client.federation.placedProjects()).projects).toHaveLength(1)
-    } finally {
-      await o.close()
-      await c.close()
-    }
-  })
+    })
 
-  test('a revoked office keeps its projects; the controller can no longer place there', async () => {
-    using d = tmpDir()
-    const { c, o } = await joined(d.path)
-    try {
-      await c.client.federation.place('office-a', spec)
-      await c.client.federation.revoke('office-a')
-      await waitFor(() => federationOf(o.platform).link?.state === 'revoked', { what: 'revoked' })
-      expect((await o.client.federation.placedProjects()).projects.map((p) => p.name)).toEqual(['web'])
-      const err = await c.client.federation.place('office-a', { ...spec, name: 'api' }).catch((e: MusterError) => e)
-      expect((err as MusterError).code).toBe('federation-token-revoked')
-    } finally {
-      await o.close()
-      await c.close()
-    }
-  })
+    test('by default a placed project becomes a project of the office (origin controller); a local one of the same name is never replaced', async () => {
+      using d = tmpDir()
+      const { c, o } = await joined(d.path)
+      try {
+        const r = await c.client.federation.place('office-a', { name: 'web', command: ['sleep', '1000'], replicas: 2 })
+        expect(r.project).toMatchObject({ name: 'web', replicas: 2, state: 'pending', running: 0 })
+        expect(o.platform.projects.show('web')).toMatchObject({ origin: 'controller', replicas: 2, command: ['sleep', '1000'] })
+        await o.platform.projects.deploy({ name: 'api', command: ['sleep', '1'], replicas: 1 })
+        const err = await c.client.federation.place('office-a', { ...spec, name: 'api' }).catch((e: MusterError) => e)
+        expect(err).toBeInstanceOf(MusterError)
+        expect((err as MusterError).code).toBe('conflict')
+        expect(o.platform.projects.show('api').origin).toBe('local')
+        expect((await o.client.federation.placedProjects()).projects.map((p) => p.name)).toEqual(['web'])
+      } finally {
+        await o.close()
+        await c.close()
+      }
+    })
 
-  test('an unreachable office is a clear error, and a bad spec is invalid-request', async () => {
-    using d = tmpDir()
-    const { c, o } = await joined(d.path)
-    await o.close()
-    try {
-      expect(((await c.client.federation.place('office-a', spec).catch((e) => e)) as MusterError).code).toBe('office-unreachable')
-      expect(((await c.client.federation.place('office-a', { ...spec, replicas: -1 }).catch((e) => e)) as MusterError).code).toBe('invalid-request')
-    } finally {
-      await c.close()
-    }
+    test('the office refuses a call that was edited, replayed, stale, or signed by another key', async () => {
+      using d = tmpDir()
+      const { c, o } = await joined(d.path)
+      try {
+        const refused = async (send: (url: string) => Promise<Response>) => {
+          const res = await send(o.url)
+          return [res.status, ((await res.json()) as { error?: { code: string } }).error?.code]
+        }
+        const good = await signedCall(c)
+        expect((await good(o.url)).status).toBe(200)
+        expect(await refused(good)).toEqual([403, 'federation-refused'])
+        expect(await refused(await signedCall(c, { edit: (b) => ((b.payload as { replicas: number }).replicas = 50) }))).toEqual([403, 'federation-refused'])
+        expect(await refused(await signedCall(c, { edit: (b) => ((b.payload as { command: string[] }).command = ['sh', '-c', 'evil']) }))).toEqual([403, 'federation-refused'])
+        expect(await refused(await signedCall(c, { issuedAt: Date.now() - 10 * 60_000 }))).toEqual([403, 'federation-refused'])
+        expect(await refused(await signedCall(c, { key: generateSigningKey() }))).toEqual([403, 'federation-refused'])
+        expect(await refused(await signedCall(c, { edit: (b) => (b.officeId = 'office-b') }))).toEqual([403, 'federation-refused'])
+        expect((await o.client.federation.placedProjects()).projects).toHaveLength(1)
+      } finally {
+        await o.close()
+        await c.close()
+      }
+    })
+
+    test('a revoked office keeps its projects; the controller can no longer place there', async () => {
+      using d = tmpDir()
+      const { c, o } = await joined(d.path)
+      try {
+        await c.client.federation.place('office-a', spec)
+        await c.client.federation.revoke('office-a')
+        await waitFor(() => federationOf(o.platform).link?.state === 'revoked', { what: 'revoked' })
+        expect((await o.client.federation.placedProjects()).projects.map((p) => p.name)).toEqual(['web'])
+        const err = await c.client.federation.place('office-a', { ...spec, name: 'api' }).catch((e: MusterError) => e)
+        expect((err as MusterError).code).toBe('federation-token-revoked')
+      } finally {
+        await o.close()
+        await c.close()
+      }
+    })
+
+    test('an unreachable office is a clear error, and a bad spec is invalid-request', async () => {
+      using d = tmpDir()
+      const { c, o } = await joined(d.path)
+      await o.close()
+      try {
+        expect(((await c.client.federation.place('office-a', spec).catch((e) => e)) as MusterError).code).toBe('office-unreachable')
+        expect(((await c.client.federation.place('office-a', { ...spec, replicas: -1 }).catch((e) => e)) as MusterError).code).toBe('invalid-request')
+      } finally {
+        await c.close()
+      }
+    })
   })
 })

@@ -25,8 +25,8 @@ export interface RunResult {
 }
 
 /** Runs `muster ARGS…` to completion. */
-export async function runMuster(args: string[], opts: { env?: Record<string, string | undefined>; stdin?: string; timeoutMs?: number; cwd?: string } = {}): Promise<RunResult> {
-  const bin = await musterBin()
+export async function runMuster(args: string[], opts: { env?: Record<string, string | undefined>; stdin?: string; timeoutMs?: number; cwd?: string; bin?: string } = {}): Promise<RunResult> {
+  const bin = opts.bin ?? (await musterBin())
   const p = Bun.spawn([bin, ...args], {
     env: { ...process.env, NO_COLOR: '1', ...opts.env },
     stdin: opts.stdin === undefined ? 'ignore' : new TextEncoder().encode(opts.stdin),
@@ -95,8 +95,31 @@ export async function startMuster(args: string[], opts: { env?: Record<string, s
 }
 
 /** Starts `muster serve` on a free loopback port and returns its URL once it listens. */
-export async function startServe(dataDir: string, extra: string[] = [], env?: Record<string, string>) {
-  const d = await startMuster(['serve', '--data-dir', dataDir, '--port', '0', ...extra], { env })
+export async function startServe(dataDir: string, extra: string[] = [], env?: Record<string, string>, bin?: string) {
+  const d = await startMuster(['serve', '--data-dir', dataDir, ...(extra.includes('--port') ? [] : ['--port', '0']), ...extra], { env, bin })
   const m = await d.waitForLog(/listening on (https?:\/\/\S+)/)
   return Object.assign(d, { url: m[1]! })
+}
+
+/**
+ * `muster serve` with its enrollment listener on 127.0.0.1: its log's listener
+ * URL and pin, and a superadmin token's client environment.
+ */
+export async function startServeWithListener(dataDir: string, extra: string[] = [], env?: Record<string, string>) {
+  const serve = await startServe(dataDir, ['--enrollment-port', '0', '--enrollment-address', '127.0.0.1', ...extra], { MUSTER_PROBE_INTERVAL_MS: '300', ...env })
+  const [, enrollUrl, fingerprint] = (await serve.waitForLog(/enrollment listener on (https:\/\/\S+) .*fingerprint (sha256:[0-9a-f]{64})/)) as unknown as [string, string, string]
+  const { token } = JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', dataDir, '--json'])).stdout) as { token: string }
+  return Object.assign(serve, { enrollUrl, fingerprint, env: { MUSTER_URL: serve.url, MUSTER_TOKEN: token } })
+}
+
+/** `muster worker join` through the pinned listener (the data directory is `dir/node`), then its Agent; `extra` goes to the join. */
+export async function joinWorker(dir: string, node: string, listener: { enrollUrl: string; fingerprint: string }, token: string, extra: string[] = []): Promise<Daemon> {
+  const { freePort } = await import('../../src/addresses.ts')
+  const data = `${dir}/${node}`
+  const joined = await runMuster(
+    ['worker', 'join', '--platform-url', listener.enrollUrl, '--node-id', node, '--platform-fingerprint', listener.fingerprint, '--address', '127.0.0.1', '--port', String(await freePort()), '--data-dir', data, ...extra],
+    { env: { MUSTER_ENROLLMENT_TOKEN: token } },
+  )
+  if (joined.code !== 0) throw new Error(`worker join ${node} exited ${joined.code}: ${joined.stderr}`)
+  return startMuster(['agent', '--data-dir', data], { env: { MUSTER_AGENT_HOST: '127.0.0.1', MUSTER_AGENT_HEARTBEAT_MS: '300' } })
 }

@@ -20,8 +20,8 @@ export async function startListenerPlatform(opts: Partial<PlatformOptions> & { k
   const appSeen: string[] = []
   const original = app.handle.bind(app)
   app.handle = (req: Request) => {
-    const u = new URL(req.url)
-    if (u.hostname === 'enrollment-listener') appSeen.push(`${req.method} ${u.pathname}`)
+    // Only the listener's forwards: the API port's requests may carry any URL (the fuzz test sends some).
+    if (req.url.startsWith('http://enrollment-listener/')) appSeen.push(`${req.method} ${new URL(req.url).pathname}`)
     return original(req)
   }
   const out = Object.assign(p, { listener, enrollUrl: `https://127.0.0.1:${listener.port}`, appSeen, fingerprint: '' })
@@ -29,4 +29,17 @@ export async function startListenerPlatform(opts: Partial<PlatformOptions> & { k
   return out
 }
 
+import type { Vault } from '../../src/vault.ts'
+
 export { freePort } from '../../src/addresses.ts'
+
+/** The listener's certificate chain and key as the Platform's vault holds them, and the Platform CA: to stand up a server the node trusts. */
+export async function listenerTls(p: { platform: { vault: Vault } }): Promise<{ cert: string; key: string; ca: string }> {
+  const read = async (name: string) => {
+    const v = await p.platform.vault.get(name)
+    if (v === null) throw new Error(`the vault holds no ${name}`)
+    return v
+  }
+  const ca = await read('ca/cert.pem')
+  return { cert: (await read('tls/cert.pem')) + ca, key: await read('tls/key.pem'), ca }
+}

@@ -6,6 +6,7 @@ import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readF
 import { join, resolve } from 'node:path'
 import { musterBin } from '../helpers/binary.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
+import { generateCa, issueServerCert, spkiPin } from '../../src/crypto/ca.ts'
 
 const SCRIPT = resolve(import.meta.dir, '../../install.sh')
 const asRoot = process.getuid?.() === 0
@@ -395,6 +396,38 @@ describe.skipIf(!asRoot)('install.sh as root, into temporary roots', () => {
     expect(ok.code).toBe(0)
     expect(ok.stdout).toContain(`--platform-fingerprint sha256:${fingerprint}`)
     expect(readReceipt(right).version).toBe('2.1.0')
+  }, TIMEOUT)
+
+  test('--platform-fingerprint with the Platform CA pin: the download must chain to that CA; a borrowed CA certificate does not help', async () => {
+    const ca = await generateCa()
+    const lookalike = await generateCa()
+    const names = { commonName: 'muster platform', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'], days: 2 }
+    const leaf = await issueServerCert(ca, names)
+    const foreign = await issueServerCert(lookalike, names)
+    const stub = stubBinary('2.2.0')
+    const sum = await sha256(stub)
+    const serveWith = (cert: string, key: string) => Bun.serve({ hostname: '127.0.0.1', port: 0, tls: { cert, key }, fetch: () => new Response(Bun.file(stub)) })
+    using real = serveWith(leaf.certPem + ca.certPem, leaf.keyPem)
+    // the real CA certificate is public: an impostor sends it behind a leaf from another CA
+    using borrowed = serveWith(foreign.certPem + ca.certPem, foreign.keyPem)
+    const pin = spkiPin(ca.certPem)
+
+    const refused = newRoot()
+    const bad = await installSh(['--role', 'worker', '--from', `https://127.0.0.1:${borrowed.port}/muster`, '--sha256', sum, '--platform-fingerprint', pin, '--root', refused])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toContain('download of')
+    expect(listing(refused)).toEqual([])
+    const other = newRoot()
+    const wrongPin = await installSh(['--role', 'worker', '--from', `https://127.0.0.1:${real.port}/muster`, '--sha256', sum, '--platform-fingerprint', spkiPin(lookalike.certPem), '--root', other])
+    expect(wrongPin.code).toBe(1)
+    expect(wrongPin.stderr).toContain('no CA it sent has that key')
+    expect(listing(other)).toEqual([])
+
+    const right = newRoot()
+    const ok = await installSh(['--role', 'worker', '--from', `https://127.0.0.1:${real.port}/muster`, '--sha256', sum, '--platform-fingerprint', pin, '--root', right])
+    expect(ok.stderr).toBe('')
+    expect(ok.code).toBe(0)
+    expect(readReceipt(right).version).toBe('2.2.0')
   }, TIMEOUT)
 
   test('an interrupted install (Ctrl-C while it runs) is rolled back', async () => {

@@ -17,7 +17,14 @@ describe('enrollment listener', () => {
   test('enrolls over TLS with the right pin; publishes URL, addresses, port and fingerprint', async () => {
     await using p = await startListenerPlatform()
     const info = await p.client.nodes.platform()
-    expect(info).toEqual({ remoteDispatch: true, enrollment: { url: p.enrollUrl, addresses: ['127.0.0.1'], port: p.listener.port, fingerprint: p.fingerprint } })
+    const ca = p.platform.pki.ca
+    expect(info).toEqual({
+      remoteDispatch: true,
+      enrollment: { url: p.enrollUrl, addresses: ['127.0.0.1'], port: p.listener.port, fingerprint: ca.pin, caFingerprint: ca.pin },
+      ca: { fingerprint: ca.pin, notAfter: ca.notAfter.toISOString() },
+      warnings: [],
+    })
+    expect(p.fingerprint).toBe(ca.pin)
     expect(p.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/)
     const { token } = await p.client.nodes.createEnrollment({ nodeId: 'w1' })
     const node = createClient({ url: p.enrollUrl, fetch: (u, i) => pinnedFetch(u, i, { fingerprint: p.fingerprint }) })
@@ -102,7 +109,7 @@ describe('enrollment listener', () => {
 
   test(`at most ${MAX_CONNECTIONS} connections at once: the next waits unserved until one closes`, async () => {
     await using p = await startListenerPlatform()
-    const ca = (await p.platform.dataDir.readSecretText('platform/tls/cert.pem'))!
+    const ca = p.platform.pki.ca.certPem
     // From 4 source addresses: one address gets at most MAX_PER_SOURCE of the slots (fair-share.test.ts).
     const open = (_?: unknown, i = 0): { socket: TLSSocket; ready: Promise<void>; secured: () => boolean } => {
       let done = false

@@ -20,8 +20,8 @@ export default [
   {
     name: 'a full waiting line never makes room for another source',
     file: 'src/listener/fair-share.ts',
-    from: 'if (this.line.length >= this.limits.waiting && !this.makeRoomFor(key)) return this.refuse(item)',
-    to: 'if (this.line.length >= this.limits.waiting) return this.refuse(item)',
+    from: 'if (this.line.length >= this.limits.waiting && !this.makeRoomFor(key)) return this.refuseItem(item)',
+    to: 'if (this.line.length >= this.limits.waiting) return this.refuseItem(item)',
     tests: ['test/listener/fair-share.test.ts'],
   },
   {
@@ -35,8 +35,8 @@ export default [
   {
     name: 'the old engine closes its listener without waiting for its accept queue (queued connections are reset)',
     file: 'src/swap/sockets.ts',
-    from: 'export async function untilListenersDrained(port: number, deadlineMs: number): Promise<boolean> {',
-    to: 'export async function untilListenersDrained(port: number, deadlineMs: number): Promise<boolean> {\n  if (port) return true',
+    from: 'export async function untilListenersDrained(port: number, deadlineMs: number, fds = ownListenerFds(port)): Promise<boolean> {',
+    to: 'export async function untilListenersDrained(port: number, deadlineMs: number, fds = ownListenerFds(port)): Promise<boolean> {\n  if (port) return true',
     tests: ['test/swap/steer-drain.test.ts'],
     filter: 'drain',
   },
@@ -57,7 +57,7 @@ export default [
   {
     name: 'quiesce leaves long polls waiting',
     file: 'src/swap/engine.ts',
-    from: '  platform.projects?.stop() // long polls answer now',
+    from: '  void platform.projects?.stop() // long polls answer now',
     to: '  void platform.projects // long polls answer now',
     tests: ['test/swap/quiesce.test.ts'],
   },
@@ -109,5 +109,19 @@ export default [
     from: 'if (serveLockHolder(new DataDir(options.dataDir)) !== process.ppid) throw',
     to: 'if (serveLockHolder(new DataDir(options.dataDir)) === -1) throw',
     tests: ['test/e2e/engine-swap.test.ts'],
+  },
+  {
+    name: 'a certificate renewal stops the old API server before the new one binds (connections refused or reset)',
+    file: 'src/http/api-server.ts',
+    from: '    const oldFds = ownListenerFds(port)\n',
+    to: '    const oldFds = ownListenerFds(port)\n    await old.stop(false)\n',
+    tests: ['test/swap/api-renewal.test.ts'],
+  },
+  {
+    name: 'a certificate renewal closes the old API server without steering and waiting for its accept queue (queued connections are reset)',
+    file: 'src/http/api-server.ts',
+    from: '    if ((await steerToNewest(port)) > 0 && !(await untilListenersDrained(port, RENEWAL_DRAIN_MS, oldFds))) {',
+    to: '    if (port < 0 && oldFds) {',
+    tests: ['test/swap/api-renewal.test.ts'],
   },
 ] satisfies Mutant[]

@@ -62,4 +62,35 @@ describe('placement', () => {
     expect(r.placements[0]!.node).toBe(holder)
     expect(r.placements[1]!.node).not.toBe(holder)
   })
+
+  test('labels: a project goes only to nodes carrying every label it asks for; a label a node keeps from before no longer holds its replica', () => {
+    const nodes = [node('a', 2000, 2048, { labels: { zone: 'x', disk: 'ssd' } }), node('b', 2000, 2048, { labels: { zone: 'x' } }), node('c')]
+    const r = place([{ ...web(3), nodeLabels: { zone: 'x', disk: 'ssd' } }], nodes, [])
+    expect(r.placements.map((p) => p.node)).toEqual(['a', 'a', 'a'])
+    const none = place([{ ...web(1), nodeLabels: { zone: 'y' } }], nodes, [])
+    expect(none.placements[0]!.node).toBeNull()
+    expect(none.reasons.get('web')).toBe('no-eligible-node')
+    // b lost its label (a nodes file changed): its replica moves to a node that has it
+    const moved = place([{ ...web(1), nodeLabels: { zone: 'x' } }], [node('a', 2000, 2048, { labels: { zone: 'x' } }), node('b')], [{ project: 'web', replica: 0, node: 'b' }])
+    expect(moved.placements[0]!.node).toBe('a')
+  })
+
+  test('a build node (role=build) takes only projects that ask for role=build', () => {
+    const nodes = [node('build', 8000, 8192, { labels: { role: 'build' } }), node('gen', 1000, 1024, { labels: { role: 'general' } })]
+    const general = place([web(4)], nodes, [])
+    expect(new Set(general.placements.map((p) => p.node))).toEqual(new Set(['gen']))
+    const compile = place([{ name: 'compile', replicas: 2, cpu: 100, memory: 64, nodeLabels: { role: 'build' } }], nodes, [])
+    expect(compile.placements.map((p) => p.node)).toEqual(['build', 'build'])
+    // not even a replica already there stays
+    expect(place([web(1)], nodes, [{ project: 'web', replica: 0, node: 'build' }]).placements[0]!.node).toBe('gen')
+    // with only a build node, a project without role=build has no eligible node
+    expect(place([web(1)], [nodes[0]!], []).reasons.get('web')).toBe('no-eligible-node')
+  })
+
+  test('the local node takes only projects allowed there (a superadmin deployed them), and keeps no other', () => {
+    const nodes = [node('local', 8000, 8192)]
+    expect(place([web(2)], nodes, []).placements.map((p) => p.node)).toEqual([null, null])
+    expect(place([{ ...web(2), allowLocal: true }], nodes, []).placements.map((p) => p.node)).toEqual(['local', 'local'])
+    expect(place([web(1)], [...nodes, node('w1')], [{ project: 'web', replica: 0, node: 'local' }]).placements[0]!.node).toBe('w1')
+  })
 })

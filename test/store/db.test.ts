@@ -1,37 +1,123 @@
-import { describe, expect, test } from 'bun:test'
-import { Database } from 'bun:sqlite'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { statSync } from 'node:fs'
 import { join } from 'node:path'
-import { migrate, openDb } from '../../src/store/db.ts'
+import { openStore, type Store } from '../../src/store/db.ts'
 import { MIGRATIONS } from '../../src/store/migrations.ts'
+import { takeTokenUse } from '../../src/store/join-tokens.ts'
+import { mintJoinToken } from '../../src/fabric/join-tokens.ts'
 import { tmpDir } from '../helpers/tmp.ts'
+import { ENGINES, freshDatabase, type Engine } from '../helpers/postgres.ts'
 
-describe('store', () => {
-  test('migrations apply once, in WAL mode, and are recorded', () => {
-    using dir = tmpDir()
-    const file = join(dir.path, 'muster.db')
-    const db = openDb(file)
-    expect(db.query<{ journal_mode: string }, []>('PRAGMA journal_mode').get()?.journal_mode).toBe('wal')
-    const ids = db.query<{ id: number }, []>('SELECT id FROM schema_migrations ORDER BY id').all().map((r) => r.id)
+/** A fresh store URL for the engine: a file in a temp dir, or a new PostgreSQL database. */
+async function freshUrl(engine: Engine): Promise<{ url: string; [Symbol.asyncDispose](): Promise<void> }> {
+  if (engine === 'postgres') {
+    const db = await freshDatabase({ empty: true })
+    return { url: db.url, [Symbol.asyncDispose]: () => db.drop() }
+  }
+  const dir = tmpDir()
+  return { url: join(dir.path, 'muster.db'), [Symbol.asyncDispose]: async () => dir[Symbol.dispose]() }
+}
+
+describe.each(ENGINES)('store on %s', (engine) => {
+  test('migrations apply once and are recorded', async () => {
+    await using at = await freshUrl(engine)
+    const store = await openStore(at.url)
+    const ids = (await store.all<{ id: number }>('SELECT id FROM schema_migrations ORDER BY id')).map((r) => r.id)
     expect(ids).toEqual([...MIGRATIONS].map((m) => m.id).sort((a, b) => a - b))
-    expect(migrate(db, MIGRATIONS)).toEqual([])
-    db.close()
+    await store.close()
+    // a second open applies nothing new and keeps the data
+    const again = await openStore(at.url)
+    expect((await again.all('SELECT id FROM schema_migrations')).length).toBe(MIGRATIONS.length)
+    await again.close()
   })
 
-  test('a failing migration leaves nothing half-applied', () => {
-    using dir = tmpDir()
-    const file = join(dir.path, 'muster.db')
-    const bad = [...MIGRATIONS, { id: 999, name: 'broken', sql: 'CREATE TABLE half (x); THIS IS NOT SQL' }]
-    expect(() => openDb(file, bad)).toThrow()
-    const raw = new Database(file)
-    expect(raw.query("SELECT name FROM sqlite_master WHERE name = 'half'").get()).toBeNull()
-    expect(raw.query('SELECT COUNT(*) AS n FROM schema_migrations WHERE id = 999').get()).toEqual({ n: 0 })
-    raw.close()
+  test('a failing migration leaves nothing half-applied', async () => {
+    await using at = await freshUrl(engine)
+    const bad = [...MIGRATIONS, { id: 999, name: 'broken', sql: 'CREATE TABLE half (x INTEGER); THIS IS NOT SQL' }]
+    await expect(openStore(at.url, bad)).rejects.toThrow()
+    const store = await openStore(at.url, MIGRATIONS)
+    const table = engine === 'sqlite' ? "SELECT name FROM sqlite_master WHERE name = 'half'" : "SELECT tablename FROM pg_tables WHERE tablename = 'half'"
+    expect(await store.get(table)).toBeNull()
+    expect(await store.get('SELECT COUNT(*) AS n FROM schema_migrations WHERE id = 999')).toEqual({ n: 0 })
+    await store.close()
   })
 
-  test('a store written by a newer muster is refused with a clear message', () => {
-    using dir = tmpDir()
-    const file = join(dir.path, 'muster.db')
-    openDb(file, [...MIGRATIONS, { id: 9999, name: 'from the future', sql: 'CREATE TABLE future (x)' }]).close()
-    expect(() => openDb(file)).toThrow(/written by a newer version of muster/)
+  test('a store written by a newer muster is refused with a clear message', async () => {
+    await using at = await freshUrl(engine)
+    await (await openStore(at.url, [...MIGRATIONS, { id: 9999, name: 'from the future', sql: 'CREATE TABLE future (x INTEGER)' }])).close()
+    await expect(openStore(at.url)).rejects.toThrow(/written by a newer version of muster/)
   })
+
+  test('integers come back as numbers, blobs as bytes, and transactions roll back whole', async () => {
+    await using at = await freshUrl(engine)
+    const store = await openStore(at.url)
+    const big = Date.UTC(2099, 0, 1)
+    await store.run('INSERT INTO node_tombstones (name, removed_at) VALUES (?1, ?2)', 'w1', big)
+    expect(await store.get('SELECT removed_at FROM node_tombstones WHERE name = ?1', 'w1')).toEqual({ removed_at: big })
+    await store.run('INSERT INTO secrets (name, sealed, updated_at) VALUES (?1, ?2, ?3)', 'x', new Uint8Array([0, 1, 255]), 1)
+    const row = await store.get<{ sealed: Uint8Array }>('SELECT sealed FROM secrets WHERE name = ?1', 'x')
+    expect([...row!.sealed]).toEqual([0, 1, 255])
+    await expect(
+      store.tx(async (t) => {
+        await t.run('INSERT INTO node_tombstones (name, removed_at) VALUES (?1, ?2)', 'w2', 1)
+        throw new Error('abort')
+      }),
+    ).rejects.toThrow('abort')
+    expect(await store.get('SELECT name FROM node_tombstones WHERE name = ?1', 'w2')).toBeNull()
+    await store.close()
+  })
+
+  test('a statement issued while a transaction is open is not swallowed by its rollback', async () => {
+    await using at = await freshUrl(engine)
+    const store = await openStore(at.url)
+    let release!: () => void
+    const held = new Promise<void>((r) => (release = r))
+    const tx = store
+      .tx(async (t) => {
+        await t.run('INSERT INTO node_tombstones (name, removed_at) VALUES (?1, ?2)', 'in-tx', 1)
+        await held
+        throw new Error('rollback')
+      })
+      .catch(() => 'rolled back')
+    const outside = store.run('INSERT INTO node_tombstones (name, removed_at) VALUES (?1, ?2)', 'outside', 1)
+    release()
+    expect(await tx).toBe('rolled back')
+    await outside
+    expect((await store.all<{ name: string }>('SELECT name FROM node_tombstones ORDER BY name')).map((r) => r.name)).toEqual(['outside'])
+    await store.close()
+  })
+
+  describe('the token-use compare-and-set under real contention', () => {
+    let a: Store
+    let b: Store
+    let url: { url: string; [Symbol.asyncDispose](): Promise<void> }
+    beforeAll(async () => {
+      url = await freshUrl(engine)
+      a = await openStore(url.url)
+      b = await openStore(url.url) // a second connection (pool) to the same store
+    })
+    afterAll(async () => {
+      await a.close()
+      await b.close()
+      await url[Symbol.asyncDispose]()
+    })
+
+    test('150 takes on 100 uses across two connections give exactly 100', async () => {
+      const now = Date.now()
+      const t = await mintJoinToken(a, { kind: 'fleet', node_id: null, name_pattern: null, label: null, max_uses: 100, created_at: now, expires_at: now + 60_000 })
+      const results = await Promise.all(Array.from({ length: 150 }, (_, i) => takeTokenUse(i % 2 ? a : b, t.id, now)))
+      expect(results.filter(Boolean).length).toBe(100)
+      expect(await a.get('SELECT uses FROM join_tokens WHERE id = ?1', t.id)).toEqual({ uses: 100 })
+    })
+  })
+
+  if (engine === 'sqlite') {
+    test('the SQLite file is WAL and private', async () => {
+      await using at = await freshUrl(engine)
+      const store = await openStore(at.url)
+      expect(await store.get('PRAGMA journal_mode')).toEqual({ journal_mode: 'wal' })
+      expect(statSync(at.url).mode & 0o777).toBe(0o600)
+      await store.close()
+    })
+  }
 })

@@ -1,69 +1,57 @@
 // AWS EC2 through its Query API (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/),
-// signed with SigV4 from an access key id and secret. Instances are created in
-// the region's default VPC with one shared security group that opens only the
-// Agent's port; RunInstances' ClientToken is the request id, so a retry never
-// launches a second instance. Machine ids are REGION/INSTANCE-ID.
+// SigV4-signed with keys from aws-credentials.ts (kept, ambient, or an assumed
+// role). Instances are created in the region's default VPC, in a security
+// group that lets in only what muster was told to (aws-network.ts);
+// RunInstances' ClientToken is the request id, so a retry with the same
+// first-boot data returns the first instance (the same token with other
+// parameters is IdempotentParameterMismatch). Machine ids are REGION/INSTANCE-ID.
 import { MusterError } from '../../errors.ts'
-import { refusal, request } from '../http.ts'
-import type { AwsCredentials, CloudProvider, CreateMachine, Machine, MachineRef, MachineStatus, Region, Size } from '../provider.ts'
-import { signV4, uriEncode } from './aws-sigv4.ts'
-import { child, items, parseXml, textOf, type XmlNode } from './xml.ts'
+import { isCode } from '../http.ts'
+import { backoffMs } from '../retry.ts'
+import type { AwsCredentials, CloudProvider, CreateMachine, Machine, MachineRef, MachineStatus, ProviderContext, Region, Size } from '../provider.ts'
+import { AwsCredentialSource } from './aws-credentials.ts'
+import { AwsNetwork } from './aws-network.ts'
+import { queryCall } from './aws-query.ts'
+import { items, textOf, type XmlNode } from './xml.ts'
 
 const API_VERSION = '2016-11-15'
-/** A short, common list (the full catalogue has hundreds); DescribeInstanceTypes answers their shape. */
-export const AWS_SIZES = ['t3.micro', 't3.small', 't3.medium', 't3.large', 't3.xlarge', 'm6i.large', 'c6i.large']
+/** A short, common list per architecture (the catalogue has hundreds); DescribeInstanceTypes answers their shape. */
+export const AWS_SIZES = {
+  x86_64: ['t3.micro', 't3.small', 't3.medium', 't3.large', 't3.xlarge', 'm6i.large', 'c6i.large'],
+  arm64: ['t4g.micro', 't4g.small', 't4g.medium', 't4g.large', 't4g.xlarge', 'm7g.large', 'c7g.large'],
+}
 const UBUNTU_OWNER = '099720109477'
-const UBUNTU_NAME = 'ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*'
-export const AGENT_GROUP = 'muster-agent'
-const AGENT_PORT = 7381
+const UBUNTU_NAME = { x86_64: 'ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*', arm64: 'ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-arm64-server-*' }
 
 const STATUS: Record<string, MachineStatus> = { pending: 'pending', running: 'running', stopping: 'stopped', stopped: 'stopped', 'shutting-down': 'deleting', terminated: 'deleting' }
 
 export class AwsProvider implements CloudProvider {
   readonly name = 'aws' as const
   readonly maxUserDataBytes = 16 * 1024
+  private readonly keys: AwsCredentialSource
+  private readonly network: AwsNetwork
 
   constructor(
-    private readonly creds: AwsCredentials,
-    private readonly base: string | null,
-  ) {}
-
-  private get home(): string {
-    return this.creds.region ?? 'us-east-1'
+    creds: AwsCredentials,
+    private readonly ctx: ProviderContext,
+  ) {
+    this.keys = new AwsCredentialSource(creds, ctx, creds.region ?? 'us-east-1')
+    this.network = new AwsNetwork((r, a, p, i) => this.call(r, a, p, i), ctx)
   }
 
-  /** One signed Query API call; the answer's root element, or the refusal. */
-  async call(region: string, action: string, params: Record<string, string> = {}): Promise<XmlNode> {
-    const url = new URL(this.base ? `${this.base}/` : `https://ec2.${region}.amazonaws.com/`)
-    const body = Object.entries({ Action: action, Version: API_VERSION, ...params }).map(([k, v]) => `${uriEncode(k)}=${uriEncode(v)}`).join('&')
-    const headers = signV4({
-      method: 'POST',
-      url,
-      headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
-      body,
-      region,
-      service: 'ec2',
-      accessKeyId: this.creds.accessKeyId,
-      secretAccessKey: this.creds.secretAccessKey,
-      sessionToken: this.creds.sessionToken,
-      now: new Date(),
-    })
-    const a = await request('aws', url.toString(), { method: 'POST', headers, body })
-    let doc: XmlNode
-    try {
-      doc = parseXml(a.text)
-    } catch {
-      throw new MusterError('cloud-provider-error', `aws answered ${a.status} with a body that is not XML.`)
-    }
-    if (a.status >= 200 && a.status < 300) return doc.children[0] ?? doc
-    const err = child(doc, 'Response', 'Errors', 'Error')
-    throw refusal('aws', a.status, textOf(err, 'Code'), textOf(err, 'Message'))
+  private get home(): string {
+    return this.keys.home
+  }
+
+  /** One signed EC2 call; reads (Describe*) are safe to send again, writes say so themselves. */
+  async call(region: string, action: string, params: Record<string, string> = {}, idempotent = action.startsWith('Describe')): Promise<XmlNode> {
+    const url = this.ctx.endpoints.aws ?? `https://ec2.${region}.amazonaws.com`
+    return queryCall({ service: 'ec2', url, region, action, version: API_VERSION, params, keys: await this.keys.keys(), policy: this.ctx.retry, idempotent })
   }
 
   async validate() {
     await this.call(this.home, 'DescribeRegions')
-    const id = this.creds.accessKeyId
-    return { account: `${id.slice(0, 4)}…${id.slice(-4)} (${this.home})` }
+    return { account: this.keys.label() }
   }
 
   async regions(): Promise<Region[]> {
@@ -73,28 +61,31 @@ export class AwsProvider implements CloudProvider {
       .sort((a, b) => a.id.localeCompare(b.id))
   }
 
+  /** The shortlist for the binary's architecture, as far as the region offers it (DescribeInstanceTypeOfferings). */
   async sizes(region?: string): Promise<Size[]> {
-    const params = Object.fromEntries(AWS_SIZES.map((s, i) => [`InstanceType.${i + 1}`, s]))
-    const r = await this.call(region ?? this.home, 'DescribeInstanceTypes', params)
-    const found = items(r, 'instanceTypeSet').map((i) => ({
-      id: textOf(i, 'instanceType')!,
-      cpus: Number(textOf(i, 'vCpuInfo', 'defaultVCpus')),
-      memoryMB: Number(textOf(i, 'memoryInfo', 'sizeInMiB')),
-      diskGB: null,
-      priceMonthly: null,
-    }))
-    return AWS_SIZES.flatMap((s) => found.filter((f) => f.id === s))
+    const where = region ?? this.home
+    const wanted = AWS_SIZES[this.ctx.arch]
+    const list = (prefix: string) => Object.fromEntries(wanted.map((s, i) => [`${prefix}.${i + 1}`, s]))
+    const offered = await this.call(where, 'DescribeInstanceTypeOfferings', { LocationType: 'region', 'Filter.1.Name': 'instance-type', ...list('Filter.1.Value') })
+    const here = wanted.filter((s) => items(offered, 'instanceTypeOfferingSet').some((o) => textOf(o, 'instanceType') === s))
+    if (here.length === 0) return []
+    const r = await this.call(where, 'DescribeInstanceTypes', Object.fromEntries(here.map((s, i) => [`InstanceType.${i + 1}`, s])))
+    const arch = this.ctx.arch
+    const found = items(r, 'instanceTypeSet')
+      .filter((i) => items(i, 'processorInfo', 'supportedArchitectures').some((a) => a.text.trim() === arch))
+      .map((i) => ({ id: textOf(i, 'instanceType')!, cpus: Number(textOf(i, 'vCpuInfo', 'defaultVCpus')), memoryMB: Number(textOf(i, 'memoryInfo', 'sizeInMiB')), diskGB: null, priceMonthly: null }))
+    return here.flatMap((s) => found.filter((f) => f.id === s))
   }
 
   async findMachine({ requestId, region }: MachineRef): Promise<Machine | null> {
     const r = await this.call(region, 'DescribeInstances', { 'Filter.1.Name': 'client-token', 'Filter.1.Value.1': requestId })
-    const live = reservations(r).find((i) => textOf(i, 'instanceState', 'name') !== 'terminated')
+    const live = reservations(r).find((i) => textOf(i, 'instanceState', 'name') !== 'terminated' && textOf(i, 'clientToken') === requestId)
     return live ? machine(region, live) : null
   }
 
   async createMachine(req: CreateMachine): Promise<Machine> {
     const imageId = await this.ubuntuImage(req.region)
-    const groupId = await this.agentGroup(req.region)
+    const groupId = await this.network.group(req.region, req.inbound)
     const tags = { Name: req.name, 'managed-by': 'muster', 'muster-request': req.requestId, 'muster-role': req.role }
     const params: Record<string, string> = {
       ImageId: imageId,
@@ -110,7 +101,8 @@ export class AwsProvider implements CloudProvider {
       params[`TagSpecification.1.Tag.${i + 1}.Key`] = k
       params[`TagSpecification.1.Tag.${i + 1}.Value`] = v
     })
-    const r = await this.call(req.region, 'RunInstances', params)
+    // ClientToken makes this safe to send again: EC2 answers the first launch.
+    const r = await this.call(req.region, 'RunInstances', params, true)
     const inst = items(r, 'instancesSet')[0]
     if (!inst) throw new MusterError('cloud-provider-error', 'aws RunInstances answered no instance.')
     return machine(req.region, inst)
@@ -124,45 +116,42 @@ export class AwsProvider implements CloudProvider {
       if (!inst || textOf(inst, 'instanceState', 'name') === 'terminated') return null
       return machine(region, inst)
     } catch (e) {
-      if (e instanceof MusterError && e.detail?.providerCode === 'InvalidInstanceID.NotFound') return null
+      if (isCode(e, 'InvalidInstanceID.NotFound')) return null
       throw e
     }
   }
 
+  /**
+   * TerminateInstances' NotFound is not taken on its word: right after a
+   * launch EC2 may not know the id yet. A describe decides: still there
+   * (not terminated) means terminate again; terminated means gone; unseen is
+   * looked at again for a while before it counts as gone.
+   */
   async deleteMachine(id: string): Promise<void> {
     const [region, instanceId] = id.split('/')
     if (!region || !instanceId) return
-    try {
-      await this.call(region, 'TerminateInstances', { 'InstanceId.1': instanceId })
-    } catch (e) {
-      if (!(e instanceof MusterError && e.detail?.providerCode === 'InvalidInstanceID.NotFound')) throw e
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.call(region, 'TerminateInstances', { 'InstanceId.1': instanceId }, true)
+        return
+      } catch (e) {
+        if (!isCode(e, 'InvalidInstanceID.NotFound')) throw e
+      }
+      const seen = reservations(await this.call(region, 'DescribeInstances', { 'Filter.1.Name': 'instance-id', 'Filter.1.Value.1': instanceId }))[0]
+      const state = textOf(seen, 'instanceState', 'name')
+      if (state === 'terminated' || state === 'shutting-down') return
+      if (!seen && attempt >= 5) return
+      await this.ctx.retry.sleep(backoffMs(this.ctx.retry, attempt))
     }
   }
 
-  /** The newest Ubuntu 24.04 image Canonical publishes in the region. */
+  /** The newest Ubuntu 24.04 image Canonical publishes in the region, for the binary's architecture. */
   private async ubuntuImage(region: string): Promise<string> {
-    const r = await this.call(region, 'DescribeImages', { 'Owner.1': UBUNTU_OWNER, 'Filter.1.Name': 'name', 'Filter.1.Value.1': UBUNTU_NAME, 'Filter.2.Name': 'state', 'Filter.2.Value.1': 'available' })
+    const r = await this.call(region, 'DescribeImages', { 'Owner.1': UBUNTU_OWNER, 'Filter.1.Name': 'name', 'Filter.1.Value.1': UBUNTU_NAME[this.ctx.arch], 'Filter.2.Name': 'state', 'Filter.2.Value.1': 'available' })
     const newest = items(r, 'imagesSet').sort((a, b) => (textOf(b, 'creationDate') ?? '').localeCompare(textOf(a, 'creationDate') ?? ''))[0]
     const id = textOf(newest, 'imageId')
-    if (!id) throw new MusterError('cloud-provider-error', `aws has no Ubuntu 24.04 image in ${region}.`)
+    if (!id) throw new MusterError('cloud-provider-error', `aws has no Ubuntu 24.04 ${this.ctx.arch} image in ${region}.`)
     return id
-  }
-
-  /** The default VPC's group that lets the Platform reach the Agent's port, created once. */
-  private async agentGroup(region: string): Promise<string> {
-    const found = await this.call(region, 'DescribeSecurityGroups', { 'Filter.1.Name': 'group-name', 'Filter.1.Value.1': AGENT_GROUP })
-    const existing = textOf(items(found, 'securityGroupInfo')[0], 'groupId')
-    if (existing) return existing
-    const created = await this.call(region, 'CreateSecurityGroup', { GroupName: AGENT_GROUP, GroupDescription: 'muster Agent port for the Platform (created by muster)' })
-    const groupId = textOf(created, 'groupId')!
-    await this.call(region, 'AuthorizeSecurityGroupIngress', {
-      GroupId: groupId,
-      'IpPermissions.1.IpProtocol': 'tcp',
-      'IpPermissions.1.FromPort': String(AGENT_PORT),
-      'IpPermissions.1.ToPort': String(AGENT_PORT),
-      'IpPermissions.1.IpRanges.1.CidrIp': '0.0.0.0/0',
-    })
-    return groupId
   }
 }
 

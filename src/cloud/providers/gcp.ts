@@ -2,17 +2,19 @@
 // with a service account key: a JWT signed with its private key (RS256) is
 // exchanged for an OAuth access token. The project is the key's project_id;
 // "regions" are zones, where instances live. Inserts carry a requestId (a UUID
-// derived from ours) so Compute Engine itself drops a repeated insert; one
-// firewall rule opens the Agent's port to instances tagged muster-agent.
-// Machine ids are ZONE/NAME.
+// derived from ours) so Compute Engine itself drops a repeated insert (the
+// same request body each time: the first-boot data is made once); the insert's
+// zone Operation is polled and its error is the provision's reason. Instances
+// are tagged `muster`, which a deny-all ingress rule covers (the default
+// network's default-allow-* rules run at priority 65534); openings are allow
+// rules at a higher priority for a per-ruleset tag. Machine ids are ZONE/NAME.
 import { createHash } from 'node:crypto'
 import { MusterError } from '../../errors.ts'
-import { callJson, isStatus, request, unless404 } from '../http.ts'
-import type { CloudProvider, CreateMachine, GcpCredentials, Machine, MachineRef, MachineStatus, Region, Size } from '../provider.ts'
+import { callJson, isStatus, send, unless404 } from '../http.ts'
+import { inboundKey, inboundRules, type CloudProvider, type CreateMachine, type GcpCredentials, type Inbound, type Machine, type MachineRef, type MachineStatus, type ProviderContext, type Region, type Size } from '../provider.ts'
 
 const SCOPE = 'https://www.googleapis.com/auth/compute'
-const AGENT_PORT = 7381
-const IMAGE = 'projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64'
+const IMAGE = { x86_64: 'projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64', arm64: 'projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-arm64' }
 const STATUS: Record<string, MachineStatus> = { PROVISIONING: 'pending', STAGING: 'pending', RUNNING: 'running', STOPPING: 'stopped', STOPPED: 'stopped', SUSPENDING: 'stopped', SUSPENDED: 'stopped', TERMINATED: 'stopped', REPAIRING: 'pending' }
 
 interface Instance {
@@ -43,9 +45,15 @@ export class GcpProvider implements CloudProvider {
 
   constructor(
     private readonly creds: GcpCredentials,
-    private readonly base: string,
-    private readonly tokenUrl: string,
+    private readonly ctx: Pick<ProviderContext, 'retry' | 'arch'> & { base: string; tokenUrl: string },
   ) {}
+
+  private get base(): string {
+    return this.ctx.base
+  }
+  private get tokenUrl(): string {
+    return this.ctx.tokenUrl
+  }
 
   /** 1. a JWT for the compute scope, signed with the key  2. exchanged at the token endpoint. */
   private async accessToken(): Promise<string> {
@@ -63,7 +71,7 @@ export class GcpProvider implements CloudProvider {
     }
     const sig = new Uint8Array(await crypto.subtle.sign('RSASSA-PKCS1-v1_5', key, new TextEncoder().encode(input)))
     const body = new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion: `${input}.${b64url(sig)}` })
-    const a = await request('gcp', this.tokenUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: body.toString() })
+    const a = await send('gcp', this.tokenUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: body.toString() }, { idempotent: true, policy: this.ctx.retry })
     let j: { access_token?: string; expires_in?: number; error?: string; error_description?: string } = {}
     try {
       j = JSON.parse(a.text)
@@ -76,9 +84,10 @@ export class GcpProvider implements CloudProvider {
     return this.token.value
   }
 
+  /** POSTs here are inserts with a requestId or firewall inserts (alreadyExists is fine): all safe to send again. */
   private async call<T>(method: string, path: string, body?: unknown) {
     const headers = { authorization: `Bearer ${await this.accessToken()}` }
-    return callJson<T>('gcp', `${this.base}/projects/${this.creds.project_id}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, describe)
+    return callJson<T>('gcp', `${this.base}/projects/${this.creds.project_id}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, describe, { idempotent: true, policy: this.ctx.retry })
   }
 
   private async all<T>(path: string): Promise<T[]> {
@@ -103,10 +112,14 @@ export class GcpProvider implements CloudProvider {
     return zones.map((z) => ({ id: z.name, name: `${z.name} (${z.region.split('/').pop()})`, available: z.status === 'UP' }))
   }
 
+  /** Types for the binary's architecture (`architecture` is ARM64 or X86_64; unset on older x86 types), not deprecated. */
   async sizes(zone?: string): Promise<Size[]> {
     if (!zone) throw new MusterError('invalid-request', 'gcp lists machine types per zone: give a zone as the region (--region).', { field: 'region' })
-    const types = await this.all<{ name: string; guestCpus: number; memoryMb: number; deprecated?: unknown }>(`/zones/${encodeURIComponent(zone)}/machineTypes`)
-    return types.filter((t) => !t.deprecated).map((t) => ({ id: t.name, cpus: t.guestCpus, memoryMB: t.memoryMb, diskGB: null, priceMonthly: null }))
+    const want = this.ctx.arch === 'arm64' ? 'ARM64' : 'X86_64'
+    const types = await this.all<{ name: string; guestCpus: number; memoryMb: number; deprecated?: unknown; architecture?: string }>(`/zones/${encodeURIComponent(zone)}/machineTypes`)
+    return types
+      .filter((t) => !t.deprecated && (t.architecture ?? 'X86_64') === want)
+      .map((t) => ({ id: t.name, cpus: t.guestCpus, memoryMB: t.memoryMb, diskGB: null, priceMonthly: null }))
   }
 
   private async instance(zone: string, name: string): Promise<Instance | null> {
@@ -119,26 +132,52 @@ export class GcpProvider implements CloudProvider {
     return i && i.labels?.['muster-request'] === requestId ? machine(region, i) : null
   }
 
-  async createMachine(req: CreateMachine): Promise<Machine> {
-    const existing = await this.findMachine(req)
-    if (existing) return existing
-    // The firewall rule exists once per project; alreadyExists is fine.
+  /** Inserts a firewall rule once per project: alreadyExists is fine. */
+  private async firewall(rule: Record<string, unknown>): Promise<void> {
     try {
-      await this.call('POST', '/global/firewalls', { name: 'muster-agent', network: 'global/networks/default', direction: 'INGRESS', allowed: [{ IPProtocol: 'tcp', ports: [String(AGENT_PORT)] }], sourceRanges: ['0.0.0.0/0'], targetTags: ['muster-agent'], description: 'muster Agent port for the Platform (created by muster)' })
+      await this.call('POST', '/global/firewalls', { network: 'global/networks/default', direction: 'INGRESS', ...rule })
     } catch (e) {
       if (!isStatus(e, 409)) throw e
     }
+  }
+
+  /** The instance's network tags: `muster` (denied all ingress) and, with openings, the tag their allow rules target. */
+  private async firewalls(inbound: Inbound): Promise<string[]> {
+    await this.firewall({ name: 'muster-deny-inbound', priority: 1000, denied: [{ IPProtocol: 'all' }], sourceRanges: ['0.0.0.0/0'], targetTags: ['muster'], description: 'muster: created machines take no inbound traffic unless muster was told to open it' })
+    const rules = inboundRules(inbound)
+    if (rules.length === 0) return ['muster']
+    const tag = `muster-${inboundKey(inbound)}`
+    for (const r of rules) {
+      await this.firewall({ name: `${tag}-${r.port === 22 ? 'ssh' : 'agent'}`, priority: 900, allowed: [{ IPProtocol: 'tcp', ports: [String(r.port)] }], sourceRanges: [r.cidr], targetTags: [tag], description: r.port === 22 ? 'muster --allow-ssh-inbound' : 'muster Agent, from the Platform only' })
+    }
+    return ['muster', tag]
+  }
+
+  async createMachine(req: CreateMachine): Promise<Machine> {
+    const existing = await this.findMachine(req)
+    if (existing) return existing
+    const tags = await this.firewalls(req.inbound)
     const zone = encodeURIComponent(req.region)
-    await this.call('POST', `/zones/${zone}/instances?requestId=${requestUuid(req.requestId)}`, {
+    const { body: op } = await this.call<Operation>('POST', `/zones/${zone}/instances?requestId=${requestUuid(req.requestId)}`, {
       name: req.name,
       machineType: `zones/${req.region}/machineTypes/${req.size}`,
       labels: { 'managed-by': 'muster', 'muster-request': req.requestId, 'muster-role': req.role },
-      tags: { items: ['muster-agent'] },
-      disks: [{ boot: true, autoDelete: true, initializeParams: { sourceImage: IMAGE } }],
+      tags: { items: tags },
+      disks: [{ boot: true, autoDelete: true, initializeParams: { sourceImage: IMAGE[this.ctx.arch] } }],
       networkInterfaces: [{ network: 'global/networks/default', accessConfigs: [{ type: 'ONE_TO_ONE_NAT', name: 'External NAT' }] }],
       metadata: { items: [{ key: 'user-data', value: req.userData }] },
     })
-    return { id: `${req.region}/${req.name}`, status: 'pending', providerStatus: 'PROVISIONING', address: null }
+    const failed = operationFailure(op)
+    if (failed) throw new MusterError('cloud-provider-error', `gcp could not create ${req.name}: ${failed}`, { providerCode: 'operation-failed' })
+    return { id: `${req.region}/${req.name}`, status: 'pending', providerStatus: op.status ?? 'PENDING', address: null, operation: op.name ?? null }
+  }
+
+  /** GET zones/ZONE/operations/NAME: the insert's error once it is DONE with one. */
+  async operationError(machineId: string, operation: string): Promise<string | null> {
+    const [zone] = machineId.split('/')
+    if (!zone) return null
+    const r = await unless404(this.call<Operation>('GET', `/zones/${encodeURIComponent(zone)}/operations/${encodeURIComponent(operation)}`))
+    return r ? operationFailure(r.body) : null
   }
 
   async getMachine(id: string): Promise<Machine | null> {
@@ -153,6 +192,20 @@ export class GcpProvider implements CloudProvider {
     if (!zone || !name) return
     await unless404(this.call('DELETE', `/zones/${encodeURIComponent(zone)}/instances/${encodeURIComponent(name)}`))
   }
+}
+
+/** compute#operation: status PENDING|RUNNING|DONE; a failed one carries error.errors[] (e.g. QUOTA_EXCEEDED, ZONE_RESOURCE_POOL_EXHAUSTED). */
+interface Operation {
+  name?: string
+  status?: string
+  error?: { errors?: { code?: string; message?: string }[] }
+  httpErrorStatusCode?: number
+  httpErrorMessage?: string
+}
+
+function operationFailure(op: Operation): string | null {
+  if (op.status !== 'DONE' || !op.error?.errors?.length) return null
+  return op.error.errors.map((e) => [e.code, e.message].filter(Boolean).join(': ')).join('; ').slice(0, 500)
 }
 
 function machine(zone: string, i: Instance): Machine {

@@ -1,17 +1,37 @@
 // Hetzner Cloud API v1 (https://docs.hetzner.cloud): one project token as a
 // bearer. Servers carry the request id as a label, so a retried create finds
-// the server the first attempt made instead of ordering a second one.
-import { callJson, unless404 } from '../http.ts'
-import type { CloudProvider, CreateMachine, MachineRef, Machine, MachineStatus, Region, Size, TokenCredentials } from '../provider.ts'
+// the server the first attempt made instead of ordering a second one; a create
+// answered 409 `uniqueness_error` adopts the same-named server when its labels
+// carry this request id. Schemas follow hcloud-go (hcloud/schema/*.go).
+import { MusterError } from '../../errors.ts'
+import { callJson, isCode, unless404 } from '../http.ts'
+import { inboundKey, inboundRules, type CloudProvider, type CreateMachine, type Inbound, type MachineRef, type Machine, type MachineStatus, type ProviderContext, type Region, type Size, type TokenCredentials } from '../provider.ts'
 
 interface HServer {
   id: number
   name: string
   status: string
+  labels?: Record<string, string>
   public_net?: { ipv4?: { ip?: string } | null }
 }
 interface Page {
   meta?: { pagination?: { next_page: number | null } }
+}
+interface Deprecation {
+  announced: string
+  unavailable_after: string
+}
+/** schema.ServerType: `deprecated` is being phased out (from 2025-09-24) for per-location `locations[].deprecation`. */
+interface HServerType {
+  name: string
+  cores: number
+  memory: number
+  disk: number
+  architecture?: 'x86' | 'arm'
+  deprecated?: boolean | null
+  deprecation?: Deprecation | null
+  prices: { location: string; price_monthly: { gross: string } }[]
+  locations?: { name: string; available?: boolean; deprecation?: Deprecation | null }[]
 }
 
 const STATUS: Record<string, MachineStatus> = {
@@ -36,11 +56,11 @@ export class HetznerProvider implements CloudProvider {
 
   constructor(
     private readonly creds: TokenCredentials,
-    private readonly base: string,
+    private readonly ctx: Pick<ProviderContext, 'retry' | 'arch'> & { base: string },
   ) {}
 
   private call<T>(method: string, path: string, body?: unknown) {
-    return callJson<T>('hetzner', `${this.base}${path}`, { method, headers: { authorization: `Bearer ${this.creds.token}` }, body: body === undefined ? undefined : JSON.stringify(body) }, describe)
+    return callJson<T>('hetzner', `${this.ctx.base}${path}`, { method, headers: { authorization: `Bearer ${this.creds.token}` }, body: body === undefined ? undefined : JSON.stringify(body) }, describe, { policy: this.ctx.retry })
   }
 
   /** Every page of a list (Hetzner pages at most 50 per request). */
@@ -65,35 +85,82 @@ export class HetznerProvider implements CloudProvider {
     return list.map((l) => ({ id: l.name, name: `${l.description} (${l.city})`, available: true }))
   }
 
+  /** Only the binary's architecture (x86 never gets `cax*`), and only types offered and not deprecated where asked. */
   async sizes(region?: string): Promise<Size[]> {
-    const list = await this.all<{ name: string; cores: number; memory: number; disk: number; deprecated?: boolean | null; prices: { location: string; price_monthly: { gross: string } }[] }>('/server_types', 'server_types')
+    const arch = this.ctx.arch === 'arm64' ? 'arm' : 'x86'
+    const list = await this.all<HServerType>('/server_types', 'server_types')
     return list
-      .filter((t) => !t.deprecated && (!region || t.prices.some((p) => p.location === region)))
+      .filter((t) => (t.architecture ?? 'x86') === arch && offered(t, region))
       .map((t) => {
-        const price = t.prices.find((p) => p.location === region) ?? t.prices[0]
+        const price = t.prices.find((p) => p.location === region) ?? (region ? undefined : t.prices[0])
         return { id: t.name, cpus: t.cores, memoryMB: Math.round(t.memory * 1024), diskGB: t.disk, priceMonthly: price ? Number(price.price_monthly.gross) : null }
       })
   }
 
-  async findMachine({ requestId }: MachineRef): Promise<Machine | null> {
+  private async byLabel(requestId: string): Promise<HServer | null> {
     const found = await this.call<{ servers: HServer[] }>('GET', `/servers?label_selector=${encodeURIComponent(`muster-request=${requestId}`)}`)
-    const s = found.body.servers[0]
+    // The selector already filters; the label is checked again so nothing else is ever taken for ours.
+    return found.body.servers.find((s) => s.labels?.['muster-request'] === requestId) ?? null
+  }
+
+  async findMachine({ requestId }: MachineRef): Promise<Machine | null> {
+    const s = await this.byLabel(requestId)
     return s ? machine(s) : null
   }
 
   async createMachine(req: CreateMachine): Promise<Machine> {
-    const existing = await this.findMachine(req)
-    if (existing) return existing
-    const { body } = await this.call<{ server: HServer }>('POST', '/servers', {
-      name: req.name,
-      server_type: req.size,
-      location: req.region,
-      image: 'ubuntu-24.04',
-      user_data: req.userData,
-      start_after_create: true,
-      labels: { 'managed-by': 'muster', 'muster-request': req.requestId, 'muster-role': req.role },
-    })
-    return machine(body.server)
+    const existing = await this.byLabel(req.requestId)
+    if (existing) return machine(existing)
+    const firewall = await this.firewall(req.inbound)
+    try {
+      // POST is not idempotent: sent again only when Hetzner throttled it; a lost answer is resolved by name below.
+      const { body } = await this.call<{ server: HServer }>('POST', '/servers', {
+        name: req.name,
+        server_type: req.size,
+        location: req.region,
+        image: 'ubuntu-24.04',
+        user_data: req.userData,
+        start_after_create: true,
+        labels: { 'managed-by': 'muster', 'muster-request': req.requestId, 'muster-role': req.role },
+        ...(firewall ? { firewalls: [{ firewall }] } : {}),
+      })
+      return machine(body.server)
+    } catch (e) {
+      if (!isCode(e, 'uniqueness_error')) throw e
+      // The name is taken: ours when an earlier attempt made it (its answer was lost), else someone else's.
+      const { body } = await this.call<{ servers: HServer[] }>('GET', `/servers?name=${encodeURIComponent(req.name)}`)
+      const same = body.servers.find((s) => s.name === req.name)
+      if (same?.labels?.['muster-request'] === req.requestId) return machine(same)
+      if (!same) throw new MusterError('cloud-provider-error', `hetzner says the name ${req.name} is taken, but lists no server by that name yet; will look again.`, { providerStatus: 409, providerCode: 'uniqueness_error', retryable: true })
+      throw new MusterError('cloud-provider-error', `hetzner already has a server named ${req.name} that muster did not create for this request; pick another name.`, { providerStatus: 409, providerCode: 'uniqueness_error' })
+    }
+  }
+
+  /**
+   * No firewall when nothing is let in (the machine closes its own ports at
+   * first boot). Openings need one, to admit only the given sources: found by
+   * name, else created (a create that races another answers uniqueness_error).
+   */
+  private async firewall(inbound: Inbound): Promise<number | null> {
+    const rules = inboundRules(inbound)
+    if (rules.length === 0) return null
+    const name = `muster-${inboundKey(inbound)}`
+    const find = async () => (await this.call<{ firewalls: { id: number; name: string }[] }>('GET', `/firewalls?name=${encodeURIComponent(name)}`)).body.firewalls.find((f) => f.name === name)?.id ?? null
+    const found = await find()
+    if (found !== null) return found
+    try {
+      const { body } = await this.call<{ firewall: { id: number } }>('POST', '/firewalls', {
+        name,
+        labels: { 'managed-by': 'muster' },
+        rules: rules.map((r) => ({ direction: 'in', protocol: 'tcp', port: String(r.port), source_ips: [r.cidr], description: r.port === 22 ? 'ssh (muster --allow-ssh-inbound)' : 'muster Agent, from the Platform only' })),
+      })
+      return body.firewall.id
+    } catch (e) {
+      if (!isCode(e, 'uniqueness_error')) throw e
+      const again = await find()
+      if (again === null) throw e
+      return again
+    }
   }
 
   async getMachine(id: string): Promise<Machine | null> {
@@ -106,6 +173,16 @@ export class HetznerProvider implements CloudProvider {
     if (!/^\d+$/.test(id)) return
     await unless404(this.call('DELETE', `/servers/${id}`))
   }
+}
+
+/** Offered in the region and not deprecated there (per-location first; the type-wide fields only when a server lacks them). */
+function offered(t: HServerType, region: string | undefined): boolean {
+  if (t.locations) {
+    const here = region ? t.locations.filter((l) => l.name === region) : t.locations
+    return here.some((l) => l.available !== false && !l.deprecation)
+  }
+  if (t.deprecated || t.deprecation) return false
+  return !region || t.prices.some((p) => p.location === region)
 }
 
 function machine(s: HServer): Machine {

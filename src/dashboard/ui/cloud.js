@@ -1,9 +1,13 @@
-// Providers and machines (SPEC §11): the connection status, the machines this
-// Platform created (with Release), all as text. A build without the cloud
-// routes answers 404, and the panel says so instead of failing.
+// Providers and machines (SPEC §16.11): each provider with Connect or
+// Disconnect, the machines this Platform created (Add a machine, Release),
+// the scale-out card, all as text. A build without the cloud routes answers
+// 404, and the panel says so instead of failing.
 import { act, api, ApiError, ago, badge, failure, h, modal, notice, readPanel, table } from './lib.js'
+import { connectDialog } from './cloud-connect.js'
+import { addMachineWizard } from './cloud-wizard.js'
+import { scalingCard } from './cloud-scaling.js'
 
-export const { show, hide } = readPanel({
+const panel = readPanel({
   title: 'Providers and machines',
   path: '/api/v1/cloud/status',
   permission: 'server.cloud.view',
@@ -11,11 +15,64 @@ export const { show, hide } = readPanel({
   render,
   fallback: (e) => (e instanceof ApiError && e.status === 404 ? notice('info', 'Cloud providers are not available in this build.') : undefined),
 })
+export const { show, hide } = panel
+
+/** Renders again from a fresh status (after a change). */
+function reload() {
+  const section = document.getElementById('panel-cloud')
+  if (section && !section.hidden) panel.show(section)
+}
 
 function render(status) {
+  const out = h('div', { class: 'flash' })
+  const connected = status.providers.filter((p) => p.connected).map((p) => p.provider)
   const machines = h('div', {}, h('p', { class: 'muted' }, 'Loading machines…'))
   loadMachines(machines)
-  return h('div', {}, h('h3', {}, 'Status'), fields(status), h('h3', {}, 'Machines'), machines)
+  const add = h('button', { type: 'button', class: 'primary', disabled: !status.provisioning.available || connected.length === 0 }, 'Add a machine')
+  add.addEventListener('click', () => addMachineWizard(connected, reload))
+  return h(
+    'div',
+    {},
+    out,
+    h('h3', {}, 'Providers'),
+    providers(status.providers, out),
+    h('h3', {}, 'Machines'),
+    h('div', { class: 'add-machine' }, add, ' ', status.provisioning.available ? '' : h('span', { class: 'muted small' }, `Provisioning is unavailable: ${status.provisioning.reason}`)),
+    h('p', { class: 'muted small' }, `${status.machines.total} machine(s): ${status.machines.starting} starting, ${status.machines.ready} ready, ${status.machines.failed} failed.`),
+    machines,
+    h('h3', {}, 'Scale-out'),
+    scalingCard(status.scaling, connected, reload),
+  )
+}
+
+function providers(list, out) {
+  const rows = list.map((p) => {
+    const button = p.connected
+      ? h('button', { type: 'button', class: 'small danger' }, 'Disconnect')
+      : h('button', { type: 'button', class: 'small primary' }, 'Connect')
+    button.addEventListener('click', async () => {
+      if (!p.connected) return connectDialog(p.provider, reload)
+      const sure = await modal(`Disconnect ${p.provider}?`, h('p', {}, 'Its credentials are forgotten. Machines it created must be released first.'), [
+        { label: 'Cancel', value: false },
+        { label: `Disconnect ${p.provider}`, value: true, class: 'danger' },
+      ])
+      if (sure) await act(button, out, 'server.cloud.connect', `to disconnect ${p.provider}`, async () => {
+        await api('DELETE', `/api/v1/cloud/connections/${encodeURIComponent(p.provider)}`)
+        reload()
+      })
+    })
+    return h(
+      'tr',
+      { 'data-provider': p.provider },
+      h('td', {}, p.provider),
+      h('td', {}, p.connected ? badge('connected', 'ready') : badge('not connected', 'pending')),
+      h('td', {}, p.account ?? '—'),
+      h('td', {}, String(p.machines)),
+      h('td', {}, p.connectedAt ? [ago(p.connectedAt), p.connectedBy ? ` by ${p.connectedBy}` : ''] : '—'),
+      h('td', { class: 'row-actions' }, button),
+    )
+  })
+  return table(['Provider', 'Status', 'Account', 'Machines', 'Connected', ''], rows, 'No providers.')
 }
 
 async function loadMachines(target) {
@@ -37,30 +94,19 @@ async function loadMachines(target) {
       })
       return h(
         'tr',
-        {},
+        { 'data-machine': p.name },
         h('td', {}, p.name),
         h('td', {}, `${p.provider} ${p.region} ${p.size}`),
+        h('td', {}, p.role),
         h('td', {}, badge(p.state), p.reason ? h('div', { class: 'muted' }, p.reason) : ''),
         h('td', {}, p.node ? `${p.node.name} (${p.node.state})` : '—'),
         h('td', {}, ago(p.createdAt)),
         h('td', {}, p.releasedAt ? 'released' : release),
       )
     })
-    out.prepend(table(['Name', 'Where', 'State', 'Node', 'Requested', ''], rows, 'No machines created by this Platform.'))
+    out.prepend(table(['Name', 'Where', 'Role', 'State', 'Node', 'Requested', ''], rows, 'No machines created by this Platform.'))
     target.replaceChildren(out)
   } catch (e) {
     target.replaceChildren(failure(e, 'server.cloud.view', 'to see machines'))
   }
-}
-
-function fields(value) {
-  if (Array.isArray(value)) return h('p', {}, value.map((x) => (x && typeof x === 'object' ? JSON.stringify(x) : text(x))).join(', ') || 'none')
-  if (value && typeof value === 'object') {
-    return h('dl', { class: 'fields' }, Object.entries(value).map(([k, v]) => [h('dt', {}, k), h('dd', {}, v && typeof v === 'object' ? fields(v) : text(v))]))
-  }
-  return h('p', {}, text(value))
-}
-
-function text(v) {
-  return v === null || v === undefined ? '—' : String(v)
 }

@@ -1,6 +1,6 @@
 // Nodes panel: the registry (GET /api/v1/nodes), pending enrollments, fleet
 // join tokens, the enrollment audit, and the operator's verbs on a node
-// (revoke, drain). Adding a machine lives in add-machine.js.
+// (revoke, drain, remove). Adding a machine lives in add-machine.js.
 import { act, ago, api, badge, code, failure, h, modal, notice, panelHead, table, until } from './lib.js'
 import { addMachineForm } from './add-machine.js'
 
@@ -86,15 +86,16 @@ function nodesTable(nodes) {
     h(
       'tr',
       { 'data-node': n.name },
-      h('td', {}, h('strong', {}, n.name), n.drained ? [' ', badge('drained', 'muted')] : ''),
+      h('td', {}, h('strong', {}, n.name), n.drained ? [' ', badge('drained', 'muted')] : '', n.declared ? [' ', badge('declared', 'muted')] : ''),
       h('td', { class: 'state' }, badge(n.state), n.reason ? h('div', { class: 'muted small' }, n.reason) : ''),
       h('td', {}, badge(n.compatibility)),
       h('td', {}, n.version ?? h('span', { class: 'muted' }, '—')),
       h('td', {}, ago(n.lastSeenAt)),
+      h('td', { class: 'labels' }, Object.entries(n.labels ?? {}).map(([k, v]) => [code(`${k}=${v}`), ' '])),
       h('td', { class: 'row-actions' }, n.auth === 'local' ? h('span', { class: 'muted small' }, 'this Platform') : nodeActions(n)),
     ),
   )
-  return table(['Name', 'State', 'Compatibility', 'Version', 'Last seen', ''], rows, 'No nodes yet.')
+  return table(['Name', 'State', 'Compatibility', 'Version', 'Last seen', 'Labels', ''], rows, 'No nodes yet.')
 }
 
 function nodeActions(n) {
@@ -106,7 +107,8 @@ function nodeActions(n) {
       await load()
     }),
   )
-  if (n.state === 'revoked') return drain
+  const remove = removeButton(n)
+  if (n.state === 'revoked') return [drain, ' ', remove]
   const revoke = h('button', { type: 'button', class: 'small danger' }, 'Revoke')
   revoke.addEventListener('click', async () => {
     const sure = await modal(
@@ -124,7 +126,45 @@ function nodeActions(n) {
       await load()
     })
   })
-  return [drain, ' ', revoke]
+  return [drain, ' ', revoke, ' ', remove]
+}
+
+/** Remove asks first; a healthy node is refused (node-healthy) and the operator is offered to force it. */
+function removeButton(n) {
+  const flash = parts.flash
+  const b = h('button', { type: 'button', class: 'small danger' }, 'Remove')
+  const path = `/api/v1/nodes/${encodeURIComponent(n.name)}`
+  b.addEventListener('click', async () => {
+    const sure = await modal(
+      `Remove ${n.name}?`,
+      h('p', {}, 'The node leaves the registry, its credential stops working and its name stays reserved (a new enrollment needs --replace). A node still working is refused: revoke or drain it first.'),
+      [
+        { label: 'Cancel', value: false },
+        { label: `Remove ${n.name}`, value: true, class: 'danger' },
+      ],
+    )
+    if (!sure) return
+    await act(b, flash, 'server.nodes.manage', `to remove ${n.name}`, async () => {
+      try {
+        await api('DELETE', path)
+      } catch (e) {
+        if (e?.code !== 'node-healthy') throw e
+        const force = await modal(
+          `${n.name} is healthy`,
+          h('div', {}, h('p', {}, e.message), h('p', {}, 'Removing it anyway cuts off a machine that is still working.')),
+          [
+            { label: 'Cancel', value: false },
+            { label: `Force remove ${n.name}`, value: true, class: 'danger' },
+          ],
+        )
+        if (!force) return
+        await api('DELETE', `${path}?force=true`)
+      }
+      flash.replaceChildren(notice('info', `${n.name} is removed.`))
+      await load()
+    })
+  })
+  return b
 }
 
 function pendingTable(pending) {

@@ -17,7 +17,7 @@ function projectsTable(projects) {
     return h(
       'tr',
       { 'data-project': p.name },
-      h('td', {}, h('strong', {}, p.name), h('div', { class: 'muted small' }, code(p.command.join(' ')))),
+      h('td', {}, h('strong', {}, p.name), h('div', { class: 'muted small' }, code(p.command.join(' '))), envLine(p.env)),
       h('td', {}, `${running} / ${p.replicas} running`),
       h('td', {}, `${p.cpu} m · ${p.memory} MB`),
       h('td', { class: 'placements' }, p.placements.length === 0 ? h('span', { class: 'muted' }, 'none') : p.placements.map((x) => h('div', {}, `#${x.replica} `, x.node ?? '—', ' ', badge(x.state)))),
@@ -25,4 +25,10 @@ function projectsTable(projects) {
     )
   })
   return table(['Project', 'Replicas', 'Requests', 'Placements', 'Shortfall'], rows, 'No projects. Deploy one with: muster projects deploy NAME --replicas N -- COMMAND')
+}
+
+/** The environment as the API gave it: values for those who may change projects, "***" for viewers. */
+function envLine(env) {
+  const entries = Object.entries(env ?? {})
+  return entries.length === 0 ? '' : h('div', { class: 'muted small env' }, `env: ${entries.map(([k, v]) => `${k}=${v}`).join(' ')}`)
 }

@@ -4,8 +4,11 @@ import * as v from 'valibot'
 import { SESSION_COOKIE, SESSION_TTL_MS, readCookie } from '../../auth/auth.ts'
 import { ROLES, roleCan } from '../../auth/permissions.ts'
 import { MusterError } from '../../errors.ts'
-import type { Platform } from '../../platform.ts'
+import type { Services } from '../../services.ts'
 import { parseBody } from '../validate.ts'
+import { isJson } from '../request.ts'
+import { peerAddress } from '../peer.ts'
+import { throttledLogin } from '../../auth/throttle.ts'
 
 const Login = v.object({
   identifier: v.pipe(v.string(), v.minLength(1), v.maxLength(256)),
@@ -16,43 +19,37 @@ const MintToken = v.object({
   role: v.optional(v.picklist(ROLES)),
 })
 
-export const authRoutes = (platform: Platform) =>
+export const authRoutes = (platform: Services) =>
   new Elysia({ name: 'routes/auth' })
+    // Origin (login CSRF) and the local door are checked in app.ts before the body is read.
     .post('/login', async ({ body, request }) => {
-      const form = request.headers.get('content-type')?.includes('application/x-www-form-urlencoded')
-      // A form can be posted from any site: refuse one whose Origin is not this Platform (login CSRF).
-      const origin = request.headers.get('origin')
-      if (form && origin && origin !== 'null' && new URL(origin).host !== request.headers.get('host')) {
-        throw new MusterError('forbidden', 'Login forms are accepted only from this Platform’s own pages.')
-      }
-      if (form && origin === 'null') throw new MusterError('forbidden', 'Login forms are accepted only from this Platform’s own pages.')
       const { identifier, password } = parseBody(Login, body)
-      const { sessionId, account } = await platform.auth.login(identifier, password)
+      const { sessionId, account } = await throttledLogin(platform.auth.throttle, peerAddress(request), identifier, () => platform.auth.login(identifier, password))
       const cookie = sessionCookie(sessionId, platform.secure, SESSION_TTL_MS / 1000)
-      if (form) return new Response(null, { status: 303, headers: { location: '/', 'set-cookie': cookie } })
+      if (!isJson(request)) return new Response(null, { status: 303, headers: { location: '/', 'set-cookie': cookie } })
       return new Response(JSON.stringify({ ok: true, account }), { headers: { 'content-type': 'application/json', 'set-cookie': cookie } })
     })
-    .post('/logout', ({ request }) => {
+    .post('/logout', async ({ request }) => {
       const sid = readCookie(request.headers.get('cookie'), SESSION_COOKIE)
-      if (sid) platform.auth.logout(sid)
+      if (sid) await platform.auth.logout(sid)
       return new Response(JSON.stringify({ ok: true }), {
         headers: { 'content-type': 'application/json', 'set-cookie': sessionCookie('', platform.secure, 0) },
       })
     })
-    .get('/api/v1/whoami', ({ request }) => {
-      const p = platform.auth.authenticate(request.headers)
+    .get('/api/v1/whoami', async ({ request }) => {
+      const p = await platform.auth.authenticate(request.headers)
       if (!p) throw new MusterError('unauthorized', 'Authentication required.')
       return { name: p.name, account: p.account, role: p.role, kind: p.kind }
     })
-    .post('/api/v1/api-tokens', ({ body, request }) => {
-      const p = platform.auth.authenticate(request.headers)
+    .post('/api/v1/api-tokens', async ({ body, request }) => {
+      const p = await platform.auth.authenticate(request.headers)
       if (!p) throw new MusterError('unauthorized', 'Authentication required.')
       const b = parseBody(MintToken, body)
       const role = b.role ?? p.role
       // A principal can mint a token of its own role or a lesser one, never more.
       if (role !== p.role && !roleCan(p.role, 'server.accounts.manage')) throw new MusterError('forbidden', 'Permission server.accounts.manage is required to mint a token of another role.')
       if (role === 'superadmin' && p.role !== 'superadmin') throw new MusterError('forbidden', 'Only a superadmin can mint a superadmin token.')
-      const { token } = platform.auth.mintApiToken({ name: b.name ?? `${p.name}-cli`, role, account: p.account })
+      const { token } = await platform.auth.mintApiToken({ name: b.name ?? `${p.name}-cli`, role, account: p.account })
       return { token, name: b.name ?? `${p.name}-cli`, role }
     })
 

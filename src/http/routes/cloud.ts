@@ -4,10 +4,11 @@ import { Elysia } from 'elysia'
 import * as v from 'valibot'
 import { ownExecutable } from '../../cloud/binary.ts'
 import { PROVIDERS, isProvider, type ProviderName } from '../../cloud/provider.ts'
-import { actorOf, cloudOf } from '../../cloud/service.ts'
+import { actorFrom } from '../../cloud/audit.ts'
+import { checkCidr, platformSource } from '../../cloud/inbound.ts'
 import { MusterError } from '../../errors.ts'
 import type { Permission } from '../../auth/permissions.ts'
-import type { Platform } from '../../platform.ts'
+import type { Services } from '../../services.ts'
 import { NodeName, parseBody } from '../validate.ts'
 
 const Provider = v.picklist(PROVIDERS, `expected one of ${PROVIDERS.join(', ')}`)
@@ -15,7 +16,17 @@ const Slug = (what: string) => v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-
 const Role = v.picklist(['general', 'build'], 'expected general or build')
 
 export const Connect = v.object({ provider: Provider, credentials: v.union([v.pipe(v.string(), v.maxLength(16384)), v.record(v.string(), v.unknown())], 'expected the credentials as a string or a JSON object') })
-export const Provision = v.object({ provider: Provider, name: NodeName, region: Slug('region'), size: Slug('size'), role: v.optional(Role, 'general') })
+export const Provision = v.object({
+  provider: Provider,
+  name: NodeName,
+  region: Slug('region'),
+  size: Slug('size'),
+  role: v.optional(Role, 'general'),
+  /** Open the Agent port to the Platform's address only, and have the node give its address so the Platform probes it. */
+  probe: v.optional(v.boolean()),
+  /** Open 22 to this CIDR. */
+  allowSshInbound: v.optional(v.pipe(v.string(), v.maxLength(64))),
+})
 export const Scaling = v.object({
   enabled: v.optional(v.boolean()),
   maxMachines: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))),
@@ -31,34 +42,38 @@ const providerParam = (p: string): ProviderName => {
   return p
 }
 
-export const cloudRoutes = (platform: Platform) => {
+export const cloudRoutes = (platform: Services) => {
   const need = (request: Request, perm: Permission) => platform.auth.require(request.headers, perm)
-  const cloud = () => cloudOf(platform)
+  const cloud = () => platform.cloud
   return new Elysia({ name: 'routes/cloud', prefix: '/api/v1/cloud' })
-    .get('/status', ({ request }) => (need(request, 'server.cloud.view'), cloud().status()))
-    .post('/connections', ({ request, body }) => {
-      const who = need(request, 'server.cloud.connect')
+    .get('/status', ({ request }) => need(request, 'server.cloud.view').then(() => cloud().status()))
+    .post('/connections', async ({ request, body }) => {
+      const who = await need(request, 'server.cloud.connect')
       const b = parseBody(Connect, body)
       return cloud().connect(b.provider, b.credentials, who)
     })
-    .delete('/connections/:provider', ({ request, params }) => cloud().disconnect(providerParam(params.provider), need(request, 'server.cloud.connect')))
-    .get('/providers/:provider/regions', ({ request, params }) => (need(request, 'server.cloud.view'), cloud().regions(providerParam(params.provider))))
-    .get('/providers/:provider/sizes', ({ request, params, query }) => {
-      need(request, 'server.cloud.view')
+    .delete('/connections/:provider', async ({ request, params }) => cloud().disconnect(providerParam(params.provider), await need(request, 'server.cloud.connect')))
+    .get('/providers/:provider/regions', ({ request, params }) => need(request, 'server.cloud.view').then(() => cloud().regions(providerParam(params.provider))))
+    .get('/providers/:provider/sizes', async ({ request, params, query }) => {
+      await need(request, 'server.cloud.view')
       const region = query.region === undefined ? undefined : parseBody(v.object({ region: Slug('region') }), { region: query.region }).region
       return cloud().sizes(providerParam(params.provider), region)
     })
-    .get('/provisions', ({ request }) => (need(request, 'server.cloud.view'), cloud().provisioner.list()))
-    .post('/provisions', ({ request, body }) => {
-      const who = need(request, 'server.cloud.manage')
-      return cloud().provisioner.request(parseBody(Provision, body), actorOf(who))
+    .get('/provisions', ({ request }) => need(request, 'server.cloud.view').then(() => cloud().provisioner.list()))
+    .post('/provisions', async ({ request, body }) => {
+      const who = await need(request, 'server.cloud.manage')
+      const { probe, allowSshInbound, ...input } = parseBody(Provision, body)
+      const sshFrom = allowSshInbound === undefined ? null : checkCidr(allowSshInbound, 'allowSshInbound')
+      const agentFrom = probe ? await platformSource(platform.fabric.enrollment?.url) : null
+      return cloud().provisioner.request(input, actorFrom(who), { agentFrom, sshFrom })
     })
-    .get('/provisions/:id', ({ request, params }) => (need(request, 'server.cloud.view'), cloud().provisioner.show(params.id)))
-    .delete('/provisions/:id', ({ request, params }) => cloud().provisioner.release(params.id, actorOf(need(request, 'server.cloud.manage'))))
-    .get('/scaling', ({ request }) => (need(request, 'server.cloud.view'), cloud().autoscaler.view()))
-    .put('/scaling', ({ request, body }) => {
-      const who = need(request, 'server.cloud.connect')
-      return cloud().autoscaler.configure(parseBody(Scaling, body), actorOf(who))
+    .get('/provisions/:id', ({ request, params }) => need(request, 'server.cloud.view').then(() => cloud().provisioner.show(params.id)))
+    .delete('/provisions/:id', async ({ request, params }) => cloud().provisioner.release(params.id, actorFrom(await need(request, 'server.cloud.manage'))))
+    .get('/audit', ({ request }) => need(request, 'server.cloud.view').then(() => cloud().audit()))
+    .get('/scaling', ({ request }) => need(request, 'server.cloud.view').then(() => cloud().autoscaler.view()))
+    .put('/scaling', async ({ request, body }) => {
+      const who = await need(request, 'server.cloud.connect')
+      return cloud().autoscaler.configure(parseBody(Scaling, body), actorFrom(who))
     })
     // Anonymous on purpose: a machine being created downloads muster here, and checks its SHA-256 from its first-boot data.
     .get('/binary', () => {

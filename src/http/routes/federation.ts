@@ -6,9 +6,8 @@ import * as v from 'valibot'
 import { sendPlaceCall } from '../../federation/calls.ts'
 import { OFFICE_ID } from '../../federation/formats.ts'
 import { PlacedProjectSpec } from '../../federation/placement.ts'
-import { federationOf } from '../../federation/service.ts'
 import { HeartbeatBody, RegisterBody } from '../../federation/wire.ts'
-import type { Platform } from '../../platform.ts'
+import type { Services } from '../../services.ts'
 import { parseBody } from '../validate.ts'
 import { officeRoutes } from './office.ts'
 
@@ -24,38 +23,38 @@ function officeParam(id: string): string {
   return parseBody(v.object({ officeId: OfficeId }), { officeId: id }).officeId
 }
 
-export const federationRoutes = (platform: Platform) => {
-  const controller = () => federationOf(platform).controller
+export const federationRoutes = (platform: Services) => {
+  const controller = () => platform.federation.controller
   const need = (headers: Headers, perm: 'server.federation.view' | 'server.federation.manage') => platform.auth.require(headers, perm)
   return new Elysia({ name: 'routes/federation' })
     .group('/api/v1/federation', (app) =>
       app
-        .post('/join-tokens', ({ body, request }) => {
-          need(request.headers, 'server.federation.manage') // held by superadmin only
+        .post('/join-tokens', async ({ body, request }) => {
+          await need(request.headers, 'server.federation.manage') // held by superadmin only
           return controller().mint(parseBody(MintToken, body))
         })
-        .get('/join-tokens', ({ request }) => {
-          need(request.headers, 'server.federation.view')
+        .get('/join-tokens', async ({ request }) => {
+          await need(request.headers, 'server.federation.view')
           return controller().tokens()
         })
-        .post('/join-tokens/:officeId/revoke', ({ params, request }) => {
-          need(request.headers, 'server.federation.manage')
+        .post('/join-tokens/:officeId/revoke', async ({ params, request }) => {
+          await need(request.headers, 'server.federation.manage')
           return controller().revoke(officeParam(params.officeId))
         })
-        .get('/offices', ({ request }) => {
-          need(request.headers, 'server.federation.view')
+        .get('/offices', async ({ request }) => {
+          await need(request.headers, 'server.federation.view')
           return controller().offices()
         })
-        .post('/offices/:officeId/vouch', ({ params, request }) => {
-          const caller = need(request.headers, 'server.federation.view') // the vouch names this caller, nobody else
+        .post('/offices/:officeId/vouch', async ({ params, request }) => {
+          const caller = await need(request.headers, 'server.federation.view') // the vouch names this caller, nobody else
           return controller().vouch(officeParam(params.officeId), caller)
         })
-        .post('/offices/:officeId/projects', ({ params, body, request }) => {
-          need(request.headers, 'server.federation.manage')
+        .post('/offices/:officeId/projects', async ({ params, body, request }) => {
+          await need(request.headers, 'server.federation.manage')
           return sendPlaceCall(controller(), officeParam(params.officeId), parseBody(PlacedProjectSpec, body), platform.now())
         })
-        .get('/break-glass', ({ request }) => {
-          need(request.headers, 'server.federation.view')
+        .get('/break-glass', async ({ request }) => {
+          await need(request.headers, 'server.federation.view')
           return controller().breakGlassReports()
         })
         // Offices: anonymous, the office token in the body is the credential.

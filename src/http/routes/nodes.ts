@@ -1,12 +1,13 @@
 // Enrollment authority routes (SPEC §6).
 import { Elysia } from 'elysia'
 import * as v from 'valibot'
-import type { Platform } from '../../platform.ts'
+import type { Services } from '../../services.ts'
 import { enroll } from '../../fabric/enroll.ts'
 import { createFleetToken, issueEnrollment, listFleetTokenViews, revokeJoinTokenById } from '../../fabric/join-tokens.ts'
 import { NAME_PATTERN } from '../../fabric/glob.ts'
 import { NodeName, parseBody } from '../validate.ts'
 import { MusterError } from '../../errors.ts'
+import type { Permission } from '../../auth/permissions.ts'
 
 const CreateEnrollment = v.object({
   nodeId: NodeName,
@@ -39,44 +40,51 @@ const Register = v.object({
 const Rebind = v.object({ ttlMinutes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1440))) })
 const Drain = v.object({ drained: v.optional(v.boolean()) })
 
-export const nodeRoutes = (platform: Platform) => {
+/** `?force=true` (or 1); anything else that is not false is a bad request. */
+function forceOf(raw: unknown): boolean {
+  if (raw === undefined || raw === 'false' || raw === '0') return false
+  if (raw === 'true' || raw === '1' || raw === '') return true
+  throw new MusterError('invalid-request', 'Invalid force: expected true or false', { field: 'force' })
+}
+
+export const nodeRoutes = (platform: Services) => {
   const fabric = platform.fabric
-  const need = (request: Request, perm: Parameters<typeof platform.auth.require>[1]) => platform.auth.require(request.headers, perm)
+  const need = (request: Request, perm: Permission) => platform.auth.require(request.headers, perm)
   const name = (params: { name: string }) => {
     if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(params.name)) throw new MusterError('not-found', `No node named ${params.name}.`)
     return params.name
   }
   return new Elysia({ name: 'routes/nodes', prefix: '/api/v1' })
-    .get('/nodes', ({ request }) => (need(request, 'server.nodes.view'), fabric.listNodes()))
-    .post('/nodes/enrollments', ({ request, body }) => {
-      need(request, 'server.nodes.enroll')
+    .get('/nodes', ({ request }) => need(request, 'server.nodes.view').then(() => fabric.listNodes()))
+    .post('/nodes/enrollments', async ({ request, body }) => {
+      await need(request, 'server.nodes.enroll')
       const b = parseBody(CreateEnrollment, body)
       return issueEnrollment(fabric, b.nodeId, b.ttlMinutes, b.replace)
     })
-    .post('/join-tokens', ({ request, body }) => (need(request, 'server.nodes.enroll'), createFleetToken(fabric, parseBody(CreateJoinToken, body))))
-    .get('/join-tokens', ({ request }) => (need(request, 'server.nodes.view'), listFleetTokenViews(fabric)))
-    .delete('/join-tokens/:id', ({ request, params }) => (need(request, 'server.nodes.enroll'), revokeJoinTokenById(fabric, params.id)))
-    .post('/nodes/enroll', ({ body }) => {
+    .post('/join-tokens', ({ request, body }) => need(request, 'server.nodes.enroll').then(() => createFleetToken(fabric, parseBody(CreateJoinToken, body))))
+    .get('/join-tokens', ({ request }) => need(request, 'server.nodes.view').then(() => listFleetTokenViews(fabric)))
+    .delete('/join-tokens/:id', ({ request, params }) => need(request, 'server.nodes.enroll').then(() => revokeJoinTokenById(fabric, params.id)))
+    .post('/nodes/enroll', async ({ body }) => {
       fabric.requireEnrollment()
       return enroll(fabric, body)
     })
     .post('/nodes/register', ({ request, body }) => fabric.heartbeat(request.headers, parseBody(Register, body)))
-    .post('/nodes/renew', ({ request }) => {
-      const n = fabric.authenticateNode(request.headers)
-      return { nodeId: n.name, ...fabric.nextGeneration(n.name) }
+    .post('/nodes/renew', async ({ request }) => {
+      const n = await fabric.authenticateNode(request.headers)
+      return { nodeId: n.name, ...(await fabric.nextGeneration(n.name)) }
     })
     .post('/nodes/trust', () => fabric.trustKeys())
-    .get('/nodes/platform', ({ request }) => (need(request, 'server.nodes.view'), fabric.platformInfo()))
-    .get('/nodes/audit', ({ request }) => (need(request, 'server.nodes.manage'), { entries: fabric.auditEntries() }))
-    .delete('/nodes/:name', ({ request, params }) => (need(request, 'server.nodes.manage'), fabric.remove(name(params))))
-    .post('/nodes/:name/revoke', ({ request, params }) => (need(request, 'server.nodes.manage'), fabric.revoke(name(params))))
-    .post('/nodes/:name/rotate', ({ request, params }) => (need(request, 'server.nodes.manage'), fabric.rotate(name(params))))
-    .post('/nodes/:name/rebind', ({ request, params, body }) => {
-      need(request, 'server.nodes.manage')
+    .get('/nodes/platform', ({ request }) => need(request, 'server.nodes.view').then(() => fabric.platformInfo()))
+    .get('/nodes/audit', ({ request }) => need(request, 'server.nodes.manage').then(async () => ({ entries: await fabric.auditEntries() })))
+    .delete('/nodes/:name', ({ request, params, query }) => need(request, 'server.nodes.manage').then(() => fabric.remove(name(params), forceOf(query.force))))
+    .post('/nodes/:name/revoke', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.revoke(name(params))))
+    .post('/nodes/:name/rotate', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.rotate(name(params))))
+    .post('/nodes/:name/rebind', async ({ request, params, body }) => {
+      await need(request, 'server.nodes.manage')
       return fabric.rebind(name(params), parseBody(Rebind, body).ttlMinutes)
     })
-    .post('/nodes/:name/drain', ({ request, params, body }) => {
-      need(request, 'server.nodes.manage')
+    .post('/nodes/:name/drain', async ({ request, params, body }) => {
+      await need(request, 'server.nodes.manage')
       return fabric.drain(name(params), parseBody(Drain, body).drained ?? true)
     })
 }

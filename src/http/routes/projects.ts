@@ -1,11 +1,12 @@
 // Workload routes (SPEC §9): projects for operators, signed assignments for nodes.
 import { Elysia } from 'elysia'
 import { MusterError } from '../../errors.ts'
-import type { Platform } from '../../platform.ts'
+import type { Services } from '../../services.ts'
 import { parseBody } from '../validate.ts'
 import { ProjectSpec } from '../../projects/spec.ts'
+import { projectFor } from '../../projects/redact.ts'
 
-export const projectRoutes = (platform: Platform) => {
+export const projectRoutes = (platform: Services) => {
   const projects = () => platform.projects
   const need = (request: Request, perm: 'server.projects.view' | 'server.projects.manage') => platform.auth.require(request.headers, perm)
   const projectName = (name: string) => {
@@ -13,13 +14,23 @@ export const projectRoutes = (platform: Platform) => {
     return name
   }
   return new Elysia({ name: 'routes/projects', prefix: '/api/v1' })
-    .get('/projects', ({ request }) => (need(request, 'server.projects.view'), projects().list()))
-    .post('/projects', ({ request, body }) => (need(request, 'server.projects.manage'), projects().deploy(parseBody(ProjectSpec, body))))
-    .get('/projects/:name', ({ request, params }) => (need(request, 'server.projects.view'), projects().show(projectName(params.name))))
-    .delete('/projects/:name', ({ request, params }) => (need(request, 'server.projects.manage'), projects().remove(projectName(params.name))))
-    .get('/shortfall', ({ request }) => (need(request, 'server.projects.view'), projects().shortfall()))
+    .get('/projects', async ({ request }) => {
+      const { role } = await need(request, 'server.projects.view')
+      return { projects: projects().list().projects.map((p) => projectFor(p, role)) }
+    })
+    .post('/projects', async ({ request, body }) => {
+      const who = await need(request, 'server.projects.manage')
+      // Who deployed it decides whether it may run on the local node (a superadmin only; SPEC §16.6).
+      return projects().deploy({ ...parseBody(ProjectSpec, body), deployedBy: { name: who.account ?? who.name, role: who.role } })
+    })
+    .get('/projects/:name', async ({ request, params }) => {
+      const { role } = await need(request, 'server.projects.view')
+      return projectFor(projects().show(projectName(params.name)), role)
+    })
+    .delete('/projects/:name', ({ request, params }) => need(request, 'server.projects.manage').then(() => projects().remove(projectName(params.name))))
+    .get('/shortfall', ({ request }) => need(request, 'server.projects.view').then(() => projects().shortfall()))
     .get('/nodes/self/assignments', async ({ request, query }) => {
-      const node = platform.fabric.authenticateNode(request.headers)
+      const node = await platform.fabric.authenticateNode(request.headers)
       const after = query.after !== undefined && /^\d{1,12}$/.test(String(query.after)) ? Number(query.after) : undefined
       const wait = query.wait !== undefined && /^\d{1,3}$/.test(String(query.wait)) ? Math.min(Number(query.wait), 60) * 1000 : 0
       return projects().assignments(node.name, after, wait)

@@ -48,4 +48,32 @@ export const CLOUD_MIGRATIONS: Migration[] = [
       INSERT INTO cloud_scaling (id) VALUES (1);
     `,
   },
+  {
+    id: 401,
+    name: 'cloud provisions: sealed first-boot data made once, inbound openings, the create operation, when the machine was ordered and first seen',
+    sql: `
+      ALTER TABLE cloud_provisions ADD COLUMN first_boot BLOB;
+      ALTER TABLE cloud_provisions ADD COLUMN inbound TEXT;
+      ALTER TABLE cloud_provisions ADD COLUMN operation TEXT;
+      ALTER TABLE cloud_provisions ADD COLUMN ordered_at INTEGER;
+      ALTER TABLE cloud_provisions ADD COLUMN seen_at INTEGER;
+    `,
+  },
+  {
+    id: 402,
+    name: 'cloud audit: every cloud action with its acting principal',
+    sql: `
+      CREATE TABLE cloud_audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        action TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        via TEXT NOT NULL,
+        provider TEXT,
+        target TEXT,
+        outcome TEXT NOT NULL CHECK (outcome IN ('started', 'ok', 'failed')),
+        detail TEXT
+      );
+    `,
+  },
 ]

@@ -48,4 +48,14 @@ export const FABRIC_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    id: 101,
+    name: 'nodes by heartbeat time (Platforms sharing a store read each other\'s heartbeats)',
+    sql: `CREATE INDEX nodes_last_seen ON nodes (last_seen_at);`,
+  },
+  {
+    id: 110,
+    name: 'node labels (KEY=VALUE pairs as a JSON object)',
+    sql: `ALTER TABLE nodes ADD COLUMN labels TEXT;`,
+  },
 ]

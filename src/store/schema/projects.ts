@@ -32,4 +32,13 @@ export const PROJECTS_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    id: 210,
+    name: 'projects: who deployed them (the local node takes only a superadmin\'s) and the node labels they ask for',
+    sql: `
+      ALTER TABLE projects ADD COLUMN deployed_by TEXT;
+      ALTER TABLE projects ADD COLUMN deployer_role TEXT;
+      ALTER TABLE projects ADD COLUMN node_labels TEXT;
+    `,
+  },
 ]

@@ -1,0 +1,40 @@
+// How `muster serve` (or a test) configures a Platform.
+import type { RateLimitOptions } from './fabric/rate-limit.ts'
+
+
+export interface PlatformOptions {
+  dataDir: string
+  host?: string
+  port?: number
+  tlsCert?: string
+  tlsKey?: string
+  publicUrl?: string
+  /** Allow remote dispatch with a plain-http public URL (a TLS-terminating proxy on a private link). */
+  allowInsecureNodeTraffic?: boolean
+  /** Milliseconds since the epoch; injectable so tests can move time. */
+  clock?: () => number
+  /** Hold platform/serve.lock (default true). */
+  lock?: boolean
+  enrollmentPort?: number
+  enrollmentAddresses?: string[]
+  /** Where the enrollment listener binds (default all IPv4 interfaces). */
+  enrollmentHost?: string
+  /** How often nodes with an address get a health probe (default 15 s, or $MUSTER_PROBE_INTERVAL_MS). */
+  probeIntervalMs?: number
+  remoteDispatch?: boolean
+  localNode?: boolean
+  nodeAuth?: 'legacy' | 'both' | 'enrolled'
+  fleetTokenFile?: string
+  /** Operator-declared nodes: JSON {"nodes":[{"name","labels"?,"drained"?}]} (SPEC §16.8). */
+  nodesFile?: string
+  /** A node without a heartbeat for this long is unreachable (default 45 s). */
+  nodeStaleAfterMs?: number
+  enrollLimit?: RateLimitOptions
+  /** How long an unreachable node keeps its replicas before they move (default 60 s). */
+  rescheduleGraceMs?: number
+  /** The store: `postgres://…` (several Platforms may share it), else SQLite muster.db in the data directory. */
+  database?: string
+  /** An engine swap: the ports are in use by the old engine, which drains once this one steers them here. */
+  takeover?: boolean
+}
+

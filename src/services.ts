@@ -1,0 +1,27 @@
+// The services of a running Platform, as the HTTP layer sees them. Platform
+// (src/platform.ts) implements this; routes take it, so nothing below the HTTP
+// layer ever imports the Platform.
+import type { Auth } from './auth/auth.ts'
+import type { Cloud } from './cloud/service.ts'
+import type { Context } from './context.ts'
+import type { Fabric } from './fabric/fabric.ts'
+import type { Federation } from './federation/service.ts'
+import type { EnrollmentListener } from './listener/listener.ts'
+import type { PlatformOptions } from './options.ts'
+import type { Projects } from './projects/service.ts'
+
+export interface Services {
+  readonly ctx: Context
+  readonly options: PlatformOptions
+  readonly auth: Auth
+  readonly fabric: Fabric
+  readonly projects: Projects
+  readonly federation: Federation
+  readonly cloud: Cloud
+  readonly listener: EnrollmentListener | undefined
+  /** The API is served over HTTPS. */
+  readonly secure: boolean
+  /** The URL operators and nodes use to reach the API. */
+  readonly publicUrl: string
+  readonly now: () => number
+}

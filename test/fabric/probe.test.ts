@@ -1,0 +1,81 @@
+// SPEC §16.7: the readiness probe is no port scanner. A node that points its
+// URL at another local port learns nothing from the node list (one generic
+// reason for every failure), and a URL whose host its certificate does not
+// name is never dialled at all.
+import { afterEach, describe, expect, test } from 'bun:test'
+import { createServer, type Server } from 'node:net'
+import { joinPlatform } from '../../src/agent/join.ts'
+import { clearPinCache } from '../../src/crypto/pin.ts'
+import { generateKeyAndCert } from '../../src/crypto/x509.ts'
+import { ADDRESS_NOT_NAMED, PROBE_FAILED } from '../../src/fabric/probe.ts'
+import { VERSION } from '../../src/version.ts'
+import { freePort, startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
+import { tmpDir } from '../helpers/tmp.ts'
+
+afterEach(() => clearPinCache())
+
+/** A service on this machine the attacker would like to find: counts who connects. */
+async function countingService(banner: string): Promise<{ server: Server; port: number; connections: () => number }> {
+  let n = 0
+  const server = createServer((s) => {
+    n++
+    s.end(banner)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return { server, port: (server.address() as { port: number }).port, connections: () => n }
+}
+
+/** What `muster nodes list` shows for a node (a heartbeat marks it alive, so the probe's reason is what shows). */
+async function shownReason(p: ListenerPlatform, name: string): Promise<string | null | undefined> {
+  const entry = p.platform.fabric.registry.get(name)!
+  p.platform.fabric.registry.heartbeat(entry, {})
+  await p.platform.prober.probe(name)
+  return (await p.client.nodes.list()).nodes.find((n) => n.name === name)?.reason
+}
+
+describe('readiness probe', () => {
+  test('pointed at other local ports, every failure reads the same: open, closed, or TLS with another certificate', async () => {
+    await using p = await startListenerPlatform({ probeIntervalMs: 3_600_000 })
+    using dir = tmpDir()
+    const ssh = await countingService('SSH-2.0-OpenSSH_9.6\r\n')
+    const other = await generateKeyAndCert({ commonName: 'other', dnsNames: [], ipAddresses: ['127.0.0.1'], days: 1 })
+    const tlsService = Bun.serve({ hostname: '127.0.0.1', port: 0, tls: { cert: other.certPem, key: other.keyPem }, fetch: () => new Response('hi') })
+    const closed = await freePort()
+    try {
+      const reasons: Record<string, unknown> = {}
+      for (const [name, port] of [['open-port', ssh.port], ['closed-port', closed], ['tls-port', tlsService.port!]] as const) {
+        // The honest join tool, told the node listens on the other port: its certificate names 127.0.0.1.
+        const { token } = await p.client.nodes.createEnrollment({ nodeId: name })
+        await joinPlatform({ dataDir: `${dir.path}/${name}`, platformUrl: p.enrollUrl, nodeId: name, fingerprint: p.fingerprint, addresses: ['127.0.0.1'], port, readToken: async () => token })
+        reasons[name] = await shownReason(p, name)
+      }
+      expect(ssh.connections()).toBeGreaterThan(0) // 127.0.0.1 is named, so it was dialled…
+      expect(reasons).toEqual({ 'open-port': PROBE_FAILED, 'closed-port': PROBE_FAILED, 'tls-port': PROBE_FAILED }) // …and nothing tells the ports apart
+    } finally {
+      ssh.server.close()
+      tlsService.stop(true)
+    }
+  })
+
+  test('a URL whose host the certificate does not name is never dialled', async () => {
+    await using p = await startListenerPlatform({ probeIntervalMs: 3_600_000 })
+    const target = await countingService('internal service\r\n')
+    try {
+      // A node's own certificate names elsewhere.example; its URL points at a service on the Platform's machine.
+      const cert = await generateKeyAndCert({ commonName: 'sneaky', dnsNames: ['elsewhere.example'], ipAddresses: ['192.0.2.7'], days: 30 })
+      const { token } = await p.client.nodes.createEnrollment({ nodeId: 'sneaky' })
+      const res = await fetch(`${p.enrollUrl}/api/v1/nodes/enroll`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ token, nodeId: 'sneaky', certPem: cert.certPem, url: `https://127.0.0.1:${target.port}`, version: VERSION }),
+        tls: { rejectUnauthorized: false },
+      })
+      expect(res.status).toBe(200)
+      expect(await shownReason(p, 'sneaky')).toBe(ADDRESS_NOT_NAMED)
+      await p.platform.prober.probeAll()
+      expect(target.connections()).toBe(0)
+    } finally {
+      target.server.close()
+    }
+  })
+})

@@ -1,0 +1,85 @@
+// Planted bugs in the cloud area (issue 14): each breaks one guarantee, and
+// the named tests must fail for it.
+import type { Mutant } from './types.ts'
+
+export default [
+  {
+    name: 'first-boot data is made again on a retry (a new token revokes the one the machine holds)',
+    file: 'src/cloud/first-boot.ts',
+    from: 'if (kept) return this.open(row.id, kept)',
+    to: 'if (kept && false) return this.open(row.id, kept)',
+    tests: ['test/cloud/every-provider.test.ts'],
+    filter: 'hetzner',
+  },
+  {
+    name: 'a machine not shown right after its create fails the provision at once',
+    file: 'src/cloud/provisioner.ts',
+    from: 'if (row.seen_at === null && now - since < VISIBILITY_GRACE_MS) {',
+    to: 'if (false) {',
+    tests: ['test/cloud/resilience.test.ts'],
+    filter: 'still coming',
+  },
+  {
+    name: 'EC2 throttling codes are not retried unless the request was idempotent',
+    file: 'src/cloud/retry.ts',
+    from: 'if (code && AWS_THROTTLING.has(code)) return throttled()',
+    to: 'if (code && AWS_THROTTLING.has(code) && false) return throttled()',
+    tests: ['test/cloud/aws.test.ts'],
+    filter: 'throttling',
+  },
+  {
+    name: 'GCP 403 rateLimitExceeded is taken for refused credentials',
+    file: 'src/cloud/retry.ts',
+    from: 'if (code && GCP_THROTTLING.has(code) && (status === 403 || status === 429)) return throttled()',
+    to: 'if (code && GCP_THROTTLING.has(code) && status === 429) return throttled()',
+    tests: ['test/cloud/azure-gcp.test.ts'],
+    filter: 'rate limit',
+  },
+  {
+    name: 'RateLimit-Reset is ignored (retried on our own backoff, before the reset)',
+    file: 'src/cloud/retry.ts',
+    from: "const reset = headers.get('ratelimit-reset')?.trim()",
+    to: "const reset = headers.get('ratelimit-reset-ignored')?.trim()",
+    tests: ['test/cloud/resilience.test.ts'],
+    filter: 'RateLimit-Reset',
+  },
+  {
+    name: 'an action runs although its audit record could not be written',
+    file: 'src/cloud/audit.ts',
+    from: "throw new MusterError('audit-unavailable', `The cloud audit log cannot be written, so ${action} was not carried out.`)",
+    to: "void new MusterError('audit-unavailable', `The cloud audit log cannot be written, so ${action} was not carried out.`)",
+    tests: ['test/cloud/audit.test.ts'],
+    filter: 'does not run',
+  },
+  {
+    name: 'Hetzner uniqueness_error is not answered by adopting this request’s server',
+    file: 'src/cloud/providers/hetzner.ts',
+    from: "if (same?.labels?.['muster-request'] === req.requestId) return machine(same)",
+    to: "if (same?.labels?.['muster-request'] === req.requestId && false) return machine(same)",
+    tests: ['test/cloud/resilience.test.ts'],
+    filter: 'uniqueness_error',
+  },
+  {
+    name: 'Hetzner sizes offer Arm types to an x86 binary',
+    file: 'src/cloud/providers/hetzner.ts',
+    from: ".filter((t) => (t.architecture ?? 'x86') === arch && offered(t, region))",
+    to: '.filter((t) => offered(t, region))',
+    tests: ['test/cloud/connect.test.ts'],
+  },
+  {
+    name: 'TerminateInstances NotFound taken as gone without a describe',
+    file: 'src/cloud/providers/aws.ts',
+    from: 'if (!seen && attempt >= 5) return',
+    to: 'if (!seen) return',
+    tests: ['test/cloud/aws.test.ts'],
+    filter: 'TerminateInstances',
+  },
+  {
+    name: 'the Azure public IP is left behind when its VM is deleted',
+    file: 'src/cloud/providers/azure.ts',
+    from: "properties: { publicIPAllocationMethod: 'Static', deleteOption: 'Delete' },",
+    to: "properties: { publicIPAllocationMethod: 'Static' },",
+    tests: ['test/cloud/azure-gcp.test.ts'],
+    filter: 'deleteOption',
+  },
+] satisfies Mutant[]
