@@ -111,7 +111,7 @@ export default [
   },
   {
     name: 'API: off loopback it still serves plain http',
-    file: 'src/platform.ts',
+    file: 'src/http/api-endpoint.ts',
     from: "this.secure = Boolean(options.tlsCert) || !isLoopback(options.host ?? '127.0.0.1')",
     to: 'this.secure = Boolean(options.tlsCert)',
     tests: ['test/pki/api-https.test.ts'],
