@@ -8,6 +8,8 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, writeFileSy
 import { pinnedFetch } from '../../src/crypto/pin.ts'
 import { DataDir } from '../../src/datadir.ts'
 import { serveLockHolder } from '../../src/serve-lock.ts'
+import { createClient } from '../../src/client/index.ts'
+import { freshDatabase } from '../helpers/postgres.ts'
 import { musterBin, runMuster, startMuster, type Daemon } from '../helpers/binary.ts'
 import { freePort } from '../helpers/node-side.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
@@ -18,8 +20,8 @@ interface Traffic {
   stop(): Promise<{ ok: Record<string, number>; failures: string[] }>
 }
 
-/** Loops requests against both ports until stopped; every error or non-2xx answer is a failure. */
-function startTraffic(o: { url: string; token: string; enrollUrl: string; fingerprint: string }): Traffic {
+/** Loops requests against both ports until stopped; every error or non-2xx answer is a failure (and, given a node, one not ready). */
+function startTraffic(o: { url: string; token: string; enrollUrl: string; fingerprint: string; node?: string }): Traffic {
   let stopped = false
   const ok: Record<string, number> = {}
   const failures: string[] = []
@@ -45,8 +47,9 @@ function startTraffic(o: { url: string; token: string; enrollUrl: string; finger
     loop('api nodes', async () => {
       const r = await fetch(`${o.url}/api/v1/nodes`, { headers: { authorization: `Bearer ${o.token}` } })
       if (!r.ok) return status(r)
-      const w1 = ((await r.json()) as { nodes: { name: string; state: string; reason?: string }[] }).nodes.find((n) => n.name === 'w1')
-      return w1?.state === 'ready' ? null : `w1 is ${w1?.state} (${w1?.reason})`
+      if (!o.node) return null
+      const n = ((await r.json()) as { nodes: { name: string; state: string; reason?: string }[] }).nodes.find((n) => n.name === o.node)
+      return n?.state === 'ready' ? null : `${o.node} is ${n?.state} (${n?.reason})`
     }),
     // the enrollment listener (its trust route allows 50/s; stay well under)
     ...[1, 2].map((i) => loop(`enrollment ${i}`, async () => status(await pinnedFetch(`${o.enrollUrl}/api/v1/nodes/trust`, { method: 'POST' }, { fingerprint: o.fingerprint })), 80)),
@@ -108,7 +111,7 @@ describe('engine swap through dist/muster', () => {
     await deploy('before')
     await agent.waitForLog(/assignments revision \d+: 1 replica/, 20_000)
 
-    const traffic = startTraffic({ url, token, enrollUrl, fingerprint })
+    const traffic = startTraffic({ url, token, enrollUrl, fingerprint, node: 'w1' })
     try {
       await waitFor(() => (traffic.ok['enrollment 1'] ?? 0) > 3 && (traffic.ok['api nodes'] ?? 0) > 3, { what: 'traffic on both ports' })
       // 1. the binary on disk is replaced (by a wrapper that leaves a mark and runs the real one): SIGHUP runs it
@@ -187,5 +190,61 @@ describe('engine swap through dist/muster', () => {
     expect(rogue.stderr).toContain('was not started by the muster serve holding the data directory')
     expect(await serve.stop('SIGTERM')).toBe(0)
     expect(serveLockHolder(new DataDir(data))).toBeNull()
+  })
+
+  test('on PostgreSQL: the new engine opens the shared store only after the old one closed it; no request fails, no write is lost', { timeout: 180_000 }, async () => {
+    using dir = tmpDir()
+    const pg = await freshDatabase()
+    try {
+      const data = `${dir.path}/platform`
+      await using serve = await startMuster(['serve', '--data-dir', data, '--port', '0', '--enrollment-port', '0', '--enrollment-address', '127.0.0.1', '--database', pg.url], {
+        env: { MUSTER_SWAP_LINGER_SECONDS: '2', MUSTER_LOG_LEVEL: '4' },
+      })
+      const url = (await serve.waitForLog(/listening on (http:\/\/\S+)/))[1]!
+      const [, enrollUrl, fingerprint] = (await serve.waitForLog(/enrollment listener on (https:\/\/\S+) .*fingerprint (sha256:[0-9a-f]{64})/)) as unknown as [string, string, string]
+      const { token } = JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', data, '--json'])).stdout) as { token: string }
+      const client = createClient({ url, token })
+      const traffic = startTraffic({ url, token, enrollUrl, fingerprint })
+      // Writes all through the swap: every deploy answered 2xx must be in the store afterwards.
+      let stopped = false
+      const deployed: string[] = []
+      const failures: string[] = []
+      const writes = (async () => {
+        for (let i = 0; !stopped; i++) {
+          const name = `p${i}`
+          try {
+            await client.projects.deploy({ name, command: ['sleep', '300'], replicas: 0 })
+            deployed.push(name)
+          } catch (e) {
+            failures.push(`deploy ${name}: ${(e as Error).message}`)
+          }
+        }
+      })()
+      try {
+        await waitFor(() => deployed.length > 5 && (traffic.ok['enrollment 1'] ?? 0) > 3, { what: 'traffic and writes' })
+        process.kill(serve.proc.pid, 'SIGHUP')
+        await serve.waitForLog(/engine swap complete/, 60_000)
+        const before = deployed.length
+        await waitFor(() => deployed.length > before + 5, { what: 'writes at the new engine' })
+      } finally {
+        stopped = true
+        await writes
+        const t = await traffic.stop()
+        expect(t.failures).toEqual([])
+        expect(failures).toEqual([])
+      }
+      const stored = new Set((await client.projects.list()).projects.map((p) => p.name))
+      expect(deployed.filter((n) => !stored.has(n))).toEqual([])
+      // One engine on the store at a time: the old one had quiesced (services stopped, store closed) before the new one opened it and listened.
+      const log = serve.log()
+      const quiesced = log.search(/engine swap: engine \d+ quiesced/)
+      const listening = [...log.matchAll(/muster Platform listening on/g)].map((m) => m.index!)
+      expect(quiesced).toBeGreaterThan(0)
+      expect(listening.length).toBe(2)
+      expect(listening[1]!).toBeGreaterThan(quiesced)
+      expect(await serve.stop('SIGTERM')).toBe(0)
+    } finally {
+      await pg.drop()
+    }
   })
 })
