@@ -96,6 +96,7 @@ async function runEngine(platform: Platform, link: SupervisorLink, predecessorGo
       return platform.close()
     }
     if (m.t === 'predecessor-gone') predecessorGone()
+    else if (m.t === 'reload') void platform.reloadNodesFile().catch((e) => log.error(`nodes file reload: ${(e as Error).message}`))
     else if (m.t === 'quiesce') {
       const q = await Promise.race([stop, quiesce(platform)])
       if (q === 'stop') return platform.close()

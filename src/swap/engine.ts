@@ -32,6 +32,8 @@ import type { Platform } from '../platform.ts'
 import type { ProbeState, ToEngine, ToSupervisor } from './protocol.ts'
 import { socketCallsAvailable } from './libc.ts'
 import { ownConnections, untilListenersDrained } from './sockets.ts'
+import { PEER_HEADER } from './gate.ts'
+import { rememberPeer } from '../http/peer.ts'
 
 const QUIESCE_WAIT_MS = 30_000
 /** Half-done handshakes can take up to ~63 s of SYN-ACK retries. */
@@ -136,7 +138,13 @@ export function startHandoverServer(platform: Platform): { path: string; stop():
   removeStaleSockets(platform)
   if (existsSync(path)) unlinkSync(path)
   // idleTimeout as on the API port: a forwarded long poll is held for up to a minute (the types omit it for unix sockets).
-  const options = { unix: path, maxRequestBodySize: 1024 * 1024, idleTimeout: 120, fetch: (req: Request) => platform.handle(req) }
+  // Only the old engine reaches this socket: the client's address it sends along is the one the API port saw.
+  const fetch = (req: Request) => {
+    const peer = req.headers.get(PEER_HEADER)
+    if (peer && peer !== 'unknown') rememberPeer(req, peer)
+    return platform.handle(req)
+  }
+  const options = { unix: path, maxRequestBodySize: 1024 * 1024, idleTimeout: 120, fetch }
   const server: Server<unknown> = Bun.serve(options as unknown as Parameters<typeof Bun.serve>[0])
   return {
     path,

@@ -10,6 +10,10 @@
 // A request is never refused for a swap.
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
+import { peerAddress } from '../http/peer.ts'
+
+/** The client's address, from the old engine to the new one (honoured on the handover socket only: engine.ts). */
+export const PEER_HEADER = 'x-muster-swap-peer'
 
 type Handler = (req: Request) => Promise<Response> | Response
 
@@ -89,6 +93,7 @@ async function forward(req: Request, socket: string): Promise<Response> {
   u.searchParams.delete('wait')
   const headers = new Headers(req.headers)
   for (const h of HOP_BY_HOP) headers.delete(h)
+  headers.set(PEER_HEADER, peerAddress(req)) // set, never passed on from the client (login throttling counts by address)
   try {
     const res = await fetch(`http://${u.host}${u.pathname}${u.search}`, {
       unix: socket,

@@ -27,6 +27,8 @@ export type ToEngine =
   | { t: 'abort' }
   /** The old engine is gone: the handover socket can close. */
   | { t: 'predecessor-gone' }
+  /** A SIGHUP whose new engine did not start: this engine reads --nodes-file again itself. */
+  | { t: 'reload' }
 
 /** Set in an engine's environment by the supervisor: `first`, or `takeover` for a replacement. */
 export const ENGINE_ENV = 'MUSTER_SERVE_ENGINE'

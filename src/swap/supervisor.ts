@@ -197,6 +197,7 @@ export class Supervisor {
       next = this.start(this.binary, 'takeover')
     } catch (e) {
       log.error(`engine swap failed: cannot run ${this.binary}: ${(e as Error).message}; engine ${old.pid} keeps serving`)
+      old.tell({ t: 'reload' })
       return
     }
     try {
@@ -204,6 +205,7 @@ export class Supervisor {
     } catch (e) {
       next.kill()
       log.error(`engine swap failed: ${this.binary} did not start: ${(e as Error).message}; engine ${old.pid} keeps serving`)
+      old.tell({ t: 'reload' }) // what a SIGHUP also means: the nodes file, read again by the engine that keeps serving
       return
     }
     log.debug(`engine swap: engine ${next.pid} started in ${Date.now() - t0} ms`)

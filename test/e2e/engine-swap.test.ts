@@ -143,13 +143,17 @@ describe('engine swap through dist/muster', () => {
       process.kill(serve.proc.pid, 'SIGHUP')
       await waitFor(() => count(serve, new RegExp(`did not start: it exited with code 1; engine ${engine} keeps serving`)) === 2, { timeoutMs: 30_000, what: 'the bad nodes file refused' })
       expect(serve.log()).toMatch(/--nodes-file \S+ line 3: .*w1 is declared twice/)
+      // the engine that keeps serving reads it again itself, and says it keeps what it had
+      await serve.waitForLog(/nodes file not reloaded, keeping the 1 declared node\(s\) in force: \S+ line 3/)
       expect((await w1())?.labels).toEqual({ zone: 'a' })
-      declare('b') // a good one: the next swap applies it
+      declare('b') // a good one: a SIGHUP applies it even when the new binary does not start (below)
 
       // 2. a binary that exits at once: the engine keeps serving, and the log says why
       install(bin, '#!/bin/sh\necho "this build is broken" >&2\nexit 3\n')
       process.kill(serve.proc.pid, 'SIGHUP')
       await serve.waitForLog(new RegExp(`engine swap failed: .* did not start: it exited with code 3; engine ${engine} keeps serving`), 30_000)
+      await waitFor(async () => (await w1())?.labels.zone === 'b', { what: 'the nodes file read again by the engine that kept serving' })
+      declare('c') // and the next swap's engine reads it at its start
       // 3. a binary that never starts: killed after 10 s, the engine keeps serving
       install(bin, '#!/bin/sh\nexec sleep 120\n')
       process.kill(serve.proc.pid, 'SIGHUP')
@@ -161,7 +165,7 @@ describe('engine swap through dist/muster', () => {
       process.kill(serve.proc.pid, 'SIGHUP')
       await waitFor(() => count(serve, /engine swap complete/) === 2, { timeoutMs: 60_000, what: 'the second swap' })
       expect(() => process.kill(engine, 0)).toThrow()
-      expect((await w1())?.labels).toEqual({ zone: 'b' })
+      expect((await w1())?.labels).toEqual({ zone: 'c' })
 
       // 5. a binary that starts but cannot open the Platform (after the old engine quiesced): the old
       // engine's own binary image takes over instead, and still nothing fails
