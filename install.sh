@@ -567,6 +567,8 @@ User=$ACCOUNT
 Group=$ACCOUNT
 EnvironmentFile=$SERVE_ENV
 ExecStart=$BIN_PATH serve --data-dir $DATA_DIR \$MUSTER_SERVE_ARGS
+# Swaps in the binary now at $BIN_PATH without closing a port (SPEC §16.8).
+ExecReload=/bin/kill -HUP \$MAINPID
 Restart=on-failure
 RestartSec=5s
 # One open file per connected Agent (each holds a keep-alive connection): room for a large fleet.
@@ -603,6 +605,17 @@ EOF
 fi
 stage "$R$UNIT_DIR/$UNITS" "$WORK/unit" 0644
 STAGED_UNIT=$STAGED
+
+# An update of a running Platform swaps its engine in place (systemctl reload:
+# no port closes, no request fails) when only the binary changes: the unit it
+# runs under already has ExecReload= (so the running version can swap), its
+# lines are otherwise the same, and serve.env is kept. Anything else restarts.
+RELOAD=0
+if [ "$ROLE" = platform ] && [ -n "$PREV_ROLE" ] && [ "$ENV_KEEP" = 1 ] && [ -f "$R$UNIT_DIR/$UNITS" ] &&
+	grep -q '^ExecReload=' "$R$UNIT_DIR/$UNITS" &&
+	[ "$(grep -v '^#' "$R$UNIT_DIR/$UNITS")" = "$(grep -v '^#' "$WORK/unit")" ]; then
+	RELOAD=1
+fi
 
 # The receipt: every file with its SHA-256 as installed; directories created by
 # any run so far (the data directory is its own entry); the account and whether
@@ -674,7 +687,11 @@ if [ "$LIVE_SYSTEMD" = 1 ]; then
 	systemctl daemon-reload || warn "systemctl daemon-reload failed"
 	if [ -n "$PREV_ROLE" ]; then
 		if systemctl is-active --quiet "$UNITS"; then
-			if systemctl restart "$UNITS"; then say "restarted $UNITS"; else START_FAILED=1; fi
+			if [ "$RELOAD" = 1 ]; then
+				if systemctl reload "$UNITS"; then
+					say "reloaded $UNITS: the running Platform swaps to $VERSION without closing its ports; a binary that does not start leaves the old one serving (journalctl -u $UNITS)"
+				else START_FAILED=1; fi
+			elif systemctl restart "$UNITS"; then say "restarted $UNITS"; else START_FAILED=1; fi
 		else
 			say "$UNITS is not running; left stopped"
 		fi

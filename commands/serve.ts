@@ -1,8 +1,9 @@
 import { defineCommand } from 'citty'
 import { dataDirArg, intArg, multiArg, UsageError } from './_args.ts'
+import { ENGINE_ENV } from '../src/swap/protocol.ts'
 
 export default defineCommand({
-  meta: { name: 'serve', description: 'Run a Platform: the node registry, enrollment authority and API' },
+  meta: { name: 'serve', description: 'Run a Platform: the node registry, enrollment authority and API (SIGHUP swaps in the binary on disk without closing a port)' },
   args: {
     ...dataDirArg,
     host: { type: 'string', valueHint: 'ADDR', default: '127.0.0.1', description: 'Address the API listens on (off loopback it serves HTTPS with a certificate from the Platform CA)' },
@@ -43,6 +44,13 @@ export default defineCommand({
         throw new UsageError(`--database: ${(e as Error).message}`)
       }
     }
+    // `muster serve` itself supervises (src/swap/supervisor.ts): it holds the lock and runs this same command line as its engine.
+    const role = process.env[ENGINE_ENV]
+    delete process.env[ENGINE_ENV]
+    if (role !== 'first' && role !== 'takeover') {
+      const { supervise } = await import('../src/swap/supervisor.ts')
+      process.exit(await supervise(dataDir))
+    }
     await serve({
       dataDir,
       host: args.host,
@@ -66,6 +74,6 @@ export default defineCommand({
         burst: intArg(args, 'enroll-burst', 1, 10_000_000) ?? 1000,
         maxInFlight: intArg(args, 'enroll-in-flight', 1, 100_000) ?? 256,
       },
-    })
+    }, role)
   },
 })

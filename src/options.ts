@@ -34,5 +34,7 @@ export interface PlatformOptions {
   rescheduleGraceMs?: number
   /** The store: `postgres://…` (several Platforms may share it), else SQLite muster.db in the data directory. */
   database?: string
+  /** An engine swap: the ports are in use by the old engine, which drains once this one steers them here. */
+  takeover?: boolean
 }
 

@@ -31,6 +31,7 @@ import { Pki } from './pki/pki.ts'
 import { openVault, type Vault } from './vault.ts'
 import { Leases } from './ha/leases.ts'
 import { PlatformRegistry } from './ha/platforms.ts'
+import { RequestGate } from './swap/gate.ts'
 
 export type { PlatformOptions }
 
@@ -80,6 +81,8 @@ export class Platform implements Services {
   prober!: ReadinessProber
   /** The Platforms sharing this store (several Platforms, SPEC §16.9). */
   platforms!: PlatformRegistry
+  /** Every request to either port passes here; an engine swap holds and forwards them (src/swap/gate.ts). */
+  readonly gate = new RequestGate()
   private readonly closers: (() => void | Promise<void>)[] = []
 
   private constructor(
@@ -157,7 +160,7 @@ export class Platform implements Services {
     this.prober.start()
     // services: listener (certificate now; the port opens in listen)
     if (this.options.enrollmentPort !== undefined) {
-      this.listener = await EnrollmentListener.prepare(ctx, { fabric: this.fabric, pki: this.pki, forward: (req) => this.app.handle(req) }, this.options)
+      this.listener = await EnrollmentListener.prepare(ctx, { fabric: this.fabric, pki: this.pki, forward: (req) => this.handle(req) }, this.options)
     }
     // services: projects
     this.projects = await Projects.open(ctx, this.fabric, this.options.rescheduleGraceMs ?? 60_000)
@@ -168,6 +171,7 @@ export class Platform implements Services {
       this.onClose(() => local.stop())
     }
     await this.projects.start()
+    // The reconciliation under way finishes before the store closes (an engine swap: the next engine reconciles on that store).
     this.onClose(() => this.projects.stop())
     // services: federation
     this.federation = await startFederation(ctx, { auth: this.auth, projects: this.projects })
@@ -218,12 +222,18 @@ export class Platform implements Services {
   }
   private appInstance: ReturnType<typeof createApp> | undefined
 
+  /** A request to this Platform, from either port: the application, or the next engine during a swap. */
+  handle(req: Request): Promise<Response> {
+    return Promise.resolve(this.gate.handle(req, (r) => this.app.handle(r)))
+  }
+
   async listen(): Promise<string> {
     const app = this.app
+    const local = (r: Request) => app.handle(r)
     const fetch = (req: Request, server: Server<unknown>) => {
       // Asked of the server only when a route needs the address (login throttling).
       rememberPeer(req, () => server.requestIP(req)?.address)
-      return app.handle(req)
+      return this.gate.handle(req, local)
     }
     await this.api.start(
       fetch,
@@ -302,8 +312,31 @@ export class Platform implements Services {
     return this.api.publicUrl
   }
 
+  /** The API's port while it listens. */
+  get apiPort(): number | undefined {
+    return this.api.port
+  }
+
+  /** Stops the API port gracefully (engine swap, old side): in-flight requests finish, idle connections close. */
+  async stopApi(): Promise<void> {
+    await this.api.stop(false)
+  }
+
+  /** Stops everything: both ports, then the services. */
   async close(): Promise<void> {
     await this.api.stop()
+    await this.listener?.stop()
+    await this.stopServices()
+  }
+
+  /**
+   * Stops every service (background loops, certificate checks, store, lock),
+   * in reverse order; the ports stay open (an engine swap's old side holds and
+   * forwards requests there meanwhile).
+   */
+  async stopServices(): Promise<void> {
+    await this.api.stopRenewing()
+    await this.listener?.stopRenewing()
     for (const fn of this.closers.splice(0)) {
       try {
         await fn()

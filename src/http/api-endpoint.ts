@@ -22,6 +22,8 @@ export class ApiEndpoint {
   private readonly renewing = new SingleFlight<void>()
   /** The certificate chain being served (a renewal stored but not yet served is served at the next check). */
   private served: string | undefined
+  /** Off once the services stop (an engine swap's old side keeps the port open without a store). */
+  private renewalsOn = true
 
   constructor(
     private readonly options: PlatformOptions,
@@ -42,14 +44,28 @@ export class ApiEndpoint {
       fetch: checked,
       error,
       ...(routes ? { routes: routes(checked) } : {}),
+      takeover: this.options.takeover === true,
     })
-    api.start(await this.tls())
+    await api.listen(await this.tls())
     this.api = api
   }
 
-  async stop(): Promise<void> {
-    await this.api?.stop()
+  /** `force` (default): cut open connections; else in-flight requests finish (an engine swap's drain). */
+  async stop(force = true): Promise<void> {
+    const api = this.api
     this.api = undefined
+    await api?.stop(force)
+  }
+
+  /** No more renewals (the store is closing); resolves when one under way has finished. */
+  async stopRenewing(): Promise<void> {
+    this.renewalsOn = false
+    if (this.renewing.busy) await this.renewing.run(() => Promise.resolve())
+  }
+
+  /** The port the API listens on. */
+  get port(): number | undefined {
+    return this.api?.port
   }
 
   /** The API's TLS: the operator's files, a certificate from the Platform CA off loopback, or none (loopback http). */
@@ -74,7 +90,7 @@ export class ApiEndpoint {
   /** Renews the certificate from the Platform CA when due; `force` after the CA changed. */
   renew(force = false): Promise<void> {
     if (force) this.renewAt = 0
-    if (!this.api || this.options.tlsCert || !this.secure || this.deps.now() < this.renewAt) return Promise.resolve()
+    if (!this.api || !this.renewalsOn || this.options.tlsCert || !this.secure || this.deps.now() < this.renewAt) return Promise.resolve()
     return this.renewing.run(() => this.renewNow())
   }
 

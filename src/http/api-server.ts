@@ -1,9 +1,16 @@
-// The API's HTTP server (SPEC §16.3). A renewed certificate is put in place by
-// binding a new server on the same port right after the old one stops
-// accepting (Bun.serve cannot swap its certificate); requests in flight finish
-// on the old one. The gap is well under a millisecond.
+// The API's HTTP server (SPEC §16.3). It listens with SO_REUSEPORT, so that
+// the next engine of an engine swap can bind beside it (src/swap/engine.ts) and
+// so that a renewed certificate (Bun.serve cannot swap its certificate) is put
+// in place with no gap: a new server binds beside the old one, new connections
+// are steered to it (src/swap/steer.ts), the old one closes once nothing can
+// wait in its accept queue, and requests in flight finish on it. A port
+// another program holds is found by a plain bind first (src/swap/ports.ts).
 import type { Server } from 'bun'
 import { MusterError } from '../errors.ts'
+import { log } from '../log.ts'
+import { assertPortFree } from '../swap/ports.ts'
+import { ownListenerFds, untilListenersDrained } from '../swap/sockets.ts'
+import { steerToNewest } from '../swap/steer.ts'
 
 export interface ApiTls {
   /** PEM: the certificate, then the CA. */
@@ -19,10 +26,15 @@ export interface ApiServerOptions {
   error?: (e: Error) => Response
   /** Routes Bun's router serves ahead of `fetch` (the heartbeat: src/http/heartbeat.ts). */
   routes?: ApiRoutes
+  /** An engine swap's new engine: the port is the old engine's; bind beside it and steer it here. */
+  takeover?: boolean
 }
 
 export type ApiHandler = (req: Request, server: Server<unknown>) => Response | Promise<Response>
 export type ApiRoutes = Record<string, Partial<Record<'GET' | 'POST' | 'PUT' | 'DELETE', ApiHandler>>>
+
+/** How long a renewal waits for the old server's accept queue to empty before closing it anyway. */
+const RENEWAL_DRAIN_MS = 75_000
 
 export class ApiServer {
   private server: Server<unknown> | undefined
@@ -37,12 +49,20 @@ export class ApiServer {
     return this.server?.hostname ?? this.options.host
   }
 
-  start(tls: ApiTls | undefined, port = this.options.port): void {
+  /** Binds the port (first checking nobody holds it, unless taking it over from the previous engine). */
+  async listen(tls: ApiTls | undefined): Promise<void> {
+    const { host, port, takeover } = this.options
+    if (!takeover && !(await assertPortFree(host, port))) throw new MusterError('already-running', `Port ${port} on ${host} is already in use.`)
+    this.server = this.bind(tls, port)
+    if (takeover) await steerToNewest(this.server.port!)
+  }
+
+  private bind(tls: ApiTls | undefined, port: number): Server<unknown> {
     try {
-      this.server = Bun.serve({
+      return Bun.serve({
         hostname: this.options.host,
         port,
-        reusePort: false,
+        reusePort: true,
         maxRequestBodySize: 1024 * 1024,
         idleTimeout: 120, // assignment long polls hold a request for up to a minute
         tls,
@@ -58,31 +78,29 @@ export class ApiServer {
   }
 
   /**
-   * Serves a new certificate on the same port; open requests finish on the old
-   * server. The old listening socket may take a moment to be released: the bind
-   * is retried for up to two seconds, then the error goes to the caller (which
-   * tries again later; the old server keeps its connections either way).
+   * Serves a new certificate on the same port without refusing a connection:
+   * the new server binds beside the old one (SO_REUSEPORT) and new connections
+   * are steered to it; the old one stops accepting once its accept queue is
+   * empty, and its requests in flight finish there. A failed bind goes to the
+   * caller (which tries again later) with the old server still serving.
    */
   async swap(tls: ApiTls): Promise<void> {
     const old = this.server
     if (!old) return
     const port = old.port!
-    void old.stop(false)
-    for (let waited = 0; ; waited += 20) {
-      try {
-        return this.start(tls, port)
-      } catch (e) {
-        if (!(e instanceof MusterError && e.code === 'already-running') || waited >= 2000) {
-          this.server = undefined
-          throw e
-        }
-        await Bun.sleep(20)
-      }
+    const oldFds = ownListenerFds(port)
+    this.server = this.bind(tls, port)
+    if ((await steerToNewest(port)) > 0 && !(await untilListenersDrained(port, RENEWAL_DRAIN_MS, oldFds))) {
+      log.warn('API certificate renewal: the old server\'s accept queue did not empty in time; closing it anyway')
     }
+    if (this.server === undefined) return void old.stop(true) // stopped meanwhile
+    await old.stop(false)
   }
 
-  async stop(): Promise<void> {
-    await this.server?.stop(true)
+  /** `force`: cut the connections still open (a shutdown); else let them finish (an engine swap's drain). */
+  async stop(force = true): Promise<void> {
+    const server = this.server
     this.server = undefined
+    await server?.stop(force)
   }
 }

@@ -4,7 +4,8 @@
 // application and nothing else.
 //
 // Two parts, because Bun.serve has no connection limit (BUN-NOTES):
-//   front  node:net on the public port; holds at most 64 connections open and
+//   front  node:net on the public port; holds at most 64 connections open, at
+//          most 16 from one source address (src/listener/fair-share.ts), and
 //          queues the next ones unread (they are never served while waiting);
 //   inner  Bun.serve with the TLS certificate on a loopback port; its 64 KiB
 //          body cap answers 413 from the headers, so an oversized body is
@@ -24,11 +25,17 @@ import type { PlatformOptions } from '../options.ts'
 import type { Pki } from '../pki/pki.ts'
 import { joinTokenAsBearer, malformedRequest, requestPath } from '../http/request.ts'
 import { ensureServerCert, type ServerCert } from '../pki/server-cert.ts'
+import { FairShare, sourceKey } from './fair-share.ts'
+import { assertPortFree } from '../swap/ports.ts'
+import { steerToNewest } from '../swap/steer.ts'
+import { ownConnections, untilListenersDrained } from '../swap/sockets.ts'
 
 export const MAX_BODY_BYTES = 64 * 1024
 export const MAX_CONNECTIONS = 64
 /** Connections queued beyond the limit; more are closed at once. */
 export const MAX_WAITING = 256
+/** Of the MAX_CONNECTIONS, at most this many from one source address (SPEC §16.7). */
+export const MAX_PER_SOURCE = 16
 const WAIT_MS = 30_000
 export const FORWARDED_ROUTES = new Set(['/api/v1/nodes/enroll', '/api/v1/nodes/trust'])
 
@@ -42,11 +49,17 @@ export class EnrollmentListener {
   refused = 0
   private tls!: ServerCert
   private readonly renewing = new SingleFlight<boolean>()
+  /** Off once the services stop (an engine swap's old side keeps the port open without a store). */
+  private renewals = true
   private front: NetServer | undefined
   private inner: Server<unknown> | undefined
-  private open = 0
   private readonly clients = new Set<Socket>()
-  private readonly waiting: { socket: Socket; timer: ReturnType<typeof setTimeout> }[] = []
+  private readonly admitted = new Map<Socket, { key: string; served: boolean; timer: ReturnType<typeof setTimeout> }>()
+  private readonly share = new FairShare<Socket>(
+    { total: MAX_CONNECTIONS, perSource: MAX_PER_SOURCE, waiting: MAX_WAITING },
+    (c) => this.serve(c),
+    (c) => c.destroy(),
+  )
 
   private constructor(
     private readonly ctx: Context,
@@ -57,11 +70,13 @@ export class EnrollmentListener {
     readonly addresses: string[],
     private readonly requestedPort: number,
     private readonly host: string,
+    /** An engine swap's new engine: the port is the old engine's; bind beside it and steer it here. */
+    private readonly takeover: boolean,
   ) {}
 
   /** Connections accepted and held unserved while MAX_CONNECTIONS are open (tests read this). */
   get queued(): number {
-    return this.waiting.length
+    return this.share.waiting
   }
 
   /** Loads (or renews) the certificate; `listen` opens the port. */
@@ -69,9 +84,9 @@ export class EnrollmentListener {
     const given = normaliseAddresses(o.enrollmentAddresses ?? [], '--enrollment-address')
     const addresses = given.length > 0 ? given : defaultAddresses()
     const host = o.enrollmentHost ?? bindHostFor(addresses)
-    const l = new EnrollmentListener(ctx, deps.fabric, deps.pki, deps.forward, addresses, o.enrollmentPort ?? 0, host)
+    const l = new EnrollmentListener(ctx, deps.fabric, deps.pki, deps.forward, addresses, o.enrollmentPort ?? 0, host, o.takeover === true)
     l.tls = await ensureServerCert(ctx.vault, deps.pki.ca, 'tls', addresses, ctx.now())
-    ctx.onClose(() => l.stop())
+    // Not stopped by ctx.onClose: an engine swap stops the services with the port still open (Platform.close stops it).
     return l
   }
 
@@ -105,13 +120,16 @@ export class EnrollmentListener {
     this.startInner()
     const front = createServer({ pauseOnConnect: true }, (c) => this.admit(c))
     this.front = front
+    const inUse = () => new MusterError('already-running', `The enrollment port ${this.requestedPort} is already in use.`)
+    // SO_REUSEPORT so the next engine can bind beside this one during a swap; a plain bind first finds a port in use.
+    const takeover = this.takeover
+    if (!takeover && !(await assertPortFree(this.host, this.requestedPort))) throw inUse()
     await new Promise<void>((resolve, reject) => {
-      front.once('error', (e: NodeJS.ErrnoException) =>
-        reject(e.code === 'EADDRINUSE' ? new MusterError('already-running', `The enrollment port ${this.requestedPort} is already in use.`) : e),
-      )
-      front.listen(this.requestedPort, this.host, () => resolve())
+      front.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'EADDRINUSE' ? inUse() : e))
+      front.listen({ port: this.requestedPort, host: this.host, reusePort: true }, () => resolve())
     })
     front.on('error', (e) => log.warn(`enrollment listener: ${e.message}`))
+    if (takeover) await steerToNewest(this.port)
     const ep = this.endpoint
     this.fabric.enrollment = ep
     log.info(`enrollment listener on ${ep.url} (port ${ep.port}, addresses ${ep.addresses.join(', ')}) fingerprint ${ep.fingerprint}`)
@@ -124,6 +142,7 @@ export class EnrollmentListener {
    * that jumped is noticed at once. New connections get the new certificate.
    */
   renewIfNeeded(): Promise<boolean> {
+    if (!this.renewals) return Promise.resolve(false)
     return this.renewing.run(async () => {
       const next = await ensureServerCert(this.ctx.vault, this.pki.ca, 'tls', this.addresses, this.ctx.now())
       if (!next.renewed) {
@@ -142,11 +161,33 @@ export class EnrollmentListener {
     })
   }
 
+  /** No more renewals (the store is closing); resolves when one under way has finished. */
+  async stopRenewing(): Promise<void> {
+    this.renewals = false
+    if (this.renewing.busy) await this.renewing.run(() => Promise.resolve(false))
+  }
+
+  /**
+   * Engine swap, old side, after the new engine steered the port to itself:
+   * closes the listening socket once that resets nothing (src/swap/sockets.ts),
+   * lets the connections it holds finish (their requests are forwarded to the
+   * new engine, answered `Connection: close`), then stops. At most `deadlineMs`.
+   */
+  async drain(deadlineMs: number): Promise<void> {
+    const front = this.front
+    if (!front) return
+    const until = Date.now() + deadlineMs
+    const port = this.port
+    if (!(await untilListenersDrained(port, deadlineMs))) log.warn('engine swap: the enrollment port did not drain in time; closing it anyway')
+    front.close() // the listening socket only; its callback would wait for every connection
+    while ((this.clients.size > 0 || this.share.waiting > 0 || ownConnections(port) > 0) && Date.now() < until) await Bun.sleep(250)
+    log.debug(`engine swap: enrollment port drained (${this.clients.size} connection(s) left)`)
+    this.front = undefined
+    await this.stop()
+  }
+
   async stop(): Promise<void> {
-    for (const w of this.waiting.splice(0)) {
-      clearTimeout(w.timer)
-      w.socket.destroy()
-    }
+    for (const socket of this.share.drainLine()) socket.destroy()
     const front = this.front
     this.front = undefined
     const closed = front ? new Promise<void>((resolve) => front.close(() => resolve())) : undefined
@@ -197,55 +238,60 @@ export class EnrollmentListener {
     return this.forward(new Request(`http://enrollment-listener${path}`, { method: 'POST', headers, body }))
   }
 
-  // ---- front: the connection limit -----------------------------------------
+  // ---- front: the connection limit and the per-source share ------------------
+
+  /** Connections being served, and waiting, now (tests read these). */
+  get connections(): { open: number; waiting: number; openFrom: (address: string) => number } {
+    return { open: this.share.open, waiting: this.share.waiting, openFrom: (a) => this.share.openFrom(sourceKey(a)) }
+  }
 
   private admit(client: Socket): void {
     client.on('error', () => {})
     // The wall clock says the certificate is due (a clock may have jumped): renew first, so this connection gets the new one.
-    if (this.ctx.now() >= this.tls.renewAt) {
+    if (this.ctx.now() >= this.tls.renewAt && this.renewals) {
       void this.renewIfNeeded()
         .catch((e) => log.warn(`enrollment listener renewal: ${(e as Error).message}`))
-        .finally(() => (client.destroyed ? undefined : this.queueOrServe(client)))
+        .finally(() => (client.destroyed ? undefined : this.queueOrShare(client)))
       return
     }
-    this.queueOrServe(client)
+    this.queueOrShare(client)
   }
 
-  private queueOrServe(client: Socket): void {
-    if (this.open < MAX_CONNECTIONS) return this.serve(client)
-    if (this.waiting.length >= MAX_WAITING) return void client.destroy()
-    const entry = { socket: client, timer: setTimeout(() => client.destroy(), WAIT_MS) }
-    this.waiting.push(entry)
+  /** Into the per-source share: served now, or queued unread until a slot is free. */
+  private queueOrShare(client: Socket): void {
+    const entry = { key: sourceKey(client.remoteAddress), served: false, timer: setTimeout(() => client.destroy(), WAIT_MS) }
+    this.admitted.set(client, entry)
     client.once('close', () => {
       clearTimeout(entry.timer)
-      const i = this.waiting.indexOf(entry)
-      if (i >= 0) this.waiting.splice(i, 1)
+      this.admitted.delete(client)
+      if (entry.served) this.share.release(entry.key)
+      else this.share.withdraw(client)
     })
+    this.share.offer(client, entry.key)
   }
 
   private serve(client: Socket): void {
-    this.open++
+    const entry = this.admitted.get(client)
+    if (entry) {
+      entry.served = true
+      clearTimeout(entry.timer)
+    }
+    if (client.destroyed || !this.inner) return void client.destroy()
     this.clients.add(client)
-    const upstream = connect(this.inner!.port!, '127.0.0.1')
+    const upstream = connect(this.inner.port!, '127.0.0.1')
     upstream.on('error', () => {}) // 'close' follows and ends the client
     client.once('close', () => {
       this.clients.delete(client)
       upstream.destroy()
-      this.open--
-      this.next()
     })
-    upstream.once('close', () => client.destroy())
+    // The inner server closed (Connection: close, idle): end the client after what was piped, not before.
+    upstream.once('close', () => {
+      client.end(() => client.destroy())
+      setTimeout(() => client.destroy(), 5000).unref()
+    })
     client.pipe(upstream)
     upstream.pipe(client)
     client.resume()
-  }
-
-  private next(): void {
-    while (this.open < MAX_CONNECTIONS && this.waiting.length > 0) {
-      const w = this.waiting.shift()!
-      clearTimeout(w.timer)
-      if (!w.socket.destroyed) this.serve(w.socket)
-    }
   }
 }
 

@@ -98,6 +98,8 @@ export class Projects {
   private readonly waiters = new Map<string, Set<() => void>>()
   private dirty = true
   private timer: ReturnType<typeof setInterval> | undefined
+  /** Stopped (shutdown or an engine swap): long polls answer at once. */
+  private stopped = false
   /** Reconciliations and reloads run one at a time, in order. */
   private queue: Promise<void> = Promise.resolve()
   private readonly now: () => number
@@ -150,9 +152,12 @@ export class Projects {
     if (this.local) this.local.apply(await this.assignmentsNow('local'))
   }
 
-  stop(): void {
+  /** Stops the loop and answers long polls; resolves when the reconciliation under way (if any) has finished. */
+  stop(): Promise<void> {
+    this.stopped = true
     if (this.timer) clearInterval(this.timer)
     for (const set of this.waiters.values()) for (const wake of set) wake()
+    return this.queue
   }
 
   // ---- operator API ----------------------------------------------------------
@@ -307,10 +312,7 @@ export class Projects {
   }
 
   /** Some node's current document lists replicas (or is an old one that kept none). */
-  private assignedAnywhere(): boolean {
-    for (const w of this.wanted.values()) if (w.replicas === null || w.replicas.length > 0) return true
-    return false
-  }
+  private assignedAnywhere = (): boolean => [...this.wanted.values()].some((w) => w.replicas === null || w.replicas.length > 0)
 
   private async reconcileOnce(): Promise<void> {
     this.dirty = false
@@ -379,7 +381,7 @@ export class Projects {
   /** Long poll: answers at once when the revision is past `after`, else when it changes or `waitMs` passes. */
   async assignments(node: string, after: number | undefined, waitMs: number): Promise<SignedAssignments> {
     const current = this.wanted.get(node)?.revision ?? 0
-    if (after === undefined || current > after || waitMs <= 0) return this.assignmentsNow(node)
+    if (after === undefined || current > after || waitMs <= 0 || this.stopped) return this.assignmentsNow(node)
     await new Promise<void>((resolve) => {
       const set = this.waiters.get(node) ?? new Set()
       this.waiters.set(node, set)

@@ -136,11 +136,18 @@ function verifyUnit(root: string, unit: string): Run {
   if (!hostUnits) throw new Error('systemd unit files not found: install Debian\'s systemd package')
   mkdirSync(join(root, 'usr/lib/systemd'), { recursive: true })
   cpSync(hostUnits, join(root, 'usr/lib/systemd/system'), { recursive: true })
+  // ExecReload=/bin/kill is the system's: lend it too.
+  const lentKill = !existsSync(join(root, 'bin/kill'))
+  if (lentKill) {
+    mkdirSync(join(root, 'bin'), { recursive: true })
+    cpSync('/bin/kill', join(root, 'bin/kill'))
+  }
   try {
     const p = Bun.spawnSync(['systemd-analyze', 'verify', `--root=${root}`, unit], { env: { ...process.env, SYSTEMD_LOG_COLOR: '0' } })
     return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() }
   } finally {
     rmSync(join(root, 'usr/lib'), { recursive: true, force: true })
+    if (lentKill) rmSync(join(root, 'bin'), { recursive: true, force: true })
   }
 }
 
@@ -224,6 +231,7 @@ describeAsRoot('install.sh as root, into temporary roots', () => {
     expect(unit).toContain('ExecStart=/usr/local/bin/muster serve --data-dir /var/lib/muster $MUSTER_SERVE_ARGS')
     expect(unit).toContain('EnvironmentFile=/etc/muster/serve.env')
     expect(unit).toContain('WantedBy=multi-user.target')
+    expect(unit).toContain('ExecReload=/bin/kill -HUP $MAINPID') // systemctl reload swaps the engine (SPEC §16.8)
     for (const line of [...HARDENING, 'CapabilityBoundingSet=']) expect(unit).toContain(line)
     expect(unit.some((l) => l.startsWith('AmbientCapabilities'))).toBe(false)
 

@@ -1,7 +1,7 @@
 // The enrollment listener over real TLS on 127.0.0.1 (SPEC §8).
 import { afterEach, describe, expect, test } from 'bun:test'
 import { connect as netConnect } from 'node:net'
-import { connect as tlsConnect, type TLSSocket } from 'node:tls'
+import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls'
 import { clearPinCache, pinnedFetch, PinMismatchError } from '../../src/crypto/pin.ts'
 import { createClient } from '../../src/client/index.ts'
 import { VERSION } from '../../src/version.ts'
@@ -125,9 +125,10 @@ describe('enrollment listener', () => {
   test(`at most ${MAX_CONNECTIONS} connections at once: the next waits unserved until one closes`, async () => {
     await using p = await startListenerPlatform()
     const ca = p.platform.pki.ca.certPem
-    const open = (): { socket: TLSSocket; ready: Promise<void>; secured: () => boolean } => {
+    // From 4 source addresses: one address gets at most MAX_PER_SOURCE of the slots (fair-share.test.ts).
+    const open = (_?: unknown, i = 0): { socket: TLSSocket; ready: Promise<void>; secured: () => boolean } => {
       let done = false
-      const socket = tlsConnect({ host: '127.0.0.1', port: p.listener.port, ca })
+      const socket = tlsConnect({ host: '127.0.0.1', port: p.listener.port, ca, localAddress: `127.0.0.${1 + (i % 4)}` } as ConnectionOptions)
       socket.on('error', () => {})
       const ready = new Promise<void>((resolve) => socket.once('secureConnect', () => resolve()))
       void ready.then(() => (done = true))
@@ -141,7 +142,7 @@ describe('enrollment listener', () => {
         // Accepted and held: it waits in the queue, and its handshake cannot finish while it does.
         await waitFor(() => p.listener.queued === 1, { what: 'the extra connection queued' })
         expect(extra.secured()).toBe(false)
-        held.pop()!.socket.destroy()
+        held.shift()!.socket.destroy() // a slot of the same source as `extra`
         await waitFor(() => extra.secured(), { what: 'the queued connection to be served' })
         extra.socket.write(`POST /api/v1/nodes/trust HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`)
         let reply = ''
