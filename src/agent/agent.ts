@@ -221,9 +221,14 @@ export class Agent {
     // A refresh under way may have been asked before what we need existed: let it finish, then ask again if allowed.
     const inFlight = this.refreshing.busy ? await this.refreshTrust() : false
     if (performance.now() - this.lastUnknownKidRefresh < UNKNOWN_KID_REFRESH_MS) return inFlight
+    const before = this.lastUnknownKidRefresh
     this.lastUnknownKidRefresh = performance.now()
     log.info(`${why}: refreshing trust keys`)
-    return this.refreshTrust()
+    const ok = await this.refreshTrust()
+    // Only a refresh that reached a Platform uses the minute: one made while the Platform restarts must not
+    // keep the node from fetching a key it then publishes (at most one try per heartbeat meanwhile).
+    if (!ok) this.lastUnknownKidRefresh = before
+    return ok
   }
 
   /** Due work by the wall clock: a clock that jumped (either way) makes the daily work due at once. */

@@ -16,12 +16,12 @@ import { tmpDir, waitFor } from '../helpers/tmp.ts'
 afterEach(() => clearPinCache())
 const DAY = 86_400_000
 
-async function joinedAgent(p: ListenerPlatform, dir: string, opts: { tickMs?: number; workloads?: boolean } = {}) {
+async function joinedAgent(p: ListenerPlatform, dir: string, opts: { tickMs?: number; workloads?: boolean; heartbeatMs?: number } = {}) {
   const { token } = await p.client.nodes.createEnrollment({ nodeId: 'w1' })
   const port = await freePort()
   const dataDir = `${dir}/w1`
   await joinPlatform({ dataDir, platformUrl: p.enrollUrl, nodeId: 'w1', fingerprint: p.fingerprint, addresses: ['127.0.0.1'], port, readToken: async () => token, now: p.platform.now })
-  const agent = new Agent({ dataDir, host: '127.0.0.1', heartbeatMs: 100, now: p.platform.now, tickMs: opts.tickMs ?? 3_600_000, workloads: opts.workloads ?? false })
+  const agent = new Agent({ dataDir, host: '127.0.0.1', heartbeatMs: opts.heartbeatMs ?? 100, now: p.platform.now, tickMs: opts.tickMs ?? 3_600_000, workloads: opts.workloads ?? false })
   return { agent, port, dataDir, certPem: readFileSync(`${dataDir}/worker/agent.crt`, 'utf8') }
 }
 
@@ -87,6 +87,29 @@ describe('agent trust refresh', () => {
       expect(agent.trustKeys.map((k) => k.kid)).toContain(kid)
     } finally {
       await agent.stop()
+    }
+  })
+
+  test('a refresh that reached no Platform does not use the minute: the next unknown kid refreshes at once', async () => {
+    using dir = tmpDir()
+    const dataDir = `${dir.path}/platform`
+    const [apiPort, enrollmentPort] = [await freePort(), await freePort()]
+    const first = await startListenerPlatform({ dataDir, port: apiPort, enrollmentPort })
+    // One heartbeat at start, the next in an hour: no failing heartbeat asks for a refresh of its own here.
+    const { agent } = await joinedAgent(first, dir.path, { heartbeatMs: 3_600_000 })
+    try {
+      await agent.start()
+      await waitFor(() => refreshes(first) === 1, { what: 'the refresh at start' })
+      await first.close()
+      expect(await agent.refreshForUnknownKid()).toBe(false) // nothing answers: the Platform restarts
+      await using second = await startListenerPlatform({ dataDir, port: apiPort, enrollmentPort })
+      expect(await agent.refreshForUnknownKid()).toBe(true) // still inside the minute, and it asks
+      expect(refreshes(second)).toBe(1)
+      expect(await agent.refreshForUnknownKid()).toBe(false) // that one reached the Platform: the minute holds
+      expect(refreshes(second)).toBe(1)
+    } finally {
+      await agent.stop()
+      await first.close()
     }
   })
 

@@ -74,6 +74,14 @@ export default [
     tests: ['test/agent/refresh.test.ts'],
   },
   {
+    name: 'agent: a refresh that reached no Platform uses up the minute',
+    file: 'src/agent/agent.ts',
+    from: 'if (!ok) this.lastUnknownKidRefresh = before',
+    to: '',
+    tests: ['test/agent/refresh.test.ts'],
+    filter: 'reached no Platform',
+  },
+  {
     name: 'agent: the daily refresh and renewal follow timers, not the wall clock',
     file: 'src/agent/agent.ts',
     from: 'const jumped = (due: number, period: number) => now >= due || due - now > period + this.intervals.tick',
