@@ -9,7 +9,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { pinnedFetch } from '../../src/crypto/pin.ts'
 import { VERSION } from '../../src/version.ts'
 import { runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
-import { newCert } from '../helpers/certs.ts'
+import { newCert, withProof } from '../helpers/certs.ts'
 import { freePort } from '../helpers/node-side.ts'
 import { freshDatabase } from '../helpers/postgres.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
@@ -74,7 +74,7 @@ describe('two Platforms through dist/muster', () => {
       const statuses = await Promise.all(
         certs.map(async (c, i) => {
           const s = i % 2 ? b : a
-          const body = JSON.stringify({ token: race.token, nodeId: `race-${i}`, certPem: c.certPem, version: VERSION })
+          const body = JSON.stringify(withProof({ token: race.token, nodeId: `race-${i}`, certPem: c.certPem, version: VERSION }, c.keyPem))
           // A connection the loaded listener dropped is sent again: a repeated enroll is answered the same and costs no use.
           for (let attempt = 1; ; attempt++) {
             try {
@@ -117,7 +117,9 @@ describe('two Platforms through dist/muster', () => {
 
       // 5. a revoke on one Platform is refused by the other within a second
       const single = await json<{ token: string }>(['nodes', 'enroll-token', 'x-1'], envOf(a))
-      const enrolled = await pinnedFetch(`${a.enrollUrl}/api/v1/nodes/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: single.token, nodeId: 'x-1', certPem: (await newCert('x-1')).certPem, version: VERSION }) }, { fingerprint: a.fingerprint })
+      const x1 = await newCert('x-1')
+      const x1Body = JSON.stringify(withProof({ token: single.token, nodeId: 'x-1', certPem: x1.certPem, version: VERSION }, x1.keyPem))
+      const enrolled = await pinnedFetch(`${a.enrollUrl}/api/v1/nodes/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: x1Body }, { fingerprint: a.fingerprint })
       const { credential } = (await enrolled.json()) as { credential: string }
       const beat = () => fetch(`${b.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' }, body: '{}' })
       expect((await beat()).status).toBe(200)
