@@ -12,7 +12,7 @@ import { signV4 } from '../../src/cloud/providers/aws-sigv4.ts'
 import { AwsProvider } from '../../src/cloud/providers/aws.ts'
 import { startAwsFake, type AwsFake } from '../fakes/aws.ts'
 import { tmpDir } from '../helpers/tmp.ts'
-import { ctx } from './_ctx.ts'
+import { ctx, FAST_RETRY } from './_ctx.ts'
 
 const req = { region: 'eu-central-1', size: 't3.small', userData: '#cloud-config\n', role: 'general' as const, inbound: CLOSED }
 const keys = (f: AwsFake) => ({ accessKeyId: f.accessKeyId, secretAccessKey: f.secretAccessKey })
@@ -109,8 +109,9 @@ describe('aws', () => {
 
   test('TerminateInstances right after a launch: NotFound is checked by a describe, and the instance still goes', async () => {
     await using fake = startAwsFake()
-    fake.book.hiddenMs = 120 // EC2 does not know the new id yet
-    const p = aws(fake)
+    fake.book.hiddenMs = 400 // EC2 does not know the new id yet
+    // Backoffs of at least 50+100+200+200+200 ms: the id becomes known before muster's five describes are spent, however fast the machine.
+    const p = aws(fake, { retry: { ...FAST_RETRY, baseMs: 100, capMs: 400 } })
     const m = await p.createMachine({ ...req, name: 'w-d', requestId: 'prv-dddddddddddd' })
     expect(await p.getMachine(m.id)).toBeNull()
     await p.deleteMachine(m.id)

@@ -3,7 +3,7 @@ import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { runMuster, startServe } from '../helpers/binary.ts'
-import { newCert } from '../helpers/certs.ts'
+import { newCert, withProof } from '../helpers/certs.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 /** last_seen_at of a node as written in the data directory's database (read beside the running Platform). */
@@ -152,7 +152,7 @@ describe('nodes through dist/muster', () => {
             acked.joinTokens.push(((await r.json()) as { id: string }).id)
           } else {
             const cert = certs[i % certs.length]!
-            const r = await fetch(`${serve.url}/api/v1/nodes/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: fleet.token, nodeId: `f-${i}`, certPem: cert.certPem }) })
+            const r = await fetch(`${serve.url}/api/v1/nodes/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(withProof({ token: fleet.token, nodeId: `f-${i}`, certPem: cert.certPem }, cert.keyPem)) })
             if (r.status !== 200) return
             acked.nodes.push(`f-${i}`)
           }
