@@ -6,6 +6,12 @@ export function registerClock(url: string, now: () => number): void {
   clocks.set(url.replace(/\/+$/, ''), now)
 }
 
+/** Forgets the clock when its Platform closes: a later server on the same port (a binary) runs on the wall clock. */
+export function unregisterClock(url: string, now: () => number): void {
+  const key = url.replace(/\/+$/, '')
+  if (clocks.get(key) === now) clocks.delete(key)
+}
+
 /** The Platform's clock at `url`, else the wall clock. */
 export function clockFor(url: string): number {
   return (clocks.get(url.replace(/\/+$/, '')) ?? Date.now)()

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { Platform, type PlatformOptions } from '../../src/platform.ts'
 import { createClient, type Client } from '../../src/client/index.ts'
 import { freshDatabase, type Engine } from './postgres.ts'
-import { registerClock } from './clocks.ts'
+import { registerClock, unregisterClock } from './clocks.ts'
 
 export interface TestPlatform {
   platform: Platform
@@ -59,6 +59,7 @@ export async function startPlatform(opts: Partial<PlatformOptions> & { keepDir?:
   registerClock(url, clock)
   const { token } = await platform.auth.mintApiToken({ name: 'test', role: 'superadmin' })
   const close = async () => {
+    unregisterClock(url, clock)
     await platform.close()
     // Dropped with the data directory that names it; a kept directory may be started again.
     if (!opts.keepDir && !opts.dataDir) {
