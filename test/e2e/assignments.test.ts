@@ -2,13 +2,15 @@
 // middle on the plain-http Platform API hands a running Agent a document it
 // must not run — another node's genuine document, or its own edited after
 // signing. The Agent refuses it, runs nothing, and reports nothing running.
+// (Heartbeat answers are not signed: the middle can make the Agent fetch, never
+// make it run what the document's signature does not cover.)
 import { describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { runMuster, startMuster, startServe } from '../helpers/binary.ts'
 import { freePort } from '../helpers/node-side.ts'
 import { ASSIGNMENTS_PATH, platformProxy, type PlatformProxy } from '../helpers/proxy.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
-import { newCert } from '../helpers/certs.ts'
+import { newCert, withProof } from '../helpers/certs.ts'
 import { VERSION } from '../../src/version.ts'
 import type { SignedAssignments } from '../../src/projects/assignments.ts'
 
@@ -50,7 +52,8 @@ describe('a running Agent refuses assignments it cannot verify', () => {
     await using _serve = serve
     // w2: a node with a credential and capacity, ready before w1 runs, so the project lands there.
     const { token } = JSON.parse((await runMuster(['nodes', 'enroll-token', 'w2', '--json'], { env })).stdout) as { token: string }
-    const enrolled = await fetch(`${serve.url}/api/v1/nodes/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token, nodeId: 'w2', certPem: (await newCert('w2')).certPem, version: VERSION }) })
+    const w2Cert = await newCert('w2')
+    const enrolled = await fetch(`${serve.url}/api/v1/nodes/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(withProof({ token, nodeId: 'w2', certPem: w2Cert.certPem, version: VERSION }, w2Cert.keyPem)) })
     const { credential } = (await enrolled.json()) as { credential: string }
     const w2 = { authorization: `Bearer ${credential}`, 'content-type': 'application/json' }
     expect((await fetch(`${serve.url}/api/v1/nodes/register`, { method: 'POST', headers: w2, body: JSON.stringify({ version: VERSION, capacity: { cpuMillis: 1000, memoryMB: 1024 } }) })).status).toBe(200)
@@ -59,7 +62,17 @@ describe('a running Agent refuses assignments it cannot verify', () => {
     const forW2 = (await (await fetch(`${serve.url}${ASSIGNMENTS_PATH}`, { headers: w2 })).json()) as SignedAssignments
     expect(forW2.payload).toMatchObject({ node: 'w2', replicas: [{ project: 'evil' }] })
 
-    proxy.intercept = (_req, url) => (url.pathname === ASSIGNMENTS_PATH ? Response.json(forW2) : undefined)
+    // The middle serves w2's document as w1's, and makes w1's heartbeat answers announce its revision so the Agent asks for it.
+    proxy.intercept = async (req, url, sent) => {
+      if (url.pathname === ASSIGNMENTS_PATH) return Response.json(forW2)
+      if (url.pathname !== '/api/v1/nodes/register') return undefined
+      const headers = new Headers(req.headers)
+      headers.delete('host')
+      const upstream = await fetch(`${proxy.target}${url.pathname}`, { method: 'POST', headers, body: sent })
+      const answer = (await upstream.json()) as { assignmentRevision?: number }
+      if (upstream.ok) answer.assignmentRevision = forW2.payload.revision
+      return Response.json(answer, { status: upstream.status })
+    }
     await using agent = await startAgent()
     await expectNothingRan(proxy, () => agent.log(), 'document is for node w2, not w1', marker)
   })

@@ -20,8 +20,8 @@ export interface PlatformProxy {
   url: string
   /** Where requests go on to (the real Platform API). */
   target: string
-  /** Answer a request here instead of passing it on; undefined passes it on. */
-  intercept: ((req: Request, url: URL) => Response | undefined | Promise<Response | undefined>) | undefined
+  /** Answer a request here instead of passing it on; undefined passes it on. `sent` is the request's body (already read). */
+  intercept: ((req: Request, url: URL, sent: string | undefined) => Response | undefined | Promise<Response | undefined>) | undefined
   /** Every request answered so far, in order. */
   passed: Passed[]
   [Symbol.dispose](): void
@@ -49,7 +49,7 @@ export function platformProxy(): PlatformProxy {
     async fetch(req) {
       const url = new URL(req.url)
       const sent = req.method === 'GET' || req.method === 'HEAD' ? undefined : await req.text()
-      let res = await proxy.intercept?.(req, url)
+      let res = await proxy.intercept?.(req, url, sent)
       const intercepted = res !== undefined
       if (!res) {
         if (!proxy.target) return Response.json({ error: { code: 'unavailable', message: 'proxy has no target yet' } }, { status: 503 })
