@@ -46,6 +46,9 @@ MUSTER_LOG_LEVEL=3 dist/muster serve --data-dir "$TMP/data" --port 0 --remote-di
 PIDS+=($!)
 PLATFORM_PID=$!
 URL=$(wait_url "$TMP/platform.log")
+# serve supervises an engine child that does the serving (engine swap, README): measure the engine.
+ENGINE_PID=$(pgrep -n -P "$PLATFORM_PID" || true)
+[ -n "$ENGINE_PID" ] || ENGINE_PID=$PLATFORM_PID
 ADMIN=$(dist/muster admin api-token --data-dir "$TMP/data" --json | bun -e 'process.stdout.write(JSON.parse(await Bun.stdin.text()).token)')
 # Bodies for the Platform, and a second set (other names, another token) whose first answer feeds the bare server.
 bun bench/enroll-bodies.ts --url "$URL" --data-dir "$TMP/data" --count "$BODIES" --out "$TMP/bodies"
@@ -70,4 +73,4 @@ echo "bare   load=$LOAD ${B#WRK }"
 ENROLLED=$((AFTER - BEFORE))
 RATE=$(echo "scale=1; $ENROLLED / $DURATION" | bc)
 BARE_RATE=$(echo "$B" | sed -n 's/.*rps=\([0-9.]*\).*/\1/p')
-echo "enroll-wrk: $ENROLLED nodes enrolled in ${DURATION}s = $RATE enrolls/s (non-2xx and repeats excluded); bare $BARE_RATE req/s; ratio $(echo "scale=3; $RATE / $BARE_RATE" | bc); Platform peak RSS $(awk '/VmHWM/ {print int($2/1024)}' "/proc/$PLATFORM_PID/status") MB"
+echo "enroll-wrk: $ENROLLED nodes enrolled in ${DURATION}s = $RATE enrolls/s (non-2xx and repeats excluded); bare $BARE_RATE req/s; ratio $(echo "scale=3; $RATE / $BARE_RATE" | bc); Platform peak RSS $(awk '/VmHWM/ {print int($2/1024)}' "/proc/$ENGINE_PID/status") MB"

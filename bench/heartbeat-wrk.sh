@@ -49,6 +49,9 @@ MUSTER_LOG_LEVEL=3 dist/muster serve --data-dir "$TMP/data" --port 0 --remote-di
 PIDS+=($!)
 PLATFORM_PID=$!
 URL=$(wait_url "$TMP/platform.log")
+# serve supervises an engine child that does the serving (engine swap, README): measure the engine.
+ENGINE_PID=$(pgrep -n -P "$PLATFORM_PID" || true)
+[ -n "$ENGINE_PID" ] || ENGINE_PID=$PLATFORM_PID
 bun bench/enroll-nodes.ts --url "$URL" --data-dir "$TMP/data" --nodes "$NODES" --out "$TMP/credentials"
 
 # The exact body the Agent sends (src/agent/agent.ts): version, capacity of this machine, no replicas.
@@ -78,12 +81,12 @@ run() { # name url pid
 }
 M_SUM=0 B_SUM=0 M_CPU=0 B_CPU=0 M_REQ=0 B_REQ=0
 for r in $(seq "$ROUNDS"); do
-  read -r m mc mr < <(run "round $r muster" "$URL" "$PLATFORM_PID")
+  read -r m mc mr < <(run "round $r muster" "$URL" "$ENGINE_PID")
   read -r b bc br < <(run "round $r bare  " "$BARE_URL" "$BARE_PID")
   echo "round $r ratio $(echo "scale=3; $m / $b" | bc)"
   M_SUM=$(echo "$M_SUM + $m" | bc) B_SUM=$(echo "$B_SUM + $b" | bc)
   M_CPU=$((M_CPU + mc)) B_CPU=$((B_CPU + bc)) M_REQ=$((M_REQ + mr)) B_REQ=$((B_REQ + br))
 done
-RSS=$(awk '/VmHWM/ {print int($2/1024)}' "/proc/$PLATFORM_PID/status")
+RSS=$(awk '/VmHWM/ {print int($2/1024)}' "/proc/$ENGINE_PID/status")
 echo "heartbeat-wrk: muster $(echo "scale=0; $M_SUM / $ROUNDS" | bc) req/s, bare $(echo "scale=0; $B_SUM / $ROUNDS" | bc) req/s, ratio $(echo "scale=3; $M_SUM / $B_SUM" | bc) (mean over $ROUNDS rounds); Platform peak RSS $RSS MB"
 echo "heartbeat-wrk: server CPU per request: muster $(echo "scale=1; $M_CPU * 10000 / $M_REQ" | bc) us, bare $(echo "scale=1; $B_CPU * 10000 / $B_REQ" | bc) us, ratio bare/muster $(echo "scale=3; ($B_CPU * $M_REQ) / ($M_CPU * $B_REQ)" | bc)"

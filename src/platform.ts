@@ -242,8 +242,12 @@ export class Platform implements Services {
         log.error(`unhandled server error: ${e.stack ?? e.message}`)
         return Response.json({ error: { code: 'internal', message: 'Internal error; see the Platform log.' } }, { status: 500 })
       },
-      // The heartbeat has its own route ahead of the framework (src/http/heartbeat.ts).
-      (fallback) => heartbeatRoutes(this, fallback),
+      // The heartbeat has its own route ahead of the framework (src/http/heartbeat.ts); it passes the gate
+      // like every request, so an engine swap holds and forwards heartbeats too.
+      (fallback) => {
+        const register = heartbeatRoutes(this, fallback)['/api/v1/nodes/register'].POST
+        return { '/api/v1/nodes/register': { POST: (req, server) => this.gate.handle(req, (r) => register(r, server)) } }
+      },
     )
     const url = this.url
     log.info(`muster Platform listening on ${url}`)
