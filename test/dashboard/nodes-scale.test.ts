@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { seedNodes, type SeedKind } from '../helpers/seed-nodes.ts'
 import { startPlatform, type TestPlatform } from '../helpers/platform.ts'
+import { waitFor } from '../helpers/tmp.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
@@ -103,7 +104,8 @@ test('pages forward and back, searches by name prefix, filters by state', async 
 
   const revoked = names.filter((n, i) => n.startsWith('node-0421') && KINDS[i % KINDS.length] === 'revoked')
   await page.getByRole('combobox', { name: 'Show nodes in state' }).selectOption('revoked')
-  await page.locator(`tr[data-node="${revoked[1]}"]`).waitFor()
+  // revoked[1] is on the unfiltered page too: wait for the filtered table itself.
+  await waitFor(async () => JSON.stringify(await rows()) === JSON.stringify(revoked), { what: 'the revoked nodes only', timeoutMs: 30_000 })
   expect(await rows()).toEqual(revoked)
   expect(await page.locator('td.state').evaluateAll((tds) => tds.every((td) => td.textContent?.includes('revoked')))).toBe(true)
 
