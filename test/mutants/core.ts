@@ -9,6 +9,7 @@ export default [
   // #2 byte-identical refusals: one refusal told apart from the rest, or its reason lost.
   {
     name: 'enroll: the tombstone refusal gets its own message',
+    ci: true,
     file: ENROLL,
     from: "return await refuse('name was removed (tombstoned)')",
     to: "throw new MusterError('enrollment-refused', 'This name was removed.')",
@@ -50,15 +51,28 @@ export default [
   // #3 the version check ahead of revocation and expiry: a bad token gets a telling 409.
   {
     name: 'enroll: worker-newer checked before revocation, name and expiry',
+    ci: true,
     file: ENROLL,
     from: '    // 6. check revocation, name binding or pattern, expiry\n',
     to: `    if (body.version && compareVersions(body.version, VERSION) > 0) throw new MusterError('worker-newer', \`This node runs muster \${body.version}, newer than the Platform's \${VERSION}; update the Platform first.\`)\n`,
     tests: [ENROLL_TEST],
     filter: 'worker-newer never shows',
   },
+  // #1 the token-use compare-and-set, contended across two connections (SQLite and PostgreSQL).
+  {
+    name: 'store: the token-use compare-and-set checks only the id',
+    ci: true,
+    file: 'src/store/join-tokens.ts',
+    from: 'WHERE id = ?1 AND revoked_at IS NULL AND expires_at > ?2 AND uses < max_uses',
+    to: 'WHERE id = ?1',
+    tests: ['test/store/db.test.ts'],
+    filter: '150 takes on 100 uses',
+    engines: ['sqlite', 'postgres'],
+  },
   // #4 the repeat path's conditions.
   {
     name: 'enroll: a repeat no longer needs the same token',
+    ci: true,
     file: ENROLL,
     from: 'existing.cert_sha256 === certSha256 && existing.token_id === token.id',
     to: 'existing.cert_sha256 === certSha256',
@@ -67,6 +81,7 @@ export default [
   },
   {
     name: 'enroll: a repeat no longer checks that the node was revoked',
+    ci: true,
     file: ENROLL,
     from: "if (existing.revoked_at !== null) return await refuse('node revoked')",
     to: '',
@@ -76,6 +91,7 @@ export default [
   // #6 install.sh: the download is pinned, not only the probe before it.
   {
     name: 'install.sh: the download no longer pins the probed key',
+    ci: true,
     file: 'install.sh',
     from: 'set -- --proto =https --insecure --pinnedpubkey "sha256//$PIN_KEY"',
     to: 'set -- --proto =https --insecure',
@@ -85,6 +101,7 @@ export default [
   // #7 the Agent's verification loop: a document whose check failed is applied anyway.
   {
     name: 'agent: assignments that fail their check are applied anyway',
+    ci: true,
     file: 'src/agent/workloads.ts',
     from: [
       '      if (!check.ok) {',
@@ -99,6 +116,7 @@ export default [
   // #8 the assignment revision across Agent restarts.
   {
     name: 'agent: the assignments revision is no longer written to disk',
+    ci: true,
     file: 'src/agent/workloads.ts',
     from: 'if (next.revision !== revision) agent.dataDir.writeSecret(REVISION_FILE, `${next.revision}\\n`)',
     to: '',
@@ -130,6 +148,7 @@ export default [
   // #9 the office's registration nonce.
   {
     name: 'federation: the office registers with a constant nonce',
+    ci: true,
     file: 'src/federation/office-link.ts',
     from: `const nonce = b64url(randomBytes(32))
     const answer = await this.post('/api/v1/federation/register'`,

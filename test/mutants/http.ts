@@ -6,6 +6,7 @@ import type { Mutant } from './types.ts'
 export default [
   {
     name: 'a locked-out login is still checked (no 429)',
+    ci: true,
     file: 'src/auth/throttle.ts',
     from: "if (wait > 0) throw new MusterError('rate-limited'",
     to: "if (wait < 0) throw new MusterError('rate-limited'",

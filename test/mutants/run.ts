@@ -4,7 +4,8 @@
 // An entry whose `from` is not found exactly once, whose tests do not run, or
 // whose build fails is BROKEN. Exits 1 on any survivor or broken entry.
 //
-//   bun run mutants [--only SUBSTRING]... [--jobs N] [--baseline] [--keep] [--list]
+//   bun run mutants [--ci] [--only SUBSTRING]... [--jobs N] [--baseline] [--keep] [--list]
+//     --ci        only the entries marked `ci: true` (what .ci/run runs, within its 5 minutes)
 //     --only      run only entries whose name (or file) contains SUBSTRING
 //     --jobs      mutants run at once (default 2, or $MUTANTS_JOBS)
 //     --baseline  first run each entry's tests unmutated: they must pass (checks new entries)
@@ -46,6 +47,7 @@ let baseline = false
 let keep = false
 let listOnly = false
 let verbose = false
+let ciOnly = false
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i]!
   const value = () => {
@@ -60,12 +62,13 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--keep') keep = true
   else if (a === '--list') listOnly = true
   else if (a === '--verbose') verbose = true
+  else if (a === '--ci') ciOnly = true
   else usage(`unknown argument ${a}`)
 }
 if (!Number.isInteger(jobs) || jobs < 1) usage('--jobs needs a whole number ≥ 1')
 
 function usage(message: string): never {
-  process.stderr.write(`mutants: ${message}\nusage: bun run mutants [--only SUBSTRING]... [--jobs N] [--baseline] [--keep] [--list] [--verbose]\n`)
+  process.stderr.write(`mutants: ${message}\nusage: bun run mutants [--ci] [--only SUBSTRING]... [--jobs N] [--baseline] [--keep] [--list] [--verbose]\n`)
   process.exit(2)
 }
 
@@ -215,7 +218,8 @@ async function provideBinary(dir: string, fromCopy: boolean): Promise<string | u
 
 // ---- main ------------------------------------------------------------------------
 const all = await loadMutants()
-const selected = only.length === 0 ? all : all.filter((e) => only.some((s) => `${e.mutant.name} ${e.mutant.file}`.toLowerCase().includes(s.toLowerCase())))
+const chosen = ciOnly ? all.filter((e) => e.mutant.ci === true || e.problem !== undefined) : all
+const selected = only.length === 0 ? chosen : chosen.filter((e) => only.some((s) => `${e.mutant.name} ${e.mutant.file}`.toLowerCase().includes(s.toLowerCase())))
 if (listOnly) {
   for (const e of selected) process.stdout.write(`${e.mutant.name}\n   ${e.mutant.file} → ${e.mutant.tests.join(', ')}${e.mutant.filter ? ` -t '${e.mutant.filter}'` : ''}${e.problem ? `\n   BROKEN: ${e.problem}` : ''}\n`)
   process.exit(0)

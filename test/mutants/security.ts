@@ -6,6 +6,7 @@ import type { Mutant } from './types.ts'
 export default [
   {
     name: 'enroll without a proof of key',
+    ci: true,
     file: 'src/fabric/enroll.ts',
     from: "if (!(await verifyProof(cert.der, message, body.proof, body.proofTime, now))) return await refuse('no proof of key')",
     to: "if (false) return await refuse('no proof of key')",
@@ -44,6 +45,7 @@ export default [
   },
   {
     name: 'renewals from a stale generation both issue (no compare-and-set)',
+    ci: true,
     file: 'src/store/node-generation.ts',
     from: 'WHERE name = ?1 AND generation = ?2 AND cert_sha256 IS NOT NULL',
     to: 'WHERE name = ?1 AND ?2 >= 0 AND cert_sha256 IS NOT NULL',
@@ -59,6 +61,7 @@ export default [
   },
   {
     name: "the office ignores the vouch's role",
+    ci: true,
     file: 'src/federation/office.ts',
     from: 'const role = lowerRole(vouched, account.role)',
     to: 'const role = account.role as Role',
@@ -89,6 +92,7 @@ export default [
   },
   {
     name: 'a revoked API token still works',
+    ci: true,
     file: 'src/store/api-tokens.ts',
     from: 'WHERE id = ?1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?2)',
     to: 'WHERE id = ?1 AND (expires_at IS NULL OR expires_at > ?2)',

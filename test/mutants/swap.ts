@@ -5,6 +5,7 @@ import type { Mutant } from './types.ts'
 export default [
   {
     name: 'one source may take every listener connection',
+    ci: true,
     file: 'src/listener/listener.ts',
     from: 'export const MAX_PER_SOURCE = 16',
     to: 'export const MAX_PER_SOURCE = 64',
@@ -63,6 +64,7 @@ export default [
   },
   {
     name: 'a request reaching the old engine after the handover is answered by its stopped services instead of forwarded',
+    ci: true,
     file: 'src/swap/gate.ts',
     from: '    if (this.successor) return forward(req, this.successor)',
     to: '    if (this.successor) return local(req)',
