@@ -49,8 +49,9 @@ export default [
     file: 'src/store/node-generation.ts',
     from: 'WHERE name = ?1 AND generation = ?2 AND cert_sha256 IS NOT NULL',
     to: 'WHERE name = ?1 AND ?2 >= 0 AND cert_sha256 IS NOT NULL',
-    tests: ['test/fabric/renew.test.ts'],
-    filter: 'racing',
+    tests: ['test/store/db.test.ts', 'test/fabric/renew.test.ts'],
+    filter: 'renewals from one generation|racing',
+    engines: ['sqlite', 'postgres'],
   },
   {
     name: 'vouching needs only server.federation.view',

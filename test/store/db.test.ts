@@ -4,6 +4,8 @@ import { join } from 'node:path'
 import { openStore, type Store } from '../../src/store/db.ts'
 import { MIGRATIONS } from '../../src/store/migrations.ts'
 import { takeTokenUse } from '../../src/store/join-tokens.ts'
+import { insertNode } from '../../src/store/nodes.ts'
+import { advanceGeneration } from '../../src/store/node-generation.ts'
 import { mintJoinToken } from '../../src/fabric/join-tokens.ts'
 import { tmpDir } from '../helpers/tmp.ts'
 import { ENGINES, freshDatabase, type Engine } from '../helpers/postgres.ts'
@@ -108,6 +110,14 @@ describe.each(ENGINES)('store on %s', (engine) => {
       const results = await Promise.all(Array.from({ length: 150 }, (_, i) => takeTokenUse(i % 2 ? a : b, t.id, now)))
       expect(results.filter(Boolean).length).toBe(100)
       expect(await a.get('SELECT uses FROM join_tokens WHERE id = ?1', t.id)).toEqual({ uses: 100 })
+    })
+
+    test('20 renewals from one generation across two connections move it once', async () => {
+      const name = `racer-${Date.now()}`
+      expect(await insertNode(a, { name, auth: 'enrolled', cert_sha256: 'ab'.repeat(32), cert_pem: 'pem', url: null, token_id: 't', version: null, enrolled_at: Date.now() })).toBe(true)
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => advanceGeneration(i % 2 ? a : b, name, 1, Date.now() + 3_600_000)))
+      expect(results.filter((r) => r !== null)).toEqual([2])
+      expect(await a.get('SELECT generation FROM nodes WHERE name = ?1', name)).toEqual({ generation: 2 })
     })
   })
 
