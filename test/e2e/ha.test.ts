@@ -8,7 +8,7 @@ import { describe, expect, test } from 'bun:test'
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { pinnedFetch } from '../../src/crypto/pin.ts'
 import { VERSION } from '../../src/version.ts'
-import { runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
+import { killServeHard, runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
 import { newCert, withProof } from '../helpers/certs.ts'
 import { freePort } from '../helpers/node-side.ts'
 import { freshDatabase } from '../helpers/postgres.ts'
@@ -135,8 +135,7 @@ describe('two Platforms through dist/muster', () => {
         const alive = victim === 'a' ? b : a
         const env = envOf(alive)
         const port = Number(new URL(dead.url).port)
-        dead.proc.kill('SIGKILL')
-        await dead.proc.exited
+        await killServeHard(dead) // the engine first: a crash gives no lease up
         const killedAt = performance.now()
         // nodes stay ready: every look at the survivor over the next 16 s shows them ready,
         // and within 15 s of the kill the survivor runs every background loop

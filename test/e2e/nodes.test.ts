@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { runMuster, startServe } from '../helpers/binary.ts'
+import { killServeHard, runMuster, startServe } from '../helpers/binary.ts'
 import { newCert, withProof } from '../helpers/certs.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
@@ -74,8 +74,7 @@ describe('nodes through dist/muster', () => {
 
       // Once the heartbeat batch reached the disk, crash the Platform.
       await waitFor(() => lastSeenOnDisk(data, 'w1'), { what: "w1's heartbeat flushed to muster.db" })
-      serve.proc.kill('SIGKILL')
-      await serve.proc.exited
+      await killServeHard(serve)
       serve = await startServe(data, ['--remote-dispatch'])
       const env2 = { MUSTER_URL: serve.url, MUSTER_TOKEN: minted.token }
       const after = JSON.parse((await runMuster(['nodes', 'list', '--json'], { env: env2 })).stdout) as { nodes: { name: string; lastSeenAt: string | null }[] }
@@ -130,7 +129,7 @@ describe('nodes through dist/muster', () => {
   test('kill -9 in the middle of writes: everything acknowledged is there after the restart, and nothing half-written', { timeout: 180_000 }, async () => {
     using dir = tmpDir()
     const data = `${dir.path}/data`
-    const serve = await startServe(data, ['--remote-dispatch'])
+    await using serve = await startServe(data, ['--remote-dispatch'])
     const { token } = JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', data, '--json'])).stdout) as { token: string }
     const fleet = (await (await api(serve.url, token, 'POST', '/api/v1/join-tokens', { maxUses: 1000, namePattern: 'f-*' })).json()) as { id: string; token: string }
     const certs = await Promise.all(Array.from({ length: 400 }, (_, i) => newCert(`f-${i}`)))
@@ -164,8 +163,8 @@ describe('nodes through dist/muster', () => {
     const writers = [0, 1, 2, 2].map(writer)
     const total = () => acked.enrollments.length + acked.joinTokens.length + acked.nodes.length
     await waitFor(() => total() >= 60 && acked.nodes.length >= 10, { what: 'writes under way', timeoutMs: 30_000 })
-    serve.proc.kill('SIGKILL')
-    await serve.proc.exited
+    // serve supervises an engine that does the writing: both are killed, the engine first, so nothing stops cleanly.
+    await killServeHard(serve)
     await Promise.all(writers)
     expect(next).toBeLessThan(certs.length) // every node got its own certificate
 
