@@ -20,6 +20,13 @@ async function startCluster(): Promise<string> {
     pg.stop()
     rmSync(dir, { recursive: true, force: true })
   })
+  // bun test does not always run exit handlers (a run that ends normally, or one the mutants runner
+  // kills): a watchdog outside this process stops and removes the cluster once this process is gone.
+  const data = join(dir, 'data')
+  const pgCtl = join(postgresBinDir()!, 'pg_ctl')
+  const stop = process.getuid?.() === 0 ? `runuser -u postgres -- ${pgCtl} -D ${data} -m immediate stop` : `${pgCtl} -D ${data} -m immediate stop`
+  const watchdog = Bun.spawn(['sh', '-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${stop} >/dev/null 2>&1; rm -rf ${dir}`], { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' })
+  watchdog.unref()
   return pg.url
 }
 
