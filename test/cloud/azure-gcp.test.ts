@@ -11,7 +11,7 @@ import { AzureProvider } from '../../src/cloud/providers/azure.ts'
 import { GcpProvider, requestUuid } from '../../src/cloud/providers/gcp.ts'
 import { startAzureFake, type AzureFake } from '../fakes/azure.ts'
 import { startGcpFake, type GcpFake } from '../fakes/gcp.ts'
-import { tmpDir } from '../helpers/tmp.ts'
+import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { hz } from './_ctx.ts'
 
 const creds = (f: AzureFake) => ({ tenantId: f.tenantId, clientId: f.clientId, clientSecret: f.clientSecret, subscriptionId: f.subscriptionId, resourceGroup: f.resourceGroup })
@@ -48,8 +48,7 @@ describe('azure', () => {
     // every call used an api-version its resource type publishes (the fake refuses any other)
     expect(new Set(f.versions)).toEqual(new Set(['network 2024-05-01', 'compute 2024-07-01']))
     // the node's address is the public IP muster made
-    await Bun.sleep(200)
-    expect((await az.getMachine('az-1'))?.address).toBe(ip.body.properties!.ipAddress as string)
+    await waitFor(async () => (await az.getMachine('az-1'))?.address === ip.body.properties!.ipAddress, { what: 'the public IP on the machine' })
     // a VM of that name made for another request is left alone
     await expect(az.createMachine({ ...req, name: 'az-1', requestId: 'prv-otherotherot' })).rejects.toMatchObject({ code: 'cloud-provider-error', detail: { providerStatus: 409 } })
     expect(await az.findMachine({ requestId: 'prv-otherotherot', name: 'az-1', region: 'westeurope' })).toBeNull()

@@ -14,6 +14,7 @@ import { startGcpFake } from '../fakes/gcp.ts'
 import { startHetznerFake } from '../fakes/hetzner.ts'
 import { startListenerPlatform } from '../helpers/node-side.ts'
 import { onEngine } from '../helpers/platform.ts'
+import { waitFor } from '../helpers/tmp.ts'
 import { ENGINES } from '../helpers/postgres.ts'
 import { FAST_RETRY, hz } from './_ctx.ts'
 import { SETUPS } from './_setups.ts'
@@ -80,7 +81,7 @@ describe.each(ENGINES)('on %s', (engine) => {
       ;(t.fake as Awaited<ReturnType<typeof startGcpFake>>).failNextInsert = { code: 'ZONE_RESOURCE_POOL_EXHAUSTED', message: "The zone 'projects/muster-test-4711/zones/europe-west1-b' does not have enough resources available to fulfill the request." }
       const prv = await t.p.client.cloud.provision({ provider: 'gcp', name: 'gcp-r2', region: 'europe-west1-b', size: 'e2-medium' })
       expect(prv.state).toBe('booting')
-      await Bun.sleep(150)
+      await waitFor(async () => (await info(t, prv.id)).state === 'failed', { what: 'the provision failed' })
       expect(await info(t, prv.id)).toMatchObject({ state: 'failed', reason: "gcp could not create the machine: ZONE_RESOURCE_POOL_EXHAUSTED: The zone 'projects/muster-test-4711/zones/europe-west1-b' does not have enough resources available to fulfill the request." })
       expect((await t.p.client.nodes.list()).pendingEnrollments).toEqual([])
     })
