@@ -70,9 +70,9 @@ function certSha256Hex(certPem: string): string {
 /**
  * True when `proof` is the signature of `message` by the certificate's own key
  * and `proofTime` is within the window around `nowMs`. Never throws: anything
- * malformed is simply not a proof. Verification runs off the event loop.
+ * malformed is simply not a proof.
  */
-export async function verifyProof(certDer: Uint8Array, message: Buffer, proof: unknown, proofTime: unknown, nowMs: number): Promise<boolean> {
+export function verifyProof(certDer: Uint8Array, message: Buffer, proof: unknown, proofTime: unknown, nowMs: number): boolean {
   if (typeof proof !== 'string' || !PROOF.test(proof)) return false
   if (typeof proofTime !== 'number' || !Number.isSafeInteger(proofTime)) return false
   if (Math.abs(proofTime - nowMs / 1000) > PROOF_WINDOW_SECONDS) return false
@@ -84,12 +84,12 @@ export async function verifyProof(certDer: Uint8Array, message: Buffer, proof: u
   }
   const algorithm = key.asymmetricKeyType === 'ed25519' ? null : key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1' ? 'sha256' : undefined
   if (algorithm === undefined) return false
-  const signature = Buffer.from(proof, 'base64url')
-  return new Promise((resolve) => {
-    try {
-      verify(algorithm, message, algorithm ? { key, dsaEncoding: 'der' } : key, signature, (err, ok) => resolve(!err && ok === true))
-    } catch {
-      resolve(false)
-    }
-  })
+  // Verified on the event loop: one P-256 verify takes about 70 µs here, less than
+  // the round trip to the thread pool it replaced (measured in bench/enroll-wrk.sh:
+  // the enroll rate rose), and only holders of a valid token's secret reach it.
+  try {
+    return verify(algorithm, message, algorithm ? { key, dsaEncoding: 'der' } : key, Buffer.from(proof, 'base64url'))
+  } catch {
+    return false
+  }
 }

@@ -37,16 +37,27 @@ export type ApiRoutes = Record<string, Partial<Record<'GET' | 'POST' | 'PUT' | '
 const RENEWAL_DRAIN_MS = 75_000
 
 export class ApiServer {
-  private server: Server<unknown> | undefined
+  private serving: Server<unknown> | undefined
+  /** Read once per bind: Bun's server.port and .hostname ask the socket each time (a profile of enroll showed it). */
+  private bound: { port: number; hostname: string } | undefined
 
   constructor(private readonly options: ApiServerOptions) {}
 
+  private get server(): Server<unknown> | undefined {
+    return this.serving
+  }
+
+  private set server(s: Server<unknown> | undefined) {
+    this.serving = s
+    this.bound = s ? { port: s.port ?? this.options.port, hostname: s.hostname ?? this.options.host } : undefined
+  }
+
   get port(): number {
-    return this.server?.port ?? this.options.port
+    return this.bound?.port ?? this.options.port
   }
 
   get hostname(): string {
-    return this.server?.hostname ?? this.options.host
+    return this.bound?.hostname ?? this.options.host
   }
 
   /** Binds the port (first checking nobody holds it, unless taking it over from the previous engine). */

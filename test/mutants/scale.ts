@@ -88,4 +88,21 @@ export default [
     tests: ['test/fabric/listing.test.ts'],
     filter: 'sqlite',
   },
+  {
+    name: 'group commit: a failed transaction keeps its writes (no rollback to its savepoint)',
+    ci: true,
+    file: 'src/store/sql.ts',
+    from: "exec('ROLLBACK TO muster_group')",
+    to: '',
+    tests: ['test/store/db.test.ts'],
+    filter: 'started together',
+  },
+  {
+    name: 'group commit: callers are told before the commit',
+    file: 'src/store/sql.ts',
+    from: "          exec('RELEASE muster_group')\n          kept.push({ job, value })",
+    to: "          exec('RELEASE muster_group')\n          job.resolve(value)\n          kept.push({ job, value })",
+    tests: ['test/store/db.test.ts'],
+    filter: 'started together',
+  },
 ] satisfies Mutant[]

@@ -89,6 +89,47 @@ describe.each(ENGINES)('store on %s', (engine) => {
     await store.close()
   })
 
+  test('transactions started together each commit or roll back on their own, and are told only once committed', async () => {
+    await using at = await freshUrl(engine)
+    const store = await openStore(at.url)
+    const other = await openStore(at.url) // a second connection: it sees only what is committed
+    await store.run('INSERT INTO node_tombstones (name, removed_at) VALUES (?1, ?2)', 'taken', 1)
+    // Hold the store busy so the next transactions queue up together (SQLite commits such a queue as one group).
+    let release!: () => void
+    const held = new Promise<void>((r) => (release = r))
+    const first = store.tx(async (t) => {
+      await t.run('INSERT INTO node_tombstones (name, removed_at) VALUES (?1, ?2)', 'first', 1)
+      await held
+      return 'first'
+    })
+    const outcomes = Array.from({ length: 30 }, (_, i) =>
+      store
+        .tx(async (t) => {
+          await t.run('INSERT INTO node_tombstones (name, removed_at) VALUES (?1, ?2)', `n${i}`, i)
+          if (i % 3 === 1) throw new Error(`own failure ${i}`)
+          // a unique violation inside the group undoes this one's insert above, not the others'
+          if (i % 3 === 2) await t.run('INSERT INTO node_tombstones (name, removed_at) VALUES (?1, ?2)', 'taken', i)
+          return `ok ${i}`
+        })
+        .then(async (value) => {
+          const seen = await other.get('SELECT name FROM node_tombstones WHERE name = ?1', `n${i}`)
+          return { value, committedWhenTold: seen !== null }
+        })
+        .catch((e: Error) => ({ value: e.message.startsWith('own failure') ? e.message : 'unique violation', committedWhenTold: false })),
+    )
+    release()
+    expect(await first).toBe('first')
+    const got = await Promise.all(outcomes)
+    got.forEach((o, i) => {
+      if (i % 3 === 0) expect(o).toEqual({ value: `ok ${i}`, committedWhenTold: true })
+      else expect(o.value).toBe(i % 3 === 1 ? `own failure ${i}` : 'unique violation')
+    })
+    const names = (await other.all<{ name: string }>('SELECT name FROM node_tombstones')).map((r) => r.name).sort()
+    expect(names).toEqual(['first', 'taken', ...Array.from({ length: 30 }, (_, i) => i).filter((i) => i % 3 === 0).map((i) => `n${i}`)].sort())
+    await other.close()
+    await store.close()
+  })
+
   describe('the token-use compare-and-set under real contention', () => {
     let a: Store
     let b: Store
