@@ -6,7 +6,7 @@ import { enrollProofMessage, verifyProof } from '../crypto/enroll-proof.ts'
 import { safeEqual, sha256Hex } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import { invalid, issueField, NodeName } from '../http/validate.ts'
-import { bindCertificate, getNode, insertNode, isTombstoned, nodeByCert } from '../store/nodes.ts'
+import { bindCertificate, insertNodeRow, isTombstoned, nodesByNameOrCert, type NodeRow } from '../store/nodes.ts'
 import { getJoinToken, takeTokenUse } from '../store/join-tokens.ts'
 import { isUniqueViolation } from '../store/sql.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
@@ -100,7 +100,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     if (body.nodeId === 'local') return await refuse('reserved name')
     // A name the operator declared enrolls only with an enrollment issued for it (SPEC §16.8).
     if (token.kind !== 'enrollment' && fabric.declared.has(body.nodeId)) return await refuse('declared name needs an enrollment for it')
-    const existing = await getNode(db, body.nodeId)
+    const { named: existing, holder } = await nodesByNameOrCert(db, body.nodeId, certSha256)
     // A repeat of a finished enrollment (same token, name, certificate) gets the
     // same answer and costs no use: a lost response never burns one. It needs the
     // proof like any enroll, and works for 24 hours after the enrollment (even on an
@@ -128,7 +128,6 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
       await audit('node-exists', 'name enrolled with another certificate', body.nodeId, body.version)
       throw new MusterError('node-exists', `A node named ${body.nodeId} is already enrolled with another certificate.`)
     }
-    const holder = await nodeByCert(db, certSha256)
     if (holder) {
       await audit('node-exists', 'certificate enrolled under another name', body.nodeId, body.version)
       throw new MusterError('certificate-in-use', 'This certificate is already enrolled under another name.')
@@ -138,9 +137,11 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     // insert of the same name or certificate loses on the primary key, and its whole
     // transaction, the use included, rolls back.)
     const fields = { cert_sha256: certSha256, cert_pem: body.certPem, url: body.url ?? null, token_id: token.id, version: body.version ?? null, labels: labelsToJson(body.labels) }
+    // The new row comes back from the insert (a rebind reads it again after).
+    let inserted: NodeRow | null = null
     const outcome = await db.tx(async (t): Promise<'enrolled' | 'used-up' | 'taken'> => {
       if (!(await takeTokenUse(t, token.id, now))) return 'used-up'
-      const placed = rebinding ? await bindCertificate(t, body.nodeId, fields, now).catch(lostRace) : await insertNode(t, { name: body.nodeId, auth: 'enrolled', enrolled_at: now, ...fields })
+      const placed = rebinding ? await bindCertificate(t, body.nodeId, fields, now).catch(lostRace) : (inserted = await insertNodeRow(t, { name: body.nodeId, auth: 'enrolled', enrolled_at: now, ...fields })) !== null
       if (!placed) throw new TakenMeanwhile()
       await fabric.audit('enrolled', rebinding ? 'rebound to a new certificate' : null, body.nodeId, body.version, t)
       return 'enrolled'
@@ -153,7 +154,8 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
       await audit('node-exists', 'name or certificate enrolled meanwhile', body.nodeId, body.version)
       throw new MusterError('node-exists', `A node named ${body.nodeId} is already enrolled with another certificate.`)
     }
-    const node = await fabric.registry.refresh(body.nodeId)
+    if (inserted) fabric.registry.reload(inserted, body.nodeId)
+    const node = inserted ? fabric.registry.get(body.nodeId) : await fabric.registry.refresh(body.nodeId)
     await fabric.changed(body.nodeId)
     // 12. issue the credential
     return await fabric.enrollAnswer(body.nodeId, certSha256, node?.generation ?? 1)

@@ -35,14 +35,26 @@ export async function nodeByCert(db: Db, certSha256: string): Promise<NodeRow | 
   return await db.get<NodeRow>('SELECT * FROM nodes WHERE cert_sha256 = ?1', certSha256)
 }
 
-/** Inserts a node; false when its name or certificate is taken (a racing insert won). */
-export async function insertNode(db: Db, n: Pick<NodeRow, 'name' | 'auth' | 'cert_sha256' | 'cert_pem' | 'url' | 'token_id' | 'version' | 'enrolled_at'> & { labels?: string | null }): Promise<boolean> {
-  const changed = await db.run(
+/** The node named `name` and the node holding the certificate (the same row, or none), in one statement. */
+export async function nodesByNameOrCert(db: Db, name: string, certSha256: string): Promise<{ named: NodeRow | null; holder: NodeRow | null }> {
+  const rows = await db.all<NodeRow>('SELECT * FROM nodes WHERE name = ?1 OR cert_sha256 = ?2', name, certSha256)
+  return { named: rows.find((r) => r.name === name) ?? null, holder: rows.find((r) => r.cert_sha256 === certSha256) ?? null }
+}
+
+type NewNode = Pick<NodeRow, 'name' | 'auth' | 'cert_sha256' | 'cert_pem' | 'url' | 'token_id' | 'version' | 'enrolled_at'> & { labels?: string | null }
+
+/** Inserts a node; the row as stored, or null when its name or certificate is taken (a racing insert won). */
+export async function insertNodeRow(db: Db, n: NewNode): Promise<NodeRow | null> {
+  return await db.get<NodeRow>(
     `INSERT INTO nodes (name, auth, cert_sha256, cert_pem, url, token_id, version, enrolled_at, labels)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING`,
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING RETURNING *`,
     n.name, n.auth, n.cert_sha256, n.cert_pem, n.url, n.token_id, n.version, n.enrolled_at, n.labels ?? null,
   )
-  return changed === 1
+}
+
+/** Inserts a node; false when its name or certificate is taken (a racing insert won). */
+export async function insertNode(db: Db, n: NewNode): Promise<boolean> {
+  return (await insertNodeRow(db, n)) !== null
 }
 
 /** Binds a new certificate to a name being rebound (its cert was cleared by rebind). */

@@ -157,4 +157,12 @@ export default [
     tests: ['test/federation/link.test.ts'],
     filter: 'replayed genuine registration',
   },
+  {
+    name: 'enroll: a revoked join token is not refused as revoked',
+    ci: true,
+    file: 'src/fabric/enroll.ts',
+    from: "if (token.revoked_at !== null) return await refuse('token revoked')",
+    to: '',
+    tests: ['test/fabric/enroll.test.ts'],
+  },
 ] satisfies Mutant[]
