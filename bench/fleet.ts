@@ -49,6 +49,7 @@ if (Bun.spawnSync(['sh', '-c', `[ -x ${BIN} ] && [ -z "$(find ${ROOT}/src ${ROOT
 
 interface Running {
   url: string
+  /** The serving engine (serve's child), whose CPU and memory are measured. */
   pid: number
   stop(): Promise<void>
 }
@@ -66,9 +67,11 @@ async function startServe(dataDir: string): Promise<Running> {
     if (p.exitCode !== null || Date.now() > deadline) throw new Error(`serve did not start:\n${out}`)
     await Bun.sleep(50)
   }
+  // serve supervises an engine child that does the serving (README, engine swap): measure the engine.
+  const engine = Number(new TextDecoder().decode(Bun.spawnSync(['pgrep', '-n', '-P', String(p.pid)]).stdout).trim())
   return {
     url: out.match(/listening on (http:\/\/\S+)/)![1]!,
-    pid: p.pid,
+    pid: engine > 0 ? engine : p.pid,
     async stop() {
       if (p.exitCode !== null) return
       p.kill('SIGTERM')
