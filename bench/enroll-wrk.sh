@@ -3,18 +3,21 @@
 # the same JSON, both driven by wrk in the same run. Every request to the
 # Platform is a distinct enrollment (its own key, certificate and proof of key,
 # pre-made); the rate counted is the nodes the Platform enrolled during the run.
-#   bench/enroll-wrk.sh [--bodies 60000] [--duration 10] [--threads 2] [--connections 64]
+#   bench/enroll-wrk.sh [--bodies 60000] [--duration 10] [--threads 2] [--connections 64] [--postgres]
+# --postgres: the Platform's store is a throwaway PostgreSQL cluster (.ci/postgres.sh: loopback,
+# fsync off, as in the tests) instead of SQLite in the data directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BODIES=60000 DURATION=10 THREADS=2 CONNECTIONS=64
+BODIES=60000 DURATION=10 THREADS=2 CONNECTIONS=64 POSTGRES=
 while [ $# -gt 0 ]; do
   case "$1" in
     --bodies) BODIES=$2; shift 2 ;;
     --duration) DURATION=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --connections) CONNECTIONS=$2; shift 2 ;;
-    *) echo "usage: $0 [--bodies N] [--duration S] [--threads T] [--connections C]" >&2; exit 2 ;;
+    --postgres) POSTGRES=1; shift ;;
+    *) echo "usage: $0 [--bodies N] [--duration S] [--threads T] [--connections C] [--postgres]" >&2; exit 2 ;;
   esac
 done
 
@@ -25,10 +28,12 @@ fi
 if [ ! -x dist/muster ] || [ -n "$(find src commands build.ts -newer dist/muster -print -quit)" ]; then bun run build >/dev/null; fi
 
 TMP=$(mktemp -d)
+PGDIR=""
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  [ -z "$PGDIR" ] || { bash .ci/postgres.sh stop "$PGDIR/pg"; rm -rf "$PGDIR"; }
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -41,7 +46,16 @@ wait_url() {
   echo "server did not start:" >&2; cat "$1" >&2; exit 1
 }
 
-MUSTER_LOG_LEVEL=3 dist/muster serve --data-dir "$TMP/data" --port 0 --remote-dispatch --no-local-node \
+DATABASE=()
+STORE=sqlite
+if [ -n "$POSTGRES" ]; then
+  # A directory of its own: as root the cluster runs as the postgres user, who cannot enter $TMP (0700).
+  PGDIR=$(mktemp -d)
+  chmod 755 "$PGDIR"
+  DATABASE=(--database "$(bash .ci/postgres.sh start "$PGDIR/pg")") || { echo "PostgreSQL did not start" >&2; exit 1; }
+  STORE=postgres
+fi
+MUSTER_LOG_LEVEL=3 dist/muster serve --data-dir "$TMP/data" --port 0 --remote-dispatch --no-local-node "${DATABASE[@]}" \
   --enroll-rate 1000000 --enroll-burst 1000000 --enroll-in-flight 100000 2>"$TMP/platform.log" &
 PIDS+=($!)
 PLATFORM_PID=$!
@@ -61,7 +75,7 @@ BARE_URL=$(wait_url "$TMP/bare.log")
 count_nodes() {
   curl -sf "$URL/api/v1/nodes?limit=1" -H "authorization: Bearer $ADMIN" | bun -e 'process.stdout.write(String(JSON.parse(await Bun.stdin.text()).counts.total))'
 }
-echo "enroll-wrk: $BODIES distinct pre-made enrollments, wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency; $(nproc) cores, bun $(bun --version)"
+echo "enroll-wrk: store $STORE; $BODIES distinct pre-made enrollments, wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency; $(nproc) cores, bun $(bun --version)"
 BEFORE=$(count_nodes)
 LOAD=$(cut -d' ' -f1 /proc/loadavg)
 M=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s bench/wrk/enroll.lua "$URL" -- "$TMP/bodies" "$THREADS" | grep '^WRK ')
