@@ -2,16 +2,20 @@
 // test that only passes after the ones before it shows up. Slow (one process
 // per test); run it by hand or in a nightly job, not on every commit.
 //
-//   bun run .ci/each-test.ts [FILE...] [--jobs N]
+//   bun run .ci/each-test.ts [FILE...] [--jobs N] [--names-from LOG]
+// --names-from LOG: take the test names from the output of a whole run (`bun test > LOG 2>&1`)
+// instead of running each file whole first.
 import { Glob } from 'bun'
 import { resolve } from 'node:path'
 
 const ROOT = resolve(import.meta.dir, '..')
 const args = process.argv.slice(2)
 let jobs = 2
+let namesFrom: string | undefined
 const files: string[] = []
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--jobs') jobs = Number(args[++i])
+  else if (args[i] === '--names-from') namesFrom = args[++i]
   else files.push(args[i]!)
 }
 if (files.length === 0) files.push(...(await Array.fromAsync(new Glob('test/**/*.test.ts').scan({ cwd: ROOT }))).sort())
@@ -27,7 +31,25 @@ const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 const namesIn = (output: string) => [...output.matchAll(/^\((?:pass|fail)\) (.*?)(?: \[[0-9.]+m?s\])?$/gm)].map((m) => m[1]!)
 
 const work: { file: string; name: string }[] = []
+/** File headers (`test/x.test.ts:`) and the tests under each, from a whole run's output. */
+function namesByFile(log: string): Map<string, string[]> {
+  const out = new Map<string, string[]>()
+  let file: string | undefined
+  for (const line of log.split('\n')) {
+    const header = /^(test\/\S+\.test\.ts):$/.exec(line)
+    if (header) out.set((file = header[1]!), out.get(header[1]!) ?? [])
+    else if (file) out.get(file)!.push(...namesIn(line))
+  }
+  return out
+}
+const known = namesFrom ? namesByFile(await Bun.file(namesFrom).text()) : undefined
 for (const file of files) {
+  if (known) {
+    const names = known.get(file) ?? []
+    if (names.length === 0) process.stdout.write(`${file}: no test of it in ${namesFrom}\n`)
+    for (const name of names) work.push({ file, name })
+    continue
+  }
   const whole = await bunTest(file)
   const names = namesIn(whole.output)
   if (names.length === 0) process.stdout.write(`${file}: no test ran as a whole (${whole.code === 0 ? 'all skipped?' : 'it fails'})\n`)
