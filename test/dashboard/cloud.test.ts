@@ -24,6 +24,11 @@ let hz: HetznerFake
 const contexts: BrowserContext[] = []
 const pageErrors: string[] = []
 
+/** The wizard and the scale-out card need a connected provider: the first test connects it through the page; a test run alone connects it here. */
+async function hetznerConnected(): Promise<void> {
+  if (!(await p.client.cloud.status()).providers.find((x) => x.provider === 'hetzner')?.connected) await p.client.cloud.connect('hetzner', hz.token)
+}
+
 async function signedIn(): Promise<Page> {
   const ctx = await browser.newContext()
   ctx.setDefaultTimeout(STEP_MS)
@@ -86,6 +91,7 @@ describe('dashboard: Providers and machines', () => {
   })
 
   test('add a machine: provider → region → size with its monthly price → name → role', { timeout: 120_000 }, async () => {
+    await hetznerConnected()
     const page = await signedIn()
     await page.locator('#panel-cloud tr[data-provider="hetzner"]').getByText('connected', { exact: true }).waitFor()
     await page.getByRole('button', { name: 'Add a machine' }).click()
@@ -120,6 +126,7 @@ describe('dashboard: Providers and machines', () => {
   })
 
   test('scale-out card: consent, max machines, cooldown and what to order', { timeout: 120_000 }, async () => {
+    await hetznerConnected()
     const page = await signedIn()
     const card = page.locator('#panel-cloud form.scaling')
     await card.waitFor()

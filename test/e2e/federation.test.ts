@@ -56,6 +56,17 @@ function bothJoined(): Promise<void> {
   return joinedBoth
 }
 
+let loggedInOnce: Promise<void> | undefined
+/** `muster login` to the controller as superadmin, once (the vouch commands use the token it saves); each test that needs it asks. */
+function loggedIn(): Promise<void> {
+  loggedInOnce ??= (async () => {
+    writeFileSync(`${dirs.path}/cpw`, password(cDir), { mode: 0o600 })
+    const li = await runMuster(['login', '--platform-url', controller.url, '--identifier', 'superadmin', '--password-file', `${dirs.path}/cpw`], { env: { XDG_CONFIG_HOME: env.XDG_CONFIG_HOME } })
+    if (li.code !== 0) throw new Error(`muster login exited ${li.code}: ${li.stderr}`)
+  })()
+  return loggedInOnce
+}
+
 type Offices = { offices: { officeId: string; fresh: boolean; status: string; advertiseUrl: string | null; projects: { name: string; state: string; running: number }[] }[] }
 const offices = () => json<Offices>(['federation', 'offices'])
 const login = (port: number, identifier: string, password: string) =>
@@ -103,9 +114,7 @@ describe('federation through dist/muster', () => {
     const answers = await Promise.all([login(ports.a, 'superadmin', password(aDir)), login(ports.a, 'superadmin', 'nope'), login(ports.a, 'ghost', 'x')].map(async (r) => [(await r).status, await (await r).text()]))
     expect(answers[0]![0]).toBe(403)
     expect(new Set(answers.map((a) => JSON.stringify(a))).size).toBe(1)
-    writeFileSync(`${dirs.path}/cpw`, password(cDir), { mode: 0o600 })
-    const li = await runMuster(['login', '--platform-url', controller.url, '--identifier', 'superadmin', '--password-file', `${dirs.path}/cpw`], { env: { XDG_CONFIG_HOME: env.XDG_CONFIG_HOME } })
-    expect(li.code).toBe(0)
+    await loggedIn()
     const asMe = { MUSTER_TOKEN: '' } // use the token `muster login` saved, which names the account
     const v = await json<{ vouch: string; redeemUrl: string; expiresAt: string }>(['federation', 'vouch', 'office-a', '--platform-url', controller.url], asMe)
     expect(v.vouch).toMatch(/^mfv2:office-a:superadmin:superadmin:\d+:/)
@@ -121,6 +130,7 @@ describe('federation through dist/muster', () => {
 
   test('place a project on an office; it is reported back in heartbeats', { timeout: 180_000 }, async () => {
     await bothJoined()
+    await loggedIn()
     // A worker joins office-b, enrolled by a superadmin the controller vouched for there.
     const officeB = officeOn(ports.b)!
     const [, enrollUrl, fingerprint] = (await officeB.waitForLog(/enrollment listener on (https:\/\/\S+) .*fingerprint (sha256:[0-9a-f]{64})/)) as unknown as [string, string, string]
