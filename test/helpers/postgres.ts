@@ -25,7 +25,9 @@ async function startCluster(): Promise<string> {
   const data = join(dir, 'data')
   const pgCtl = join(postgresBinDir()!, 'pg_ctl')
   const stop = process.getuid?.() === 0 ? `runuser -u postgres -- ${pgCtl} -D ${data} -m immediate stop` : `${pgCtl} -D ${data} -m immediate stop`
-  const watchdog = Bun.spawn(['sh', '-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${stop} >/dev/null 2>&1; rm -rf ${dir}`], { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' })
+  // Detached (a session of its own): the mutants runner kills the test's whole process group when the tests
+  // end, and a watchdog in that group died with it, leaving the cluster running.
+  const watchdog = Bun.spawn(['sh', '-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${stop} >/dev/null 2>&1; rm -rf ${dir}`], { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore', detached: true })
   watchdog.unref()
   return pg.url
 }
