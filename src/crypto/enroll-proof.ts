@@ -6,7 +6,7 @@
 // ECDSA P-256 keys sign with SHA-256 (DER signature, as `openssl dgst -sha256
 // -sign` makes it); Ed25519 keys sign the bytes raw. The proof is base64url
 // without padding; proofTime is Unix seconds, within ±300 s of the verifier.
-import { createPrivateKey, sign, verify, X509Certificate, type KeyObject } from 'node:crypto'
+import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto'
 import { certFingerprint } from './x509.ts'
 
 export const PROOF_WINDOW_SECONDS = 300
@@ -69,16 +69,17 @@ function certSha256Hex(certPem: string): string {
 
 /**
  * True when `proof` is the signature of `message` by the certificate's own key
- * and `proofTime` is within the window around `nowMs`. Never throws: anything
- * malformed is simply not a proof.
+ * (its SubjectPublicKeyInfo, as parseCertificate gives it) and `proofTime` is
+ * within the window around `nowMs`. Never throws: anything malformed is simply
+ * not a proof.
  */
-export function verifyProof(certDer: Uint8Array, message: Buffer, proof: unknown, proofTime: unknown, nowMs: number): boolean {
+export function verifyProof(publicKeyDer: Uint8Array, message: Buffer, proof: unknown, proofTime: unknown, nowMs: number): boolean {
   if (typeof proof !== 'string' || !PROOF.test(proof)) return false
   if (typeof proofTime !== 'number' || !Number.isSafeInteger(proofTime)) return false
   if (Math.abs(proofTime - nowMs / 1000) > PROOF_WINDOW_SECONDS) return false
   let key: KeyObject
   try {
-    key = new X509Certificate(certDer).publicKey
+    key = createPublicKey({ key: Buffer.from(publicKeyDer), format: 'der', type: 'spki' })
   } catch {
     return false
   }

@@ -92,7 +92,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     }
     // 5. proof of possession of the certificate's key, over this name, token and certificate, made now
     const message = enrollProofMessage({ nodeId: body.nodeId, tokenId: token.id, certSha256, proofTime: body.proofTime as number })
-    if (!verifyProof(cert.der, message, body.proof, body.proofTime, now)) return await refuse('no proof of key')
+    if (!verifyProof(cert.publicKeyDer, message, body.proof, body.proofTime, now)) return await refuse('no proof of key')
     // 6. check revocation, name binding or pattern, expiry
     if (token.revoked_at !== null) return await refuse('token revoked')
     if (token.kind === 'enrollment' && token.node_id !== body.nodeId) return await refuse('token bound to another name')

@@ -55,7 +55,7 @@ export async function renewCredential(fabric: Fabric, headers: Headers, rawBody:
       row?.cert_pem != null &&
       row.cert_sha256 !== null &&
       row.cert_sha256 === node.certSha256 &&
-      verifyProof(parseCertificate(row.cert_pem).der, renewProofMessage({ nodeId: node.name, generation, certSha256: row.cert_sha256, proofTime: body.output.proofTime as number }), body.output.proof, body.output.proofTime, fabric.now())
+      verifyProof(parseCertificate(row.cert_pem).publicKeyDer, renewProofMessage({ nodeId: node.name, generation, certSha256: row.cert_sha256, proofTime: body.output.proofTime as number }), body.output.proof, body.output.proofTime, fabric.now())
     if (!proven) {
       throw new MusterError('forbidden', `Only the current credential of ${node.name} renews (generation ${node.generation}); this one (generation ${generation}) was rotated away and works only until its grace hour ends. The node's Agent renews by proving its key.`)
     }

@@ -31,10 +31,6 @@ export async function getNode(db: Db, name: string): Promise<NodeRow | null> {
   return await db.get<NodeRow>('SELECT * FROM nodes WHERE name = ?1', name)
 }
 
-export async function nodeByCert(db: Db, certSha256: string): Promise<NodeRow | null> {
-  return await db.get<NodeRow>('SELECT * FROM nodes WHERE cert_sha256 = ?1', certSha256)
-}
-
 /** The node named `name` and the node holding the certificate (the same row, or none), in one statement. */
 export async function nodesByNameOrCert(db: Db, name: string, certSha256: string): Promise<{ named: NodeRow | null; holder: NodeRow | null }> {
   const rows = await db.all<NodeRow>('SELECT * FROM nodes WHERE name = ?1 OR cert_sha256 = ?2', name, certSha256)

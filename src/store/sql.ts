@@ -77,21 +77,28 @@ class SqliteConn {
   private readonly statements = new Map<string, Statement>()
   constructor(readonly db: Database) {}
 
-  private statement(text: string): Statement {
-    let s = this.statements.get(text)
-    if (!s) {
-      s = this.db.prepare(text)
-      if (this.statements.size < MAX_CACHED_STATEMENTS) this.statements.set(text, s)
+  /** Runs `use` on the statement for `text`: a kept one, or (past the cap) one finalized after. */
+  private with<R>(text: string, use: (s: Statement) => R): R {
+    const kept = this.statements.get(text)
+    if (kept) return use(kept)
+    const s = this.db.prepare(text)
+    if (this.statements.size < MAX_CACHED_STATEMENTS) {
+      this.statements.set(text, s)
+      return use(s)
     }
-    return s
+    try {
+      return use(s)
+    } finally {
+      s.finalize()
+    }
   }
 
   all<T>(text: string, params: Param[]): T[] {
-    return this.statement(text).all(...(params as SQLQueryBindings[])) as T[]
+    return this.with(text, (s) => s.all(...(params as SQLQueryBindings[])) as T[])
   }
 
   run(text: string, params: Param[]): number {
-    return this.statement(text).run(...(params as SQLQueryBindings[])).changes
+    return this.with(text, (s) => s.run(...(params as SQLQueryBindings[])).changes)
   }
 
   close(): void {

@@ -8,7 +8,7 @@ export default [
     name: 'enroll without a proof of key',
     ci: true,
     file: 'src/fabric/enroll.ts',
-    from: "if (!verifyProof(cert.der, message, body.proof, body.proofTime, now)) return await refuse('no proof of key')",
+    from: "if (!verifyProof(cert.publicKeyDer, message, body.proof, body.proofTime, now)) return await refuse('no proof of key')",
     to: "if (false) return await refuse('no proof of key')",
     tests: ['test/fabric/enroll-proof.test.ts', 'test/e2e/impersonation.test.ts'],
   },
