@@ -4,7 +4,7 @@
 // and the fleet carries on: the nodes stay ready, the survivor takes the
 // background loops over, and a new project runs. Everything — the database
 // cluster included — lives in one temp directory removed at the end.
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createClient, type Client } from '../client/index.ts'
@@ -13,6 +13,7 @@ import { openHostStore } from '../host-store.ts'
 import { MusterError } from '../errors.ts'
 import { Demo, until, type Child, type DemoReporter } from './demo.ts'
 import { startThrowawayPostgres } from './postgres.ts'
+import { killServeHard } from '../swap/kill.ts'
 
 export interface HaDemoResult {
   dir: string
@@ -105,16 +106,7 @@ export class HaDemo extends Demo {
     const survivor = clients[b.name]!
     let takeoverSeconds = 0
     await r.step('Killing platform-a (kill -9); the workers move to platform-b by themselves', async () => {
-      // serve supervises the engine that serves: kill -9 both, the engine first, as a crash would (a killed
-      // supervisor alone lets its engine stop cleanly and give its leases up).
-      const pid = a.child.proc.pid
-      let engines: number[] = []
-      try {
-        engines = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
-      } catch {}
-      for (const e of engines) process.kill(e, 'SIGKILL')
-      a.child.proc.kill('SIGKILL')
-      await a.child.proc.exited
+      await killServeHard(a.child.proc)
       this.children.splice(this.children.indexOf(a.child), 1)
       const t0 = performance.now()
       await until('platform-b to run every background loop', 20_000, async () => {

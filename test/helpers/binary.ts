@@ -1,6 +1,7 @@
 // The compiled binary for end-to-end tests: dist/muster, built once if missing,
 // and a runner that captures output and always ends the process.
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
+import { killServeHard as killServe } from '../../src/swap/kill.ts'
 import { join, resolve } from 'node:path'
 
 const ROOT = resolve(import.meta.dir, '../..')
@@ -94,23 +95,8 @@ export async function startMuster(args: string[], opts: { env?: Record<string, s
   return d
 }
 
-/**
- * kill -9 of a running `muster serve` as a crash would do it: the engine that serves (and writes)
- * first, then the supervising process, so nothing stops cleanly (a killed supervisor alone makes its
- * engine stop cleanly: leases given up, heartbeats flushed). Resolves when both are gone.
- */
-export async function killServeHard(d: { proc: Bun.Subprocess }): Promise<void> {
-  const engines = Bun.spawnSync(['pgrep', '-P', String(d.proc.pid)]).stdout.toString().trim().split('\n').filter(Boolean).map(Number)
-  for (const pid of engines) process.kill(pid, 'SIGKILL')
-  d.proc.kill('SIGKILL')
-  await d.proc.exited
-  const gone = (pid: number) => !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, 'utf8').split(' ')[2] === 'Z'
-  const deadline = Date.now() + 30_000
-  while (!engines.every(gone)) {
-    if (Date.now() > deadline) throw new Error(`engine(s) ${engines.join(', ')} still running after kill -9`)
-    await Bun.sleep(20)
-  }
-}
+/** kill -9 of a running `muster serve` as a crash would do it: the engine first, then the supervisor (src/swap/kill.ts). */
+export const killServeHard = (d: { proc: Bun.Subprocess }): Promise<void> => killServe(d.proc)
 
 /** Starts `muster serve` on a free loopback port and returns its URL once it listens. */
 export async function startServe(dataDir: string, extra: string[] = [], env?: Record<string, string>, bin?: string) {
