@@ -21,30 +21,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-if ! command -v wrk >/dev/null; then
-  if [ "$(id -u)" != 0 ]; then echo "wrk is missing: apt-get install wrk (as root)" >&2; exit 1; fi
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
-fi
-if [ ! -x dist/muster ] || [ -n "$(find src commands build.ts -newer dist/muster -print -quit)" ]; then bun run build >/dev/null; fi
-
-TMP=$(mktemp -d)
-PGDIR=""
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  [ -z "$PGDIR" ] || { bash .ci/postgres.sh stop "$PGDIR/pg"; rm -rf "$PGDIR"; }
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-wait_url() {
-  for _ in $(seq 300); do
-    if grep -qo 'listening on http://[^ ]*' "$1"; then grep -o 'listening on http://[^ ]*' "$1" | head -1 | cut -d' ' -f3; return; fi
-    sleep 0.1
-  done
-  echo "server did not start:" >&2; cat "$1" >&2; exit 1
-}
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+need_wrk_and_build
 
 DATABASE=()
 STORE=sqlite
@@ -52,17 +31,11 @@ if [ -n "$POSTGRES" ]; then
   # A directory of its own: as root the cluster runs as the postgres user, who cannot enter $TMP (0700).
   PGDIR=$(mktemp -d)
   chmod 755 "$PGDIR"
+  extra_cleanup() { bash .ci/postgres.sh stop "$PGDIR/pg"; rm -rf "$PGDIR"; }
   DATABASE=(--database "$(bash .ci/postgres.sh start "$PGDIR/pg")") || { echo "PostgreSQL did not start" >&2; exit 1; }
   STORE=postgres
 fi
-MUSTER_LOG_LEVEL=3 dist/muster serve --data-dir "$TMP/data" --port 0 --remote-dispatch --no-local-node "${DATABASE[@]}" \
-  --enroll-rate 1000000 --enroll-burst 1000000 --enroll-in-flight 100000 2>"$TMP/platform.log" &
-PIDS+=($!)
-PLATFORM_PID=$!
-URL=$(wait_url "$TMP/platform.log")
-# serve supervises an engine child that does the serving (engine swap, README): measure the engine.
-ENGINE_PID=$(pgrep -n -P "$PLATFORM_PID" || true)
-[ -n "$ENGINE_PID" ] || ENGINE_PID=$PLATFORM_PID
+start_platform "${DATABASE[@]}"
 ADMIN=$(dist/muster admin api-token --data-dir "$TMP/data" --json | bun -e 'process.stdout.write(JSON.parse(await Bun.stdin.text()).token)')
 # Bodies for the Platform, and a second set (other names, another token) whose first answer feeds the bare server.
 bun bench/enroll-bodies.ts --url "$URL" --data-dir "$TMP/data" --count "$BODIES" --out "$TMP/bodies"

@@ -20,38 +20,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-if ! command -v wrk >/dev/null; then
-  if [ "$(id -u)" != 0 ]; then echo "wrk is missing: apt-get install wrk (as root)" >&2; exit 1; fi
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
-fi
-if [ ! -x dist/muster ] || [ -n "$(find src commands build.ts -newer dist/muster -print -quit)" ]; then bun run build >/dev/null; fi
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+need_wrk_and_build
 
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-# Prints the URL a started server logs ("listening on URL") within 30 s.
-wait_url() {
-  for _ in $(seq 300); do
-    if grep -qo 'listening on http://[^ ]*' "$1"; then grep -o 'listening on http://[^ ]*' "$1" | head -1 | cut -d' ' -f3; return; fi
-    sleep 0.1
-  done
-  echo "server did not start:" >&2; cat "$1" >&2; exit 1
-}
-
-MUSTER_LOG_LEVEL=3 dist/muster serve --data-dir "$TMP/data" --port 0 --remote-dispatch --no-local-node \
-  --enroll-rate 1000000 --enroll-burst 1000000 --enroll-in-flight 100000 2>"$TMP/platform.log" &
-PIDS+=($!)
-PLATFORM_PID=$!
-URL=$(wait_url "$TMP/platform.log")
-# serve supervises an engine child that does the serving (engine swap, README): measure the engine.
-ENGINE_PID=$(pgrep -n -P "$PLATFORM_PID" || true)
-[ -n "$ENGINE_PID" ] || ENGINE_PID=$PLATFORM_PID
+# shellcheck disable=SC2119 # no extra serve arguments
+start_platform
 bun bench/enroll-nodes.ts --url "$URL" --data-dir "$TMP/data" --nodes "$NODES" --out "$TMP/credentials"
 
 # The exact body the Agent sends (src/agent/agent.ts): version, capacity of this machine, no replicas.
