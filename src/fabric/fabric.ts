@@ -8,7 +8,7 @@ import type { PlatformOptions } from '../options.ts'
 import type { Db, Store } from '../store/db.ts'
 import { insertAudit, listAudit } from '../store/enroll-audit.ts'
 import { revokePendingEnrollments } from '../store/join-tokens.ts'
-import { deleteNodeWithTombstone, insertNode, updateNodeFields } from '../store/nodes.ts'
+import { deleteNodeWithTombstone, insertNode, isTombstoned, updateNodeFields } from '../store/nodes.ts'
 import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS, type ParsedCredential } from './credentials.ts'
 import type { EnrollAnswer } from './enroll.ts'
 import { mintJoinToken } from './join-tokens.ts'
@@ -264,6 +264,11 @@ export class Fabric {
     let n = this.registry.get(nodeId) ?? (await this.registry.refresh(nodeId))
     if (n && n.auth !== 'legacy') throw new MusterError('forbidden', `Node ${nodeId} is enrolled; it must use its own credential.`)
     if (!n) {
+      // A removed name stays reserved for the shared token too: its next heartbeat must not bring it back.
+      if (await isTombstoned(this.db, nodeId)) {
+        const back = this.options.nodeAuth === 'legacy' ? 'give this machine another name' : `to reuse it on purpose: muster nodes enroll-token ${nodeId} --replace`
+        throw new MusterError('forbidden', `Node ${nodeId} was removed and its name stays reserved; ${back}.`)
+      }
       // Two first heartbeats may race (here or on another Platform): the primary key lets one insert win.
       if (await insertNode(this.db, { name: nodeId, auth: 'legacy', cert_sha256: null, cert_pem: null, url: null, token_id: null, version: null, enrolled_at: this.now() })) {
         log.info(`legacy node ${nodeId} registered with the shared fleet token`)
