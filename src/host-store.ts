@@ -3,6 +3,9 @@
 import { Auth } from './auth/auth.ts'
 import { DataDir } from './datadir.ts'
 import { openExistingStore } from './store/open.ts'
+import { readMasterKey } from './master-key.ts'
+import { StoreVault } from './vault.ts'
+import { rekeyTokenDigests } from './store/token-digests.ts'
 import type { Store } from './store/db.ts'
 
 export interface HostStore {
@@ -15,5 +18,15 @@ export interface HostStore {
 export async function openHostStore(root: string): Promise<HostStore> {
   const dataDir = new DataDir(root)
   const db = await openExistingStore(dataDir)
-  return { dataDir, db, auth: new Auth({ store: db, now: Date.now }), close: () => db.close() }
+  try {
+    const masterKey = readMasterKey(dataDir)
+    // Never re-key with a key that is not this store's (that would end every token): the check a Platform makes at start.
+    await new StoreVault(db, masterKey).verifyKey()
+    // A host command may be the first of this version to open the store: it re-keys older digests as serve would.
+    await rekeyTokenDigests(db, masterKey, Date.now())
+    return { dataDir, db, auth: new Auth({ store: db, now: Date.now, masterKey }), close: () => db.close() }
+  } catch (e) {
+    await db.close()
+    throw e
+  }
 }

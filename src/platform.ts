@@ -2,6 +2,7 @@
 // server in front of them. `muster serve` and the tests both start one here.
 // This is the one place that composes the services; each service gets the
 // Context (src/context.ts) and the siblings it uses, never the Platform.
+import { rekeyTokenDigests } from './store/token-digests.ts'
 import type { Server } from 'bun'
 import { Auth } from './auth/auth.ts'
 import { Changes } from './changes.ts'
@@ -120,6 +121,8 @@ export class Platform implements Services {
       const store = await openPlatformStore(dataDir, options.database)
       try {
         const vault = await openVault(store, dataDir, masterKey)
+        // Digests older versions wrote are keyed once, before any service looks a token up.
+        await rekeyTokenDigests(store, masterKey, options.clock?.() ?? Date.now())
         const changes = new Changes(store)
         await changes.start()
         const leases = new Leases(store, changes.origin)

@@ -43,4 +43,14 @@ export const AUTH_MIGRATIONS: Migration[] = [
       CREATE INDEX sessions_account ON sessions (account);
     `,
   },
+  {
+    id: 20,
+    name: 'token digests keyed under master.key: the one-time re-key of older rows is recorded here (src/store/token-digests.ts)',
+    sql: `
+      CREATE TABLE token_digest_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        keyed_at INTEGER NOT NULL
+      );
+    `,
+  },
 ]
