@@ -11,6 +11,7 @@
 import { MusterError } from '../errors.ts'
 import { issueEnrollment } from '../fabric/join-tokens.ts'
 import { dropFirstBoot, getFirstBoot, setFirstBoot } from '../store/cloud-first-boot.ts'
+import { revokePendingEnrollments } from '../store/join-tokens.ts'
 import type { ProvisionRow } from '../store/cloud-provisions.ts'
 import { BINARY_ROUTE, ownExecutable, ownExecutableSha256 } from './binary.ts'
 import type { CloudProvider, ProviderName } from './provider.ts'
@@ -49,7 +50,11 @@ export class FirstBootStore {
     // Kept only if none is yet; when another attempt kept its own first, that one is what the provider gets.
     await setFirstBoot(this.cloud.db, row.id, sealFor(this.key, aad(row.id), JSON.stringify(made)))
     const winner = await getFirstBoot(this.cloud.db, row.id)
-    if (!winner) throw new MusterError('conflict', `${row.id} stopped starting while its first-boot data was made.`)
+    if (!winner) {
+      // released (or failed) meanwhile: the token just minted goes nowhere, and must not stay usable
+      await revokePendingEnrollments(this.cloud.db, row.name, this.cloud.now())
+      throw new MusterError('conflict', `${row.id} stopped starting while its first-boot data was made.`)
+    }
     return this.open(row.id, winner)
   }
 

@@ -63,7 +63,7 @@ const AWS = new Map<string, Rule>([
   ...rules('refused', ['RequestExpired', 'RequestInTheFuture', 'RequestTimeTooSkewed'], "the Platform's clock is off by more than 5 minutes: synchronise it (timedatectl set-ntp true)"),
   ...rules('permission', ['UnauthorizedOperation'], AWS_PERMISSIONS),
   ...rules('permission', ['AccessDenied'], "the role's trust policy must let these credentials call sts:AssumeRole (with this external id)"),
-  ...rules('refused', ['OptInRequired'], 'the region is not enabled for this account: enable it (AWS console → Account → AWS Regions) or pick another region'),
+  ...rules('refused', ['OptInRequired'], 'the account is not signed up for this: finish the AWS sign-up, or enable the region (AWS console → Account → AWS Regions) or pick another'),
   ...rules('refused', ['PendingVerification', 'Blocked'], 'the AWS account is not ready to launch instances: see the AWS console'),
   ...rules('refused', ['InsufficientInstanceCapacity', 'InsufficientCapacity', 'InsufficientHostCapacity'], 'AWS has no capacity for this size here now: pick another size or region, or try later'),
   ...rules('refused', ['InsufficientAddressCapacity', 'AddressLimitExceeded'], 'no public IPv4 address is available: try another region'),

@@ -107,6 +107,8 @@ export interface AwsFake extends FakeServer {
   optedOut: boolean
   /** EC2 actions refused with 403 UnauthorizedOperation to keys of `who` matching this (e.g. ':user/'). */
   deny: { who: string; actions: string[] } | null
+  /** The regions have no default VPC (deleted by the account's owner). */
+  noDefaultVpc: boolean
   /** An Ubuntu image published later than the others (a new Canonical build): DescribeImages shows it when true. */
   newImage: boolean
 }
@@ -192,7 +194,7 @@ export function startAwsFake(): AwsFake {
         const vpcs = [
           { id: defaultVpc(region), isDefault: true, cidr: '172.31.0.0/16' },
           { id: `vpc-0other${REGIONS.indexOf(region)}`, isDefault: false, cidr: '10.0.0.0/16' },
-        ].filter((v) => !f.has('is-default') || f.get('is-default')!.includes(String(v.isDefault)))
+        ].filter((v) => (!v.isDefault || !fake.noDefaultVpc) && (!f.has('is-default') || f.get('is-default')!.includes(String(v.isDefault))))
         return xml(action, `<vpcSet>${vpcs.map((v) => `<item><vpcId>${v.id}</vpcId><state>available</state><cidrBlock>${v.cidr}</cidrBlock><isDefault>${v.isDefault}</isDefault></item>`).join('')}</vpcSet>`)
       }
       case 'DescribeSecurityGroups': {
@@ -300,7 +302,7 @@ export function startAwsFake(): AwsFake {
       throttle: () => error(503, 'RequestLimitExceeded', 'Request limit exceeded.'),
       isCreate: (req, url, body) => req.method === 'POST' && url.pathname === '/' && new URLSearchParams(body).get('Action') === 'RunInstances',
     }),
-    { groupLagMs: 0, failNextLaunch: null as AwsFake['failNextLaunch'], optedOut: false, deny: null as AwsFake['deny'], newImage: false },
+    { groupLagMs: 0, failNextLaunch: null as AwsFake['failNextLaunch'], optedOut: false, deny: null as AwsFake['deny'], newImage: false, noDefaultVpc: false },
   )
   return Object.assign(fake, { accessKeyId, secretAccessKey, identity, groups, stsUrl: `${fake.url}/sts` })
 }

@@ -93,6 +93,8 @@ export interface AzureFake extends FakeServer {
   throttleStyle: 'retry-after' | 'retry-after-ms' | 'x-ms-retry-after-ms' | 'retryable-error'
   /** 409 AnotherOperationInProgress answers given. */
   conflicts: number
+  /** The next N writes to network resources answer 409 AnotherOperationInProgress (another provision is on them). */
+  conflictNext: number
 }
 
 export function startAzureFake(): AzureFake {
@@ -239,7 +241,8 @@ export function startAzureFake(): AzureFake {
       const now = Date.now()
       // one writer at a time per resource (a subnet's writes hold its VNet): ARM answers 409 to the next
       const lockId = subnetPath ? subnetPath[1]! : path
-      if (req.method !== 'GET' && (busy.get(lockId) ?? 0) > now) {
+      if (req.method !== 'GET' && ((busy.get(lockId) ?? 0) > now || fake.conflictNext > 0)) {
+        if (fake.conflictNext > 0) fake.conflictNext--
         fake.conflicts++
         return armError(409, 'AnotherOperationInProgress', `Operation PutVirtualNetworkOperation on resource ${lockId} is in progress; another operation cannot be started. Retry the request after it completes.`)
       }
@@ -315,7 +318,7 @@ export function startAzureFake(): AzureFake {
       },
       isCreate: (req, url) => req.method === 'PUT' && /\/virtualMachines\/[^/]+$/.test(url.pathname),
     }),
-    { tokenFailures: 0, failNextVm: null as string | null, deleteMs: 60, busyMs: 30, leaveBehind: false, pageSize: 2, throttleStyle: 'retry-after' as AzureFake['throttleStyle'], conflicts: 0 },
+    { tokenFailures: 0, failNextVm: null as string | null, deleteMs: 60, busyMs: 30, leaveBehind: false, pageSize: 2, throttleStyle: 'retry-after' as AzureFake['throttleStyle'], conflicts: 0, conflictNext: 0 },
   )
   return Object.assign(fake, { tenantId, clientId, clientSecret, subscriptionId, resourceGroup, federatedToken, resources, versions })
 }
