@@ -98,8 +98,9 @@ describe('aws, round three', () => {
     const token = readFirstBoot(t.fake.book.created[0]!.userData).token
     await waitFor(() => Date.now() - t.fake.book.created[0]!.createdAt > 150, { what: 'the launch to die' })
     await t.cloud.provisioner.reconcile()
-    const failed = await t.info(prv.id)
-    expect(failed).toMatchObject({ state: 'failed', machineId: `eu-central-1/${t.fake.book.created[0]!.id}`, reason: 'the machine is terminated at aws: Server.InsufficientInstanceCapacity: Insufficient capacity.' })
+    const row = await t.p.platform.store.get<{ state: string; reason: string }>('SELECT state, reason FROM cloud_provisions WHERE id = ?1', prv.id)
+    expect(row).toEqual({ state: 'failed', reason: 'the machine is terminated at aws: Server.InsufficientInstanceCapacity: Insufficient capacity.' })
+    expect(await t.info(prv.id)).toMatchObject({ state: 'failed', machineId: `eu-central-1/${t.fake.book.created[0]!.id}` })
     const r = await enrollRaw(t.p.url, { token, nodeId: 'aws-dies', certPem: (await newCert('aws-dies')).certPem, version: VERSION })
     expect(r.status).not.toBe(200)
   })
@@ -114,8 +115,10 @@ describe('aws, round three', () => {
     expect(prv).toMatchObject({ state: 'creating', reason: expect.stringContaining('will retry') })
     await Bun.sleep(120)
     t.fake.book.hiddenMs = 0
+    // one reconcile (read from the store: a status read would reconcile again)
     await t.cloud.provisioner.reconcile()
-    expect(await t.info(prv.id)).toMatchObject({ state: 'failed', machineId: `eu-central-1/${t.fake.book.created[0]!.id}`, reason: 'the machine is terminated at aws: Client.VolumeLimitExceeded: Volume limit exceeded' })
+    const row = await t.p.platform.store.get<{ state: string; machine_id: string; reason: string }>('SELECT state, machine_id, reason FROM cloud_provisions WHERE id = ?1', prv.id)
+    expect(row).toEqual({ state: 'failed', machine_id: `eu-central-1/${t.fake.book.created[0]!.id}`, reason: 'the machine is terminated at aws: Client.VolumeLimitExceeded: Volume limit exceeded' })
     expect(t.fake.book.created).toHaveLength(1)
     // a new provision of the name has a new request id: a fresh ClientToken, a new instance
     const again = await t.provision('aws-lost-dies')
