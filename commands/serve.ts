@@ -44,14 +44,7 @@ export default defineCommand({
         throw new UsageError(`--database: ${(e as Error).message}`)
       }
     }
-    // `muster serve` itself supervises (src/swap/supervisor.ts): it holds the lock and runs this same command line as its engine.
-    const role = process.env[ENGINE_ENV]
-    delete process.env[ENGINE_ENV]
-    if (role !== 'first' && role !== 'takeover') {
-      const { supervise } = await import('../src/swap/supervisor.ts')
-      process.exit(await supervise(dataDir))
-    }
-    await serve({
+    const options = {
       dataDir,
       host: args.host,
       port,
@@ -74,6 +67,18 @@ export default defineCommand({
         burst: intArg(args, 'enroll-burst', 1, 10_000_000) ?? 1000,
         maxInFlight: intArg(args, 'enroll-in-flight', 1, 100_000) ?? 256,
       },
-    }, role)
+    }
+    // `muster serve` itself supervises (src/swap/supervisor.ts): it holds the lock and runs this same command line as its engine.
+    const role = process.env[ENGINE_ENV]
+    delete process.env[ENGINE_ENV]
+    if (role !== 'first' && role !== 'takeover') {
+      // Before anything is created (the lock, the CA, the superadmin): the setup, the data directory, the ports, the files.
+      const { preflightServe } = await import('../src/serve-preflight.ts')
+      const self = /(^|\/)muster$/.test(process.argv0) ? process.argv0 : 'muster'
+      await preflightServe(options, [self, 'serve', ...rawArgs])
+      const { supervise } = await import('../src/swap/supervisor.ts')
+      process.exit(await supervise(dataDir))
+    }
+    await serve(options, role)
   },
 })
