@@ -8,6 +8,7 @@
 // Names start with `fleet-<pid>-`, so a run that died is cleaned up by the
 // next one (its pid is gone), and `destroy()` (afterAll; also on exit) kills
 // every process in the namespaces and deletes them.
+import { describe } from 'bun:test'
 import { spawnSync } from 'node:child_process'
 
 const PREFIX = 'fleet-'
@@ -141,4 +142,81 @@ export class Network {
     process.off('exit', this.onExit)
     for (const ns of [...this.all].reverse()) deleteNamespace(ns)
   }
+}
+
+export interface Ran {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+/** Runs `cmd` on `host` to completion (killed after `timeoutMs`). */
+export async function runOn(host: Host, cmd: string[], opts: { env?: Record<string, string | undefined>; stdin?: string; timeoutMs?: number } = {}): Promise<Ran> {
+  const p = Bun.spawn(host.argv(cmd), {
+    env: { ...process.env, NO_COLOR: '1', ...opts.env },
+    stdin: opts.stdin === undefined ? 'ignore' : new TextEncoder().encode(opts.stdin),
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const timer = setTimeout(() => p.kill('SIGKILL'), opts.timeoutMs ?? 60_000)
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
+  clearTimeout(timer)
+  return { code, stdout, stderr }
+}
+
+export interface Started {
+  proc: Bun.Subprocess<'ignore', 'pipe', 'pipe'>
+  log(): string
+  waitForLog(re: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>
+  stop(): Promise<void>
+}
+
+/** Starts a long-running `cmd` on `host` and collects its output (`ip netns exec` execs it: the pid is the command's). */
+export function startOn(host: Host, cmd: string[], env: Record<string, string | undefined> = {}): Started {
+  const proc = Bun.spawn(host.argv(cmd), { env: { ...process.env, NO_COLOR: '1', MUSTER_LOG_LEVEL: '3', ...env }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  let out = ''
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const dec = new TextDecoder()
+    for await (const chunk of stream) out += dec.decode(chunk)
+  }
+  void pump(proc.stdout)
+  void pump(proc.stderr)
+  return {
+    proc,
+    log: () => out,
+    async waitForLog(re, timeoutMs = 60_000) {
+      const deadline = Date.now() + timeoutMs
+      for (;;) {
+        const m = out.match(re)
+        if (m) return m
+        if (proc.exitCode !== null) throw new Error(`${cmd.join(' ')} exited (${proc.exitCode}) before logging ${re}:\n${out}`)
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${re} in:\n${out}`)
+        await Bun.sleep(50)
+      }
+    },
+    async stop() {
+      if (proc.exitCode !== null) return
+      proc.kill('SIGTERM')
+      const t = setTimeout(() => proc.kill('SIGKILL'), 15_000)
+      await proc.exited
+      clearTimeout(t)
+    },
+  }
+}
+
+/** Processes running in `host`'s namespace now. */
+export function pidsOn(host: Host): number[] {
+  return (spawnSync('ip', ['netns', 'pids', host.ns], { encoding: 'utf8' }).stdout ?? '').split('\n').map(Number).filter((n) => n > 0)
+}
+
+/**
+ * A describe block that runs only where namespaces can be made (root, `ip`);
+ * elsewhere it is skipped with the reason in its name and one line on stderr.
+ * Like describeAsRoot, its name ends in "[root]" when it runs (CI counts those).
+ */
+export function describeWithNetns(name: string, fn: () => void): void {
+  const why = netnsUnavailable()
+  if (!why) return describe(`${name} [root]`, fn)
+  process.stderr.write(`skip: "${name}": ${why}; CI runs it as root\n`)
+  describe.skip(`${name} [skipped: ${why}]`, fn)
 }
