@@ -253,6 +253,8 @@ export class Platform implements Services {
     )
     const url = this.url
     log.info(`muster Platform listening on ${url}`)
+    // HTTPS from the Platform CA: how an operator on this machine reaches it (docs/operations.md).
+    if (this.apiCaPin) log.info(`log in with: muster login --platform-url ${this.publicUrl} --platform-ca-file ${this.dataDir.path(CA_CERT_FILE)} --identifier superadmin`)
     // listen: enrollment listener
     await this.listener?.listen()
     // listen: record this Platform for the others and for nodes (`platforms` in answers)

@@ -113,7 +113,7 @@ MUSTER_PLATFORM_CA
 	[ -z "$R" ] || set -- "$@" --root "$R"
 	# install.sh's own "Next:" steps are what this script does now: its report is shown up to them.
 	sh "$WORK/install.sh" "$@" </dev/null >"$WORK/install.out" || { cat "$WORK/install.out"; die "install.sh failed (above)"; }
-	sed '/^$/,$d' "$WORK/install.out"
+	sed -e '/^$/,$d' -e '/(--no-start)$/d' "$WORK/install.out"
 	RCPT=$R/etc/muster/receipt.json
 	value() { sed -n "s/^  \"$1\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" "$RCPT" | head -n 1; }
 	ID_U=$(value uid) ID_G=$(value gid)
