@@ -5,7 +5,8 @@
 //     specific non-loopback address) and localhost, else this machine's first
 //     routable IPv4 and localhost;
 //   - the binds: exactly those addresses (localhost is 127.0.0.1), or every
-//     interface when one of them is a DNS name (it may point anywhere).
+//     interface when one of them is a DNS name (it may point anywhere) or
+//     when --host is a wildcard and no --enrollment-address is given.
 import { isIP } from 'node:net'
 import { defaultAddresses, isLoopback, normaliseAddresses } from '../addresses.ts'
 import { MusterError } from '../errors.ts'
@@ -29,6 +30,8 @@ export function listenerPlan(o: Pick<PlatformOptions, 'host' | 'enrollmentAddres
   const hostIsSpecific = !isLoopback(host) && !WILDCARDS.has(host)
   const addresses = given.length > 0 ? given : hostIsSpecific ? [host, 'localhost'] : defaultAddresses()
   if (o.enrollmentHost) return { addresses, binds: [o.enrollmentHost] }
+  // --host 0.0.0.0 (or ::) and no addresses given: the listener binds every interface too, like the API.
+  if (given.length === 0 && WILDCARDS.has(host)) return { addresses, binds: [host] }
   return { addresses, binds: bindsFor(addresses) }
 }
 
