@@ -44,4 +44,12 @@ export default [
     to: 'const sealedAs = (name: string) => `${PURPOSE}:${name.length >= 0 ? "" : name}`',
     tests: ['test/vault/name-binding.test.ts'],
   },
+  {
+    name: 'a fleet token claims a name being rebound (the rebind check loses its token kind)',
+    file: 'src/fabric/enroll.ts',
+    from: "const rebinding = existing !== null && existing.cert_sha256 === null && token.kind === 'enrollment'",
+    to: 'const rebinding = existing !== null && existing.cert_sha256 === null',
+    tests: ['test/fabric/credentials.test.ts'],
+    filter: 'rebind kills',
+  },
 ] satisfies Mutant[]
