@@ -52,4 +52,12 @@ export default [
     tests: ['test/fabric/credentials.test.ts'],
     filter: 'rebind kills',
   },
+  {
+    name: 'a node keeps replicas that no longer fit when its reported capacity shrinks',
+    file: 'src/projects/placement.ts',
+    from: 'if (n?.keeps && eligible(spec, n) && fits(n.name, spec)) {',
+    to: 'if (n?.keeps && eligible(spec, n)) {',
+    tests: ['test/projects/projects.test.ts'],
+    filter: 'capacity shrinks',
+  },
 ] satisfies Mutant[]
