@@ -17,16 +17,24 @@ let pager = null
 /** The project whose page is open (null: the list). */
 let selected = null
 
-/** Opens a project's page (from elsewhere, like the Overview). */
+/** The project to open when the panel shows next (the tab itself opens the list). */
+let opening = null
+
+/** Opens a project's page (from its row, or from elsewhere, like the Overview). */
 export function openProject(name) {
-  selected = name
-  const tab = document.querySelector('button[data-panel=projects]')
   const section = document.getElementById('panel-projects')
-  if (section && !section.hidden && parts) render()
-  else tab?.click()
+  if (section && !section.hidden && parts) {
+    selected = name
+    render()
+  } else {
+    opening = name
+    document.querySelector('button[data-panel=projects]')?.click()
+  }
 }
 
 export function show(section) {
+  selected = opening
+  opening = null
   parts = { section, flash: h('div', { class: 'flash', 'aria-live': 'polite' }), body: h('div') }
   pager = cursorPager(h('div', { class: 'pager' }), PAGE, () => load())
   render()
