@@ -146,6 +146,13 @@ describe('projects from the dashboard', () => {
     if (real.status === 404) await out.getByText('Logs not available').waitFor()
     else await out.locator('p').first().getByText('Replica #0').waitFor()
 
+    // A Platform without the route, whatever this build has: one line, not an error.
+    await page.route('**/api/v1/projects/api/logs?*', (route) => route.fulfill({ status: 404, contentType: 'application/json', body: JSON.stringify({ error: { code: 'not-found', message: 'No such route.' } }) }))
+    await page.getByRole('button', { name: 'Show logs' }).click()
+    await out.getByText('Logs not available: No such route.').waitFor()
+    expect(await out.locator('.error').count()).toBe(0)
+    await page.unroute('**/api/v1/projects/api/logs?*')
+
     // The shape the logs route answers ({project, replica, node, lines, truncated}): lines shown as text, the cut said.
     const asked: string[] = []
     await page.route('**/api/v1/projects/api/logs?*', (route) => {
