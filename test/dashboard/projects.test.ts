@@ -80,8 +80,7 @@ describe('projects from the dashboard', () => {
     hello = await shown('hello')
     expect(hello).toMatchObject({ command: ['/bin/echo', 'bye'], revision: 2, replicas: 3, env: { GREETING: 'hi there', EMPTY: '' } })
 
-    // A refused deploy keeps the form open with the Platform's reason.
-    await tab(page, 'Overview')
+    // A refused deploy keeps the form open with the Platform's reason. (The tab, pressed again, lists the projects.)
     await tab(page, 'Projects')
     await page.getByRole('button', { name: 'Deploy a project' }).click()
     await form.locator('input[name=name]').fill('Bad_Name')

@@ -49,7 +49,7 @@ function stopPanels() {
 }
 
 function open(id) {
-  if (current === id) return
+  if (current === id) return PANELS[id].home?.() // the tab again: back to the panel's first view
   stopPanels()
   current = id
   for (const b of $('tabs').querySelectorAll('button')) b.setAttribute('aria-current', b.dataset.panel === id ? 'page' : 'false')

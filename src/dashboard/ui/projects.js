@@ -107,6 +107,11 @@ function back() {
   if (parts) render()
 }
 
+/** The Projects tab pressed while a project's page is open: the list again. */
+export function home() {
+  if (selected) back()
+}
+
 export function backLink() {
   const b = h('button', { type: 'button', class: 'link back' }, '← All projects')
   b.addEventListener('click', back)
