@@ -88,7 +88,7 @@ const tab = (page: Page, name: string) => page.locator('#tabs').getByRole('butto
 
 for (const width of [420, 1400]) {
   describe(`at ${width} px`, () => {
-    test('the login page, the overview, nodes, projects, a project, the deploy form, offices, providers', SLOW, async () => {
+    test('the login page, the overview, nodes, add a machine, projects, a project, the deploy form, offices, providers', SLOW, async () => {
       const { ctx, page } = await newPage(browser, errors, width)
       await page.goto(p.url)
       await page.locator('#login-form').waitFor()
@@ -104,6 +104,13 @@ for (const width of [420, 1400]) {
       await page.locator('#panel-nodes tr[data-node="rack1-worker-01"]').waitFor()
       await page.locator('#panel-nodes tr[data-token]').waitFor()
       await check(page, width, 'nodes')
+      await page.getByRole('button', { name: 'Add a machine' }).click()
+      await page.locator('input[name=nodeId]').fill(`rack3-worker-${width}`)
+      await page.getByRole('button', { name: 'Issue join command' }).click()
+      await page.locator('dialog .join-command').waitFor()
+      await check(page, width, 'add-machine')
+      await page.locator('dialog').getByRole('button', { name: 'Done' }).click()
+      await page.locator('dialog').waitFor({ state: 'detached' })
 
       await tab(page, 'Projects')
       await page.locator('#panel-projects tr[data-project="web"]').waitFor()
