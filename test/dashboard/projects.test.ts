@@ -141,9 +141,11 @@ describe('projects from the dashboard', () => {
     const out = page.locator('#panel-projects .logs-out')
     // The route as this build has it: without it (404) the page says so in one line.
     const real = await fetch(`${p.url}/api/v1/projects/api/logs?replica=0&tail=50`, { headers: { authorization: `Bearer ${p.token}` } })
+    const answer = (await real.json()) as { error?: { message: string } }
     await page.getByRole('button', { name: 'Show logs' }).click()
-    if (real.status === 404) await out.getByText('Logs not available').waitFor()
-    else await out.locator('p').first().getByText('Replica #0').waitFor()
+    if (real.status === 404) await out.getByText(`Logs not available: ${answer.error!.message}`).waitFor()
+    else if (real.ok) await out.locator('p').first().getByText('Replica #0').waitFor()
+    else await out.getByText(answer.error!.message).waitFor() // say, the node cannot be reached: its reason, shown
 
     // A Platform without the route, whatever this build has: one line, not an error.
     await page.route('**/api/v1/projects/api/logs?*', (route) => route.fulfill({ status: 404, contentType: 'application/json', body: JSON.stringify({ error: { code: 'not-found', message: 'No such route.' } }) }))
