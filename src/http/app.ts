@@ -12,6 +12,7 @@ import { federationRoutes } from './routes/federation.ts'
 import { nodeRoutes } from './routes/nodes.ts'
 import { projectRoutes } from './routes/projects.ts'
 import { cloudRoutes } from './routes/cloud.ts'
+import { overviewRoutes } from './routes/overview.ts'
 import { bootstrapRoutes } from './routes/bootstrap.ts'
 import { dashboardRoutes } from '../dashboard/routes.ts'
 
@@ -86,5 +87,7 @@ export function createApp(platform: Services) {
     .use(federationRoutes(platform))
   // routes: cloud
     .use(cloudRoutes(platform))
+  // routes: overview (dashboard)
+    .use(overviewRoutes(platform))
     .use(dashboardRoutes(platform))
 }
