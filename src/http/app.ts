@@ -13,6 +13,8 @@ import { nodeRoutes } from './routes/nodes.ts'
 import { projectRoutes } from './routes/projects.ts'
 import { cloudRoutes } from './routes/cloud.ts'
 import { dashboardRoutes } from '../dashboard/routes.ts'
+import { accountRoutes } from './routes/accounts.ts'
+import { auditRoutes } from './routes/audit.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
   return new Response(JSON.stringify(err.toJSON()), {
@@ -76,6 +78,8 @@ export function createApp(platform: Services) {
     })
     .use(healthRoutes())
     .use(authRoutes(platform))
+    .use(accountRoutes(platform))
+    .use(auditRoutes(platform))
   // routes: fabric
     .use(nodeRoutes(platform))
   // routes: projects
