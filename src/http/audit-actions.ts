@@ -6,7 +6,12 @@
 // (test/audit/coverage.test.ts lists every route and fails on one missing).
 
 type Json = Record<string, unknown>
-const str = (v: unknown): string | null => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : null)
+/** A value from a body as the audit keeps it: names, ids and numbers; anything else (markup, a secret in the wrong field) is not copied. */
+const str = (v: unknown): string | null => {
+  const s = typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : null
+  if (s === null) return null
+  return /^[\w.@:*?/ -]{1,128}$/.test(s) ? s : '(not a name)'
+}
 const field = (o: unknown, k: string): unknown => (o && typeof o === 'object' ? (o as Json)[k] : undefined)
 
 export interface AuditedRoute {

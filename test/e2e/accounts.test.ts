@@ -159,3 +159,26 @@ describe('accounts for people through dist/muster', () => {
     expect([await status(other.token), await status(kid.token)]).toEqual([200, 401])
   })
 })
+
+describe('the audit through dist/muster', () => {
+  test('--follow streams new entries as JSON lines, for a SIEM', { timeout: 60_000 }, async () => {
+    using dir = tmpDir()
+    const data = `${dir.path}/data`
+    await using serve = await startServe(data)
+    const admin = JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', data, '--json'])).stdout) as { token: string }
+    const env = { MUSTER_URL: serve.url, MUSTER_TOKEN: admin.token }
+    expect((await runMuster(['accounts', 'add', 'first', '--role', 'viewer'], { env, stdin: 'first-password-1\n' })).code).toBe(0)
+    const { startMuster } = await import('../helpers/binary.ts')
+    await using follow = await startMuster(['audit', '--follow', '--jsonl', '--action', 'account'], { env })
+    await follow.waitForLog(/"target":"first"/)
+    expect((await runMuster(['accounts', 'add', 'second', '--role', 'viewer'], { env, stdin: 'second-password-2\n' })).code).toBe(0)
+    expect((await runMuster(['projects', 'deploy', 'web', '--replicas', '0', '--', 'sleep', '1'], { env })).code).toBe(0)
+    await follow.waitForLog(/"target":"second"/, 20_000)
+    const lines = follow.log().trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { action: string; target: string; principal: string; source: string; outcome: string; at: string })
+    expect(lines.map((l) => [l.action, l.target, l.principal, l.outcome])).toEqual([
+      ['account.add', 'first', 'superadmin', 'ok'],
+      ['account.add', 'second', 'superadmin', 'ok'],
+    ])
+    expect(follow.log()).not.toContain('second-password-2')
+  })
+})
