@@ -69,11 +69,13 @@ describe('accounts for people', () => {
     expect([(await whoami(p, { cookie })).status, await status(loginToken.token), await status(child.token)]).toEqual([401, 401, 401])
     expect(await (await whoami(p, { authorization: `Bearer ${host.token}` })).json()).toMatchObject({ role: 'viewer' })
     expect(await code(p.clientWith(host.token).projects.deploy({ name: 'web', command: ['sleep', '1'], replicas: 0 }))).toBe('forbidden')
-    // disabled: every token of the account stops; enabled again, the host token works (as a viewer)
+    // disabled: every token of the account stops; enabled again, the host token works (as a viewer), a session ended stays ended
+    const again = await session(p, 'olga', 'olga-password-123')
     await p.client.accounts.disable('olga')
     expect(await status(host.token)).toBe(401)
     await p.client.accounts.enable('olga')
     expect(await status(host.token)).toBe(200)
+    expect((await whoami(p, { cookie: again })).status).toBe(401)
     // removed: every token of the account is revoked, for good
     await p.client.accounts.remove('olga')
     await p.client.accounts.add({ name: 'olga', role: 'superadmin', password: 'olga-password-456' })
@@ -96,5 +98,20 @@ describe('accounts for people', () => {
       }
     }
     expect((await p.client.accounts.list()).accounts.map((a) => [a.name, a.role])).toEqual([['olga.k@team-1', 'viewer'], ['superadmin', 'superadmin']])
+  })
+
+  test('revoking a token revokes every token minted from it, and only those (issue 22, item 7)', async () => {
+    await using p = await startPlatform()
+    const status = async (t: string) => (await whoami(p, { authorization: `Bearer ${t}` })).status
+    const leaked = await p.platform.auth.mintApiToken({ name: 'leaked', role: 'superadmin', expiresAt: Date.now() + 86_400_000 })
+    const child = await p.clientWith(leaked.token).auth.mintApiToken({ name: 'child', ttlDays: 3650 })
+    expect(Date.parse(child.expiresAt!)).toBeLessThanOrEqual(leaked.expiresAt!)
+    const grandchild = await p.clientWith(child.token).auth.mintApiToken({ name: 'grandchild', role: 'viewer' })
+    const sibling = await p.client.auth.mintApiToken({ name: 'sibling' })
+    expect(await p.client.auth.revokeApiToken(child.id)).toEqual({ id: child.id, revoked: true, descendants: 1 })
+    expect([await status(leaked.token), await status(child.token), await status(grandchild.token), await status(sibling.token)]).toEqual([200, 401, 401, 200])
+    const second = await p.clientWith(leaked.token).auth.mintApiToken({ name: 'second' })
+    expect(await p.client.auth.revokeApiToken(leaked.id)).toEqual({ id: leaked.id, revoked: true, descendants: 1 })
+    expect([await status(leaked.token), await status(second.token), await status(sibling.token), await status(p.token)]).toEqual([401, 401, 200, 200])
   })
 })
