@@ -6,7 +6,7 @@ import type { Principal } from '../auth/auth.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import type { Db } from '../store/db.ts'
-import { DEFAULT_AUDIT_RETENTION, finishAuditEntry, insertAuditEntry, listAuditEntries, type AuditBudget, type AuditFilter, type AuditLogRow, type AuditRetention } from '../store/audit-log.ts'
+import { DEFAULT_AUDIT_RETENTION, finishAuditEntry, insertAuditEntry, listAuditEntries, pruneAuditLog, type AuditBudget, type AuditFilter, type AuditLogRow, type AuditRetention } from '../store/audit-log.ts'
 
 export type { AuditRetention }
 export { DEFAULT_AUDIT_RETENTION }
@@ -96,6 +96,8 @@ export class Audit {
         ...(f.target !== undefined ? { target: clip(f.target, 300) } : {}),
         ...(f.budget ? { budget: f.budget } : {}),
       })
+      // An entry moved to another budget: that budget is kept to its size too.
+      if (f.budget) await pruneAuditLog(this.db, f.budget, this.now(), this.retention)
     } catch (err) {
       log.error(`audit: cannot finish entry ${id}: ${(err as Error).message}`)
     }

@@ -2,9 +2,9 @@
 // runs, its audit entry is written — who (the request's principal), from where
 // (the peer address), what and on what (src/http/audit-actions.ts) — and when
 // that write fails the action does not run (503 audit-unavailable). After it
-// ran, the entry gets its outcome. Refused attempts without a working
-// credential (no token, a suspended one, a failed login) go to the refusals
-// budget, so they can never push an action out.
+// ran, the entry gets its outcome. Refused and denied attempts (no token, a
+// suspended one, a failed login, a missing permission, a bad request) go to
+// the refusals budget, so they can never push an action out.
 import { whoOf, type Audit, type Who } from '../audit/audit.ts'
 import type { Auth, Principal } from '../auth/auth.ts'
 import { MusterError } from '../errors.ts'
@@ -112,8 +112,9 @@ export function auditHook(deps: { audit: Audit; auth: Auth }, handle: (r: Reques
       detail: outcome === 'ok' ? (note?.detail ?? detail) : await errorCode(res),
       ...(note?.who ? { who: note.who } : {}),
       ...(note?.target !== undefined ? { target: note.target } : made ? { target: target ? `${target} ${made}` : made } : {}),
-      // An anonymous attempt that succeeded is an action (a login, a redeemed vouch, a placed project).
-      ...(anonymous && outcome === 'ok' ? { budget: 'actions' as const } : {}),
+      // An anonymous attempt that succeeded is an action (a login, a redeemed vouch, a placed project);
+      // a refused or denied one, even by a principal, is a refusal: a flood of them cannot push actions out.
+      ...(anonymous && outcome === 'ok' ? { budget: 'actions' as const } : outcome === 'denied' || outcome === 'refused' ? { budget: 'refusals' as const } : {}),
     })
     return res
   }

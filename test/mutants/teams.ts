@@ -128,10 +128,10 @@ export default [
     filter: 'each write is recorded',
   },
   {
-    name: 'teams: failed logins share the budget of actions (a flood pushes actions out)',
+    name: "teams: a principal's refused writes share the budget of actions (a flood of them pushes actions out)",
     file: 'src/http/audit-hook.ts',
-    from: "budget: anonymous ? 'refusals' : 'actions'",
-    to: "budget: 'actions'",
+    from: "outcome === 'denied' || outcome === 'refused' ? { budget: 'refusals' as const } : {}",
+    to: '{}',
     tests: AUDIT,
     filter: 'flood',
   },
