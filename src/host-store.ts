@@ -3,6 +3,7 @@
 import { Auth } from './auth/auth.ts'
 import { Audit, type Outcome, type Who } from './audit/audit.ts'
 import { userInfo } from 'node:os'
+import { MusterError } from './errors.ts'
 import { DataDir } from './datadir.ts'
 import { openExistingStore } from './store/open.ts'
 import type { Store } from './store/db.ts'
@@ -40,8 +41,9 @@ export async function auditedHostAct<T>(host: HostStore, who: Who, action: strin
     await host.audit.finish(id, { outcome: 'ok', detail: detail?.(r) ?? null })
     return r
   } catch (e) {
-    const outcome: Outcome = 'failed'
-    await host.audit.finish(id, { outcome, detail: (e as { code?: string }).code ?? 'error' })
+    // A refusal (the closed door, a missing account) is 'refused'; anything else 'failed'.
+    const outcome: Outcome = e instanceof MusterError && e.status < 500 ? 'refused' : 'failed'
+    await host.audit.finish(id, { outcome, detail: e instanceof MusterError ? e.code : 'error' })
     throw e
   }
 }
