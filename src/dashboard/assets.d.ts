@@ -57,3 +57,15 @@ declare module '*/ui/audit.js' {
   const text: string
   export default text
 }
+declare module '*/ui/overview.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/project-page.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/project-form.js' {
+  const text: string
+  export default text
+}

@@ -12,6 +12,8 @@ import { federationRoutes } from './routes/federation.ts'
 import { nodeRoutes } from './routes/nodes.ts'
 import { projectRoutes } from './routes/projects.ts'
 import { cloudRoutes } from './routes/cloud.ts'
+import { overviewRoutes } from './routes/overview.ts'
+import { bootstrapRoutes } from './routes/bootstrap.ts'
 import { dashboardRoutes } from '../dashboard/routes.ts'
 import { accountRoutes } from './routes/accounts.ts'
 import { auditRoutes } from './routes/audit.ts'
@@ -82,11 +84,14 @@ export function createApp(platform: Services) {
     .use(auditRoutes(platform))
   // routes: fabric
     .use(nodeRoutes(platform))
+    .use(bootstrapRoutes(platform))
   // routes: projects
     .use(projectRoutes(platform))
   // routes: federation
     .use(federationRoutes(platform))
   // routes: cloud
     .use(cloudRoutes(platform))
+  // routes: overview (dashboard)
+    .use(overviewRoutes(platform))
     .use(dashboardRoutes(platform))
 }

@@ -40,17 +40,9 @@ function accountsTable(accounts) {
       h('td', { class: 'row-actions' }, toggleButton(a), ' ', removeButton(a)),
     ),
   )
-  return stacked(table(['Account', 'Role', 'State', 'Expires', 'Sessions', 'Created', ''], rows, 'No accounts.'))
+  return table(['Account', 'Role', 'State', 'Expires', 'Sessions', 'Created', ''], rows, 'No accounts.')
 }
 
-/** A table that becomes one card per row on a narrow screen: each cell is labelled with its column (app.css, table.stack). */
-export function stacked(el) {
-  if (el.tagName !== 'TABLE') return el
-  const labels = [...el.querySelectorAll('thead th')].map((th) => th.textContent)
-  for (const tr of el.querySelectorAll('tbody tr')) [...tr.children].forEach((td, i) => td.setAttribute('data-label', labels[i] ?? ''))
-  el.classList.add('stack')
-  return el
-}
 
 function roleSelect(a) {
   const select = h('select', { 'aria-label': `Role of ${a.name}`, class: 'role' }, ROLES.map((r) => h('option', { value: r, selected: r === a.role }, r)))

@@ -3,7 +3,6 @@
 // server.audit.view), newest first, with filters and older pages. The first
 // page refreshes itself; `muster audit --follow --jsonl` feeds a SIEM.
 import { api, badge, failure, h, panelHead, table } from './lib.js'
-import { stacked } from './accounts.js'
 
 const OUTCOMES = { ok: 'ready', denied: 'revoked', refused: 'failed', failed: 'failed', started: 'pending' }
 let state = null
@@ -12,7 +11,7 @@ export function show(section) {
   const principal = h('input', { type: 'search', name: 'principal', placeholder: 'account or token name', 'aria-label': 'Principal' })
   const action = h('input', { type: 'search', name: 'action', placeholder: 'action, like node or account.add', 'aria-label': 'Action' })
   const since = h('select', { name: 'since', 'aria-label': 'Since' }, [['', 'any time'], ['3600000', 'last hour'], ['86400000', 'last day'], ['604800000', 'last week']].map(([v, t]) => h('option', { value: v }, t)))
-  const filters = h('form', { class: 'filters', role: 'search' }, principal, action, since, h('button', { type: 'submit' }, 'Filter'))
+  const filters = h('form', { class: 'filters audit-filters', role: 'search' }, principal, action, since, h('button', { type: 'submit' }, 'Filter'))
   const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'))
   const more = h('div', { class: 'pager' })
   state = { body, more, rows: [], cursor: null, timer: null, query: () => ({ principal: principal.value.trim(), action: action.value.trim(), since: since.value ? new Date(Date.now() - Number(since.value)).toISOString() : '' }) }
@@ -62,5 +61,5 @@ function entriesTable(entries) {
       h('td', { class: 'muted small' }, e.source),
     ),
   )
-  return stacked(table(['Time (UTC)', 'Principal', 'Action', 'Target', 'Outcome', 'Source'], rows, 'Nothing recorded that matches.'))
+  return table(['Time (UTC)', 'Principal', 'Action', 'Target', 'Outcome', 'Source'], rows, 'Nothing recorded that matches.')
 }
