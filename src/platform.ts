@@ -4,6 +4,8 @@
 // Context (src/context.ts) and the siblings it uses, never the Platform.
 import type { Server } from 'bun'
 import { Auth } from './auth/auth.ts'
+import { Audit, DEFAULT_AUDIT_RETENTION } from './audit/audit.ts'
+import { auditHook } from './http/audit-hook.ts'
 import { Changes } from './changes.ts'
 import type { Context } from './context.ts'
 import { loadMasterKey } from './master-key.ts'
@@ -69,6 +71,7 @@ export class Platform implements Services {
   readonly dataDir: DataDir
   readonly store: Store
   readonly auth: Auth
+  readonly audit: Audit
   readonly masterKey: Uint8Array
   readonly vault: Vault
   readonly now: () => number
@@ -106,6 +109,7 @@ export class Platform implements Services {
       onClose: (fn) => this.onClose(fn),
     }
     this.auth = new Auth(this.ctx)
+    this.audit = new Audit(parts.store, this.now, options.auditRetention ?? DEFAULT_AUDIT_RETENTION)
     this.api = new ApiEndpoint(options, { vault: parts.vault, pki: () => this.pki, now: this.now, listenerAddresses: () => this.listener?.addresses ?? [] })
   }
 
@@ -224,14 +228,21 @@ export class Platform implements Services {
   }
   private appInstance: ReturnType<typeof createApp> | undefined
 
+  /** The application behind the audit hook: every write is recorded before it runs (src/http/audit-hook.ts). */
+  private get audited(): (r: Request) => Promise<Response> {
+    const app = this.app
+    this.auditedInstance ??= auditHook(this, (r) => app.handle(r))
+    return this.auditedInstance
+  }
+  private auditedInstance: ((r: Request) => Promise<Response>) | undefined
+
   /** A request to this Platform, from either port: the application, or the next engine during a swap. */
   handle(req: Request): Promise<Response> {
-    return Promise.resolve(this.gate.handle(req, (r) => this.app.handle(r)))
+    return Promise.resolve(this.gate.handle(req, (r) => this.audited(r)))
   }
 
   async listen(): Promise<string> {
-    const app = this.app
-    const local = (r: Request) => app.handle(r)
+    const local = this.audited
     const fetch = (req: Request, server: Server<unknown>) => {
       // Asked of the server only when a route needs the address (login throttling).
       rememberPeer(req, () => server.requestIP(req)?.address)

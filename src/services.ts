@@ -1,6 +1,7 @@
 // The services of a running Platform, as the HTTP layer sees them. Platform
 // (src/platform.ts) implements this; routes take it, so nothing below the HTTP
 // layer ever imports the Platform.
+import type { Audit } from './audit/audit.ts'
 import type { Auth } from './auth/auth.ts'
 import type { Cloud } from './cloud/service.ts'
 import type { Context } from './context.ts'
@@ -15,6 +16,8 @@ export interface Services {
   readonly ctx: Context
   readonly options: PlatformOptions
   readonly auth: Auth
+  /** One audit of every action (issue 24). */
+  readonly audit: Audit
   readonly fabric: Fabric
   readonly projects: Projects
   readonly federation: Federation

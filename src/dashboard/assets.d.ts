@@ -49,6 +49,14 @@ declare module '*/ui/cloud-scaling.js' {
   const text: string
   export default text
 }
+declare module '*/ui/accounts.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/audit.js' {
+  const text: string
+  export default text
+}
 declare module '*/ui/overview.js' {
   const text: string
   export default text

@@ -15,6 +15,8 @@ import { cloudRoutes } from './routes/cloud.ts'
 import { overviewRoutes } from './routes/overview.ts'
 import { bootstrapRoutes } from './routes/bootstrap.ts'
 import { dashboardRoutes } from '../dashboard/routes.ts'
+import { accountRoutes } from './routes/accounts.ts'
+import { auditRoutes } from './routes/audit.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
   return new Response(JSON.stringify(err.toJSON()), {
@@ -78,6 +80,8 @@ export function createApp(platform: Services) {
     })
     .use(healthRoutes())
     .use(authRoutes(platform))
+    .use(accountRoutes(platform))
+    .use(auditRoutes(platform))
   // routes: fabric
     .use(nodeRoutes(platform))
     .use(bootstrapRoutes(platform))

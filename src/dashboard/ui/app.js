@@ -7,8 +7,10 @@ import * as nodes from './nodes.js'
 import * as projects from './projects.js'
 import * as offices from './offices.js'
 import * as cloud from './cloud.js'
+import * as accounts from './accounts.js'
+import * as audit from './audit.js'
 
-const PANELS = { overview, nodes, projects, offices, cloud }
+const PANELS = { overview, nodes, projects, offices, cloud, accounts, audit }
 const $ = (id) => document.getElementById(id)
 let current = null
 
