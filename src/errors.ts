@@ -54,6 +54,8 @@ export const CODES = {
   'cloud-unavailable': { status: 503, retryable: false },
   'cloud-throttled': { status: 503, retryable: true },
   'audit-unavailable': { status: 503, retryable: true },
+  'replica-not-placed': { status: 409, retryable: false },
+  'node-unreachable': { status: 409, retryable: true },
 } as const
 
 export type Code = keyof typeof CODES

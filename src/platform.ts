@@ -24,6 +24,7 @@ import type { Store } from './store/db.ts'
 import { Fabric, type NodeAnchors } from './fabric/fabric.ts'
 import { Projects } from './projects/service.ts'
 import { localNodeView, startLocalNode } from './projects/local-node.ts'
+import { LogRelay, type LocalLogs } from './projects/logs.ts'
 import { ReadinessProber } from './fabric/probe.ts'
 import { EnrollmentListener } from './listener/listener.ts'
 import { startCloud, type Cloud } from './cloud/service.ts'
@@ -75,6 +76,7 @@ export class Platform implements Services {
   pki!: Pki
   fabric!: Fabric
   projects!: Projects
+  logs!: LogRelay
   federation!: Federation
   cloud!: Cloud
   listener: EnrollmentListener | undefined
@@ -164,12 +166,17 @@ export class Platform implements Services {
     }
     // services: projects
     this.projects = await Projects.open(ctx, this.fabric, this.options.rescheduleGraceMs ?? 60_000)
+    let localLogs: LocalLogs | undefined
     if (this.options.localNode) {
       const local = startLocalNode(ctx, this.fabric)
       this.projects.local = local
+      localLogs = local
       this.fabric.localNode = () => localNodeView(this.now(), local.capacity())
       this.onClose(() => local.stop())
     }
+    this.logs = new LogRelay(ctx, this.fabric, this.projects, localLogs)
+    await this.logs.start()
+    this.onClose(() => this.logs.stop())
     await this.projects.start()
     // The reconciliation under way finishes before the store closes (an engine swap: the next engine reconciles on that store).
     this.onClose(() => this.projects.stop())

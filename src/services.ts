@@ -9,6 +9,7 @@ import type { Federation } from './federation/service.ts'
 import type { EnrollmentListener } from './listener/listener.ts'
 import type { PlatformOptions } from './options.ts'
 import type { Projects } from './projects/service.ts'
+import type { LogRelay } from './projects/logs.ts'
 
 export interface Services {
   readonly ctx: Context
@@ -16,6 +17,8 @@ export interface Services {
   readonly auth: Auth
   readonly fabric: Fabric
   readonly projects: Projects
+  /** Replica logs relayed from their nodes. */
+  readonly logs: LogRelay
   readonly federation: Federation
   readonly cloud: Cloud
   readonly listener: EnrollmentListener | undefined
