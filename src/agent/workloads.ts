@@ -42,6 +42,8 @@ function envNumber(name: string, fallback: number): number {
 export async function startWorkloads(agent: Agent, opts: { runAs?: string } = {}): Promise<Workloads> {
   const other = runningAgentPid(agent.dataDir)
   if (other !== undefined && other !== process.pid) throw new MusterError('already-running', `An Agent (pid ${other}) already runs for ${agent.dataDir.root}; stop it first.`)
+  // Before anything is adopted: `agent --stop-replicas` asks this process from now on.
+  writeAgentPid(agent.dataDir)
   const { runAs } = await decideIsolation(agent.dataDir, opts.runAs)
   const maxLogBytes = envNumber('MUSTER_AGENT_LOG_MAX_BYTES', DEFAULT_LOG_MAX_BYTES)
   const runner = new Runner({
@@ -52,7 +54,6 @@ export async function startWorkloads(agent: Agent, opts: { runAs?: string } = {}
     runAs,
     onChange: () => agent.nudge(),
   })
-  writeAgentPid(agent.dataDir)
   const relay = startNodeLogRelay(agent, { logFile: (p, r) => runner.logFile(p, r), maxLogBytes })
   agent.replicaStatus = () => runner.status()
   // The revision survives restarts, so a replayed old document is refused after one too.
