@@ -131,6 +131,9 @@ describeAsRoot('replica isolation', () => {
         expect(JSON.parse(readFileSync(`${rootIso}/worker/isolation.json`, 'utf8'))).toMatchObject({ isolated: true, user: `mr-${tag}`, uid: runAs.uid })
         expect(JSON.parse(readFileSync(`${open}/worker/isolation.json`, 'utf8'))).toMatchObject({ isolated: false })
         expect(agents[1]!.log()).toContain('replicas run as root, the Agent\'s own user, and can read this node\'s key and credential')
+        const doctor = async (data: string) => (JSON.parse((await runMuster(['doctor', '--data-dir', data, '--json'])).stdout) as { checks: { name: string; status: string; message: string }[] }).checks.find((c) => c.name === 'replica-isolation')
+        expect(await doctor(open)).toMatchObject({ status: 'warn', message: expect.stringContaining('can read this node\'s key and credential') })
+        expect(await doctor(rootIso)).toMatchObject({ status: 'ok', message: expect.stringContaining(`replicas run as mr-${tag}`) })
       } finally {
         capAgent.kill('SIGUSR2')
         await capAgent.exited
