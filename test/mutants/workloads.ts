@@ -1,0 +1,133 @@
+// Planted bugs for issue 24 items 3 (workload logs) and 4 (workloads outlive
+// their Agent) and issue 22 item 6 (replicas cannot read their node's key).
+import type { Mutant } from './types.ts'
+
+export default [
+  // ---- logs ----
+  {
+    name: 'logs: a replica\'s log is never rotated (no size cap)',
+    ci: true,
+    file: 'src/agent/log-files.ts',
+    from: 'if (size <= maxBytes) return false',
+    to: 'if (size <= maxBytes * 1000) return false',
+    tests: ['test/projects/runner.test.ts', 'test/projects/log-files.test.ts'],
+  },
+  {
+    name: 'logs: a viewer may read logs (the permission check is view, not manage)',
+    ci: true,
+    file: 'src/http/routes/logs.ts',
+    from: "platform.auth.require(request.headers, 'server.projects.manage')",
+    to: "platform.auth.require(request.headers, 'server.projects.view')",
+    tests: ['test/e2e/logs.test.ts'],
+  },
+  {
+    name: 'logs: a node may answer another node\'s log request',
+    ci: true,
+    file: 'src/projects/logs.ts',
+    from: 'if (!row || row.node !== node.name || row.expires_at <= now)',
+    to: 'if (!row || row.expires_at <= now)',
+    tests: ['test/e2e/logs.test.ts'],
+  },
+  {
+    name: 'logs: a node is handed the log requests meant for other nodes',
+    file: 'src/store/log-relay.ts',
+    from: 'WHERE node = ?1 AND picked_at IS NULL AND expires_at > ?2 ORDER BY created_at LIMIT 64',
+    to: 'WHERE (node = ?1 OR 1 = 1) AND picked_at IS NULL AND expires_at > ?2 ORDER BY created_at LIMIT 64',
+    tests: ['test/e2e/logs.test.ts'],
+  },
+  {
+    name: 'logs: the Agent serves a log request whatever signed it',
+    file: 'src/projects/log-request.ts',
+    from: "if (!verifyDomain(LOG_REQUEST_DOMAIN, fromB64url(key.publicKey), bytes, fromB64url(d.signature))) return { ok: false, reason: 'log request with a bad signature' }",
+    to: '',
+    tests: ['test/projects/log-request.test.ts'],
+  },
+  {
+    name: 'logs: the Agent serves a log request made for another node',
+    file: 'src/projects/log-request.ts',
+    from: 'if (p.node !== node) return',
+    to: 'if (false) return',
+    tests: ['test/projects/log-request.test.ts'],
+  },
+  {
+    name: 'logs: the heartbeat answer never says a log request waits',
+    file: 'src/fabric/heartbeat.ts',
+    from: 'if (fabric.logRequestsFor(n.name)) answer.logs = true',
+    to: '',
+    tests: ['test/e2e/logs.test.ts'],
+  },
+  // ---- replicas outlive their Agent ----
+  {
+    name: 'adoption: a recorded PID is taken whatever process now holds it (recycled PID)',
+    ci: true,
+    file: 'src/agent/procs.ts',
+    from: 'return s !== null && s.startTime === startTime && s.state !== \'Z\' && s.state !== \'X\'',
+    to: 'return s !== null && s.state !== \'Z\' && s.state !== \'X\'',
+    tests: ['test/projects/runner.test.ts'],
+    filter: 'recycled',
+  },
+  {
+    name: 'adoption: a PID recorded in another boot is taken',
+    file: 'src/agent/procs.ts',
+    from: "if (!boot || boot !== bootId()) return false",
+    to: '',
+    tests: ['test/projects/runner.test.ts'],
+    filter: 'recycled',
+  },
+  {
+    name: 'adoption: a replica that exited while no Agent ran is taken as running (never reported nor restarted)',
+    file: 'src/agent/runner.ts',
+    from: 'if (sameProcess(r.pid, r.startTime, r.boot)) {',
+    to: 'if (true) {',
+    tests: ['test/projects/runner.test.ts'],
+    filter: 'exited while no runner ran',
+  },
+  {
+    name: 'adoption: adopted replicas the assignments no longer name keep running',
+    ci: true,
+    file: 'src/agent/runner.ts',
+    from: 'for (const [key, s] of this.replicas) if (!want.has(key)) void this.stop(key, s)',
+    to: 'for (const [key, s] of this.replicas) if (!want.has(key) && !s.placeholder) void this.stop(key, s)',
+    tests: ['test/projects/runner.test.ts'],
+    filter: 'adopts the same PIDs',
+  },
+  {
+    name: 'outlive: stopping the Agent stops its replicas',
+    file: 'src/agent/workloads.ts',
+    from: 'if (stopReplicas) await runner.stopAll()\n      else runner.release()',
+    to: 'await runner.stopAll()',
+    tests: ['test/e2e/survive.test.ts'],
+  },
+  {
+    name: 'stop: what a replica left in its group survives its stop (no group SIGKILL after it exits)',
+    ci: true,
+    file: 'src/agent/runner.ts',
+    from: "signalGroup(pid, 'SIGKILL') // anything the replica left behind in its group",
+    to: '',
+    tests: ['test/projects/runner.test.ts'],
+    filter: 'left behind',
+  },
+  // ---- isolation ----
+  {
+    name: 'isolation: replicas keep the Agent\'s uid and gid',
+    ci: true,
+    file: 'src/agent/runner.ts',
+    from: '...(runAs ? { uid: runAs.uid, gid: runAs.gid, cwd: runAs.home } : {})',
+    to: '...(runAs ? { cwd: runAs.home } : {})',
+    tests: ['test/e2e/isolation.test.ts'],
+  },
+  {
+    name: 'isolation: an Agent with ambient capabilities hands them on to every replica',
+    file: 'src/agent/isolation.ts',
+    from: 'if (!(await clearInheritedCapabilities())) {',
+    to: 'if (!true) {',
+    tests: ['test/e2e/isolation.test.ts'],
+  },
+  {
+    name: 'isolation: doctor reports unisolated replicas as fine',
+    file: 'src/doctor/isolation.ts',
+    from: "add('replica-isolation', 'warn', `replicas run as ${i.user}, the Agent's own user",
+    to: "add('replica-isolation', 'ok', `replicas run as ${i.user}, the Agent's own user",
+    tests: ['test/e2e/isolation.test.ts'],
+  },
+] satisfies Mutant[]
