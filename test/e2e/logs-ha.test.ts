@@ -32,7 +32,7 @@ describe('logs with two Platforms', () => {
     const data = `${dir.path}/w1`
     const joined = await runMuster(['worker', 'join', '--platform-url', a.enrollUrl, '--node-id', 'w1', '--platform-fingerprint', a.fingerprint, '--heartbeat-only', '--port', String(await freePort()), '--data-dir', data], { env: { MUSTER_ENROLLMENT_TOKEN: enroll.token } })
     expect(joined.code).toBe(0)
-    await using agent = await startMuster(['agent', '--data-dir', data], { env: { MUSTER_AGENT_HOST: '127.0.0.1', MUSTER_AGENT_HEARTBEAT_MS: '300' } })
+    await using _agent = await startMuster(['agent', '--data-dir', data], { env: { MUSTER_AGENT_HOST: '127.0.0.1', MUSTER_AGENT_HEARTBEAT_MS: '300' } })
     await waitFor(async () => (JSON.parse((await runMuster(['nodes', 'list', '--json'], { env: env(b) })).stdout) as { nodes: { state: string }[] }).nodes[0]?.state === 'ready', { timeoutMs: 45_000, what: 'w1 ready' })
     // the Agent knows both Platforms and uses one of them
     await waitFor(() => (JSON.parse(readFileSync(`${data}/worker/platforms.json`, 'utf8')) as { platforms: unknown[] }).platforms.length === 2, { what: 'both Platforms known to w1' })
