@@ -85,6 +85,8 @@ export class Platform implements Services {
   platforms!: PlatformRegistry
   /** Every request to either port passes here; an engine swap holds and forwards them (src/swap/gate.ts). */
   readonly gate = new RequestGate()
+  /** An engine swap stops these services: the local node's replicas keep running for the next engine to adopt. */
+  swapping = false
   private readonly closers: (() => void | Promise<void>)[] = []
 
   private constructor(
@@ -172,7 +174,7 @@ export class Platform implements Services {
       this.projects.local = local
       localLogs = local
       this.fabric.localNode = () => localNodeView(this.now(), local.capacity())
-      this.onClose(() => local.stop())
+      this.onClose(() => (this.swapping ? local.release() : local.stop()))
     }
     this.logs = new LogRelay(ctx, this.fabric, this.projects, localLogs)
     await this.logs.start()

@@ -12,7 +12,7 @@ import { VERSION } from '../version.ts'
 import { DEFAULT_LOG_MAX_BYTES } from '../agent/log-files.ts'
 import type { LocalLogs } from './logs.ts'
 
-export function startLocalNode(ctx: Context, fabric: Fabric): LocalNodeHooks & LocalLogs & { stop(): Promise<void> } {
+export function startLocalNode(ctx: Context, fabric: Fabric): LocalNodeHooks & LocalLogs & { stop(): Promise<void>; release(): void } {
   // Recorded like an Agent's, so a Platform that crashed adopts its replicas instead of starting them twice.
   const runner = new Runner({ logDir: ctx.dataDir.ensureDir('platform', 'local-node', 'logs'), stateFile: ctx.dataDir.path('platform', 'local-node', 'replicas.json') })
   let revision = 0
@@ -29,6 +29,8 @@ export function startLocalNode(ctx: Context, fabric: Fabric): LocalNodeHooks & L
       runner.apply(check.doc.payload.replicas)
     },
     stop: () => runner.stopAll(),
+    /** An engine swap: the replicas run on, and the next engine's local node adopts them. */
+    release: () => runner.release(),
     logFile: (project, replica) => runner.logFile(project, replica),
     maxLogBytes: DEFAULT_LOG_MAX_BYTES,
   }

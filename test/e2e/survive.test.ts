@@ -103,4 +103,26 @@ describe('replicas outlive their Agent', () => {
       for (const a of agents) await a.stop()
     }
   })
+
+  test('an engine swap of serve --local-node leaves the local replicas running and the new engine adopts them; a stop of serve stops them', { timeout: 180_000 }, async () => {
+    using dir = tmpDir()
+    const tag = crypto.randomUUID().slice(0, 8)
+    await using serve = await startServeWithListener(`${dir.path}/platform`, ['--local-node'])
+    const env = serve.env
+    // a superadmin's project, so it may run on `local`
+    expect((await runMuster(['projects', 'deploy', 'here', '--replicas', '1', '--cpu', '10', '--', 'sh', '-c', `sleep 600; true ${`here-${tag}`}`], { env })).code).toBe(0)
+    const pid = (await waitFor(() => pidOf(`here-${tag}`), { timeoutMs: 45_000, what: 'the local replica' }))!
+    await waitFor(() => running(env, 'here'))
+    try {
+      process.kill(serve.proc.pid, 'SIGHUP')
+      await serve.waitForLog(/engine swap complete/, 90_000)
+      await serve.waitForLog(new RegExp(`replica here/0 \\(pid ${pid}\\) is still running: adopted`))
+      expect(pidOf(`here-${tag}`)).toBe(pid)
+      await waitFor(() => running(env, 'here'), { what: 'still reported running after the swap' })
+      expect(await serve.stop('SIGTERM')).toBe(0)
+      expect(alive(pid)).toBe(false)
+    } finally {
+      if (alive(pid)) process.kill(pid, 'SIGKILL')
+    }
+  })
 })

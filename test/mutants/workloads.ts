@@ -99,6 +99,14 @@ export default [
     tests: ['test/e2e/survive.test.ts'],
   },
   {
+    name: 'outlive: an engine swap of serve stops the local node\'s replicas',
+    file: 'src/swap/engine.ts',
+    from: 'platform.swapping = true',
+    to: 'platform.swapping = false',
+    tests: ['test/e2e/survive.test.ts'],
+    filter: 'engine swap',
+  },
+  {
     name: 'stop: what a replica left in its group survives its stop (no group SIGKILL after it exits)',
     ci: true,
     file: 'src/agent/runner.ts',
