@@ -11,6 +11,9 @@ import lib from './ui/lib.js' with { type: 'text' }
 import nodes from './ui/nodes.js' with { type: 'text' }
 import addMachine from './ui/add-machine.js' with { type: 'text' }
 import projects from './ui/projects.js' with { type: 'text' }
+import overview from './ui/overview.js' with { type: 'text' }
+import projectPage from './ui/project-page.js' with { type: 'text' }
+import projectForm from './ui/project-form.js' with { type: 'text' }
 import offices from './ui/offices.js' with { type: 'text' }
 import cloud from './ui/cloud.js' with { type: 'text' }
 import cloudConnect from './ui/cloud-connect.js' with { type: 'text' }
@@ -26,6 +29,9 @@ const ASSETS: Record<string, { body: string; type: string }> = {
   'nodes.js': { body: nodes, type: JS },
   'add-machine.js': { body: addMachine, type: JS },
   'projects.js': { body: projects, type: JS },
+  'overview.js': { body: overview, type: JS },
+  'project-page.js': { body: projectPage, type: JS },
+  'project-form.js': { body: projectForm, type: JS },
   'offices.js': { body: offices, type: JS },
   'cloud.js': { body: cloud, type: JS },
   'cloud-connect.js': { body: cloudConnect, type: JS },

@@ -13,6 +13,8 @@ import { nodeRoutes } from './routes/nodes.ts'
 import { projectRoutes } from './routes/projects.ts'
 import { logRoutes } from './routes/logs.ts'
 import { cloudRoutes } from './routes/cloud.ts'
+import { overviewRoutes } from './routes/overview.ts'
+import { bootstrapRoutes } from './routes/bootstrap.ts'
 import { dashboardRoutes } from '../dashboard/routes.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
@@ -79,6 +81,7 @@ export function createApp(platform: Services) {
     .use(authRoutes(platform))
   // routes: fabric
     .use(nodeRoutes(platform))
+    .use(bootstrapRoutes(platform))
   // routes: projects
     .use(projectRoutes(platform))
     .use(logRoutes(platform))
@@ -86,5 +89,7 @@ export function createApp(platform: Services) {
     .use(federationRoutes(platform))
   // routes: cloud
     .use(cloudRoutes(platform))
+  // routes: overview (dashboard)
+    .use(overviewRoutes(platform))
     .use(dashboardRoutes(platform))
 }
