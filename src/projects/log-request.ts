@@ -10,6 +10,8 @@ import { fromB64url } from '../crypto/tokens.ts'
 import type { TrustKeyLike } from './assignments.ts'
 
 export const LOG_REQUEST_DOMAIN = 'muster log request v1'
+/** The Agent's route (a request signed by a trust key, src/agent/signing.ts) by which a Platform says a log request waits. */
+export const LOG_POLL_PATH = '/v1/logs/poll'
 /** A signed request is good this long either side of its issue time. */
 export const LOG_REQUEST_SKEW_MS = 5 * 60_000
 

@@ -21,6 +21,7 @@ import { countLogRequests, deleteLogChunksUpTo, deleteLogRequest, insertLogChunk
 import { LogFollower, MAX_LINE_CHARS, MAX_TAIL_LINES, readTail } from '../agent/log-files.ts'
 import { LOG_REQUEST_DOMAIN, logRequestBytes, type LogChunk, type LogRequestPayload, type SignedLogRequest } from './log-request.ts'
 import type { Projects } from './service.ts'
+import { nudgeNode } from './log-nudge.ts'
 
 /** What GET /api/v1/projects/:name/logs answers (the dashboard shows exactly this). */
 export interface ProjectLogs {
@@ -177,6 +178,7 @@ export class LogRelay {
     if (node !== 'local') {
       this.waiting.add(node)
       await this.ctx.changes.publish('logs', `node:${node}`)
+      void nudgeNode(this.ctx, this.fabric, node)
     }
     return id
   }

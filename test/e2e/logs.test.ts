@@ -133,4 +133,33 @@ describe('projects logs through dist/muster', () => {
       for (const a of agents) await a.stop()
     }
   })
+
+  test('a node that can be dialled is told at once: the tail comes well before its next heartbeat', { timeout: 180_000 }, async () => {
+    using dir = tmpDir()
+    await using serve = await startServeWithListener(`${dir.path}/platform`, ['--no-local-node'])
+    const { token } = JSON.parse((await runMuster(['nodes', 'enroll-token', 'd1', '--json'], { env: serve.env })).stdout) as { token: string }
+    const data = `${dir.path}/d1`
+    const joined = await runMuster(['worker', 'join', '--platform-url', serve.enrollUrl, '--node-id', 'd1', '--platform-fingerprint', serve.fingerprint, '--address', '127.0.0.1', '--port', String(await freePort()), '--data-dir', data], { env: { MUSTER_ENROLLMENT_TOKEN: token } })
+    expect(joined.code).toBe(0)
+    const fast = await startMuster(['agent', '--data-dir', data], { env: AGENT_ENV })
+    let slow: Daemon | undefined
+    try {
+      expect((await runMuster(['projects', 'deploy', 'chatty', '--replicas', '1', '--', 'sh', '-c', 'while true; do echo hello; sleep 0.2; done'], { env: serve.env })).code).toBe(0)
+      await waitFor(() => readFileSync(`${data}/worker/logs/chatty-0.log`, 'utf8').includes('hello\nhello\n'), { timeoutMs: 45_000, what: 'chatty running on d1' })
+      // The next Agent adopts the replica and heartbeats once a minute: only the nudge can bring the request sooner.
+      await fast.stopLeavingReplicas('SIGTERM')
+      slow = await startMuster(['agent', '--data-dir', data], { env: { ...AGENT_ENV, MUSTER_AGENT_HEARTBEAT_MS: '60000' } })
+      await slow.waitForLog(/replica chatty\/0 \(pid \d+\) is still running: adopted/)
+      await slow.waitForLog(/node d1 is ready/)
+      const t0 = performance.now()
+      const r = await runMuster(['projects', 'logs', 'chatty', '--tail', '2', '--json'], { env: serve.env, timeoutMs: 60_000 })
+      const took = performance.now() - t0
+      expect(r.code).toBe(0)
+      expect((JSON.parse(r.stdout) as Logs).lines).toEqual(['hello', 'hello'])
+      expect(took).toBeLessThan(15_000)
+    } finally {
+      await fast.stop()
+      await slow?.stop()
+    }
+  })
 })

@@ -56,6 +56,14 @@ export default [
     to: '',
     tests: ['test/e2e/logs.test.ts'],
   },
+  {
+    name: 'logs: a node that can be dialled is not told, and waits for its next heartbeat',
+    file: 'src/projects/logs.ts',
+    from: 'void nudgeNode(this.ctx, this.fabric, node)',
+    to: '',
+    tests: ['test/e2e/logs.test.ts'],
+    filter: 'dialled',
+  },
   // ---- replicas outlive their Agent ----
   {
     name: 'adoption: a recorded PID is taken whatever process now holds it (recycled PID)',
