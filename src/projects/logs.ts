@@ -159,7 +159,7 @@ export class LogRelay {
   private locate(project: string, replica: number): string {
     const p = this.projects.show(project)
     const placement = p.placements.find((x) => x.replica === replica)
-    if (!placement) throw new MusterError('not-found', `Project ${project} has no replica ${replica} (it has ${p.replicas}: 0 to ${p.replicas - 1}).`)
+    if (!placement) throw new MusterError('not-found', p.replicas === 0 ? `Project ${project} has no replicas (scaled to 0).` : `Project ${project} has no replica ${replica} (it has ${p.replicas}: 0 to ${p.replicas - 1}).`)
     if (!placement.node) throw new MusterError('replica-not-placed', `Replica ${replica} of ${project} is not placed on any node${p.reason ? ` (${p.reason})` : ''}, so it has no log.`)
     if (placement.node === 'local') {
       if (!this.local) throw new MusterError('node-unreachable', `Replica ${replica} of ${project} runs on another Platform's local node; ask that Platform.`)
