@@ -58,7 +58,8 @@ export async function startWorkloads(agent: Agent, opts: { runAs?: string } = {}
   const relay = startNodeLogRelay(agent, { logFile: (p, r) => runner.logFile(p, r), maxLogBytes })
   agent.replicaStatus = () => runner.status()
   // A Platform that can dial this node says at once that a log request waits (signed; src/projects/log-nudge.ts).
-  agent.handleSigned = (r) => (r.method === 'POST' && r.path === LOG_POLL_PATH ? (relay.poll(), new Response(null, { status: 204 })) : undefined)
+  const otherSigned = agent.handleSigned
+  agent.handleSigned = (r) => (r.method === 'POST' && r.path === LOG_POLL_PATH ? (relay.poll(), new Response(null, { status: 204 })) : otherSigned(r))
   // The revision survives restarts, so a replayed old document is refused after one too.
   let revision = Number(agent.dataDir.readSecretText(REVISION_FILE)?.trim() ?? '0') || 0
   let applied = false
