@@ -27,6 +27,7 @@ import type { Store } from './store/db.ts'
 import { Fabric, type NodeAnchors } from './fabric/fabric.ts'
 import { Projects } from './projects/service.ts'
 import { localNodeView, startLocalNode } from './projects/local-node.ts'
+import { LogRelay, type LocalLogs } from './projects/logs.ts'
 import { ReadinessProber } from './fabric/probe.ts'
 import { EnrollmentListener } from './listener/listener.ts'
 import { startCloud, type Cloud } from './cloud/service.ts'
@@ -79,6 +80,7 @@ export class Platform implements Services {
   pki!: Pki
   fabric!: Fabric
   projects!: Projects
+  logs!: LogRelay
   federation!: Federation
   cloud!: Cloud
   listener: EnrollmentListener | undefined
@@ -87,6 +89,8 @@ export class Platform implements Services {
   platforms!: PlatformRegistry
   /** Every request to either port passes here; an engine swap holds and forwards them (src/swap/gate.ts). */
   readonly gate = new RequestGate()
+  /** An engine swap stops these services: the local node's replicas keep running for the next engine to adopt. */
+  swapping = false
   private readonly closers: (() => void | Promise<void>)[] = []
 
   private constructor(
@@ -170,12 +174,17 @@ export class Platform implements Services {
     }
     // services: projects
     this.projects = await Projects.open(ctx, this.fabric, this.options.rescheduleGraceMs ?? 60_000)
+    let localLogs: LocalLogs | undefined
     if (this.options.localNode) {
       const local = startLocalNode(ctx, this.fabric)
       this.projects.local = local
+      localLogs = local
       this.fabric.localNode = () => localNodeView(this.now(), local.capacity())
-      this.onClose(() => local.stop())
+      this.onClose(() => (this.swapping ? local.release() : local.stop()))
     }
+    this.logs = new LogRelay(ctx, this.fabric, this.projects, localLogs)
+    await this.logs.start()
+    this.onClose(() => this.logs.stop())
     await this.projects.start()
     // The reconciliation under way finishes before the store closes (an engine swap: the next engine reconciles on that store).
     this.onClose(() => this.projects.stop())

@@ -11,6 +11,7 @@ import type { EnrollmentListener } from './listener/listener.ts'
 import type { PlatformOptions } from './options.ts'
 import type { Pki } from './pki/pki.ts'
 import type { Projects } from './projects/service.ts'
+import type { LogRelay } from './projects/logs.ts'
 
 export interface Services {
   readonly ctx: Context
@@ -20,6 +21,8 @@ export interface Services {
   readonly audit: Audit
   readonly fabric: Fabric
   readonly projects: Projects
+  /** Replica logs relayed from their nodes. */
+  readonly logs: LogRelay
   readonly federation: Federation
   readonly cloud: Cloud
   readonly listener: EnrollmentListener | undefined

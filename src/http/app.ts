@@ -11,6 +11,7 @@ import { healthRoutes } from './routes/health.ts'
 import { federationRoutes } from './routes/federation.ts'
 import { nodeRoutes } from './routes/nodes.ts'
 import { projectRoutes } from './routes/projects.ts'
+import { logRoutes } from './routes/logs.ts'
 import { cloudRoutes } from './routes/cloud.ts'
 import { overviewRoutes } from './routes/overview.ts'
 import { bootstrapRoutes } from './routes/bootstrap.ts'
@@ -87,6 +88,7 @@ export function createApp(platform: Services) {
     .use(bootstrapRoutes(platform))
   // routes: projects
     .use(projectRoutes(platform))
+    .use(logRoutes(platform))
   // routes: federation
     .use(federationRoutes(platform))
   // routes: cloud

@@ -145,7 +145,8 @@ describe('projects from the dashboard', () => {
     await page.getByRole('button', { name: 'Show logs' }).click()
     if (real.status === 404) await out.getByText(`Logs not available: ${answer.error!.message}`).waitFor()
     else if (real.ok) await out.locator('p').first().getByText('Replica #0').waitFor()
-    else await out.getByText(answer.error!.message).waitFor() // say, the node cannot be reached: its reason, shown
+    // say, the node cannot be reached: its reason, shown (a node that never picks the request up is given 30 s)
+    else await out.getByText(answer.error!.message).waitFor({ timeout: 60_000 })
 
     // A Platform without the route, whatever this build has: one line, not an error.
     await page.route('**/api/v1/projects/api/logs?*', (route) => route.fulfill({ status: 404, contentType: 'application/json', body: JSON.stringify({ error: { code: 'not-found', message: 'No such route.' } }) }))
