@@ -45,6 +45,37 @@ export function withoutDatabaseArg(args: string[]): string[] {
   return out
 }
 
+/** The URL with its password shown as `***`, for any message that repeats a command line. */
+export function redactPassword(url: string): string {
+  const pw = databasePassword(url)
+  if (!pw) return url
+  try {
+    const u = new URL(url)
+    if (u.password) u.password = '***'
+    if (u.searchParams.has('password')) u.searchParams.set('password', '***')
+    return u.toString()
+  } catch {
+    return '***'
+  }
+}
+
+/** serve's arguments with the password of a `--database URL` shown as `***` (a refusal may suggest the command line again). */
+export function withoutDatabasePassword(args: string[]): string[] {
+  return args.map((a, i) => (args[i - 1] === '--database' ? redactPassword(a) : a.startsWith('--database=') ? `--database=${redactPassword(a.slice('--database='.length))}` : a))
+}
+
+/**
+ * The store URL `muster serve` was given, in the order it is looked for:
+ * `--database-file F`, `--database URL`, $MUSTER_DATABASE_URL. The variable is
+ * removed from this process's environment once read, so nothing it starts
+ * (an engine's replicas) inherits it.
+ */
+export function serveDatabaseUrl(flags: { database?: string; databaseFile?: string }): string | undefined {
+  const url = flags.databaseFile ? readDatabaseFile(flags.databaseFile) : (flags.database ?? process.env[DATABASE_URL_ENV])
+  delete process.env[DATABASE_URL_ENV]
+  return url
+}
+
 /**
  * Overwrites every copy of `secret` in this process's command line (what
  * /proc/PID/cmdline and `ps` show) with `*`, Linux only, best effort: a

@@ -1,8 +1,8 @@
 // Issue 22, item 1: an engine whose supervisor dies exits, through dist/muster.
 // The IPC disconnect stops a running engine cleanly; an engine whose event loop
-// cannot run (here: blocked opening a FIFO given as --fleet-token-file, as a
-// runaway match once blocked it) is ended by its watch thread instead of
-// holding on for good.
+// cannot run (here: blocked opening a FIFO given as --fleet-token-file, with no
+// writer left after serve's own check read it; as a runaway match once blocked
+// it) is ended by its watch thread instead of holding on for good.
 import { describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync } from 'node:fs'
 import { childPids } from '../../src/swap/kill.ts'
@@ -34,6 +34,9 @@ describe.skipIf(process.platform !== 'linux')('an engine whose muster serve is k
     const fifo = `${dir.path}/fleet-token`
     expect(Bun.spawnSync(['mkfifo', '-m', '600', fifo]).exitCode).toBe(0)
     await using serve = await startMuster(['serve', '--data-dir', `${dir.path}/d`, '--port', '0', '--fleet-token-file', fifo])
+    // serve itself reads the file once before it starts the engine (its preflight): one writer feeds that read.
+    const writer = Bun.spawn(['sh', '-c', `printf '%s\\n' fleet-token-0123456789abcdef > '${fifo}'`], { stdio: ['ignore', 'ignore', 'ignore'] })
+    expect(await writer.exited).toBe(0)
     // The engine blocks in open(2) of the FIFO: its main thread runs nothing until a writer comes.
     const engine = await waitFor(() => childPids(serve.proc.pid).find((pid) => /fifo|pipe|partner/.test(readFileSync(`/proc/${pid}/wchan`, 'utf8'))), { what: 'the engine blocked on the FIFO' })
     serve.proc.kill('SIGKILL')
