@@ -596,6 +596,9 @@ Group=$ACCOUNT
 ExecStart=$BIN_PATH agent --data-dir $DATA_DIR
 Restart=on-failure
 RestartSec=5s
+# Exit status 3: the Platform refused this node's credential for good (revoked,
+# removed, rebound); restarting cannot help. \`muster worker join\` again, then start it.
+RestartPreventExitStatus=3
 $HARDENING
 CapabilityBoundingSet=
 

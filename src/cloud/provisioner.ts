@@ -15,7 +15,8 @@ import { isUniqueViolation } from '../store/sql.ts'
 import { pendingEnrollments, revokePendingEnrollments } from '../store/join-tokens.ts'
 import { isTombstoned } from '../store/nodes.ts'
 import { audited, type Actor } from './audit.ts'
-import { ownExecutable } from './binary.ts'
+import { BINARY_ROUTE, ownExecutable } from './binary.ts'
+import { unreachableReason } from './reachable.ts'
 import { FirstBootStore } from './first-boot.ts'
 import { inboundJson, parseInbound } from './inbound.ts'
 import { CLOSED, type Inbound, type ProviderName } from './provider.ts'
@@ -75,6 +76,9 @@ export class Provisioner {
     const why = this.cloud.unavailableReason()
     if (why) throw new MusterError('cloud-unavailable', `Provisioning is not available: ${why}.`)
     await this.cloud.provider(input.provider)
+    const binaryUrl = this.cloud.binary?.url ?? `${this.cloud.deps.publicUrl()}${BINARY_ROUTE}`
+    const unreachable = unreachableReason(input.provider, this.cloud.endpoints, { enrollmentUrl: this.fabric.enrollment?.url, apiUrl: this.fabric.nodeAnchors().platformUrl, binaryUrl })
+    if (unreachable) throw new MusterError('cloud-unavailable', `Refusing to provision: ${unreachable}.`)
     const name = input.name
     if (name === 'local' || this.fabric.registry.get(name)) throw new MusterError('name-taken', `A node named ${name} is already registered.`)
     const live = await liveProvisionByName(this.db, name)
