@@ -5,6 +5,7 @@
 #   sh install.sh --role platform|worker --from URL --sha256 HEX [--platform-fingerprint sha256:HEX]
 #        [--serve-args 'FLAGS']   (platform: written to /etc/muster/serve.env)
 #        [--root DIR]             (everything inside DIR as if it were /; for tests and images)
+#        [--no-start]             (install, but neither enable, start nor restart the unit)
 #   sh install.sh --uninstall [--purge] [--root DIR]
 #
 # It owns: the system account `muster`, /usr/local/bin/muster, /etc/muster/
@@ -34,7 +35,7 @@ PLATFORM_UNIT=muster.service
 AGENT_UNIT=muster-agent.service
 
 USAGE='usage: install.sh --role platform|worker (--binary PATH | --from URL --sha256 HEX [--platform-fingerprint sha256:HEX])
-                  [--serve-args FLAGS] [--root DIR]
+                  [--serve-args FLAGS] [--root DIR] [--no-start]
        install.sh --uninstall [--purge] [--root DIR]'
 
 say() { printf '%s\n' "$*"; }
@@ -44,7 +45,7 @@ usage_die() { printf 'install.sh: %s\n%s\n' "$1" "$USAGE" >&2; exit 2; }
 
 # ---- arguments --------------------------------------------------------------
 ROLE='' BINARY='' FROM='' WANT_SHA='' PIN='' ROOT_ARG='' SERVE_ARGS='' SERVE_ARGS_SET=0
-UNINSTALL=0 PURGE=0
+UNINSTALL=0 PURGE=0 NO_START=0
 while [ $# -gt 0 ]; do
 	opt=$1
 	case $opt in
@@ -66,6 +67,7 @@ while [ $# -gt 0 ]; do
 		;;
 	--uninstall) UNINSTALL=1; shift ;;
 	--purge) PURGE=1; shift ;;
+	--no-start) NO_START=1; shift ;;
 	-h | --help) say "$USAGE"; exit 0 ;;
 	*) usage_die "unknown argument: $opt" ;;
 	esac
@@ -74,6 +76,7 @@ done
 if [ "$UNINSTALL" = 1 ]; then
 	[ -z "$ROLE$BINARY$FROM$WANT_SHA$PIN" ] || usage_die "--uninstall takes only --purge and --root"
 	[ "$SERVE_ARGS_SET" = 0 ] || usage_die "--uninstall takes only --purge and --root"
+	[ "$NO_START" = 0 ] || usage_die "--uninstall takes only --purge and --root"
 else
 	[ "$PURGE" = 0 ] || usage_die "--purge goes with --uninstall"
 	case $ROLE in
@@ -686,7 +689,10 @@ say "  data     $DATA_DIR (0700, $ACCOUNT)"
 say "  receipt  $RECEIPT"
 
 START_FAILED=0
-if [ "$LIVE_SYSTEMD" = 1 ]; then
+if [ "$NO_START" = 1 ]; then
+	[ "$LIVE_SYSTEMD" = 0 ] || systemctl daemon-reload || warn "systemctl daemon-reload failed"
+	say "$UNITS was installed but neither enabled, started nor restarted (--no-start)"
+elif [ "$LIVE_SYSTEMD" = 1 ]; then
 	systemctl daemon-reload || warn "systemctl daemon-reload failed"
 	if [ -n "$PREV_ROLE" ]; then
 		if systemctl is-active --quiet "$UNITS"; then
@@ -712,7 +718,7 @@ fi
 say ''
 say 'Next:'
 if [ "$ROLE" = platform ]; then
-	if [ "$LIVE_SYSTEMD" = 1 ] && [ "$START_FAILED" = 0 ] && [ -z "$PREV_ROLE" ]; then
+	if [ "$LIVE_SYSTEMD" = 1 ] && [ "$NO_START" = 0 ] && [ "$START_FAILED" = 0 ] && [ -z "$PREV_ROLE" ]; then
 		say "  the Platform runs as $PLATFORM_UNIT (systemctl status $PLATFORM_UNIT); flags go in $SERVE_ENV"
 		say "  the first superadmin password is in $DATA_DIR/platform/initial-superadmin-password"
 	else

@@ -8,7 +8,8 @@ import { Changes } from './changes.ts'
 import type { Context } from './context.ts'
 import { loadMasterKey } from './master-key.ts'
 import { DataDir } from './datadir.ts'
-import { bindHostFor, isLoopback } from './addresses.ts'
+import { isLoopback } from './addresses.ts'
+import { refuseUnreachableApi } from './listener/plan.ts'
 import { MusterError } from './errors.ts'
 import { startFederation, type Federation } from './federation/service.ts'
 import { createApp } from './http/app.ts'
@@ -47,7 +48,7 @@ const CA_RELOAD_TICKS = 15
  * another machine. Remote dispatch with a plain-http public URL off loopback
  * needs the operator to say a TLS-terminating proxy carries it.
  */
-function refuseInsecureNodeTraffic(o: PlatformOptions): void {
+export function refuseInsecureNodeTraffic(o: PlatformOptions): void {
   const remote = Boolean(o.remoteDispatch || o.enrollmentPort !== undefined)
   if (!remote || !o.publicUrl || o.allowInsecureNodeTraffic) return
   let u: URL
@@ -111,6 +112,7 @@ export class Platform implements Services {
   /** Opens the data directory (lock, master key, store) and the services on it. */
   static async open(options: PlatformOptions): Promise<Platform> {
     refuseInsecureNodeTraffic(options)
+    refuseUnreachableApi(options)
     const dataDir = new DataDir(options.dataDir)
     dataDir.ensureDir('platform')
     const release = options.lock === false ? () => {} : acquireServeLock(dataDir)
@@ -251,6 +253,8 @@ export class Platform implements Services {
     )
     const url = this.url
     log.info(`muster Platform listening on ${url}`)
+    // HTTPS from the Platform CA: how an operator on this machine reaches it (docs/operations.md).
+    if (this.apiCaPin) log.info(`log in with: muster login --platform-url ${this.publicUrl} --platform-ca-file ${this.dataDir.path(CA_CERT_FILE)} --identifier superadmin`)
     // listen: enrollment listener
     await this.listener?.listen()
     // listen: record this Platform for the others and for nodes (`platforms` in answers)
@@ -264,7 +268,6 @@ export class Platform implements Services {
     this.fabric.platformsView = () => this.platforms.view()
     await this.platforms.start()
     this.onClose(() => this.platforms.stop())
-    this.warnUnreachablePublicUrl()
     // listen: certificates are checked against the wall clock on a short tick (a clock may jump);
     // the API has no per-connection hook, and a certificate a jump left expired fails the handshake.
     let ticks = 0
@@ -288,13 +291,6 @@ export class Platform implements Services {
     } catch (e) {
       log.warn(`certificate check: ${(e as Error).message}`)
     }
-  }
-
-  /** Remote nodes send heartbeats to publicUrl: say so when it is loopback but the listener is not. */
-  private warnUnreachablePublicUrl(): void {
-    const remote = this.fabric.enrollment?.addresses.filter((a) => bindHostFor([a]) !== '127.0.0.1') ?? []
-    if (this.options.publicUrl || remote.length === 0 || bindHostFor([new URL(this.url).hostname]) !== '127.0.0.1') return
-    log.warn(`nodes on other machines will be told to reach the API at ${this.url}, which only this machine can reach: start serve with --host ${remote[0]} (the API then serves HTTPS from the Platform CA) or --public-url`)
   }
 
   /** The API serves HTTPS: --tls-cert, or a certificate from the Platform CA when it binds a non-loopback address. */

@@ -8,6 +8,7 @@ import type { Fabric } from './fabric/fabric.ts'
 import type { Federation } from './federation/service.ts'
 import type { EnrollmentListener } from './listener/listener.ts'
 import type { PlatformOptions } from './options.ts'
+import type { Pki } from './pki/pki.ts'
 import type { Projects } from './projects/service.ts'
 
 export interface Services {
@@ -23,5 +24,9 @@ export interface Services {
   readonly secure: boolean
   /** The URL operators and nodes use to reach the API. */
   readonly publicUrl: string
+  /** The Platform CA (certificates, pins). */
+  readonly pki: Pki
+  /** The Platform CA pin when the API serves a certificate from that CA; else null. */
+  readonly apiCaPin: string | null
   readonly now: () => number
 }

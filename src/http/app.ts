@@ -12,6 +12,7 @@ import { federationRoutes } from './routes/federation.ts'
 import { nodeRoutes } from './routes/nodes.ts'
 import { projectRoutes } from './routes/projects.ts'
 import { cloudRoutes } from './routes/cloud.ts'
+import { bootstrapRoutes } from './routes/bootstrap.ts'
 import { dashboardRoutes } from '../dashboard/routes.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
@@ -78,6 +79,7 @@ export function createApp(platform: Services) {
     .use(authRoutes(platform))
   // routes: fabric
     .use(nodeRoutes(platform))
+    .use(bootstrapRoutes(platform))
   // routes: projects
     .use(projectRoutes(platform))
   // routes: federation

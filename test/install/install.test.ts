@@ -190,6 +190,17 @@ describe('install.sh', () => {
     expect(readFileSync(SCRIPT, 'utf8').split('\n')[0]).toBe('#!/bin/sh')
   }, TIMEOUT)
 
+  test('is committed executable, so `sudo ./install.sh` runs from a clone', () => {
+    const ls = Bun.spawnSync(['git', 'ls-files', '-s', 'install.sh'], { cwd: resolve(import.meta.dir, '../..') })
+    expect(ls.stdout.toString()).toStartWith('100755 ')
+  })
+
+  test('--no-start goes with an install, not with --uninstall', async () => {
+    const r = await installSh(['--uninstall', '--no-start', '--root', newRoot()])
+    expect(r.stderr).toContain('--uninstall takes only --purge and --root')
+    expectCode(r, 2)
+  })
+
   test('an unknown or missing role is a usage error and installs nothing', async () => {
     const root = newRoot()
     const bad = await installSh(['--role', 'manager', '--binary', stubBinary('1.0.0'), '--root', root])
