@@ -45,7 +45,7 @@ export default defineCommand({
           env: 'MUSTER_ENROLLMENT_TOKEN',
         }),
     })
-    if (args.json) return printJson({ nodeId: r.nodeId, agentId: r.agentId, dataDir: r.dataDir, start: r.start })
+    if (args.json) return printJson({ nodeId: r.nodeId, agentId: r.agentId, dataDir: r.dataDir, start: r.start, ...(r.replaced ? { replaced: r.replaced } : {}) })
     const { consola } = await import('consola')
     const done = r.alreadyJoined
       ? `${r.dataDir} had already joined as ${r.nodeId} and its credential works; nothing to do.`
