@@ -16,6 +16,7 @@ import type { TrustKey } from '../fabric/trust-keys.ts'
 import { caDaysLeft, caWarning, readCa } from '../pki/platform-ca.ts'
 import { openPlatformVault, type HostVault } from '../pki/host-vault.ts'
 import { serveLockHolder } from '../serve-lock.ts'
+import { checkIsolation } from './isolation.ts'
 import { VERSION } from '../version.ts'
 import { MusterError } from '../errors.ts'
 import { checkReceiptFiles, readReceipt, type Receipt } from './receipt.ts'
@@ -135,6 +136,7 @@ async function checkWorker(dataDir: DataDir, add: Add): Promise<void> {
     add('platform-api', 'fail', `${api}: ${(e as Error).message}`)
   }
   trustExpiry('trust-keys', readTrustFile(dataDir)?.keys ?? [], add)
+  checkIsolation(dataDir, add)
 }
 
 /** The node's credential as the Platform holds it (SPEC §17.2): a dead one fails, naming the way back. */

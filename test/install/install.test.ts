@@ -277,7 +277,15 @@ describeAsRoot('install.sh as root, into temporary roots', () => {
     expect(unit).toContain('Restart=on-failure')
     // …but not after exit status 3, the Agent's "credential refused for good" (SPEC §17.2): no restart loop.
     expect(unit).toContain('RestartPreventExitStatus=3')
-    for (const line of [...HARDENING, 'CapabilityBoundingSet=']) expect(unit).toContain(line)
+    for (const line of HARDENING) expect(unit).toContain(line)
+    // Replicas outlive the Agent and run as muster-run, which the Agent may switch to and signal (nothing else).
+    expect(unit).toContain('KillMode=process')
+    expect(unit).toContain('CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL')
+    expect(unit).toContain('AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_KILL')
+    const runAccount = passwdEntry(root, 'muster-run')!
+    expect(runAccount.shell).toMatch(/nologin$/)
+    expect(runAccount.uid).not.toBe(r.uid)
+    expect(r).toMatchObject({ runAccount: 'muster-run', runAccountCreated: true })
 
     const v = verifyUnit(root, 'muster-agent.service')
     expect(v.stderr).toBe('')
@@ -375,8 +383,10 @@ describeAsRoot('install.sh as root, into temporary roots', () => {
     const run = await installSh(['--uninstall', '--purge', '--root', root])
     expectCode(run, 0)
     expect(run.stdout).toContain('purged /var/lib/muster')
+    expect(run.stdout).toContain('removed account muster-run')
     expect(listing(root).filter((p) => !ACCOUNT_DB.has(p))).toEqual([])
     expect(mentionsAccount(root)).toEqual([])
+    expect(passwdEntry(root, 'muster-run')).toBeUndefined()
   }, TIMEOUT)
 
   test('--from: a download installs only when its SHA-256 matches', async () => {
