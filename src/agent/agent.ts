@@ -27,22 +27,10 @@ import { signRenewProof } from '../crypto/enroll-proof.ts'
 import { isPlatformFailure, PlatformChoice } from './platforms.ts'
 import { startWorkloads, type Workloads } from './workloads.ts'
 import { askStanding, isDead, wayBack, type Standing } from './standing.ts'
+import { reconnectDelayMs } from './backoff.ts'
 
 const DAY_MS = 86_400_000
 const MAX_BACKOFF_MS = 5 * 60_000
-/**
- * The longest wait between reconnects after failed heartbeats (SPEC §17.2):
- * with jitter the wait is at most this, so an Agent heartbeats within 10 s of
- * its Platform's return.
- */
-export const RECONNECT_CAP_MS = 8_000
-
-/** The wait before heartbeat attempt `failures + 1`: doubling from min(interval, 1 s), at most RECONNECT_CAP_MS, jittered down by up to half. */
-export function reconnectDelayMs(failures: number, heartbeatMs: number, random: () => number = Math.random): number {
-  const base = Math.min(heartbeatMs, 1000)
-  const ceiling = Math.min(RECONNECT_CAP_MS, base * 2 ** Math.min(Math.max(failures - 1, 0), 16))
-  return Math.round(ceiling * (0.5 + random() / 2))
-}
 /** At most one refresh for an unknown kid per minute (monotonic, so no clock can hurry it). */
 export const UNKNOWN_KID_REFRESH_MS = 60_000
 /** A failed daily refresh or renewal is tried again this soon. */

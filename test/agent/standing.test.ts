@@ -5,7 +5,8 @@
 // Platform that cannot tell; its reconnect back-off is capped.
 import { afterEach, describe, expect, test } from 'bun:test'
 import { readFileSync, writeFileSync } from 'node:fs'
-import { Agent, RECONNECT_CAP_MS, reconnectDelayMs } from '../../src/agent/agent.ts'
+import { Agent } from '../../src/agent/agent.ts'
+import { RECONNECT_CAP_MS, reconnectDelayMs } from '../../src/agent/backoff.ts'
 import { joinPlatform } from '../../src/agent/join.ts'
 import { clearPinCache } from '../../src/crypto/pin.ts'
 import { certFingerprint } from '../../src/crypto/x509.ts'

@@ -30,7 +30,7 @@ export default [
   {
     name: 'agent: the reconnect back-off is not capped (40 s after a 25 s outage)',
     ci: true,
-    file: 'src/agent/agent.ts',
+    file: 'src/agent/backoff.ts',
     from: '  const ceiling = Math.min(RECONNECT_CAP_MS, base * 2 ** Math.min(Math.max(failures - 1, 0), 16))',
     to: '  const ceiling = base * 2 ** Math.min(Math.max(failures - 1, 0), 16)',
     tests: [STANDING_TEST, NODE_TRUTH_E2E],
