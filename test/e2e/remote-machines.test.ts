@@ -94,7 +94,7 @@ describeWithNetns('machines across a network', () => {
     expect(readFileSync(`/proc/${agentPid}/status`, 'utf8')).toMatch(new RegExp(`\\nUid:\\t${receipt.uid}\\t`))
     // running it again is harmless: nothing joins twice, the running Agent is left alone
     const again = await runOn(w2, ['sh', '-c', `${bootstrapLine.replace('NAME', 'w2')} --root ${root}`], { env: agentEnv, timeoutMs: 120_000 })
-    expect(again.stdout).toContain('has already joined; not joining again')
+    expect(again.stdout).toContain('has already joined and its credential works; not joining again')
     expect(again.stdout).toContain(`the Agent already runs (pid ${agentPid})`)
     expect(again.code).toBe(0)
 
@@ -134,5 +134,19 @@ describeWithNetns('machines across a network', () => {
       const w = (await nodes()).find((n) => n.name === 'w2')
       return w?.state === 'ready' && Date.parse(w.lastSeenAt ?? '') > restartedAt
     }, { timeoutMs: HEARTBEAT_AGAIN_MS, what: 'w2 heartbeating after the restart' })
+
+    // 8. rebound: the bootstrap line over the dead credential asks for the new token (here no terminal: it says how
+    //    to give it), then with the token joins again and starts the Agent again
+    const rebound = await muster(p, ['nodes', 'rebind', 'w2', '--json'])
+    expect(rebound.code).toBe(0)
+    const newToken = (JSON.parse(rebound.stdout) as { token: string }).token
+    const line = `${bootstrapLine.replace('NAME', 'w2')} --root ${root}`
+    const noToken = await runOn(w2, ['sh', '-c', line], { env: agentEnv, timeoutMs: 120_000 })
+    expect(noToken.code).not.toBe(0)
+    expect(noToken.stderr).toContain('give the new token with --enrollment-token-file FILE or MUSTER_ENROLLMENT_TOKEN')
+    const rejoined = await runOn(w2, ['sh', '-c', line], { env: { ...agentEnv, MUSTER_ENROLLMENT_TOKEN: newToken }, timeoutMs: 120_000 })
+    expect(rejoined.code).toBe(0)
+    expect(rejoined.stdout).toContain('joined https://')
+    await waitFor(async () => (await nodes()).find((n) => n.name === 'w2')?.state === 'ready', { timeoutMs: 60_000, what: 'w2 ready again after rebind' })
   })
 })
