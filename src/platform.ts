@@ -189,7 +189,7 @@ export class Platform implements Services {
       this.fabric.localNode = () => localNodeView(this.now(), local.capacity())
       this.onClose(() => (this.swapping ? local.release() : local.stop()))
     }
-    this.logs = new LogRelay(ctx, this.fabric, this.projects, localLogs)
+    this.logs = new LogRelay(ctx, this.fabric, this.projects, localLogs, this.options.logWaitMs)
     await this.logs.start()
     this.onClose(() => this.logs.stop())
     await this.projects.start()
