@@ -89,6 +89,10 @@ describe.skipIf(process.platform !== 'linux')('the database password', () => {
       expect(warnings[0]).toContain('MUSTER_DATABASE_URL')
       expect(serve.log()).not.toContain(db.password)
       expect((await fetch(`${serve.url}/healthz`)).status).toBe(200)
+      // admin migrate-store's --to warns the same way, and never repeats the password.
+      const migrate = await runMuster(['admin', 'migrate-store', '--data-dir', `${dir.path}/nothing`, '--to', db.url], { timeoutMs: 30_000 })
+      expect(migrate.stderr.split('\n').filter((l) => l.includes('--to carries the database password'))).toHaveLength(1)
+      expect(migrate.stderr + migrate.stdout).not.toContain(db.password)
       // The engine keeps the URL out of its own environment (children inherit nothing): /proc/PID/environ is the start's, so only serve's variable is checked absent.
       expect(readFileSync(`/proc/${serve.proc.pid}/environ`, 'utf8')).not.toContain(db.password)
     } finally {
