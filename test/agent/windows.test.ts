@@ -25,7 +25,7 @@ async function joined(p: ListenerPlatform, dir: string) {
 }
 
 /** An Agent whose clock reads `at` for as long as `fn` runs; `fn` gets a POST that answers its status. */
-async function agentAt<T>(p: ListenerPlatform, node: Awaited<ReturnType<typeof joined>>, at: number, fn: (post: (headers: Record<string, string>, method?: string) => Promise<number>) => Promise<T>): Promise<T> {
+async function agentAt<T>(node: Awaited<ReturnType<typeof joined>>, at: number, fn: (post: (headers: Record<string, string>, method?: string) => Promise<number>) => Promise<T>): Promise<T> {
   const agent = new Agent({ dataDir: node.dataDir, host: '127.0.0.1', heartbeatMs: 60_000, now: () => at })
   agent.handleSigned = () => Response.json({ done: true })
   await agent.start()
@@ -47,7 +47,7 @@ describe('the Agent request gate: windows and bindings', () => {
     const node = await joined(p, dir.path)
     const now = p.platform.now()
     const sign = (at: number) => signAgentRequest(signer(p), { method: 'POST', path: PATH, body: BODY, node: 'w1' }, at)
-    const seen = await agentAt(p, node, now, async (post) => {
+    const seen = await agentAt(node, now, async (post) => {
       const out: Record<string, number> = {}
       for (const [what, at] of [
         ['5 min early, exactly', now - MAX_SKEW_MS],
@@ -68,7 +68,7 @@ describe('the Agent request gate: windows and bindings', () => {
     const node = await joined(p, dir.path)
     const now = p.platform.now()
     const r = { method: 'POST', path: PATH, body: BODY, node: 'w1' }
-    const seen = await agentAt(p, node, now, async (post) => ({
+    const seen = await agentAt(node, now, async (post) => ({
       good: await post(signAgentRequest(signer(p), r, now)),
       // signed for a PUT, sent as a POST
       method: await post(signAgentRequest(signer(p), { ...r, method: 'PUT' }, now)),
@@ -87,7 +87,7 @@ describe('the Agent request gate: windows and bindings', () => {
     const kid = p.platform.fabric.trust.currentKid()
     const keys = JSON.parse(readFileSync(`${node.dataDir}/worker/trust.json`, 'utf8')).keys as { kid: string; notBefore: string }[]
     const start = Date.parse(keys.find((k) => k.kid === kid)!.notBefore)
-    const attempt = (at: number) => agentAt(p, node, at, (post) => post(signAgentRequest(signer(p), { method: 'POST', path: PATH, body: BODY, node: 'w1' }, at)))
+    const attempt = (at: number) => agentAt(node, at, (post) => post(signAgentRequest(signer(p), { method: 'POST', path: PATH, body: BODY, node: 'w1' }, at)))
     expect(await attempt(start - 1)).toBe(401)
     expect(await attempt(start - 3_600_000)).toBe(401)
     expect(await attempt(start)).toBe(200)
