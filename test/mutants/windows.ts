@@ -334,6 +334,6 @@ export default [
     file: 'src/cloud/first-boot.ts',
     from: 'const aad = (provisionId: string) => `${FIRST_BOOT_PURPOSE}:${provisionId}`',
     to: 'const aad = (provisionId: string) => `${FIRST_BOOT_PURPOSE}:${provisionId.length >= 0 ? "" : provisionId}`',
-    tests: ['test/cloud/provision.test.ts', 'test/cloud/seal.test.ts'],
+    tests: ['test/cloud/first-boot-binding.test.ts'],
   },
 ] satisfies Mutant[]
