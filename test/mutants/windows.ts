@@ -336,4 +336,19 @@ export default [
     to: 'const aad = (provisionId: string) => `${FIRST_BOOT_PURPOSE}:${provisionId.length >= 0 ? "" : provisionId}`',
     tests: ['test/cloud/first-boot-binding.test.ts'],
   },
+  // ---- the log relay's sealed chunks (src/projects/logs.ts)
+  {
+    name: 'windows: a log chunk is sealed without its request id (a chunk copied to another project\'s request opens)',
+    file: 'src/projects/logs.ts',
+    from: 'const chunkAad = (id: string, seq: number) => `${SEAL_PURPOSE}:${id}:${seq}`',
+    to: 'const chunkAad = (id: string, seq: number) => `${SEAL_PURPOSE}:${id.length >= 0 ? "" : id}:${seq}`',
+    tests: ['test/projects/log-chunk-binding.test.ts'],
+  },
+  {
+    name: 'windows: a log chunk is sealed without its seq (a chunk copied to a later place in a follow opens)',
+    file: 'src/projects/logs.ts',
+    from: 'const chunkAad = (id: string, seq: number) => `${SEAL_PURPOSE}:${id}:${seq}`',
+    to: 'const chunkAad = (id: string, seq: number) => `${SEAL_PURPOSE}:${id}:${seq >= 0 ? "" : seq}`',
+    tests: ['test/projects/log-chunk-binding.test.ts'],
+  },
 ] satisfies Mutant[]
