@@ -351,4 +351,19 @@ export default [
     to: 'const chunkAad = (id: string, seq: number) => `${SEAL_PURPOSE}:${id}:${seq >= 0 ? "" : seq}`',
     tests: ['test/projects/log-chunk-binding.test.ts'],
   },
+  // ---- replacing the Platform CA (src/pki/ca-replace.ts)
+  {
+    name: 'windows: a prepared CA is promoted a day early (nodes have not all learned its pin)',
+    file: 'src/pki/ca-replace.ts',
+    from: 'if (now < ready && !force) {',
+    to: 'if (now < ready - 86_400_000 && !force) {',
+    tests: ['test/pki/ca-promote-window.test.ts'],
+  },
+  {
+    name: 'windows: a prepared CA is refused at the very millisecond it becomes promotable',
+    file: 'src/pki/ca-replace.ts',
+    from: 'if (now < ready && !force) {',
+    to: 'if (now <= ready && !force) {',
+    tests: ['test/pki/ca-promote-window.test.ts'],
+  },
 ] satisfies Mutant[]
