@@ -117,4 +117,25 @@ describe('federation: windows', () => {
     const redeem = (vouch: string) => code(f.o.clientWith().federation.redeemVouch(vouch))
     expect({ fine: await redeem(fine.vouch), far: await redeem(far.vouch), hour: await redeem(hour.vouch) }).toEqual({ fine: 'redeemed', far: 'vouch-invalid', hour: 'vouch-invalid' })
   })
+
+  test('a redeemed vouch with any one signed field edited is refused at the office: identity, role, expiry, nonce; one minted under another token too', async () => {
+    using d = tmpDir()
+    await using f = await pair(d.path)
+    const me = await accountClient(f.c)
+    const v = await me.federation.vouch('office-a')
+    const redeem = (vouch: string) => code(f.o.clientWith().federation.redeemVouch(vouch))
+    expect(await redeem(v.vouch)).toBe('redeemed')
+    const parts = v.vouch.split(':')
+    const edit = (i: number, value: string) => parts.map((x, j) => (j === i ? value : x)).join(':')
+    expect({
+      identity: await redeem(edit(2, 'someone-else')),
+      role: await redeem(edit(3, 'viewer')),
+      expiry: await redeem(edit(4, String(Number(parts[4]) + 1))),
+      // a new nonce on a spent vouch would redeem it a second time
+      nonce: await redeem(edit(5, b64url(randomBytes(16)))),
+    }).toEqual({ identity: 'vouch-invalid', role: 'vouch-invalid', expiry: 'vouch-invalid', nonce: 'vouch-invalid' })
+    // minted under a token this office no longer holds (rotated on the controller, not yet re-joined)
+    await f.c.client.federation.mint({ officeId: 'office-a', rotate: true })
+    expect(await redeem((await me.federation.vouch('office-a')).vouch)).toBe('vouch-invalid')
+  })
 })

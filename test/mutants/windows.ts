@@ -328,6 +328,41 @@ export default [
     tests: ['test/federation/windows.test.ts'],
     filter: "vouch's nonce",
   },
+  {
+    name: "windows: the vouch signature leaves out the identity (a vouch for one account opens a session as another)",
+    file: 'src/federation/formats.ts',
+    from: "return JSON.stringify(['mfv2', v.officeId, v.identity, v.role, v.expiresAt, v.nonce, fingerprint])",
+    to: "return JSON.stringify(['mfv2', v.officeId, v.role, v.expiresAt, v.nonce, fingerprint])",
+    tests: ['test/federation/windows.test.ts', 'test/federation/vouch.test.ts'],
+  },
+  {
+    name: "windows: the vouch signature leaves out the role (a vouch's role can be rewritten)",
+    file: 'src/federation/formats.ts',
+    from: "return JSON.stringify(['mfv2', v.officeId, v.identity, v.role, v.expiresAt, v.nonce, fingerprint])",
+    to: "return JSON.stringify(['mfv2', v.officeId, v.identity, v.expiresAt, v.nonce, fingerprint])",
+    tests: ['test/federation/windows.test.ts', 'test/federation/vouch.test.ts'],
+  },
+  {
+    name: "windows: the vouch signature leaves out the expiry (a vouch's expiry can be pushed later)",
+    file: 'src/federation/formats.ts',
+    from: "return JSON.stringify(['mfv2', v.officeId, v.identity, v.role, v.expiresAt, v.nonce, fingerprint])",
+    to: "return JSON.stringify(['mfv2', v.officeId, v.identity, v.role, v.nonce, fingerprint])",
+    tests: ['test/federation/windows.test.ts', 'test/federation/vouch.test.ts'],
+  },
+  {
+    name: "windows: the vouch signature leaves out the nonce (a spent vouch with a new nonce redeems again)",
+    file: 'src/federation/formats.ts',
+    from: "return JSON.stringify(['mfv2', v.officeId, v.identity, v.role, v.expiresAt, v.nonce, fingerprint])",
+    to: "return JSON.stringify(['mfv2', v.officeId, v.identity, v.role, v.expiresAt, fingerprint])",
+    tests: ['test/federation/windows.test.ts', 'test/federation/vouch.test.ts'],
+  },
+  {
+    name: "windows: the vouch signature leaves out the token fingerprint (a vouch minted under a rotated-away token still opens a session)",
+    file: 'src/federation/formats.ts',
+    from: "return JSON.stringify(['mfv2', v.officeId, v.identity, v.role, v.expiresAt, v.nonce, fingerprint])",
+    to: "return JSON.stringify(['mfv2', v.officeId, v.identity, v.role, v.expiresAt, v.nonce])",
+    tests: ['test/federation/windows.test.ts', 'test/federation/vouch.test.ts'],
+  },
   // ---- cloud first boot (src/cloud/first-boot.ts)
   {
     name: 'windows: first-boot data is sealed without its provision id (a record copied to another provision opens)',
