@@ -32,9 +32,9 @@ function captureWarnings(): { lines: string[]; [Symbol.dispose](): void } {
 interface Rig {
   p: ListenerPlatform
   proxy: PlatformProxy
-  agent: Agent
-  /** The Agent's clock. */
-  clock: { at: number }
+  dataDir: string
+  /** Runs `fn` with an Agent whose clock reads `at`; the Agent is stopped after, so nothing it fetched is still being checked when the next one starts. */
+  agentAt<T>(at: number, fn: (agent: Agent) => Promise<T>): Promise<T>
   /** The current trust key's window, as the node holds it. */
   key: { notBefore: number; notAfter: number }
   warnings: string[]
@@ -74,21 +74,27 @@ async function rig(): Promise<Rig> {
     }
     return undefined
   }
-  const clock = { at: p.platform.now() }
-  const agent = new Agent({ dataDir, host: '127.0.0.1', heartbeatMs: 50, now: () => clock.at })
   const captured = captureWarnings()
-  await agent.start()
+  const agentAt = async <T>(at: number, fn: (agent: Agent) => Promise<T>): Promise<T> => {
+    const agent = new Agent({ dataDir, host: '127.0.0.1', heartbeatMs: 50, now: () => at })
+    await agent.start()
+    try {
+      await waitFor(() => agent.workloads !== undefined, { what: 'workloads started' })
+      return await fn(agent)
+    } finally {
+      await agent.stop({ stopReplicas: true })
+    }
+  }
   return {
     p,
     proxy,
-    agent,
-    clock,
+    dataDir,
+    agentAt,
     key: { notBefore: Date.parse(held.notBefore), notAfter: Date.parse(held.notAfter) },
     warnings: captured.lines,
     uploads,
     handed,
     async [Symbol.asyncDispose]() {
-      await agent.stop({ stopReplicas: true })
       captured[Symbol.dispose]()
       await p.close()
       proxy[Symbol.dispose]()
@@ -98,43 +104,39 @@ async function rig(): Promise<Rig> {
 }
 
 /** Hands the Agent assignments signed by the Platform's current trust key; 'ran' when it takes them (its revision moves), else the warning it logged. */
-async function assign(r: Rig, payload: Omit<AssignmentPayload, 'issuedAt'> & { issuedAt?: string }): Promise<string> {
-  const full: AssignmentPayload = { issuedAt: new Date(r.clock.at).toISOString(), ...payload }
+async function assign(r: Rig, at: number, payload: Omit<AssignmentPayload, 'issuedAt'>): Promise<string> {
+  const full: AssignmentPayload = { issuedAt: new Date(at).toISOString(), ...payload }
   const before = r.warnings.length
   r.handed.assignments = { payload: full, ...r.p.platform.fabric.trust.sign(ASSIGNMENTS_DOMAIN, assignmentBytes(full)) }
   const refusal = () => r.warnings.slice(before).find((l) => l.includes('refused assignments'))
-  await waitFor(() => r.agent.workloads!.revision() === full.revision || refusal() !== undefined, { what: `assignments revision ${full.revision} handled` })
-  r.handed.assignments = undefined
-  return r.agent.workloads!.revision() === full.revision ? 'ran' : refusal()!
+  return r.agentAt(at, async (agent) => {
+    await waitFor(() => agent.workloads!.revision() === full.revision || refusal() !== undefined, { what: `assignments revision ${full.revision} handled` })
+    return agent.workloads!.revision() === full.revision ? 'ran' : refusal()!
+  })
 }
 
 /** Hands the Agent one log request signed by the Platform's current trust key; 'served' when it uploads the log, else the warning it logged. */
-async function askLog(r: Rig, issuedAt: number, node = 'w1'): Promise<string> {
+async function askLog(r: Rig, at: number, issuedAt: number, node = 'w1'): Promise<string> {
   const payload: LogRequestPayload = { id: randomId(16), node, project: 'app', replica: 0, tail: 10, follow: false, issuedAt: new Date(issuedAt).toISOString() }
   const before = r.warnings.length
   r.handed.logRequests = [{ payload, ...r.p.platform.fabric.trust.sign(LOG_REQUEST_DOMAIN, logRequestBytes(payload)) }]
   const refusal = () => r.warnings.slice(before).find((l) => l.includes('refused a log request'))
-  await waitFor(() => r.uploads.includes(payload.id) || refusal() !== undefined, { what: `log request ${payload.id} handled` })
-  r.handed.logRequests = undefined
-  return r.uploads.includes(payload.id) ? 'served' : refusal()!
+  return r.agentAt(at, async () => {
+    await waitFor(() => r.uploads.includes(payload.id) || refusal() !== undefined, { what: `log request ${payload.id} handled` })
+    return r.uploads.includes(payload.id) ? 'served' : refusal()!
+  })
 }
 
 describe('signed documents at the edges of their windows', () => {
   test("assignments: refused before the key's notBefore and from its notAfter, run at notBefore and one millisecond before notAfter; never for another node", async () => {
     await using r = await rig()
-    await waitFor(() => r.agent.workloads !== undefined, { what: 'workloads started' })
-    const at = (t: number) => (r.clock.at = t)
+    const now = r.p.platform.now()
     const seen: Record<string, string> = {}
-    at(r.key.notBefore - 1)
-    seen['1 ms before notBefore'] = await assign(r, { node: 'w1', revision: 10, replicas: [] })
-    at(r.key.notBefore)
-    seen['at notBefore'] = await assign(r, { node: 'w1', revision: 11, replicas: [] })
-    at(r.key.notAfter - 1)
-    seen['1 ms before notAfter'] = await assign(r, { node: 'w1', revision: 12, replicas: [] })
-    at(r.key.notAfter)
-    seen['at notAfter'] = await assign(r, { node: 'w1', revision: 13, replicas: [] })
-    at(r.p.platform.now())
-    seen['for w2'] = await assign(r, { node: 'w2', revision: 14, replicas: [] })
+    seen['1 ms before notBefore'] = await assign(r, r.key.notBefore - 1, { node: 'w1', revision: 10, replicas: [] })
+    seen['at notBefore'] = await assign(r, r.key.notBefore, { node: 'w1', revision: 11, replicas: [] })
+    seen['1 ms before notAfter'] = await assign(r, r.key.notAfter - 1, { node: 'w1', revision: 12, replicas: [] })
+    seen['at notAfter'] = await assign(r, r.key.notAfter, { node: 'w1', revision: 13, replicas: [] })
+    seen['for w2'] = await assign(r, now, { node: 'w2', revision: 14, replicas: [] })
     expect(seen).toEqual({
       '1 ms before notBefore': expect.stringContaining('is not valid now'),
       'at notBefore': 'ran',
@@ -142,19 +144,17 @@ describe('signed documents at the edges of their windows', () => {
       'at notAfter': expect.stringContaining('is not valid now'),
       'for w2': expect.stringContaining('document is for node w2, not w1'),
     })
-    expect(r.agent.workloads!.revision()).toBe(12)
+    expect(readFileSync(`${r.dataDir}/worker/assignments-revision`, 'utf8').trim()).toBe('12')
   })
 
   test("log requests: ±5 minutes around their issue, exactly at each edge served, one millisecond past refused; the key's window on both sides", async () => {
     await using r = await rig()
-    await waitFor(() => r.agent.workloads !== undefined, { what: 'workloads started' })
     const now = r.p.platform.now()
-    r.clock.at = now
     const seen: Record<string, string> = {}
-    seen['issued 5 min ago, exactly'] = await askLog(r, now - LOG_REQUEST_SKEW_MS)
-    seen['issued 5 min + 1 ms ago'] = await askLog(r, now - LOG_REQUEST_SKEW_MS - 1)
-    seen['issued 5 min ahead, exactly'] = await askLog(r, now + LOG_REQUEST_SKEW_MS)
-    seen['issued 5 min + 1 ms ahead'] = await askLog(r, now + LOG_REQUEST_SKEW_MS + 1)
+    seen['issued 5 min ago, exactly'] = await askLog(r, now, now - LOG_REQUEST_SKEW_MS)
+    seen['issued 5 min + 1 ms ago'] = await askLog(r, now, now - LOG_REQUEST_SKEW_MS - 1)
+    seen['issued 5 min ahead, exactly'] = await askLog(r, now, now + LOG_REQUEST_SKEW_MS)
+    seen['issued 5 min + 1 ms ahead'] = await askLog(r, now, now + LOG_REQUEST_SKEW_MS + 1)
     // The Agent's clock at the key's edges; each request issued at that moment.
     for (const [what, t] of [
       ['1 ms before notBefore', r.key.notBefore - 1],
@@ -162,8 +162,7 @@ describe('signed documents at the edges of their windows', () => {
       ['1 ms before notAfter', r.key.notAfter - 1],
       ['at notAfter', r.key.notAfter],
     ] as const) {
-      r.clock.at = t
-      seen[what] = await askLog(r, t)
+      seen[what] = await askLog(r, t, t)
     }
     expect(seen).toEqual({
       'issued 5 min ago, exactly': 'served',
