@@ -93,6 +93,21 @@ describe('a newcomer', () => {
     }
   })
 
+  test('muster --help starts with the demo; the help of the commands met next has examples that use their own flags', async () => {
+    const root = await runMuster(['--help'])
+    const rootExamples = root.stdout.split('\nEXAMPLES\n')[1] ?? ''
+    for (const line of ['  muster demo', '  muster serve --data-dir ./muster-data --host 10.0.0.5 --enrollment-port 7443', '  muster nodes enroll-token worker-1']) expect(rootExamples).toContain(line)
+    for (const words of [['nodes', 'enroll-token'], ['nodes', 'rebind'], ['projects', 'logs'], ['accounts', 'add'], ['audit'], ['login']]) {
+      const r = await runMuster([...words, '--help'])
+      const [usage, examples] = r.stdout.split('\nEXAMPLES\n') as [string, string | undefined]
+      expect({ words, examples: Boolean(examples) }).toEqual({ words, examples: true })
+      for (const line of examples!.split('\n').filter((l) => l.startsWith('  muster '))) {
+        expect(line).toStartWith(`  muster ${words.join(' ')}`)
+        for (const f of line.match(/ --[a-z][a-z-]*/g) ?? []) expect({ words, flag: f.trim(), defined: usage.includes(`${f.trim()}=`) || usage.includes(`${f.trim()} `) }).toEqual({ words, flag: f.trim(), defined: true })
+      }
+    }
+  })
+
   test('Ctrl-C on the demo stops it, says so, and removes its directory', { timeout: 120_000 }, async () => {
     const demo = await startMuster(['demo'])
     try {

@@ -61,4 +61,12 @@ export default [
     tests: [NEWCOMER_E2E],
     filter: 'Ctrl-C on the demo',
   },
+  {
+    name: 'ux: muster --help shows no example to start from',
+    file: 'commands/_examples.ts',
+    from: "  '': [",
+    to: "  '(root)': [",
+    tests: [NEWCOMER_E2E],
+    filter: 'starts with the demo',
+  },
 ] satisfies Mutant[]
