@@ -6,9 +6,11 @@
 // say "start the Agent", and its columns line up; Ctrl-C on the demo says what
 // it did.
 import { describe, expect, test } from 'bun:test'
-import { existsSync, readFileSync } from 'node:fs'
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { musterBin, runMuster, startMuster, startServe, startServeWithListener } from '../helpers/binary.ts'
 import { freePort } from '../helpers/node-side.ts'
+import { describeAsRoot } from '../helpers/root.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 // A pty interleaves \r\n and colour codes; read the screen as plain text.
@@ -108,6 +110,15 @@ describe('a newcomer', () => {
     }
   })
 
+  test('serve on SQLite: its start log has no lease lines (every lease is its own)', { timeout: 60_000 }, async () => {
+    using dir = tmpDir()
+    // the loops take their leases before the API listens, and the listener line comes last
+    await using serve = await startServeWithListener(`${dir.path}/data`)
+    expect(serve.log()).toContain('enrollment listener on')
+    expect(serve.log()).not.toContain('now runs')
+    expect(serve.log()).not.toContain('lease fence')
+  })
+
   test('Ctrl-C on the demo stops it, says so, and removes its directory', { timeout: 120_000 }, async () => {
     const demo = await startMuster(['demo'])
     try {
@@ -121,5 +132,29 @@ describe('a newcomer', () => {
     } finally {
       await demo.stopLeavingReplicas()
     }
+  })
+})
+
+describeAsRoot('sudo muster worker join', () => {
+  test("on a data directory another account owns (install.sh's muster), what the join writes stays that account's", { timeout: 120_000 }, async () => {
+    using dir = tmpDir()
+    await using serve = await startServeWithListener(`${dir.path}/platform`)
+    const { token } = JSON.parse((await runMuster(['nodes', 'enroll-token', 'w1', '--json'], { env: serve.env })).stdout) as { token: string }
+    const work = `${dir.path}/var-lib-muster`
+    mkdirSync(work, { mode: 0o700 })
+    chownSync(work, 65534, 65534)
+    const r = await runMuster(['worker', 'join', '--platform-url', serve.enrollUrl, '--node-id', 'w1', '--platform-fingerprint', serve.fingerprint, '--address', '127.0.0.1', '--port', String(await freePort()), '--data-dir', work], { stdin: token })
+    expect(r.code).toBe(0)
+    const owners = new Map<string, number>()
+    const walk = (d: string) => {
+      for (const name of readdirSync(d)) {
+        const p = join(d, name)
+        owners.set(p.slice(work.length + 1), statSync(p).uid)
+        if (statSync(p).isDirectory()) walk(p)
+      }
+    }
+    walk(work)
+    expect(owners.get('worker/node-credential')).toBe(65534)
+    expect([...owners].filter(([, uid]) => uid !== 65534)).toEqual([])
   })
 })

@@ -69,4 +69,20 @@ export default [
     tests: [NEWCOMER_E2E],
     filter: 'starts with the demo',
   },
+  {
+    name: 'ux: sudo worker join leaves root-owned files the Agent (as muster) cannot read',
+    file: 'commands/worker/join.ts',
+    from: '    keepOwner(r.dataDir)\n',
+    to: '',
+    tests: [NEWCOMER_E2E],
+    filter: 'sudo muster worker join',
+  },
+  {
+    name: 'ux: a lone Platform on SQLite logs six lease lines at every start',
+    file: 'src/ha/leases.ts',
+    from: "log[this.owner.exclusive ? 'debug' : 'info']",
+    to: "log['info']",
+    tests: [NEWCOMER_E2E],
+    filter: 'serve on SQLite',
+  },
 ] satisfies Mutant[]
