@@ -12,7 +12,7 @@ export const EXAMPLES: Record<string, [string, string][]> = {
     ['A Platform other machines can join (HTTPS API and enrollment listener on 10.0.0.5)', 'muster serve --data-dir ./muster-data --host 10.0.0.5 --enrollment-port 7443'],
   ],
   'worker join': [
-    ['Join with the token on stdin, pinned to the Platform CA (`muster nodes platform` prints URL and pin)', 'muster worker join --platform-url https://10.0.0.5:7443 --node-id worker-1 --platform-fingerprint sha256:… --enrollment-token-file token.txt'],
+    ['The line `muster nodes enroll-token worker-1` prints on the Platform; the token from a 0600 file (or stdin, or the prompt)', 'muster worker join --platform-url https://10.0.0.5:7443 --node-id worker-1 --platform-fingerprint sha256:… --enrollment-token-file token.txt'],
     ['A Platform whose API has its own certificate from a private CA: the pin for the listener, the CA file for the API', 'muster worker join --platform-url https://10.0.0.5:7443 --node-id worker-1 --platform-fingerprint sha256:… --platform-ca-file company-ca.pem'],
   ],
   agent: [
