@@ -24,6 +24,7 @@ export default [
   },
   {
     name: 'ux: nodes rebind answers without the lines to run on the machine',
+    ci: true,
     file: 'src/http/routes/nodes.ts',
     from: '      return { ...r, ...nodeCommands(platform, r.nodeId) }',
     to: '      return r',
