@@ -26,7 +26,7 @@ export default [
   route('a viewer removes nodes', 'src/http/routes/nodes.ts', "need(request, 'server.nodes.manage').then(() => fabric.remove(", "need(request, 'server.nodes.view').then(() => fabric.remove(", 'DELETE /api/v1/nodes/ghost'),
   route('a viewer revokes nodes', 'src/http/routes/nodes.ts', "need(request, 'server.nodes.manage').then(() => fabric.revoke(", "need(request, 'server.nodes.view').then(() => fabric.revoke(", '/revoke$'),
   route('a viewer rotates node credentials', 'src/http/routes/nodes.ts', "need(request, 'server.nodes.manage').then(() => fabric.rotate(", "need(request, 'server.nodes.view').then(() => fabric.rotate(", '/rotate$'),
-  route('a viewer rebinds nodes', 'src/http/routes/nodes.ts', "await need(request, 'server.nodes.manage')\n      return fabric.rebind(", "await need(request, 'server.nodes.view')\n      return fabric.rebind(", '/rebind$'),
+  route('a viewer rebinds nodes', 'src/http/routes/nodes.ts', "await need(request, 'server.nodes.manage')\n      const r = await fabric.rebind(", "await need(request, 'server.nodes.view')\n      const r = await fabric.rebind(", '/rebind$'),
   route('a viewer drains nodes', 'src/http/routes/nodes.ts', "await need(request, 'server.nodes.manage')\n      return fabric.drain(", "await need(request, 'server.nodes.view')\n      return fabric.drain(", '/drain$'),
   // ---- src/http/routes/projects.ts, overview.ts ---------------------------------------------
   route('anyone lists the projects', 'src/http/routes/projects.ts', "const { role } = await need(request, 'server.projects.view')\n      return projectPage(", "const role = 'viewer' as const\n      return projectPage(", 'GET /api/v1/projects$'),
