@@ -88,18 +88,56 @@ export function currentNode(fabric: Fabric, authorization: string, nodeId: strin
   return diff === 0 && shape === 0 ? n : undefined
 }
 
-/** Records an authenticated node's heartbeat and makes the answer (both paths end here). */
-export function acceptHeartbeat(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): HeartbeatAnswer {
+/** Records an authenticated node's heartbeat (both paths); what the answer says that is the node's own. */
+function record(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): { state: string; reason?: string; drained: boolean } {
   const changed = fabric.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
   if (changed) for (const l of fabric.heartbeatListeners) l(n)
   const { state, reason } = fabric.registry.state(n)
   // The nodes file's drain wins over the node's own (Fabric.nodeSettings); one map look-up.
   const drained = fabric.declared.get(n.name)?.drained ?? n.drained
-  // Built field by field, in this order, without spreads (this runs on every heartbeat).
+  return { state, reason, drained }
+}
+
+/** Records an authenticated node's heartbeat and makes the answer (the framework route; the dedicated one writes it as text). */
+export function acceptHeartbeat(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): HeartbeatAnswer {
+  const { state, reason, drained } = record(fabric, n, body)
+  // Built field by field, in this order, without spreads.
   const answer: HeartbeatAnswer = reason ? { nodeId: n.name, state, reason, generation: n.generation, drained } : { nodeId: n.name, state, generation: n.generation, drained }
   const assignmentRevision = fabric.assignmentRevision(n.name)
   if (assignmentRevision !== undefined) answer.assignmentRevision = assignmentRevision
   const platforms = fabric.platforms()
   if (platforms.length > 0) answer.platforms = platforms
   return answer
+}
+
+/**
+ * The answer's tail, `,"assignmentRevision":R,"platforms":[…]}`, by revision, per
+ * Platforms list: the list is the key (PlatformRegistry.nodeFacing hands out the same
+ * array until the live Platforms change), so a new list starts a new cache.
+ */
+const tails = new WeakMap<readonly NodeFacingPlatform[], Map<number | undefined, string>>()
+const NO_PLATFORMS: readonly NodeFacingPlatform[] = Object.freeze([])
+const MAX_TAILS = 4096
+
+function answerTail(platforms: readonly NodeFacingPlatform[], revision: number | undefined): string {
+  const key = platforms.length === 0 ? NO_PLATFORMS : platforms
+  let byRevision = tails.get(key)
+  if (byRevision === undefined) {
+    byRevision = new Map()
+    tails.set(key, byRevision)
+  }
+  let tail = byRevision.get(revision)
+  if (tail === undefined) {
+    tail = `${revision !== undefined ? `,"assignmentRevision":${JSON.stringify(revision)}` : ''}${platforms.length > 0 ? `,"platforms":${JSON.stringify(platforms)}` : ''}}`
+    if (byRevision.size >= MAX_TAILS) byRevision.clear()
+    byRevision.set(revision, tail)
+  }
+  return tail
+}
+
+/** acceptHeartbeat's answer as JSON text, byte for byte what JSON.stringify makes of it (the dedicated route). */
+export function acceptHeartbeatText(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): string {
+  const { state, reason, drained } = record(fabric, n, body)
+  const head = `{"nodeId":${JSON.stringify(n.name)},"state":"${state}"${reason ? `,"reason":${JSON.stringify(reason)}` : ''},"generation":${JSON.stringify(n.generation)},"drained":${drained}`
+  return head + answerTail(fabric.platforms(), fabric.assignmentRevision(n.name))
 }
