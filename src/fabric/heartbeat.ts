@@ -89,18 +89,18 @@ export function currentNode(fabric: Fabric, authorization: string, nodeId: strin
 }
 
 /** Records an authenticated node's heartbeat (both paths); what the answer says that is the node's own. */
-function record(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): { state: string; reason?: string; drained: boolean } {
-  const changed = fabric.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
-  if (changed) for (const l of fabric.heartbeatListeners) l(n)
-  const { state, reason } = fabric.registry.state(n)
-  // The nodes file's drain wins over the node's own (Fabric.nodeSettings); one map look-up.
-  const drained = fabric.declared.get(n.name)?.drained ?? n.drained
-  return { state, reason, drained }
+function record(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): void {
+  if (fabric.registry.heartbeat(n, body)) for (const l of fabric.heartbeatListeners) l(n)
 }
+
+/** The nodes file's drain wins over the node's own (Fabric.nodeSettings); one map look-up. */
+const drainedOf = (fabric: Fabric, n: NodeEntry): boolean => fabric.declared.get(n.name)?.drained ?? n.drained
 
 /** Records an authenticated node's heartbeat and makes the answer (the framework route; the dedicated one writes it as text). */
 export function acceptHeartbeat(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): HeartbeatAnswer {
-  const { state, reason, drained } = record(fabric, n, body)
+  record(fabric, n, body)
+  const { state, reason } = fabric.registry.state(n)
+  const drained = drainedOf(fabric, n)
   // Built field by field, in this order, without spreads.
   const answer: HeartbeatAnswer = reason ? { nodeId: n.name, state, reason, generation: n.generation, drained } : { nodeId: n.name, state, generation: n.generation, drained }
   const assignmentRevision = fabric.assignmentRevision(n.name)
@@ -137,7 +137,9 @@ function answerTail(platforms: readonly NodeFacingPlatform[], revision: number |
 
 /** acceptHeartbeat's answer as JSON text, byte for byte what JSON.stringify makes of it (the dedicated route). */
 export function acceptHeartbeatText(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): string {
-  const { state, reason, drained } = record(fabric, n, body)
-  const head = `{"nodeId":${JSON.stringify(n.name)},"state":"${state}"${reason ? `,"reason":${JSON.stringify(reason)}` : ''},"generation":${JSON.stringify(n.generation)},"drained":${drained}`
+  record(fabric, n, body)
+  const st = fabric.registry.state(n)
+  const reason = st.reason
+  const head = `{"nodeId":${JSON.stringify(n.name)},"state":"${st.state}"${reason ? `,"reason":${JSON.stringify(reason)}` : ''},"generation":${JSON.stringify(n.generation)},"drained":${drainedOf(fabric, n)}`
   return head + answerTail(fabric.platforms(), fabric.assignmentRevision(n.name))
 }

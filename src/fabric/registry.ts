@@ -201,21 +201,22 @@ export class Registry {
     await this.refresh(name)
   }
   /** Records a heartbeat in memory; true when it changed what placement sees (liveness, capacity, replicas). */
-  heartbeat(n: NodeEntry, beat: { version?: string; cpuMillis?: number; memoryMB?: number; replicas?: ReplicaStatus[] }): boolean {
+  heartbeat(n: NodeEntry, beat: { readonly version?: string; readonly capacity?: { readonly cpuMillis: number; readonly memoryMB: number }; readonly replicas?: readonly ReplicaStatus[] }): boolean {
     const now = this.now()
     let changed = n.lastSeenAt === null || now - n.lastSeenAt > this.staleAfterMs
     n.lastSeenAt = now
     if (beat.version !== undefined) n.version = beat.version
-    if (beat.cpuMillis !== undefined && beat.cpuMillis !== n.cpuMillis) {
-      n.cpuMillis = beat.cpuMillis
+    const capacity = beat.capacity
+    if (capacity !== undefined && capacity.cpuMillis !== n.cpuMillis) {
+      n.cpuMillis = capacity.cpuMillis
       changed = true
     }
-    if (beat.memoryMB !== undefined && beat.memoryMB !== n.memoryMB) {
-      n.memoryMB = beat.memoryMB
+    if (capacity !== undefined && capacity.memoryMB !== n.memoryMB) {
+      n.memoryMB = capacity.memoryMB
       changed = true
     }
     if (beat.replicas !== undefined && (beat.replicas.length > 0 || n.replicas.length > 0) && JSON.stringify(beat.replicas) !== JSON.stringify(n.replicas)) {
-      n.replicas = beat.replicas
+      n.replicas = beat.replicas as ReplicaStatus[]
       changed = true
     }
     this.dirty.add(n.name)
