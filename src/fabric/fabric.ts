@@ -107,7 +107,7 @@ export class Fabric {
       fleetToken,
       staleAfterMs,
       enrollLimit: o.enrollLimit ?? DEFAULT_LIMITS.enroll,
-      heartbeatLimit: DEFAULT_LIMITS.heartbeat,
+      heartbeatLimit: o.heartbeatLimit ?? DEFAULT_LIMITS.heartbeat,
       trustLimit: DEFAULT_LIMITS.trust,
     }
     return new Fabric(ctx, options, await Registry.load(ctx.store, ctx.now, staleAfterMs), platform, declared)

@@ -2,7 +2,7 @@
 // kept apart from the rest of the fabric so it stays small and cheap.
 // - The credential check reads only memory and allocates nothing when the
 //   credential is a node's current one: the expected mac is computed once per
-//   node and generation, and compared character by character in constant time.
+//   node and generation (kept on its entry), and compared character by character in constant time.
 // - Anything unusual (a previous generation in its grace hour, a node this
 //   Platform has not loaded, the legacy fleet token, a malformed header)
 //   returns undefined, and the caller takes Fabric's general path, which
@@ -29,9 +29,6 @@ export interface HeartbeatAnswer {
   /** The live Platforms sharing the store, for the Agent's failover (a list kept by the Platform, not built per beat). */
   platforms?: NodeFacingPlatform[]
 }
-
-/** The mac a node's current credential carries, per node entry (entries are replaced when generation or certificate change). */
-const expected = new WeakMap<NodeEntry, { generation: number; certSha256: string; mac: string }>()
 
 const PREFIX = 'Bearer mnc_'
 const MAC_LENGTH = 43
@@ -71,13 +68,15 @@ export function currentNode(fabric: Fabric, authorization: string, nodeId: strin
   const n = fabric.registry.get(authorization.slice(PREFIX.length, nameEnd))
   if (n === undefined || n.certSha256 === null || n.revokedAt !== null || n.generation !== generation) return undefined
   if (nodeId !== undefined && nodeId !== '' && nodeId !== n.name) return undefined
-  let cached = expected.get(n)
-  if (cached === undefined || cached.generation !== n.generation || cached.certSha256 !== n.certSha256) {
-    cached = { generation: n.generation, certSha256: n.certSha256, mac: fabric.credentials.mac(n.name, n.certSha256, n.generation) }
-    expected.set(n, cached)
+  // The expected mac, computed once per node, generation and certificate (kept on the entry).
+  let mac = n.mac
+  if (mac === null || n.macGeneration !== n.generation || n.macCert !== n.certSha256) {
+    mac = fabric.credentials.mac(n.name, n.certSha256, n.generation)
+    n.mac = mac
+    n.macGeneration = n.generation
+    n.macCert = n.certSha256
   }
   // Constant time over the 43 characters, whatever they are.
-  const mac = cached.mac
   let diff = 0
   let shape = 0
   for (let k = 0; k < MAC_LENGTH; k++) {

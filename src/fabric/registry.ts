@@ -39,30 +39,74 @@ export interface NodeEntry {
   labels: Labels
   /** The last readiness probe (nodes that gave an address). */
   probe?: { ok: boolean; at: number; reason?: string }
+  /**
+   * The mac the current credential carries, once the heartbeat's fast check computed it
+   * (src/fabric/heartbeat.ts), with the generation and certificate it was computed for:
+   * fields of the entry rather than a side table, which cost ~100 bytes a node more.
+   */
+  mac: string | null
+  macGeneration: number
+  macCert: string | null
+}
+
+// A million nodes are a million entries (issue 26): what most of them hold alike is one
+// value, not one each. The empty replica list and label set are shared and frozen (nothing
+// changes them in place: a heartbeat replaces the list), and the few distinct token ids,
+// versions and label texts are kept once (`same`).
+const NO_REPLICAS: ReplicaStatus[] = Object.freeze([]) as unknown as ReplicaStatus[]
+const NO_LABELS: Labels = Object.freeze({}) as Labels
+const kept = new Map<string, string>()
+const keptLabels = new Map<string, Labels>()
+const MAX_KEPT = 10_000
+
+/** One instance of a string many entries hold (a token id, a version); past MAX_KEPT distinct ones, the string itself. */
+function same(s: string | null): string | null {
+  if (s === null) return null
+  const k = kept.get(s)
+  if (k !== undefined) return k
+  if (kept.size < MAX_KEPT) kept.set(s, s)
+  return s
+}
+
+function labelsOf(text: string | null): Labels {
+  if (!text) return NO_LABELS
+  const k = keptLabels.get(text)
+  if (k !== undefined) return k
+  const labels = Object.freeze(labelsFromJson(text))
+  if (keptLabels.size < MAX_KEPT) keptLabels.set(text, labels)
+  return labels
+}
+
+export function replicasFromJson(text: string | null): ReplicaStatus[] {
+  if (!text || text === '[]') return NO_REPLICAS
+  try {
+    return JSON.parse(text) as ReplicaStatus[]
+  } catch {
+    return NO_REPLICAS
+  }
 }
 
 export function fromRow(r: NodeRow): NodeEntry {
-  let replicas: ReplicaStatus[] = []
-  try {
-    replicas = r.replicas ? (JSON.parse(r.replicas) as ReplicaStatus[]) : []
-  } catch {}
   return {
     name: r.name,
-    auth: r.auth,
+    auth: r.auth === 'legacy' ? 'legacy' : 'enrolled',
     certSha256: r.cert_sha256,
     url: r.url,
-    tokenId: r.token_id,
+    tokenId: same(r.token_id),
     generation: r.generation,
     previousValidUntil: r.previous_valid_until,
-    version: r.version,
+    version: same(r.version),
     enrolledAt: r.enrolled_at,
     lastSeenAt: r.last_seen_at,
     cpuMillis: r.cpu_millis,
     memoryMB: r.memory_mb,
-    replicas,
+    replicas: replicasFromJson(r.replicas),
     drained: r.drained === 1,
     revokedAt: r.revoked_at,
-    labels: labelsFromJson(r.labels),
+    labels: labelsOf(r.labels),
+    mac: null,
+    macGeneration: 0,
+    macCert: null,
   }
 }
 
@@ -159,9 +203,7 @@ export class Registry {
       n.version = row.version
       n.cpuMillis = row.cpu_millis
       n.memoryMB = row.memory_mb
-      try {
-        n.replicas = row.replicas ? (JSON.parse(row.replicas) as ReplicaStatus[]) : []
-      } catch {}
+      n.replicas = replicasFromJson(row.replicas)
       if (changed) this.onRemoteHeartbeat(n)
     }
   }
@@ -185,7 +227,8 @@ export class Registry {
       // A heartbeat this Platform holds but has not flushed is newer than the row.
       if (had?.lastSeenAt && (fresh.lastSeenAt ?? 0) < had.lastSeenAt) Object.assign(fresh, { lastSeenAt: had.lastSeenAt, version: had.version, cpuMillis: had.cpuMillis, memoryMB: had.memoryMB, replicas: had.replicas })
       if (!had) this.sorted = null
-      this.nodes.set(name, { ...fresh, probe: had?.probe })
+      if (had?.probe) fresh.probe = had.probe
+      this.nodes.set(name, fresh)
     } else if (this.nodes.delete(name)) this.sorted = null
   }
 
@@ -205,7 +248,7 @@ export class Registry {
     const now = this.now()
     let changed = n.lastSeenAt === null || now - n.lastSeenAt > this.staleAfterMs
     n.lastSeenAt = now
-    if (beat.version !== undefined) n.version = beat.version
+    if (beat.version !== undefined && beat.version !== n.version) n.version = same(beat.version)
     const capacity = beat.capacity
     if (capacity !== undefined && capacity.cpuMillis !== n.cpuMillis) {
       n.cpuMillis = capacity.cpuMillis
@@ -216,7 +259,7 @@ export class Registry {
       changed = true
     }
     if (beat.replicas !== undefined && (beat.replicas.length > 0 || n.replicas.length > 0) && JSON.stringify(beat.replicas) !== JSON.stringify(n.replicas)) {
-      n.replicas = beat.replicas as ReplicaStatus[]
+      n.replicas = beat.replicas.length === 0 ? NO_REPLICAS : (beat.replicas as ReplicaStatus[])
       changed = true
     }
     this.dirty.add(n.name)
