@@ -38,10 +38,22 @@ export interface Db {
   get<T = Record<string, unknown>>(text: string, ...params: Param[]): Promise<T | null>
   /** Runs a statement; the number of rows it changed. */
   run(text: string, ...params: Param[]): Promise<number>
-  /** Runs `fn` in one transaction (inside a transaction: in that same one). */
-  tx<T>(fn: (db: Db) => Promise<T>): Promise<T>
+  /**
+   * Runs `fn` in one transaction (inside a transaction: in that same one). `group`: it may share
+   * its commit with other grouped transactions started meanwhile (SQLite groups every transaction).
+   */
+  tx<T>(fn: (db: Db) => Promise<T>, opts?: TxOptions): Promise<T>
   /** Runs a script of several statements without parameters (migrations). */
   script(text: string): Promise<void>
+}
+
+export interface TxOptions {
+  /**
+   * Share one commit with the grouped transactions started while others run (PostgreSQL: one
+   * BEGIN … COMMIT, each inside its own SAVEPOINT, as SQLite's group commit). For short
+   * transactions that take no lock another Platform holds for long: the group waits for its slowest.
+   */
+  group?: boolean
 }
 
 /** The store: a Db plus what only the whole store does. */
@@ -175,7 +187,7 @@ class SqliteStore extends SqliteDb implements Store {
    * after another on the one connection); what is shared is the commit, which
    * is most of a small transaction's cost (bench/enroll-wrk.sh).
    */
-  override tx<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+  override tx<T>(fn: (db: Db) => Promise<T>, _opts?: TxOptions): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.waiting.push({ fn, resolve: resolve as (v: unknown) => void, reject })
       if (this.waiting.length === 1) void this.serial(() => this.commitGroup())
@@ -340,12 +352,73 @@ class PgDb implements Db {
   }
 }
 
+/** Grouped transactions at most in one group (the group's statements run one after another on one connection). */
+const MAX_GROUP = 256
+
 class PgStore extends PgDb implements Store {
+  private waiting: TxJob[] = []
+  private grouping = false
+
   constructor(
     sql: SQL,
     readonly label: string,
   ) {
     super(sql, false)
+  }
+
+  /**
+   * Group commit for PostgreSQL (issue 26): grouped transactions that start while a group runs
+   * wait for it and then run together, one after another, in one BEGIN … COMMIT on one
+   * connection, each inside its own SAVEPOINT. One that fails rolls back to its savepoint (its
+   * work undone, the others' kept) and rejects at once, or, when the failure is a deadlock or
+   * serialization failure, runs again alone; the rest resolve only after the COMMIT, and a failed
+   * COMMIT rejects them all. What is shared is the commit and, for enrolls, the join token's row
+   * lock, which separate transactions took turns holding across round trips.
+   */
+  override tx<T>(fn: (db: Db) => Promise<T>, opts?: TxOptions): Promise<T> {
+    if (!opts?.group) return super.tx(fn)
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.push({ fn, resolve: resolve as (v: unknown) => void, reject })
+      if (!this.grouping) void this.runGroups()
+    })
+  }
+
+  private async runGroups(): Promise<void> {
+    this.grouping = true
+    try {
+      while (this.waiting.length > 0) await this.commitGroup(this.waiting.splice(0, MAX_GROUP))
+    } finally {
+      this.grouping = false
+    }
+  }
+
+  private async commitGroup(jobs: TxJob[]): Promise<void> {
+    if (jobs.length === 1) {
+      const job = jobs[0]!
+      await super.tx(job.fn).then(job.resolve, job.reject)
+      return
+    }
+    const kept: { job: TxJob; value: unknown }[] = []
+    const again: TxJob[] = []
+    try {
+      await this.sql.begin(async (t) => {
+        for (const job of jobs) {
+          try {
+            const value = await (t as unknown as { savepoint<R>(fn: (sp: SQL) => Promise<R>): Promise<R> }).savepoint((sp) => job.fn(new PgDb(sp, true)))
+            kept.push({ job, value })
+          } catch (e) {
+            if (RETRYABLE.has(String((e as { errno?: unknown }).errno))) again.push(job)
+            else job.reject(e)
+          }
+        }
+      })
+    } catch (e) {
+      for (const { job } of kept) job.reject(e)
+      for (const job of again) job.reject(e)
+      return
+    }
+    for (const { job, value } of kept) job.resolve(value)
+    for (const job of again) void super.tx(job.fn).then(job.resolve, job.reject)
   }
 
   async listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>> {
