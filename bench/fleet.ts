@@ -13,7 +13,7 @@ import { down, percentile, runAgents, up } from './agents.ts'
 import { adminToken, enrollNodes, fleetToken } from './enroll-nodes.ts'
 import { seedFleet } from './seed-fleet.ts'
 import { identities } from './identities.ts'
-import { ROOT } from './lib.ts'
+import { ROOT, startServe, type Serving } from './lib.ts'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -39,39 +39,6 @@ if (Bun.spawnSync(['sh', '-c', `[ -x ${BIN} ] && [ -z "$(find ${ROOT}/src ${ROOT
   if (Bun.spawnSync(['bun', 'run', 'build'], { cwd: ROOT, stdout: 'ignore' }).exitCode !== 0) throw new Error('build failed')
 }
 
-interface Running {
-  url: string
-  /** The serving engine (serve's child), whose CPU and memory are measured. */
-  pid: number
-  stop(): Promise<void>
-}
-
-async function startServe(dataDir: string): Promise<Running> {
-  // As many files as this process may open (the hard limit): one per connection.
-  const cmd = `ulimit -n "$(ulimit -Hn)"; exec "${BIN}" serve --data-dir "${dataDir}" --port 0 --remote-dispatch --no-local-node --enroll-rate 1000000 --enroll-burst 1000000 --enroll-in-flight 100000`
-  const p = Bun.spawn(['sh', '-c', cmd], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', env: { ...process.env, MUSTER_LOG_LEVEL: '3' } })
-  let out = ''
-  void (async () => {
-    for await (const c of p.stderr) out += new TextDecoder().decode(c)
-  })()
-  const deadline = Date.now() + 120_000
-  while (!/listening on (http:\/\/\S+)/.test(out)) {
-    if (p.exitCode !== null || Date.now() > deadline) throw new Error(`serve did not start:\n${out}`)
-    await Bun.sleep(50)
-  }
-  // serve supervises an engine child that does the serving (README, engine swap): measure the engine.
-  const engine = Number(new TextDecoder().decode(Bun.spawnSync(['pgrep', '-n', '-P', String(p.pid)]).stdout).trim())
-  return {
-    url: out.match(/listening on (http:\/\/\S+)/)![1]!,
-    pid: engine > 0 ? engine : p.pid,
-    async stop() {
-      if (p.exitCode !== null) return
-      p.kill('SIGTERM')
-      await p.exited
-    },
-  }
-}
-
 const status = (pid: number, field: string) => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`${field}:\\s+(\\d+)`))?.[1] ?? Number.NaN) / 1024
 /** user+system CPU seconds of a process. */
 const cpuSeconds = (pid: number) => {
@@ -87,7 +54,7 @@ const dataDir = KEEP ?? mkdtempSync(join(tmpdir(), 'muster-fleet-'))
 const credentialsFile = join(dataDir, 'bench-credentials')
 let credentials: string[]
 let admin: string
-let platform: Running
+let platform: Serving
 if (KEEP && existsSync(credentialsFile)) {
   credentials = readFileSync(credentialsFile, 'utf8').split('\n').filter(Boolean)
   if (credentials.length !== N) throw new Error(`${dataDir} holds a fleet of ${credentials.length}, not ${N}`)
