@@ -87,6 +87,28 @@ say(`fleet: Platform restarted with ${N} nodes; RSS ${status(platform.pid, 'VmRS
 
 // ---- the simulated Agents (bench/agents.ts) ---------------------------------------------
 
+/**
+ * What an operator waits for at this size, timed halfway through the run (from this process, which also
+ * runs the fleet: an upper bound): `nodes list`'s first page (1,000 nodes), a look-up by name, and the
+ * dashboard's Nodes page (100 nodes).
+ */
+let listings = ''
+async function timeListings(): Promise<void> {
+  const get = async (path: string) => {
+    const t = performance.now()
+    const r = await fetch(`${platform.url}${path}`, { headers: { authorization: `Bearer ${admin}` } })
+    const body = await r.text()
+    return `${up(performance.now() - t, 1)} ms (${r.status}, ${body.length} bytes)`
+  }
+  const one = `node-${Math.floor(N / 2)}`
+  const parts = [
+    `nodes list first page ${await get('/api/v1/nodes')}`,
+    `name look-up ${await get(`/api/v1/nodes?q=${one}&limit=1`)}`,
+    `dashboard Nodes page ${await get('/api/v1/nodes?limit=100')}`,
+  ]
+  listings = parts.join(', ')
+}
+
 const loadBefore = loadavg()
 const cpuBefore = cpuSeconds(platform.pid)
 const rss: number[] = []
@@ -104,6 +126,7 @@ const result = await runAgents({
   sources: SOURCES,
   log: say,
   onSecond: (second) => {
+    if (second === Math.floor(SECONDS / 2)) void timeListings()
     if (DEPLOY > 0 && !deployed && second >= SECONDS / 3) {
       deployed = true
       void fetch(`${platform.url}/api/v1/projects`, {
@@ -115,6 +138,7 @@ const result = await runAgents({
   },
 })
 clearInterval(rssTimer)
+if (listings) say(`fleet: during the run: ${listings}\n`)
 const platformCpu = cpuSeconds(platform.pid) - cpuBefore
 const peak = status(platform.pid, 'VmHWM')
 await platform.stop()
