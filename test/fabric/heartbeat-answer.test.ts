@@ -59,3 +59,24 @@ describe('the heartbeat answer as text', () => {
     expect(acceptHeartbeatText(fabric, m, body)).toBe(JSON.stringify(acceptHeartbeat(fabric, m, body)))
   })
 })
+
+describe('the fast credential check', () => {
+  test('computes the mac kept on a node entry again when the entry\'s generation or certificate moves', async () => {
+    const { currentNode } = await import('../../src/fabric/heartbeat.ts')
+    await using p = await startPlatform({ remoteDispatch: true })
+    const fabric = p.platform.fabric
+    await enrolled(p, 'w1')
+    const n = fabric.registry.get('w1')!
+    const issue = (gen: number, cert = n.certSha256!) => `Bearer ${fabric.credentials.issue('w1', cert, gen)}`
+    expect(currentNode(fabric, issue(1), undefined)).toBe(n)
+    // The entry changed in place (generation, then certificate): the old mac must not pass for the new values.
+    n.generation = 2
+    const stale = `Bearer mnc_w1.2.${issue(1).split('.').at(-1)}`
+    expect(currentNode(fabric, stale, undefined)).toBeUndefined()
+    expect(currentNode(fabric, issue(2), undefined)).toBe(n)
+    const oldCert = n.certSha256!
+    n.certSha256 = 'f'.repeat(64)
+    expect(currentNode(fabric, issue(2, oldCert), undefined)).toBeUndefined()
+    expect(currentNode(fabric, issue(2), undefined)).toBe(n)
+  })
+})

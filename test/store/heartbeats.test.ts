@@ -91,3 +91,17 @@ describe.each(ENGINES)('migration 150 on %s', (engine) => {
     }
   })
 })
+
+describe.each(ENGINES)('a rebound name on %s', (engine) => {
+  test('starts unseen: the old machine\'s last heartbeat is not the new certificate\'s', async () => {
+    const { bindCertificate, getNode, updateNodeFields } = await import('../../src/store/nodes.ts')
+    await using s = await fresh(engine)
+    await insertNode(s.store, { name: 'w1', auth: 'enrolled', cert_sha256: 'old', cert_pem: null, url: null, token_id: null, version: '0.1.0', enrolled_at: 1 })
+    await writeHeartbeatBatch(s.store, [{ name: 'w1', last_seen_at: 1_700_000_000_000, version: '0.1.0', cpu_millis: 1, memory_mb: 1, replicas: '[]' }])
+    expect((await getNode(s.store, 'w1'))?.last_seen_at).toBe(1_700_000_000_000)
+    // rebind clears the certificate; the next enrollment binds a new one
+    await updateNodeFields(s.store, 'w1', { cert_sha256: null, cert_pem: null })
+    expect(await bindCertificate(s.store, 'w1', { cert_sha256: 'new', cert_pem: null, url: null, token_id: null, version: '0.1.1' }, 2)).toBe(true)
+    expect(await getNode(s.store, 'w1')).toMatchObject({ cert_sha256: 'new', last_seen_at: null, version: '0.1.1' })
+  })
+})
