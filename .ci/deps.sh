@@ -9,6 +9,7 @@ set -u
 need=()
 have() { command -v "$1" >/dev/null 2>&1; }
 have curl || need+=(curl)
+have ip || need+=(iproute2)
 have openssl || need+=(openssl)
 have script || need+=(bsdutils)
 have systemd-analyze || need+=(systemd)

@@ -3,7 +3,7 @@
 //  - no focused tests (.only) left behind
 //  - no file over 400 lines in src/ or commands/
 //  - only src/crypto imports @noble
-//  - install.sh passes shellcheck (when shellcheck is installed)
+//  - install.sh and the bootstrap script pass shellcheck (when shellcheck is installed)
 //  - no call of an async function drops its promise (.ci/floating.ts)
 import { Glob } from 'bun'
 
@@ -28,9 +28,10 @@ for (const f of await files('test/**/*.ts')) {
   const text = await Bun.file(`${import.meta.dir}/../${f}`).text()
   if (/\b(test|it|describe)\.only\(/.test(text)) problems.push(`${f}: focused test (.only)`)
 }
-if (Bun.which('shellcheck') && (await Bun.file(`${import.meta.dir}/../install.sh`).exists())) {
-  const r = Bun.spawnSync(['shellcheck', '-s', 'sh', 'install.sh'], { cwd: `${import.meta.dir}/..` })
-  if (r.exitCode !== 0) problems.push(`install.sh: shellcheck\n${r.stdout.toString()}`)
+for (const script of ['install.sh', 'src/bootstrap/bootstrap.sh']) {
+  if (!Bun.which('shellcheck') || !(await Bun.file(`${import.meta.dir}/../${script}`).exists())) continue
+  const r = Bun.spawnSync(['shellcheck', '-s', 'sh', script], { cwd: `${import.meta.dir}/..` })
+  if (r.exitCode !== 0) problems.push(`${script}: shellcheck\n${r.stdout.toString()}`)
 }
 
 {

@@ -15,6 +15,8 @@ const root = defineCommand({
     login: () => import('./login.ts').then((m) => m.default),
     logout: () => import('./logout.ts').then((m) => m.default),
     tokens: () => import('./tokens/index.ts').then((m) => m.default),
+    accounts: () => import('./accounts/index.ts').then((m) => m.default),
+    audit: () => import('./audit.ts').then((m) => m.default),
     nodes: () => import('./nodes/index.ts').then((m) => m.default),
     projects: () => import('./projects/index.ts').then((m) => m.default),
     federation: () => import('./federation/index.ts').then((m) => m.default),

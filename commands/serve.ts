@@ -12,8 +12,8 @@ export default defineCommand({
     'tls-cert': { type: 'string', valueHint: 'FILE', description: 'Serve the API over HTTPS with this certificate (PEM)' },
     'tls-key': { type: 'string', valueHint: 'FILE', description: 'Private key for --tls-cert (PEM)' },
     'allow-insecure-node-traffic': { type: 'boolean', description: 'Allow remote dispatch with a plain-http --public-url (only behind a TLS-terminating proxy on a private link)' },
-    'enrollment-port': { type: 'string', valueHint: 'PORT', description: 'Open the HTTPS enrollment listener on this port (≥ 1024)' },
-    'enrollment-address': { type: 'string', valueHint: 'ADDR', description: 'Address nodes reach the listener by (repeatable; default: first routable IPv4 and localhost)' },
+    'enrollment-port': { type: 'string', valueHint: 'PORT', description: 'Open the HTTPS enrollment listener on this port (≥ 1024); with a loopback --host, give --host ADDR too so nodes reach the API' },
+    'enrollment-address': { type: 'string', valueHint: 'ADDR', description: 'Address nodes reach the listener by, and that it binds (repeatable; default: --host\'s address and localhost, else the first routable IPv4 and localhost)' },
     'remote-dispatch': { type: 'boolean', description: 'Allow nodes to enroll (implied by --enrollment-port)' },
     'local-node': { type: 'boolean', default: false, description: 'Run an Agent in-process as node `local` (off by default; only a superadmin\'s projects run there, with the Platform\'s privileges)', negativeDescription: 'Do not run the local node (the default)' },
     'nodes-file': { type: 'string', valueHint: 'FILE', description: 'Operator-declared nodes: JSON {"nodes":[{"name","labels"?,"drained"?}]}; their names enroll only with their own enrollment' },
@@ -26,6 +26,8 @@ export default defineCommand({
     'enroll-in-flight': { type: 'string', valueHint: 'N', default: '256', description: 'Enroll requests handled at once' },
     'heartbeat-rate': { type: 'string', valueHint: 'N', default: '50000', description: 'Heartbeats admitted per second' },
     'heartbeat-burst': { type: 'string', valueHint: 'N', default: '100000', description: 'Heartbeat burst size' },
+    'audit-max-entries': { type: 'string', valueHint: 'N', default: '100000', description: 'Audit entries kept per budget (actions; refusals such as failed logins have their own)' },
+    'audit-max-days': { type: 'string', valueHint: 'DAYS', default: '365', description: 'Audit entries older than this are dropped' },
     database: { type: 'string', valueHint: 'URL', description: 'PostgreSQL store (postgres://…; also $MUSTER_DATABASE_URL). Default: SQLite muster.db in the data directory' },
   },
   async run({ args, rawArgs }) {
@@ -46,14 +48,7 @@ export default defineCommand({
         throw new UsageError(`--database: ${(e as Error).message}`)
       }
     }
-    // `muster serve` itself supervises (src/swap/supervisor.ts): it holds the lock and runs this same command line as its engine.
-    const role = process.env[ENGINE_ENV]
-    delete process.env[ENGINE_ENV]
-    if (role !== 'first' && role !== 'takeover') {
-      const { supervise } = await import('../src/swap/supervisor.ts')
-      process.exit(await supervise(dataDir))
-    }
-    await serve({
+    const options = {
       dataDir,
       host: args.host,
       port,
@@ -71,6 +66,7 @@ export default defineCommand({
       nodeStaleAfterMs: (intArg(args, 'node-stale-seconds', 1, 86400) ?? 45) * 1000,
       rescheduleGraceMs: (intArg(args, 'reschedule-grace-seconds', 0, 86400) ?? 60) * 1000,
       database: args.database,
+      auditRetention: { maxEntries: intArg(args, 'audit-max-entries', 10, 100_000_000) ?? 100_000, maxAgeMs: (intArg(args, 'audit-max-days', 1, 36_500) ?? 365) * 86_400_000 },
       enrollLimit: {
         perSecond: intArg(args, 'enroll-rate', 1, 1_000_000) ?? 500,
         burst: intArg(args, 'enroll-burst', 1, 10_000_000) ?? 1000,
@@ -81,6 +77,18 @@ export default defineCommand({
         burst: intArg(args, 'heartbeat-burst', 1, 100_000_000) ?? 100_000,
         maxInFlight: 4096,
       },
-    }, role)
+    }
+    // `muster serve` itself supervises (src/swap/supervisor.ts): it holds the lock and runs this same command line as its engine.
+    const role = process.env[ENGINE_ENV]
+    delete process.env[ENGINE_ENV]
+    if (role !== 'first' && role !== 'takeover') {
+      // Before anything is created (the lock, the CA, the superadmin): the setup, the data directory, the ports, the files.
+      const { preflightServe } = await import('../src/serve-preflight.ts')
+      const self = /(^|\/)muster$/.test(process.argv0) ? process.argv0 : 'muster'
+      await preflightServe(options, [self, 'serve', ...rawArgs])
+      const { supervise } = await import('../src/swap/supervisor.ts')
+      process.exit(await supervise(dataDir))
+    }
+    await serve(options, role)
   },
 })

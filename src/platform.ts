@@ -4,11 +4,14 @@
 // Context (src/context.ts) and the siblings it uses, never the Platform.
 import type { Server } from 'bun'
 import { Auth } from './auth/auth.ts'
+import { Audit, DEFAULT_AUDIT_RETENTION } from './audit/audit.ts'
+import { auditHook } from './http/audit-hook.ts'
 import { Changes } from './changes.ts'
 import type { Context } from './context.ts'
 import { loadMasterKey } from './master-key.ts'
 import { DataDir } from './datadir.ts'
-import { bindHostFor, isLoopback } from './addresses.ts'
+import { isLoopback } from './addresses.ts'
+import { refuseUnreachableApi } from './listener/plan.ts'
 import { MusterError } from './errors.ts'
 import { startFederation, type Federation } from './federation/service.ts'
 import { createApp } from './http/app.ts'
@@ -24,6 +27,7 @@ import type { Store } from './store/db.ts'
 import { Fabric, type NodeAnchors } from './fabric/fabric.ts'
 import { Projects } from './projects/service.ts'
 import { localNodeView, startLocalNode } from './projects/local-node.ts'
+import { LogRelay, type LocalLogs } from './projects/logs.ts'
 import { ReadinessProber } from './fabric/probe.ts'
 import { EnrollmentListener } from './listener/listener.ts'
 import { startCloud, type Cloud } from './cloud/service.ts'
@@ -47,7 +51,7 @@ const CA_RELOAD_TICKS = 15
  * another machine. Remote dispatch with a plain-http public URL off loopback
  * needs the operator to say a TLS-terminating proxy carries it.
  */
-function refuseInsecureNodeTraffic(o: PlatformOptions): void {
+export function refuseInsecureNodeTraffic(o: PlatformOptions): void {
   const remote = Boolean(o.remoteDispatch || o.enrollmentPort !== undefined)
   if (!remote || !o.publicUrl || o.allowInsecureNodeTraffic) return
   let u: URL
@@ -68,6 +72,7 @@ export class Platform implements Services {
   readonly dataDir: DataDir
   readonly store: Store
   readonly auth: Auth
+  readonly audit: Audit
   readonly masterKey: Uint8Array
   readonly vault: Vault
   readonly now: () => number
@@ -75,6 +80,7 @@ export class Platform implements Services {
   pki!: Pki
   fabric!: Fabric
   projects!: Projects
+  logs!: LogRelay
   federation!: Federation
   cloud!: Cloud
   listener: EnrollmentListener | undefined
@@ -83,6 +89,8 @@ export class Platform implements Services {
   platforms!: PlatformRegistry
   /** Every request to either port passes here; an engine swap holds and forwards them (src/swap/gate.ts). */
   readonly gate = new RequestGate()
+  /** An engine swap stops these services: the local node's replicas keep running for the next engine to adopt. */
+  swapping = false
   private readonly closers: (() => void | Promise<void>)[] = []
 
   private constructor(
@@ -105,12 +113,14 @@ export class Platform implements Services {
       onClose: (fn) => this.onClose(fn),
     }
     this.auth = new Auth(this.ctx)
+    this.audit = new Audit(parts.store, this.now, options.auditRetention ?? DEFAULT_AUDIT_RETENTION)
     this.api = new ApiEndpoint(options, { vault: parts.vault, pki: () => this.pki, now: this.now, listenerAddresses: () => this.listener?.addresses ?? [] })
   }
 
   /** Opens the data directory (lock, master key, store) and the services on it. */
   static async open(options: PlatformOptions): Promise<Platform> {
     refuseInsecureNodeTraffic(options)
+    refuseUnreachableApi(options)
     const dataDir = new DataDir(options.dataDir)
     dataDir.ensureDir('platform')
     const release = options.lock === false ? () => {} : acquireServeLock(dataDir)
@@ -164,12 +174,17 @@ export class Platform implements Services {
     }
     // services: projects
     this.projects = await Projects.open(ctx, this.fabric, this.options.rescheduleGraceMs ?? 60_000)
+    let localLogs: LocalLogs | undefined
     if (this.options.localNode) {
       const local = startLocalNode(ctx, this.fabric)
       this.projects.local = local
+      localLogs = local
       this.fabric.localNode = () => localNodeView(this.now(), local.capacity())
-      this.onClose(() => local.stop())
+      this.onClose(() => (this.swapping ? local.release() : local.stop()))
     }
+    this.logs = new LogRelay(ctx, this.fabric, this.projects, localLogs)
+    await this.logs.start()
+    this.onClose(() => this.logs.stop())
     await this.projects.start()
     // The reconciliation under way finishes before the store closes (an engine swap: the next engine reconciles on that store).
     this.onClose(() => this.projects.stop())
@@ -222,14 +237,21 @@ export class Platform implements Services {
   }
   private appInstance: ReturnType<typeof createApp> | undefined
 
+  /** The application behind the audit hook: every write is recorded before it runs (src/http/audit-hook.ts). */
+  private get audited(): (r: Request) => Promise<Response> {
+    const app = this.app
+    this.auditedInstance ??= auditHook(this, (r) => app.handle(r))
+    return this.auditedInstance
+  }
+  private auditedInstance: ((r: Request) => Promise<Response>) | undefined
+
   /** A request to this Platform, from either port: the application, or the next engine during a swap. */
   handle(req: Request): Promise<Response> {
-    return Promise.resolve(this.gate.handle(req, (r) => this.app.handle(r)))
+    return Promise.resolve(this.gate.handle(req, (r) => this.audited(r)))
   }
 
   async listen(): Promise<string> {
-    const app = this.app
-    const local = (r: Request) => app.handle(r)
+    const local = this.audited
     const fetch = (req: Request, server: Server<unknown>) => {
       // Asked of the server only when a route needs the address (login throttling).
       rememberPeer(req, () => server.requestIP(req)?.address)
@@ -251,6 +273,8 @@ export class Platform implements Services {
     )
     const url = this.url
     log.info(`muster Platform listening on ${url}`)
+    // HTTPS from the Platform CA: how an operator on this machine reaches it (docs/operations.md).
+    if (this.apiCaPin) log.info(`log in with: muster login --platform-url ${this.publicUrl} --platform-ca-file ${this.dataDir.path(CA_CERT_FILE)} --identifier superadmin`)
     // listen: enrollment listener
     await this.listener?.listen()
     // listen: record this Platform for the others and for nodes (`platforms` in answers)
@@ -264,7 +288,6 @@ export class Platform implements Services {
     this.fabric.platformsView = () => this.platforms.view()
     await this.platforms.start()
     this.onClose(() => this.platforms.stop())
-    this.warnUnreachablePublicUrl()
     // listen: certificates are checked against the wall clock on a short tick (a clock may jump);
     // the API has no per-connection hook, and a certificate a jump left expired fails the handshake.
     let ticks = 0
@@ -288,13 +311,6 @@ export class Platform implements Services {
     } catch (e) {
       log.warn(`certificate check: ${(e as Error).message}`)
     }
-  }
-
-  /** Remote nodes send heartbeats to publicUrl: say so when it is loopback but the listener is not. */
-  private warnUnreachablePublicUrl(): void {
-    const remote = this.fabric.enrollment?.addresses.filter((a) => bindHostFor([a]) !== '127.0.0.1') ?? []
-    if (this.options.publicUrl || remote.length === 0 || bindHostFor([new URL(this.url).hostname]) !== '127.0.0.1') return
-    log.warn(`nodes on other machines will be told to reach the API at ${this.url}, which only this machine can reach: start serve with --host ${remote[0]} (the API then serves HTTPS from the Platform CA) or --public-url`)
   }
 
   /** The API serves HTTPS: --tls-cert, or a certificate from the Platform CA when it binds a non-loopback address. */

@@ -59,7 +59,7 @@ export async function serve(options: PlatformOptions, role?: 'first' | 'takeover
  * flag names) belongs here, so that a bad one is refused with the old engine
  * still serving, instead of after it quiesced.
  */
-function preflight(options: PlatformOptions): void {
+export function preflight(options: PlatformOptions): void {
   for (const file of [options.tlsKey, options.fleetTokenFile]) if (file) assertPrivate(file)
   for (const file of [options.tlsCert, options.tlsKey, options.fleetTokenFile]) if (file) readFileSync(file)
   // --nodes-file: a bad one is refused with its line and reason, and the old engine keeps the nodes it declared.

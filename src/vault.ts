@@ -32,6 +32,9 @@ const PURPOSE = 'muster store secrets v1'
 /** A known value sealed on first use: proves the master key opens this store's secrets. */
 const CHECK = 'check/master-key'
 
+/** What each sealed value is bound to: the purpose and its own name, so a copy onto another row does not open. */
+const sealedAs = (name: string) => `${PURPOSE}:${name}`
+
 function checkName(name: string): string {
   if (!NAME.test(name) || name.includes('..')) throw new Error(`vault: invalid secret name ${JSON.stringify(name)}`)
   return name
@@ -49,11 +52,11 @@ export class StoreVault implements Vault {
   }
 
   private seal(name: string, value: string): Uint8Array {
-    return sealBytes(this.key, `${PURPOSE}:${name}`, value)
+    return sealBytes(this.key, sealedAs(name), value)
   }
 
   private open(name: string, sealed: Uint8Array): string | null {
-    return unsealBytes(this.key, `${PURPOSE}:${name}`, sealed)?.toString('utf8') ?? null
+    return unsealBytes(this.key, sealedAs(name), sealed)?.toString('utf8') ?? null
   }
 
   async get(name: string): Promise<string | null> {

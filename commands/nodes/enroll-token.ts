@@ -2,7 +2,7 @@ import { defineCommand } from 'citty'
 import { checkName, clientArgs, intArg } from '../_args.ts'
 
 export default defineCommand({
-  meta: { name: 'enroll-token', description: 'Issue a single-use enrollment for one node name (the token is shown once)' },
+  meta: { name: 'enroll-token', description: 'Issue a single-use enrollment for one node name (the token is shown once), then the lines to run on the machine' },
   args: {
     name: { type: 'positional', required: true, description: 'Node name, like worker-1' },
     'ttl-minutes': { type: 'string', valueHint: 'MINUTES', default: '60', description: 'Minutes until it expires (at most 1440)' },
@@ -17,5 +17,7 @@ export default defineCommand({
     if (args.json) return void process.stdout.write(`${JSON.stringify(e)}\n`)
     process.stderr.write(`Enrollment for ${e.nodeId}, single use, valid until ${e.expiresAt}. The token is shown once:\n`)
     process.stdout.write(`${e.token}\n`)
+    const { printJoinLines } = await import('./_join-lines.ts')
+    printJoinLines(e, null)
   },
 })

@@ -48,6 +48,8 @@ export interface AgentOptions {
   tickMs?: number
   /** Pull and run assignments (default true). */
   workloads?: boolean
+  /** `--run-as USER`: the account replicas run as (src/agent/isolation.ts). */
+  runAs?: string
 }
 
 function envMs(name: string, fallback: number): number {
@@ -146,6 +148,8 @@ export class Agent {
     const keyPem = this.dataDir.readSecretText(WORKER.key)
     const certPem = this.dataDir.exists(WORKER.cert) ? this.dataDir.readSecretText(WORKER.cert) : undefined
     if (!keyPem || !certPem) throw new MusterError('not-configured', `${this.dataDir.path(WORKER.dir)} has no agent key or certificate: join again after removing it.`)
+    // First: who replicas run as (a --run-as that cannot be honoured stops the start), and what an earlier Agent left running.
+    if (this.options.workloads !== false) this.workloads = await startWorkloads(this, { runAs: this.options.runAs })
     this.server = startAgentServer({
       host: this.options.host ?? process.env.MUSTER_AGENT_HOST ?? bindHostFor(this.config.addresses),
       port: this.options.port ?? this.config.port,
@@ -164,15 +168,15 @@ export class Agent {
     void this.refreshTrust()
     this.every(this.intervals.tick, () => this.tick())
     void this.beat()
-    if (this.options.workloads !== false) this.workloads = startWorkloads(this)
   }
 
-  async stop(): Promise<void> {
+  /** Stops the Agent; its replicas keep running for the next Agent unless `stopReplicas`. */
+  async stop(opts: { stopReplicas?: boolean } = {}): Promise<void> {
     this.stopped = true
     for (const t of this.timers) clearTimeout(t)
     this.timers.clear()
     if (this.nudging) clearTimeout(this.nudging)
-    await this.workloads?.stop()
+    await this.workloads?.stop(opts.stopReplicas === true)
     await this.server?.stop(true)
     this.server = undefined
     log.info(`agent ${this.config.nodeId} stopped`)

@@ -36,12 +36,20 @@ export interface HeartbeatAnswer {
   /** The Platforms sharing the store, for the Agent's failover. */
   platforms?: NodeFacingPlatform[]
 }
-export interface Enrollment {
+/** What to run on the new machine (neither holds the token); null where this Platform cannot offer it. */
+export interface JoinCommands {
+  /** `muster worker join …` (the token from stdin or the prompt). */
+  joinCommand: string | null
+  /** The curl-and-sh line: authenticates the Platform, installs the worker role, joins, starts the Agent. */
+  bootstrapCommand: string | null
+}
+export interface Enrollment extends JoinCommands {
   nodeId: string
   token: string
   expiresAt: string
 }
-export interface FleetToken {
+/** A fleet token leaves the name open: the commands hold a literal NAME. */
+export interface FleetToken extends JoinCommands {
   id: string
   token: string
   maxUses: number

@@ -15,6 +15,7 @@ import type { TrustKey } from '../fabric/trust-keys.ts'
 import { caDaysLeft, caWarning, readCa } from '../pki/platform-ca.ts'
 import { openPlatformVault, type HostVault } from '../pki/host-vault.ts'
 import { serveLockHolder } from '../serve-lock.ts'
+import { checkIsolation } from './isolation.ts'
 import { VERSION } from '../version.ts'
 import { checkReceiptFiles, readReceipt, type Receipt } from './receipt.ts'
 
@@ -132,6 +133,7 @@ async function checkWorker(dataDir: DataDir, add: Add): Promise<void> {
     add('platform-api', 'fail', `${api}: ${(e as Error).message}`)
   }
   trustExpiry('trust-keys', readTrustFile(dataDir)?.keys ?? [], add)
+  checkIsolation(dataDir, add)
 }
 
 async function checkPlatform(dataDir: DataDir, add: Add): Promise<void> {

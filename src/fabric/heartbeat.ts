@@ -28,6 +28,8 @@ export interface HeartbeatAnswer {
   assignmentRevision?: number
   /** The live Platforms sharing the store, for the Agent's failover (a list kept by the Platform, not built per beat). */
   platforms?: NodeFacingPlatform[]
+  /** A request for a replica's log waits: the Agent fetches it (src/agent/log-relay.ts). */
+  logs?: true
 }
 
 const PREFIX = 'Bearer mnc_'
@@ -106,11 +108,12 @@ export function acceptHeartbeat(fabric: Fabric, n: NodeEntry, body: HeartbeatBod
   if (assignmentRevision !== undefined) answer.assignmentRevision = assignmentRevision
   const platforms = fabric.platforms()
   if (platforms.length > 0) answer.platforms = platforms
+  if (fabric.logRequestsFor(n.name)) answer.logs = true
   return answer
 }
 
 /**
- * The answer's tail, `,"assignmentRevision":R,"platforms":[…]}`, by revision, per
+ * The answer's tail, `,"assignmentRevision":R,"platforms":[…]`, by revision, per
  * Platforms list: the list is the key (PlatformRegistry.nodeFacing hands out the same
  * array until the live Platforms change), so a new list starts a new cache.
  */
@@ -127,7 +130,7 @@ function answerTail(platforms: readonly NodeFacingPlatform[], revision: number |
   }
   let tail = byRevision.get(revision)
   if (tail === undefined) {
-    tail = `${revision !== undefined ? `,"assignmentRevision":${JSON.stringify(revision)}` : ''}${platforms.length > 0 ? `,"platforms":${JSON.stringify(platforms)}` : ''}}`
+    tail = `${revision !== undefined ? `,"assignmentRevision":${JSON.stringify(revision)}` : ''}${platforms.length > 0 ? `,"platforms":${JSON.stringify(platforms)}` : ''}`
     if (byRevision.size >= MAX_TAILS) byRevision.clear()
     byRevision.set(revision, tail)
   }
@@ -140,5 +143,5 @@ export function acceptHeartbeatText(fabric: Fabric, n: NodeEntry, body: Heartbea
   const st = fabric.registry.state(n)
   const reason = st.reason
   const head = `{"nodeId":${JSON.stringify(n.name)},"state":"${st.state}"${reason ? `,"reason":${JSON.stringify(reason)}` : ''},"generation":${JSON.stringify(n.generation)},"drained":${drainedOf(fabric, n)}`
-  return head + answerTail(fabric.platforms(), fabric.assignmentRevision(n.name))
+  return head + answerTail(fabric.platforms(), fabric.assignmentRevision(n.name)) + (fabric.logRequestsFor(n.name) ? ',"logs":true}' : '}')
 }

@@ -1,7 +1,7 @@
 // The enrollment listener (SPEC §8, §16.1): an HTTPS port, with a certificate
 // from the Platform CA sent with its chain, that forwards exactly
-// POST /api/v1/nodes/enroll and POST /api/v1/nodes/trust into the Platform's
-// application and nothing else.
+// the routes of its allow-list (FORWARDED_ROUTES: enroll, trust, and the
+// anonymous bootstrap downloads) into the Platform's application, nothing else.
 //
 // Two parts, because Bun.serve has no connection limit (BUN-NOTES):
 //   front  node:net on the public port; holds at most 64 connections open, at
@@ -15,7 +15,7 @@
 import { SingleFlight } from '../single-flight.ts'
 import { connect, createServer, type Server as NetServer, type Socket } from 'node:net'
 import type { Server } from 'bun'
-import { bindHostFor, defaultAddresses, httpsUrl, normaliseAddresses } from '../addresses.ts'
+import { httpsUrl } from '../addresses.ts'
 import { MusterError } from '../errors.ts'
 import type { EnrollmentEndpoint } from '../fabric/fabric.ts'
 import { log } from '../log.ts'
@@ -28,6 +28,7 @@ import { ensureServerCert, type ServerCert } from '../pki/server-cert.ts'
 import { FairShare, sourceKey } from './fair-share.ts'
 import { assertPortFree } from '../swap/ports.ts'
 import { steerToNewest } from '../swap/steer.ts'
+import { listenerPlan } from './plan.ts'
 import { ownConnections, untilListenersDrained } from '../swap/sockets.ts'
 
 export const MAX_BODY_BYTES = 64 * 1024
@@ -37,7 +38,21 @@ export const MAX_WAITING = 256
 /** Of the MAX_CONNECTIONS, at most this many from one source address (SPEC §16.7). */
 export const MAX_PER_SOURCE = 16
 const WAIT_MS = 30_000
-export const FORWARDED_ROUTES = new Set(['/api/v1/nodes/enroll', '/api/v1/nodes/trust'])
+/**
+ * The allow-list: exactly these reach the application, by method. Enroll and
+ * trust for nodes; the four anonymous GETs a new machine bootstraps from
+ * (src/http/routes/bootstrap.ts). Everything else is a 404 here.
+ */
+export const FORWARDED_ROUTES: ReadonlyMap<string, 'POST' | 'GET'> = new Map([
+  ['/api/v1/nodes/enroll', 'POST'],
+  ['/api/v1/nodes/trust', 'POST'],
+  ['/bootstrap/ca.pem', 'GET'],
+  ['/bootstrap/bootstrap.sh', 'GET'],
+  ['/bootstrap/install.sh', 'GET'],
+  ['/bootstrap/muster', 'GET'],
+])
+
+const notHere = (host: string) => new MusterError('not-configured', `The enrollment listener cannot bind ${host}: no interface of this machine has that address. Give --enrollment-address an address of this machine (ip -brief address lists them).`)
 
 const json = (status: number, code: string, message: string) =>
   new Response(JSON.stringify({ error: { code, message } }), { status, headers: { 'content-type': 'application/json' } })
@@ -51,7 +66,8 @@ export class EnrollmentListener {
   private readonly renewing = new SingleFlight<boolean>()
   /** Off once the services stop (an engine swap's old side keeps the port open without a store). */
   private renewals = true
-  private front: NetServer | undefined
+  /** One listening socket per bound address (src/listener/plan.ts), all on one port. */
+  private fronts: NetServer[] = []
   private inner: Server<unknown> | undefined
   private readonly clients = new Set<Socket>()
   private readonly admitted = new Map<Socket, { key: string; served: boolean; timer: ReturnType<typeof setTimeout> }>()
@@ -69,7 +85,8 @@ export class EnrollmentListener {
     private readonly forward: (req: Request) => Response | Promise<Response>,
     readonly addresses: string[],
     private readonly requestedPort: number,
-    private readonly host: string,
+    /** Where the port is bound: the addresses themselves, or every interface (src/listener/plan.ts). */
+    readonly binds: string[],
     /** An engine swap's new engine: the port is the old engine's; bind beside it and steer it here. */
     private readonly takeover: boolean,
   ) {}
@@ -81,10 +98,8 @@ export class EnrollmentListener {
 
   /** Loads (or renews) the certificate; `listen` opens the port. */
   static async prepare(ctx: Context, deps: { fabric: Fabric; pki: Pki; forward: (req: Request) => Response | Promise<Response> }, o: PlatformOptions): Promise<EnrollmentListener> {
-    const given = normaliseAddresses(o.enrollmentAddresses ?? [], '--enrollment-address')
-    const addresses = given.length > 0 ? given : defaultAddresses()
-    const host = o.enrollmentHost ?? bindHostFor(addresses)
-    const l = new EnrollmentListener(ctx, deps.fabric, deps.pki, deps.forward, addresses, o.enrollmentPort ?? 0, host, o.takeover === true)
+    const { addresses, binds } = listenerPlan(o)
+    const l = new EnrollmentListener(ctx, deps.fabric, deps.pki, deps.forward, addresses, o.enrollmentPort ?? 0, binds, o.takeover === true)
     l.tls = await ensureServerCert(ctx.vault, deps.pki.ca, 'tls', addresses, ctx.now())
     // Not stopped by ctx.onClose: an engine swap stops the services with the port still open (Platform.close stops it).
     return l
@@ -101,7 +116,7 @@ export class EnrollmentListener {
   }
 
   get port(): number {
-    const a = this.front?.address()
+    const a = this.fronts[0]?.address()
     if (!a || typeof a === 'string') throw new Error('enrollment listener not listening')
     return a.port
   }
@@ -118,21 +133,35 @@ export class EnrollmentListener {
 
   async listen(): Promise<EnrollmentEndpoint> {
     this.startInner()
-    const front = createServer({ pauseOnConnect: true }, (c) => this.admit(c))
-    this.front = front
-    const inUse = () => new MusterError('already-running', `The enrollment port ${this.requestedPort} is already in use.`)
+    const inUse = (host: string) => new MusterError('already-running', `The enrollment port ${this.requestedPort} on ${host} is already in use.`)
     // SO_REUSEPORT so the next engine can bind beside this one during a swap; a plain bind first finds a port in use.
     const takeover = this.takeover
-    if (!takeover && !(await assertPortFree(this.host, this.requestedPort))) throw inUse()
-    await new Promise<void>((resolve, reject) => {
-      front.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'EADDRINUSE' ? inUse() : e))
-      front.listen({ port: this.requestedPort, host: this.host, reusePort: true }, () => resolve())
-    })
-    front.on('error', (e) => log.warn(`enrollment listener: ${e.message}`))
+    if (!takeover) {
+      for (const host of this.binds) {
+        const free = await assertPortFree(host, this.requestedPort).catch((e: NodeJS.ErrnoException) => {
+          throw e.code === 'EADDRNOTAVAIL' ? notHere(host) : e
+        })
+        if (!free) throw inUse(host)
+      }
+    }
+    // The first bind picks the port (0: a free one); every other address binds that same port.
+    for (const host of this.binds) {
+      const front = createServer({ pauseOnConnect: true }, (c) => this.admit(c))
+      const port = this.fronts.length > 0 ? this.port : this.requestedPort
+      await new Promise<void>((resolve, reject) => {
+        front.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'EADDRINUSE' ? inUse(host) : e.code === 'EADDRNOTAVAIL' ? notHere(host) : e))
+        front.listen({ port, host, reusePort: true }, () => resolve())
+      }).catch(async (e) => {
+        await this.stop()
+        throw e
+      })
+      front.on('error', (e) => log.warn(`enrollment listener: ${e.message}`))
+      this.fronts.push(front)
+    }
     if (takeover) await steerToNewest(this.port)
     const ep = this.endpoint
     this.fabric.enrollment = ep
-    log.info(`enrollment listener on ${ep.url} (port ${ep.port}, addresses ${ep.addresses.join(', ')}) fingerprint ${ep.fingerprint}`)
+    log.info(`enrollment listener on ${ep.url} (port ${ep.port}, addresses ${ep.addresses.join(', ')}; bound on ${this.binds.join(', ')}) fingerprint ${ep.fingerprint}`)
     return ep
   }
 
@@ -147,7 +176,7 @@ export class EnrollmentListener {
       const next = await ensureServerCert(this.ctx.vault, this.pki.ca, 'tls', this.addresses, this.ctx.now())
       if (!next.renewed) {
         this.tls = next // the CA's pins may have changed (a prepared replacement)
-        if (this.front) this.fabric.enrollment = this.endpoint
+        if (this.fronts.length > 0) this.fabric.enrollment = this.endpoint
         return false
       }
       this.tls = next
@@ -156,7 +185,7 @@ export class EnrollmentListener {
         this.startInner()
         void old.stop(false)
       }
-      if (this.front) this.fabric.enrollment = this.endpoint
+      if (this.fronts.length > 0) this.fabric.enrollment = this.endpoint
       return true
     })
   }
@@ -174,27 +203,27 @@ export class EnrollmentListener {
    * new engine, answered `Connection: close`), then stops. At most `deadlineMs`.
    */
   async drain(deadlineMs: number): Promise<void> {
-    const front = this.front
-    if (!front) return
+    const fronts = this.fronts
+    if (fronts.length === 0) return
     const until = Date.now() + deadlineMs
     const port = this.port
     if (!(await untilListenersDrained(port, deadlineMs))) log.warn('engine swap: the enrollment port did not drain in time; closing it anyway')
-    front.close() // the listening socket only; its callback would wait for every connection
+    for (const front of fronts) front.close() // the listening sockets only; the callback would wait for every connection
     while ((this.clients.size > 0 || this.share.waiting > 0 || ownConnections(port) > 0) && Date.now() < until) await Bun.sleep(250)
     log.debug(`engine swap: enrollment port drained (${this.clients.size} connection(s) left)`)
-    this.front = undefined
+    this.fronts = []
     await this.stop()
   }
 
   async stop(): Promise<void> {
     for (const socket of this.share.drainLine()) socket.destroy()
-    const front = this.front
-    this.front = undefined
-    const closed = front ? new Promise<void>((resolve) => front.close(() => resolve())) : undefined
+    const fronts = this.fronts
+    this.fronts = []
+    const closed = fronts.map((front) => new Promise<void>((resolve) => front.close(() => resolve())))
     await this.inner?.stop(true)
     this.inner = undefined
     for (const c of this.clients) c.destroy()
-    await closed
+    await Promise.all(closed)
     if (this.fabric.enrollment) this.fabric.enrollment = null
   }
 
@@ -223,9 +252,15 @@ export class EnrollmentListener {
     if (malformed) return json(malformed.status, malformed.code, malformed.message)
     const joinToken = joinTokenAsBearer(req)
     if (joinToken) return json(joinToken.status, joinToken.code, joinToken.message)
-    if (req.method !== 'POST' || !FORWARDED_ROUTES.has(path)) {
+    const method = FORWARDED_ROUTES.get(path)
+    if (!method || req.method !== method) {
       this.refused++
       return json(404, 'not-found', 'No such route.')
+    }
+    if (method === 'GET') {
+      this.forwarded++
+      // Nothing of the caller's request crosses but the path: no cookies, no bearer tokens, no body.
+      return this.forward(new Request(`http://enrollment-listener${path}`, { method: 'GET' }))
     }
     const tooLarge = () => json(413, 'payload-too-large', `Request bodies are limited to ${MAX_BODY_BYTES} bytes.`)
     // A declared length over the cap is refused before a byte of the body is read.
@@ -233,7 +268,7 @@ export class EnrollmentListener {
     const body = await readCapped(req, MAX_BODY_BYTES)
     if (!body) return tooLarge()
     this.forwarded++
-    // Only what these two anonymous routes need crosses: no cookies, no bearer tokens.
+    // Only what enroll and trust need crosses: no cookies, no bearer tokens.
     const headers = new Headers({ accept: 'application/json', 'content-type': req.headers.get('content-type') ?? 'application/json' })
     return this.forward(new Request(`http://enrollment-listener${path}`, { method: 'POST', headers, body }))
   }

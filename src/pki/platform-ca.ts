@@ -77,5 +77,5 @@ export function caWarning(ca: { notAfter: Date }, now: number): string | null {
   const days = caDaysLeft(ca, now)
   if (days > CA_WARN_DAYS) return null
   const when = days < 0 ? `expired on ${ca.notAfter.toISOString()}` : `expires on ${ca.notAfter.toISOString()} (${days} days left)`
-  return `The Platform CA ${when}: replace it before then (muster admin ca prepare, wait for every node to refresh, then muster admin ca promote; see the README).`
+  return `The Platform CA ${when}: replace it before then (muster admin ca prepare, wait for every node to refresh, then muster admin ca promote; see docs/security.md, "Replacing the Platform CA").`
 }

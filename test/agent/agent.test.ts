@@ -82,6 +82,8 @@ describe('agent', () => {
         ['signed over another body', sign({ body: '{"replicas":200}' })],
         ['signed for another path', sign({ path: '/v1/other' })],
         ['signed six minutes ago', sign({ at: now - 6 * 60_000 })],
+        ['signed six minutes from now', sign({ at: now + 6 * 60_000 })],
+        ['signed an hour from now', sign({ at: now + 3_600_000 })],
         ['signed with a key id it does not know', { ...good, 'x-muster-key': 'nope' }],
       ]
       for (const [what, headers] of refusals) {
@@ -92,9 +94,36 @@ describe('agent', () => {
       const ok = await post(good)
       expect(ok.status).toBe(200)
       expect(handled).toEqual([`POST ${path}`])
+      // both edges of the ±5 minute window are inside it
+      for (const at of [now - 4 * 60_000, now + 4 * 60_000]) expect((await post(sign({ at }))).status).toBe(200)
     } finally {
       await agent.stop()
     }
+  })
+
+  test('a request signed by a trust key whose window has ended (in the node\'s view) is refused, a minute before its end it is not', async () => {
+    await using p = await startListenerPlatform()
+    using dir = tmpDir()
+    const { port, dataDir, certPem } = await joinedAgent(p, dir.path)
+    const [key] = JSON.parse(readFileSync(`${dataDir}/worker/trust.json`, 'utf8')).keys as { notAfter: string }[]
+    const end = Date.parse(key!.notAfter)
+    const body = '{}'
+    const path = '/v1/assignments'
+    // The Agent's clock at `at`; the Platform signs with the same (current) key, stamped at that moment.
+    const attempt = async (at: number) => {
+      const agent = new Agent({ dataDir, host: '127.0.0.1', heartbeatMs: 60_000, now: () => at })
+      agent.handleSigned = () => Response.json({ done: true })
+      await agent.start()
+      try {
+        const headers = signAgentRequest((d, m) => p.platform.fabric.trust.sign(d, m), { method: 'POST', path, body, node: 'w1' }, at)
+        return (await fetch(`https://127.0.0.1:${port}${path}`, { method: 'POST', body, headers, tls: { ca: certPem } })).status
+      } finally {
+        await agent.stop()
+      }
+    }
+    expect(await attempt(end - 60_000)).toBe(200)
+    expect(await attempt(end)).toBe(401)
+    expect(await attempt(end + 3_600_000)).toBe(401)
   })
 
   test('a renewal answered 429 waits out Retry-After, then renews (SPEC §16.5)', async () => {

@@ -102,11 +102,17 @@ describe.each(ENGINES)('on %s', (engine) => {
       const w1 = await enrolled(p, 'w1')
       const rb = await p.client.nodes.rebind('w1')
       expect((await post(p.url, '/api/v1/nodes/register', w1.credential)).status).toBe(401)
+      // A fleet token cannot claim the name being rebound: only the enrollment rebind issued can.
+      const fleet = await p.client.nodes.createJoinToken({ maxUses: 5, namePattern: 'w*' })
+      const claimed = await enrollRaw(p.url, { token: fleet.token, nodeId: 'w1', certPem: (await newCert()).certPem, version: VERSION })
+      expect(claimed.status).not.toBe(200)
       const cert = await newCert()
       const r = await enrollRaw(p.url, { token: rb.token, nodeId: 'w1', certPem: cert.certPem, version: VERSION })
       expect(r.status).toBe(200)
       const fresh = (await r.json()) as { credential: string }
       expect((await post(p.url, '/api/v1/nodes/register', fresh.credential)).status).toBe(200)
+      // Once the name holds a new certificate, the old credential stays dead on every route it had.
+      for (const path of ['/api/v1/nodes/register', '/api/v1/nodes/renew']) expect((await post(p.url, path, w1.credential)).status).toBeOneOf([401, 403])
       expect((await p.client.nodes.list()).nodes.find((n) => n.name === 'w1')?.certificateSha256).toBe(cert.fingerprint.slice(7))
     })
 

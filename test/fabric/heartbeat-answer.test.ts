@@ -57,6 +57,10 @@ describe('the heartbeat answer as text', () => {
     expect(acceptHeartbeatText(fabric, m, body)).toBe(JSON.stringify(acceptHeartbeat(fabric, m, body)))
     m.generation = 12
     expect(acceptHeartbeatText(fabric, m, body)).toBe(JSON.stringify(acceptHeartbeat(fabric, m, body)))
+    // a replica's log is wanted: the answer says so
+    fabric.logRequestsFor = (node) => node === 'w1'
+    expect(acceptHeartbeatText(fabric, m, body)).toBe(JSON.stringify(acceptHeartbeat(fabric, m, body)))
+    expect(acceptHeartbeatText(fabric, m, body)).toEndWith(',"logs":true}')
   })
 })
 

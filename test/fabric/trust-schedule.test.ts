@@ -111,6 +111,21 @@ describe('trust-key schedule', () => {
     expect(signingKey(keys, back)?.kid).toBe('k002')
   })
 
+  test('off for years, asked directly: a key past its notAfter never signs, even as the newest; one valid key still does', () => {
+    // planTrustKeys drops expired keys before it chooses; signingKey must not rely on that.
+    const old = { kid: 'old', notBefore: iso(T0), notAfter: iso(T0 + KEY_LIFETIME_MS) }
+    const newer = { kid: 'newer', notBefore: iso(T0 + YEAR), notAfter: iso(T0 + YEAR + DAY) }
+    const back = T0 + 3 * YEAR
+    expect(signingKey([old, newer], back)).toBeUndefined()
+    // the newest key expired yesterday; the older one is still valid and signs
+    expect(signingKey([old, newer], T0 + YEAR + 2 * DAY)?.kid).toBe('old')
+    // both edges: valid from notBefore (once settled), never at notAfter itself
+    expect(signingKey([old], T0 + SKEW_MS)?.kid).toBe('old')
+    expect(signingKey([old], T0 + KEY_LIFETIME_MS - 1)?.kid).toBe('old')
+    expect(signingKey([old], T0 + KEY_LIFETIME_MS)).toBeUndefined()
+    expect(signingKey([old], T0 - 1)).toBeUndefined()
+  })
+
   test('keys made by the earlier version (1 year) hand over 30 days before they expire, announced 90 days earlier', () => {
     const old = { kid: 'old', notBefore: iso(T0), notAfter: iso(T0 + YEAR), createdAt: T0 }
     expect(planTrustKeys([old], T0 + 200 * DAY).create).toBeUndefined()

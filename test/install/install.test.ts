@@ -190,6 +190,17 @@ describe('install.sh', () => {
     expect(readFileSync(SCRIPT, 'utf8').split('\n')[0]).toBe('#!/bin/sh')
   }, TIMEOUT)
 
+  test('is committed executable, so `sudo ./install.sh` runs from a clone', () => {
+    const ls = Bun.spawnSync(['git', 'ls-files', '-s', 'install.sh'], { cwd: resolve(import.meta.dir, '../..') })
+    expect(ls.stdout.toString()).toStartWith('100755 ')
+  })
+
+  test('--no-start goes with an install, not with --uninstall', async () => {
+    const r = await installSh(['--uninstall', '--no-start', '--root', newRoot()])
+    expect(r.stderr).toContain('--uninstall takes only --purge and --root')
+    expectCode(r, 2)
+  })
+
   test('an unknown or missing role is a usage error and installs nothing', async () => {
     const root = newRoot()
     const bad = await installSh(['--role', 'manager', '--binary', stubBinary('1.0.0'), '--root', root])
@@ -264,7 +275,15 @@ describeAsRoot('install.sh as root, into temporary roots', () => {
     expect(unit).toContain('ExecStart=/usr/local/bin/muster agent --data-dir /var/lib/muster')
     expect(unit).toContain('ConditionPathExists=/var/lib/muster/worker/agent.json')
     expect(unit).toContain('Restart=on-failure')
-    for (const line of [...HARDENING, 'CapabilityBoundingSet=']) expect(unit).toContain(line)
+    for (const line of HARDENING) expect(unit).toContain(line)
+    // Replicas outlive the Agent and run as muster-run, which the Agent may switch to and signal (nothing else).
+    expect(unit).toContain('KillMode=process')
+    expect(unit).toContain('CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL')
+    expect(unit).toContain('AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_KILL')
+    const runAccount = passwdEntry(root, 'muster-run')!
+    expect(runAccount.shell).toMatch(/nologin$/)
+    expect(runAccount.uid).not.toBe(r.uid)
+    expect(r).toMatchObject({ runAccount: 'muster-run', runAccountCreated: true })
 
     const v = verifyUnit(root, 'muster-agent.service')
     expect(v.stderr).toBe('')
@@ -362,8 +381,10 @@ describeAsRoot('install.sh as root, into temporary roots', () => {
     const run = await installSh(['--uninstall', '--purge', '--root', root])
     expectCode(run, 0)
     expect(run.stdout).toContain('purged /var/lib/muster')
+    expect(run.stdout).toContain('removed account muster-run')
     expect(listing(root).filter((p) => !ACCOUNT_DB.has(p))).toEqual([])
     expect(mentionsAccount(root)).toEqual([])
+    expect(passwdEntry(root, 'muster-run')).toBeUndefined()
   }, TIMEOUT)
 
   test('--from: a download installs only when its SHA-256 matches', async () => {

@@ -96,6 +96,40 @@ describe('enrollment listener', () => {
     expect((await fetch(`${p.url}/api/v1/nodes`, { headers: auth })).status).toBe(200)
   })
 
+  test('the bootstrap downloads are the only GETs it forwards, with nothing of the caller\'s request but the path', async () => {
+    await using p = await startListenerPlatform()
+    const pin = { fingerprint: p.fingerprint }
+    const seenHeaders: string[][] = []
+    const original = p.platform.app.handle.bind(p.platform.app)
+    p.platform.app.handle = (req: Request) => {
+      if (req.url.startsWith('http://enrollment-listener/bootstrap/')) seenHeaders.push([...req.headers.keys()])
+      return original(req)
+    }
+    const get = (path: string, method = 'GET') => pinnedFetch(`${p.enrollUrl}${path}`, { method, headers: { authorization: `Bearer ${p.token}`, cookie: 'muster_session=x' } }, pin)
+    const ca = await get('/bootstrap/ca.pem')
+    expect(ca.status).toBe(200)
+    expect(await ca.text()).toBe(p.platform.pki.ca.certPem)
+    const install = await get('/bootstrap/install.sh')
+    expect(install.status).toBe(200)
+    expect(await install.text()).toStartWith('#!/bin/sh\n# install.sh')
+    // From source there is no binary to serve: the application says so (the request was forwarded).
+    for (const path of ['/bootstrap/bootstrap.sh', '/bootstrap/muster']) {
+      const r = await get(path)
+      expect(`${path} ${r.status}`).toBe(`${path} 404`)
+      expect(((await r.json()) as { error: { message: string } }).error.message).toContain('runs from source')
+    }
+    expect(p.appSeen).toEqual(['GET /bootstrap/ca.pem', 'GET /bootstrap/install.sh', 'GET /bootstrap/bootstrap.sh', 'GET /bootstrap/muster'])
+    expect(seenHeaders.flat().filter((h) => h === 'authorization' || h === 'cookie')).toEqual([])
+    // Anything else under /bootstrap, or another method on these paths, never reaches the application.
+    const before = p.listener.refused
+    for (const [method, path] of [['POST', '/bootstrap/ca.pem'], ['DELETE', '/bootstrap/muster'], ['GET', '/bootstrap/'], ['GET', '/bootstrap/ca.pem/'], ['GET', '/bootstrap/x.sh'], ['GET', '/bootstrap']] as const) {
+      const r = await get(path, method)
+      expect(`${method} ${path} ${r.status}`).toBe(`${method} ${path} 404`)
+    }
+    expect(p.listener.refused - before).toBe(6)
+    expect(p.appSeen).toHaveLength(4)
+  })
+
   test('a body over 64 KiB is 413 and never reaches the application, declared or chunked', async () => {
     await using p = await startListenerPlatform()
     const pin = { fingerprint: p.fingerprint }

@@ -100,6 +100,26 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect((await p.client.projects.show('web')).placements[0]!.node).toBe('b')
     })
 
+    test('a node whose reported capacity shrinks keeps only the replicas that still fit; the rest move or fall short', async () => {
+      await using p = await startPlatform({ remoteDispatch: true })
+      const a = await joinNode(p, 'a', { cpuMillis: 1000, memoryMB: 1024 })
+      await p.client.projects.deploy({ name: 'web', command: ['sleep', '60'], replicas: 3, cpu: 300, memory: 100 })
+      expect((await p.client.projects.show('web')).placements.map((x) => x.node)).toEqual(['a', 'a', 'a'])
+      // a now reports room for one 300m replica only
+      await a.node.nodes.register({ capacity: { cpuMillis: 400, memoryMB: 1024 } })
+      await p.platform.projects.reconcile()
+      const shrunk = await p.client.projects.show('web')
+      expect(shrunk.placements.filter((x) => x.node === 'a')).toHaveLength(1)
+      expect(shrunk).toMatchObject({ shortfall: 2, reason: 'insufficient-capacity' })
+      expect((await a.node.projects.assignments()).payload.replicas).toHaveLength(1)
+      // a second node with room takes the two that no longer fit on a
+      await joinNode(p, 'b', { cpuMillis: 1000, memoryMB: 1024 })
+      await p.platform.projects.reconcile()
+      const moved = await p.client.projects.show('web')
+      expect(moved.placements.map((x) => x.node).sort()).toEqual(['a', 'b', 'b'])
+      expect(moved.shortfall).toBe(0)
+    })
+
     test('a redeploy rolls: the old revision stays assigned until the new replica runs', async () => {
       await using p = await startPlatform({ remoteDispatch: true })
       const a = await joinNode(p, 'a')

@@ -2,7 +2,7 @@ import { defineCommand } from 'citty'
 import { clientArgs, intArg, UsageError } from '../../_args.ts'
 
 export default defineCommand({
-  meta: { name: 'create', description: 'Create a fleet join token (shown once)' },
+  meta: { name: 'create', description: 'Create a fleet join token (shown once), then the lines to run on the new machines' },
   args: {
     'max-uses': { type: 'string', valueHint: 'N', description: 'How many machines may enroll with it (default 1)' },
     'name-pattern': { type: 'string', valueHint: 'GLOB', description: 'Names it may enroll, like rack1-*' },
@@ -19,5 +19,7 @@ export default defineCommand({
     if (args.json) return void process.stdout.write(`${JSON.stringify(t)}\n`)
     process.stderr.write(`Fleet token ${t.id}: ${t.maxUses} use(s), names ${t.namePattern ?? 'any'}, valid until ${t.expiresAt}. Shown once:\n`)
     process.stdout.write(`${t.token}\n`)
+    const { printJoinLines } = await import('../_join-lines.ts')
+    printJoinLines(t, { pattern: t.namePattern })
   },
 })

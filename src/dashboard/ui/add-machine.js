@@ -1,7 +1,8 @@
 // "Add a machine": issues a single-use enrollment for one name
-// (POST /api/v1/nodes/enrollments) and shows the join command once, with the
-// fingerprint to pin from GET /api/v1/nodes/platform. The token is never part
-// of the command (a command line lands in shell history and process listings):
+// (POST /api/v1/nodes/enrollments) and shows once what the Platform answered
+// to run on the machine (SPEC §17.1): the one-line bootstrap for a machine with
+// only curl and sh, and the `muster worker join` line (the same two lines
+// `muster nodes enroll-token` prints). The token is never part of a command (a command line lands in shell history and process listings):
 // it is shown beside it, to paste at worker join's no-echo prompt or into a
 // file. It lives only in the dialog: closing it removes the dialog from the
 // page and nothing keeps it.
@@ -53,6 +54,7 @@ export function addMachineForm(onIssued) {
 
 /** The command an operator runs on the new machine (without the token), and what to say about pinning. */
 function joinCommand(e, platform) {
+  if (e.joinCommand) return { command: e.joinCommand, note: null }
   const listener = platform?.enrollment
   if (listener?.url && listener.fingerprint) {
     return { command: `muster worker join --platform-url ${listener.url} --node-id ${e.nodeId} --platform-fingerprint ${listener.fingerprint}`, note: null }
@@ -67,6 +69,32 @@ function joinCommand(e, platform) {
     command: `muster worker join --platform-url https://PLATFORM:PORT --node-id ${e.nodeId} --platform-fingerprint sha256:…`,
     note: 'This Platform serves plain http and has no enrollment listener, and worker join only talks HTTPS. Restart it with --enrollment-port 7443: it then publishes the URL and the fingerprint to put here.',
   }
+}
+
+/** The curl-and-sh line with its copy button, or why there is none. */
+function bootstrapSection(e) {
+  if (!e.bootstrapCommand) {
+    return h(
+      'div',
+      {},
+      e.joinCommand ? h('p', { class: 'muted small' }, 'No one-line bootstrap: this Platform runs from source and has no muster binary to serve.') : '',
+      h('p', {}, 'Run this on the new machine, where muster is installed:'),
+    )
+  }
+  const line = h('code', { class: 'bootstrap-command' }, e.bootstrapCommand)
+  const copied = h('span', { class: 'muted small', 'aria-live': 'polite' })
+  const copy = h('button', { type: 'button' }, 'Copy bootstrap line')
+  copy.addEventListener('click', async () => {
+    copied.textContent = (await copyText(e.bootstrapCommand, line)) ? 'Copied.' : 'Select the line and copy it by hand.'
+  })
+  return h(
+    'div',
+    {},
+    h('p', {}, 'On a machine with only curl and sh, run this as root: it checks the Platform, installs the worker role, asks for the token below without echoing it, joins and starts the Agent. Add ', code('--root DIR'), ' or ', code('--no-start'), ' at the end for install.sh; running it again is harmless.'),
+    h('pre', { class: 'command' }, line),
+    h('p', { class: 'row' }, copy, ' ', copied),
+    h('p', {}, 'Or, where muster is installed:'),
+  )
 }
 
 async function showJoinCommand(e, platform) {
@@ -88,7 +116,8 @@ async function showJoinCommand(e, platform) {
     h(
       'div',
       {},
-      h('p', {}, 'Run this as root on the new machine. The token works once, only for the name ', code(e.nodeId), ', until ', h('time', { datetime: e.expiresAt }, new Date(e.expiresAt).toLocaleString()), '.'),
+      h('p', {}, 'The token works once, only for the name ', code(e.nodeId), ', until ', h('time', { datetime: e.expiresAt }, new Date(e.expiresAt).toLocaleString()), '.'),
+      bootstrapSection(e),
       h('pre', { class: 'command' }, text),
       h('p', { class: 'row' }, copy, ' ', copied),
       h('p', {}, 'It asks for the enrollment token without echoing it; paste this one (or put it in a file readable only by root and add ', code('--enrollment-token-file FILE'), '):'),

@@ -11,6 +11,7 @@ import { nodeQuery } from '../../fabric/listing.ts'
 import { auditPage } from '../pages.ts'
 import { MusterError } from '../../errors.ts'
 import type { Permission } from '../../auth/permissions.ts'
+import { nodeCommands } from '../../bootstrap/commands.ts'
 
 const CreateEnrollment = v.object({
   nodeId: NodeName,
@@ -62,9 +63,14 @@ export const nodeRoutes = (platform: Services) => {
     .post('/nodes/enrollments', async ({ request, body }) => {
       await need(request, 'server.nodes.enroll')
       const b = parseBody(CreateEnrollment, body)
-      return issueEnrollment(fabric, b.nodeId, b.ttlMinutes, b.replace)
+      const e = await issueEnrollment(fabric, b.nodeId, b.ttlMinutes, b.replace)
+      // What to run on the machine (SPEC §17.1): the join line and the bootstrap line, without the token.
+      return { ...e, ...nodeCommands(platform, e.nodeId) }
     })
-    .post('/join-tokens', ({ request, body }) => need(request, 'server.nodes.enroll').then(() => createFleetToken(fabric, parseBody(CreateJoinToken, body))))
+    .post('/join-tokens', async ({ request, body }) => {
+      await need(request, 'server.nodes.enroll')
+      return { ...(await createFleetToken(fabric, parseBody(CreateJoinToken, body))), ...nodeCommands(platform, null) }
+    })
     .get('/join-tokens', ({ request }) => need(request, 'server.nodes.view').then(() => listFleetTokenViews(fabric)))
     .delete('/join-tokens/:id', ({ request, params }) => need(request, 'server.nodes.enroll').then(() => revokeJoinTokenById(fabric, params.id)))
     .post('/nodes/enroll', async ({ body }) => {

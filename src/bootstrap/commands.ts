@@ -1,0 +1,50 @@
+// What to run on a new machine (SPEC §17.1): the `muster worker join` line and
+// the one-line bootstrap, printed by `nodes join-token create`, `nodes
+// enroll-token` and the dashboard's "Add a machine". Neither holds the token.
+//
+// The bootstrap line authenticates the Platform before it runs anything it
+// downloads: it fetches the Platform CA certificate (unverified, like any
+// public file), checks its SHA-256 against the value in the line, and only then
+// uses it as curl's one trust anchor (--cacert) to fetch the script, which
+// checks the binary's and install.sh's SHA-256 in turn (src/bootstrap/bootstrap.sh).
+import { createHash } from 'node:crypto'
+import installScript from '../../install.sh' with { type: 'text' }
+import type { Services } from '../services.ts'
+import { servedBinary } from './binary.ts'
+
+/** Where a machine bootstraps from: the enrollment listener, else an API serving HTTPS from the Platform CA. */
+export function bootstrapBase(p: Pick<Services, 'fabric' | 'apiCaPin' | 'publicUrl'>): { url: string; pin: string } | null {
+  const ep = p.fabric.enrollment
+  // A listener still presenting its certificate from before the CA cannot be verified with the CA.
+  if (ep) return ep.fingerprint === ep.caFingerprint ? { url: ep.url, pin: ep.fingerprint } : null
+  const api = URL.canParse(p.publicUrl) ? new URL(p.publicUrl) : null
+  if (p.apiCaPin && api?.protocol === 'https:' && api.pathname === '/') return { url: api.origin, pin: p.apiCaPin }
+  return null
+}
+
+export const sha256Hex = (text: string): string => createHash('sha256').update(text).digest('hex')
+
+/** SHA-256 of the install.sh this Platform serves (the one built into it). */
+export const INSTALL_SH = installScript
+export const INSTALL_SH_SHA256 = sha256Hex(installScript)
+
+export interface NodeCommands {
+  /** `muster worker join …` for a machine with muster installed; the token comes from stdin or the prompt. */
+  joinCommand: string | null
+  /** The curl-and-sh line; null when this Platform cannot serve a binary or has no https endpoint from its CA. */
+  bootstrapCommand: string | null
+}
+
+/** `nodeId` null: a fleet token, which leaves the name open (a literal NAME). */
+export function nodeCommands(p: Pick<Services, 'fabric' | 'apiCaPin' | 'publicUrl' | 'pki'>, nodeId: string | null): NodeCommands {
+  const base = bootstrapBase(p)
+  if (!base) return { joinCommand: null, bootstrapCommand: null }
+  const name = nodeId ?? 'NAME'
+  const joinCommand = `muster worker join --platform-url ${base.url} --node-id ${name} --platform-fingerprint ${base.pin}`
+  if (!servedBinary()) return { joinCommand, bootstrapCommand: null }
+  const caSha = sha256Hex(p.pki.ca.certPem)
+  const bootstrapCommand =
+    `c=$(mktemp) && curl -fsSk -o "$c" ${base.url}/bootstrap/ca.pem && echo "${caSha}  $c" | sha256sum -c >/dev/null && ` +
+    `curl -fsS --cacert "$c" ${base.url}/bootstrap/bootstrap.sh | sh -s -- --node-id ${name}`
+  return { joinCommand, bootstrapCommand }
+}
