@@ -117,6 +117,9 @@ export function compatibilityOf(version: string | null): Compatibility {
   return order < 0 ? 'behind' : order > 0 ? 'newer' : 'current'
 }
 
+/** How far back each read of the other Platforms' heartbeats starts before the newest one read. */
+const PULL_OVERLAP_MS = 3_000
+
 export class Registry {
   readonly nodes = new Map<string, NodeEntry>()
   private readonly dirty = new Set<string>()
@@ -134,10 +137,12 @@ export class Registry {
     private readonly now: () => number,
     /** A node without a heartbeat for this long is unreachable. */
     readonly staleAfterMs: number,
+    /** This Platform's id, written with its heartbeats (the other Platforms read only theirs). */
+    private readonly origin: string | null,
   ) {}
 
-  static async load(db: Db, now: () => number, staleAfterMs: number): Promise<Registry> {
-    const r = new Registry(db, now, staleAfterMs)
+  static async load(db: Db, now: () => number, staleAfterMs: number, origin: string | null = null): Promise<Registry> {
+    const r = new Registry(db, now, staleAfterMs, origin)
     for await (const rows of registryRows(db)) {
       for (const row of rows) {
         r.nodes.set(row.name, fromRow(row))
@@ -178,17 +183,21 @@ export class Registry {
     }
     this.dirty.clear()
     try {
-      await writeHeartbeatBatch(this.db, beats)
+      await writeHeartbeatBatch(this.db, beats, undefined, this.origin)
     } catch (e) {
       for (const b of beats) this.dirty.add(b.name) // kept for the next flush
       throw e
     }
   }
 
-  /** Heartbeats other Platforms took (nodes fail over between them): liveness for placement here. */
+  /**
+   * Heartbeats other Platforms took (nodes fail over between them): liveness for placement here. Each
+   * second, what they wrote since the newest beat read, less 3 s for their flushes still committing
+   * (a beat missed here is only a beat late: liveness spans the stale window).
+   */
   private async pullHeartbeats(): Promise<void> {
-    const since = this.syncedTo - 5_000
-    for (const row of await heartbeatsSince(this.db, since)) {
+    const since = this.syncedTo - PULL_OVERLAP_MS
+    for (const row of await heartbeatsSince(this.db, since, this.origin)) {
       this.syncedTo = Math.max(this.syncedTo, row.last_seen_at)
       const n = this.nodes.get(row.name)
       // New here, or revoked, rotated, drained or rebound elsewhere and the notice did not arrive.

@@ -17,25 +17,28 @@ import type { HeartbeatRow } from './nodes.ts'
 // nothing needs the chunks to commit together (a failed flush writes them all again next time).
 const CHUNK = 500
 
-const SQLITE = `INSERT INTO node_heartbeats (name, last_seen_at, version, cpu_millis, memory_mb, replicas)
-  SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5
+const SQLITE = `INSERT INTO node_heartbeats (name, last_seen_at, version, cpu_millis, memory_mb, replicas, platform)
+  SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, ?2
     FROM json_each(?1) AS j WHERE EXISTS (SELECT 1 FROM nodes WHERE nodes.name = j.value ->> 0)
   ON CONFLICT (name) DO UPDATE SET last_seen_at = excluded.last_seen_at, version = excluded.version, cpu_millis = excluded.cpu_millis,
-    memory_mb = excluded.memory_mb, replicas = excluded.replicas WHERE node_heartbeats.last_seen_at < excluded.last_seen_at`
-const POSTGRES = `INSERT INTO node_heartbeats (name, last_seen_at, version, cpu_millis, memory_mb, replicas)
-  SELECT j ->> 0, (j ->> 1)::bigint, j ->> 2, (j ->> 3)::bigint, (j ->> 4)::bigint, j ->> 5
+    memory_mb = excluded.memory_mb, replicas = excluded.replicas, platform = excluded.platform WHERE node_heartbeats.last_seen_at < excluded.last_seen_at`
+const POSTGRES = `INSERT INTO node_heartbeats (name, last_seen_at, version, cpu_millis, memory_mb, replicas, platform)
+  SELECT j ->> 0, (j ->> 1)::bigint, j ->> 2, (j ->> 3)::bigint, (j ->> 4)::bigint, j ->> 5, ?2::text
     FROM jsonb_array_elements(?1::text::jsonb) AS j WHERE EXISTS (SELECT 1 FROM nodes WHERE nodes.name = j ->> 0)
   ON CONFLICT (name) DO UPDATE SET last_seen_at = excluded.last_seen_at, version = excluded.version, cpu_millis = excluded.cpu_millis,
-    memory_mb = excluded.memory_mb, replicas = excluded.replicas WHERE node_heartbeats.last_seen_at < excluded.last_seen_at`
+    memory_mb = excluded.memory_mb, replicas = excluded.replicas, platform = excluded.platform WHERE node_heartbeats.last_seen_at < excluded.last_seen_at`
 
-/** Writes many heartbeats, a chunk of rows per statement and transaction (in name order: Platforms sharing a store lock rows alike). */
-export async function writeHeartbeatBatch(db: Db, beats: HeartbeatRow[], chunk = CHUNK): Promise<void> {
+/**
+ * Writes many heartbeats, a chunk of rows per statement and transaction (in name order: Platforms sharing a
+ * store lock rows alike), marked as written by `platform` (the others read only what they did not write).
+ */
+export async function writeHeartbeatBatch(db: Db, beats: HeartbeatRow[], chunk = CHUNK, platform: string | null = null): Promise<void> {
   if (beats.length === 0) return
   const sorted = [...beats].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   const text = db.engine === 'postgres' ? POSTGRES : SQLITE
   for (let i = 0; i < sorted.length; i += chunk) {
     if (i > 0) await new Promise((r) => setImmediate(r))
     const rows = sorted.slice(i, i + chunk).map((b) => [b.name, b.last_seen_at, b.version, b.cpu_millis, b.memory_mb, b.replicas])
-    await db.tx((t) => t.run(text, JSON.stringify(rows)))
+    await db.tx((t) => t.run(text, JSON.stringify(rows), platform))
   }
 }

@@ -103,12 +103,13 @@ export async function writeHeartbeats(db: Db, beats: HeartbeatRow[]): Promise<vo
   })
 }
 
-/** Heartbeats written at or after `since` (by any Platform on the store), with the fields an operator changes. */
-export async function heartbeatsSince(db: Db, since: number): Promise<(HeartbeatRow & Pick<NodeRow, 'generation' | 'revoked_at' | 'drained' | 'cert_sha256'>)[]> {
+/** Heartbeats written at or after `since` by the Platforms on the store other than `except`, with the fields an operator changes. */
+export async function heartbeatsSince(db: Db, since: number, except: string | null = null): Promise<(HeartbeatRow & Pick<NodeRow, 'generation' | 'revoked_at' | 'drained' | 'cert_sha256'>)[]> {
   return db.all(
     `SELECT h.name, h.last_seen_at, h.version, h.cpu_millis, h.memory_mb, h.replicas, n.generation, n.revoked_at, n.drained, n.cert_sha256
-       FROM node_heartbeats h JOIN nodes n ON n.name = h.name WHERE h.last_seen_at >= ?1`,
+       FROM node_heartbeats h JOIN nodes n ON n.name = h.name WHERE h.last_seen_at >= ?1 AND (h.platform IS NULL OR h.platform <> ?2)`,
     since,
+    except ?? '',
   )
 }
 

@@ -90,4 +90,9 @@ export const FABRIC_MIGRATIONS: Migration[] = [
     only: 'postgres',
     sql: `CREATE INDEX node_heartbeats_seen ON node_heartbeats (last_seen_at);`,
   },
+  {
+    id: 152,
+    name: 'which Platform wrote each heartbeat (the others read only theirs: src/fabric/registry.ts)',
+    sql: `ALTER TABLE node_heartbeats ADD COLUMN platform TEXT;`,
+  },
 ]
