@@ -118,6 +118,8 @@ export async function runAgents(o: AgentsOptions): Promise<AgentsResult> {
   }
   const counted = (p: Pending) => p.due >= runStart && p.due < runEnd
   let stopping = false
+  /** The run's errors are counted: what the closing connections still owed is not counted again. */
+  let tallied = false
 
   const conns: Conn[][] = urls.map((_, t) =>
     Array.from({ length: o.connectionsPerTarget }, (_, index) => ({ target: t, index, socket: null, opening: false, queue: [], inFlight: null, buf: null, out: null })),
@@ -126,6 +128,7 @@ export async function runAgents(o: AgentsOptions): Promise<AgentsResult> {
 
   /** The node's Platform failed this request: the Agent moves to the next Platform and sends it again there. */
   function failOver(p: Pending, from: number): void {
+    if (tallied) return // the end of the run counted it already
     p.tries++
     if (p.tries >= T || stopping) {
       if (counted(p) && p.kind === HEARTBEAT) r.errors++
@@ -318,6 +321,7 @@ export async function runAgents(o: AgentsOptions): Promise<AgentsResult> {
     if (c.inFlight && counted(c.inFlight) && c.inFlight.kind === HEARTBEAT) r.errors++
     r.errors += c.queue.filter((p) => counted(p) && p.kind === HEARTBEAT).length
   }
+  tallied = true
   const self = process.cpuUsage(selfBefore)
   r.loadGeneratorCpuSeconds = (self.user + self.system) / 1e6
   for (const c of all()) c.socket?.end()
