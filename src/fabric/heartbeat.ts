@@ -94,6 +94,9 @@ function record(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): void {
   if (fabric.registry.heartbeat(n, body)) for (const l of fabric.heartbeatListeners) l(n)
 }
 
+/** A request for one of the node's replica logs waits (src/projects/logs.ts): the answer says `logs: true`. */
+const logsWanted = (fabric: Fabric, n: NodeEntry): boolean => fabric.logRequestsFor(n.name)
+
 /** The nodes file's drain wins over the node's own (Fabric.nodeSettings); one map look-up. */
 const drainedOf = (fabric: Fabric, n: NodeEntry): boolean => fabric.declared.get(n.name)?.drained ?? n.drained
 
@@ -108,7 +111,7 @@ export function acceptHeartbeat(fabric: Fabric, n: NodeEntry, body: HeartbeatBod
   if (assignmentRevision !== undefined) answer.assignmentRevision = assignmentRevision
   const platforms = fabric.platforms()
   if (platforms.length > 0) answer.platforms = platforms
-  if (fabric.logRequestsFor(n.name)) answer.logs = true
+  if (logsWanted(fabric, n)) answer.logs = true
   return answer
 }
 
@@ -143,5 +146,5 @@ export function acceptHeartbeatText(fabric: Fabric, n: NodeEntry, body: Heartbea
   const st = fabric.registry.state(n)
   const reason = st.reason
   const head = `{"nodeId":${JSON.stringify(n.name)},"state":"${st.state}"${reason ? `,"reason":${JSON.stringify(reason)}` : ''},"generation":${JSON.stringify(n.generation)},"drained":${drainedOf(fabric, n)}`
-  return head + answerTail(fabric.platforms(), fabric.assignmentRevision(n.name)) + (fabric.logRequestsFor(n.name) ? ',"logs":true}' : '}')
+  return head + answerTail(fabric.platforms(), fabric.assignmentRevision(n.name)) + (logsWanted(fabric, n) ? ',"logs":true}' : '}')
 }

@@ -48,9 +48,9 @@ export default [
   {
     name: 'a late heartbeat (another Platform\'s) moves a node\'s time back',
     file: 'src/store/heartbeats.ts',
-    from: `    memory_mb = excluded.memory_mb, replicas = excluded.replicas WHERE node_heartbeats.last_seen_at < excluded.last_seen_at\`
+    from: `    memory_mb = excluded.memory_mb, replicas = excluded.replicas, platform = excluded.platform WHERE node_heartbeats.last_seen_at < excluded.last_seen_at\`
 const POSTGRES`,
-    to: `    memory_mb = excluded.memory_mb, replicas = excluded.replicas\`
+    to: `    memory_mb = excluded.memory_mb, replicas = excluded.replicas, platform = excluded.platform\`
 const POSTGRES`,
     tests: ['test/store/heartbeats.test.ts'],
     filter: 'migration 150',
