@@ -34,6 +34,8 @@ export interface AgentsOptions {
   /** Loopback source addresses 127.0.0.2… (a connection's four-tuple must be unique). */
   sources: number
   log: (s: string) => void
+  /** Called for each heartbeat a Platform answered with 200 (ms since the run started). */
+  onAnswer?: (node: number, target: number, atMs: number) => void
   /** Called once a second during the run with the seconds since it started. */
   onSecond?: (second: number) => void | Promise<void>
 }
@@ -176,6 +178,7 @@ export async function runAgents(o: AgentsOptions): Promise<AgentsResult> {
       if (p.kind === ASSIGNMENTS) fetchingAssignments[p.node] = 0
     } else if (p.kind === HEARTBEAT) {
       if (p.tries > 0 && !r.moved.has(p.node)) r.moved.set(p.node, now - runStart)
+      o.onAnswer?.(p.node, c.target, now - runStart)
       if (counted(p)) {
         r.okBeats++
         r.perTarget[c.target]!++

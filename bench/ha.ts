@@ -103,6 +103,8 @@ try {
   const loadBefore = loadavg()
   say(`ha: running ${N} nodes every ${INTERVAL_MS / 1000} s for ${SECONDS} s${KILL_AT > 0 ? `, kill -9 of ${urls[victim]} at ${KILL_AT} s` : ''} (load ${loadBefore})\n`)
   let cpuVictim = Number.NaN
+  /** The killed Platform's nodes: when each was first answered by another Platform after the kill. */
+  const answeredElsewhere = new Map<number, number>()
   const result = await runAgents({
     targets: urls,
     credentials,
@@ -113,6 +115,9 @@ try {
     connectionsPerTarget: CONNECTIONS,
     sources: SOURCES,
     log: say,
+    onAnswer: (node, target, atMs) => {
+      if (!Number.isNaN(killedAt) && first[node] === victim && target !== victim && !answeredElsewhere.has(node)) answeredElsewhere.set(node, atMs)
+    },
     onSecond: async (second) => {
       if (KILL_AT > 0 && second === KILL_AT) {
         cpuVictim = cpuSeconds(platforms[victim]!.pid) - cpuBefore[victim]!
@@ -130,8 +135,8 @@ try {
   if (!Number.isNaN(killedAt)) {
     const killMs = killedAt - result.runStart
     const theirs = first.map((f, i) => (f === victim ? i : -1)).filter((i) => i >= 0)
-    const moved = theirs.filter((i) => (result.moved.get(i) ?? -1) >= killMs)
-    const last = Math.max(0, ...moved.map((i) => result.moved.get(i)! - killMs))
+    const moved = theirs.filter((i) => answeredElsewhere.has(i))
+    const last = moved.reduce((m, i) => Math.max(m, answeredElsewhere.get(i)! - killMs), 0)
     say(`ha: the killed Platform's nodes: ${moved.length} of ${theirs.length} answered by another Platform after the kill, the last ${up(last / 1000, 1)} s after it; ${result.absorbed} heartbeats answered after a move (retries absorbed)\n`)
   }
   console.log(`ha: platforms=${P} nodes=${N} heartbeats/s=${down(okBeats / SECONDS, 0)} p50=${up(percentile(latencies, 0.5), 2)} ms p99=${up(percentile(latencies, 0.99), 2)} ms errors=${result.errors}`)
