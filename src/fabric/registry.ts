@@ -120,6 +120,12 @@ export function compatibilityOf(version: string | null): Compatibility {
 /** How far back each read of the other Platforms' heartbeats starts before the newest one read. */
 const PULL_OVERLAP_MS = 3_000
 
+/** From this many nodes on, listings count states from a cache (Registry.stateCounts). */
+const COUNT_CACHE_FROM = 50_000
+const COUNT_MAX_AGE_MS = 2_000
+
+export type StateCounts = Record<NodeStateName, number> & { total: number }
+
 export class Registry {
   readonly nodes = new Map<string, NodeEntry>()
   private readonly dirty = new Set<string>()
@@ -223,22 +229,85 @@ export class Registry {
 
   /** Node names in code-unit order (listings page through it); made again after a node comes or goes. */
   sortedNames(): readonly string[] {
-    this.sorted ??= [...this.nodes.keys()].sort()
+    if (this.sorted === null) {
+      const names = [...this.nodes.keys()]
+      // The store hands the rows over in name order (SQLite's, which is this order for node names): a look
+      // is enough, not a sort (sorting a million names held the event loop 1–2 s).
+      let inOrder = true
+      for (let i = 1; i < names.length && inOrder; i++) inOrder = names[i - 1]! < names[i]!
+      this.sorted = inOrder ? names : names.sort()
+    }
     return this.sorted
   }
   private sorted: string[] | null = null
 
+  /** A name came or went: the sorted list (when made) takes it in or out where it belongs, without a new sort. */
+  private placeName(name: string, present: boolean): void {
+    this.counts = null
+    const s = this.sorted
+    if (s === null) return
+    let lo = 0
+    let hi = s.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (s[mid]! < name) lo = mid + 1
+      else hi = mid
+    }
+    if (present && s[lo] !== name) s.splice(lo, 0, name)
+    else if (!present && s[lo] === name) s.splice(lo, 1)
+  }
+
+  /**
+   * Nodes by state over the whole registry, for listings. Below COUNT_CACHE_FROM nodes they are counted
+   * on every call. Above, counting takes long enough (about 100–400 ms for a million) that a listing
+   * gets the newest count, at most COUNT_MAX_AGE_MS old by this Platform's clock or else counted again
+   * in slices that give the event loop back; a node that comes, goes or changes liveness here drops it.
+   */
+  async stateCounts(): Promise<StateCounts> {
+    const now = this.now()
+    const c = this.counts
+    if (this.nodes.size < COUNT_CACHE_FROM) return this.countNow()
+    if (c && now - c.at >= 0 && now - c.at < COUNT_MAX_AGE_MS) return { ...c.counts }
+    this.counting ??= this.countInSlices().finally(() => (this.counting = null))
+    return { ...(await this.counting) }
+  }
+  private counts: { at: number; counts: StateCounts } | null = null
+  private counting: Promise<StateCounts> | null = null
+
+  private countNow(): StateCounts {
+    const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
+    for (const n of this.nodes.values()) {
+      counts.total++
+      counts[this.state(n).state]++
+    }
+    return counts
+  }
+
+  private async countInSlices(): Promise<StateCounts> {
+    const at = this.now()
+    const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
+    let i = 0
+    for (const n of this.nodes.values()) {
+      counts.total++
+      counts[this.state(n).state]++
+      if (++i % 50_000 === 0) await new Promise((r) => setImmediate(r))
+    }
+    this.counts = { at, counts }
+    return counts
+  }
+
   /** Sets one node from a store row (null: it is gone). */
   reload(row: NodeRow | null, name: string): void {
+    this.counts = null
     if (row) {
       const had = this.nodes.get(name)
       const fresh = fromRow(row)
       // A heartbeat this Platform holds but has not flushed is newer than the row.
       if (had?.lastSeenAt && (fresh.lastSeenAt ?? 0) < had.lastSeenAt) Object.assign(fresh, { lastSeenAt: had.lastSeenAt, version: had.version, cpuMillis: had.cpuMillis, memoryMB: had.memoryMB, replicas: had.replicas })
-      if (!had) this.sorted = null
+      if (!had) this.placeName(name, true)
       if (had?.probe) fresh.probe = had.probe
       this.nodes.set(name, fresh)
-    } else if (this.nodes.delete(name)) this.sorted = null
+    } else if (this.nodes.delete(name)) this.placeName(name, false)
   }
 
   /** Reads one node again from the store (another Platform may have changed it). */
@@ -272,6 +341,7 @@ export class Registry {
       changed = true
     }
     this.dirty.add(n.name)
+    if (changed) this.counts = null
     return changed
   }
 

@@ -121,4 +121,18 @@ const POSTGRES`,
     to: 'heartbeatLimit: DEFAULT_LIMITS.heartbeat,',
     tests: ['test/e2e/heartbeat-limits.test.ts'],
   },
+  {
+    name: 'a change to a node leaves the cached counts by state as they were',
+    file: 'src/fabric/registry.ts',
+    from: '  reload(row: NodeRow | null, name: string): void {\n    this.counts = null',
+    to: '  reload(row: NodeRow | null, name: string): void {',
+    tests: ['test/fabric/listing-scale.test.ts'],
+  },
+  {
+    name: 'a new node goes to the end of the names in order',
+    file: 'src/fabric/registry.ts',
+    from: 'if (present && s[lo] !== name) s.splice(lo, 0, name)',
+    to: 'if (present && s[lo] !== name) s.push(name)',
+    tests: ['test/fabric/listing-scale.test.ts'],
+  },
 ] satisfies Mutant[]
