@@ -104,7 +104,7 @@ export async function listNodes(fabric: Fabric, q: NodeQuery): Promise<NodePage>
   }
   // Counts over every node the prefix and label select: a prefix walks only its names (a look-up by name at a
   // million nodes reads a handful, not all); no filter takes the registry's counts (cached from 50,000 nodes
-  // on: Registry.stateCounts); a label walks every node in the registry's own order (the fastest walk).
+  // on, kept by Registry.stateCounts); a label walks every node in the registry's own order (the fastest walk).
   if (q.q !== undefined) {
     for (let i = indexFrom(names, q.q); i < names.length && names[i]!.startsWith(q.q); i++) {
       const n = registry.get(names[i]!)
@@ -113,7 +113,7 @@ export async function listNodes(fabric: Fabric, q: NodeQuery): Promise<NodePage>
       counts[registry.state(n).state]++
     }
   } else if (q.label === undefined) {
-    const all = await registry.stateCounts()
+    const all = registry.stateCounts()
     for (const k of ['total', ...NODE_STATES] as const) counts[k] += all[k]
   } else {
     for (const n of registry.nodes.values()) {

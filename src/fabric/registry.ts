@@ -122,7 +122,8 @@ const PULL_OVERLAP_MS = 3_000
 
 /** From this many nodes on, listings count states from a cache (Registry.stateCounts). */
 const COUNT_CACHE_FROM = 50_000
-const COUNT_MAX_AGE_MS = 2_000
+const COUNT_REFRESH_MS = 2_000
+const COUNT_KEEP_MS = 60_000
 
 export type StateCounts = Record<NodeStateName, number> & { total: number }
 
@@ -169,6 +170,7 @@ export class Registry {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
+    if (this.countTimer) clearInterval(this.countTimer)
     await this.flush()
   }
 
@@ -243,7 +245,6 @@ export class Registry {
 
   /** A name came or went: the sorted list (when made) takes it in or out where it belongs, without a new sort. */
   private placeName(name: string, present: boolean): void {
-    this.counts = null
     const s = this.sorted
     if (s === null) return
     let lo = 0
@@ -259,20 +260,38 @@ export class Registry {
 
   /**
    * Nodes by state over the whole registry, for listings. Below COUNT_CACHE_FROM nodes they are counted
-   * on every call. Above, counting takes long enough (about 100–400 ms for a million) that a listing
-   * gets the newest count, at most COUNT_MAX_AGE_MS old by this Platform's clock or else counted again
-   * in slices that give the event loop back; a node that comes, goes or changes liveness here drops it.
+   * on every call. Above, counting takes 100–400 ms for a million nodes, so the registry keeps them: a
+   * node that comes, goes, is changed or comes back to life moves its own count at once, and, while
+   * listings ask (within COUNT_KEEP_MS), they are counted again every COUNT_REFRESH_MS in slices that
+   * give the event loop back (a node that falls silent turns unreachable by time alone: counted then).
    */
-  async stateCounts(): Promise<StateCounts> {
-    const now = this.now()
-    const c = this.counts
+  stateCounts(): StateCounts {
     if (this.nodes.size < COUNT_CACHE_FROM) return this.countNow()
-    if (c && now - c.at >= 0 && now - c.at < COUNT_MAX_AGE_MS) return { ...c.counts }
-    this.counting ??= this.countInSlices().finally(() => (this.counting = null))
-    return { ...(await this.counting) }
+    this.countsAskedAt = Date.now()
+    this.counts ??= this.countNow()
+    this.countTimer ??= setInterval(() => {
+      if (Date.now() - this.countsAskedAt > COUNT_KEEP_MS) {
+        clearInterval(this.countTimer)
+        this.countTimer = undefined
+        this.counts = null
+      } else if (!this.counting) void this.countInSlices().finally(() => (this.counting = false))
+    }, COUNT_REFRESH_MS)
+    this.countTimer.unref?.()
+    return { ...this.counts }
   }
-  private counts: { at: number; counts: StateCounts } | null = null
-  private counting: Promise<StateCounts> | null = null
+  private counts: StateCounts | null = null
+  private counting = false
+  private countsAskedAt = 0
+  private countTimer: ReturnType<typeof setInterval> | undefined
+  /** Moves one node's count from the state it was in to the one it is in (null: absent). */
+  private moveCount(from: NodeStateName | null, to: NodeStateName | null): void {
+    const c = this.counts
+    if (c === null || from === to) return
+    if (from === null) c.total++
+    else c[from]--
+    if (to === null) c.total--
+    else c[to]++
+  }
 
   private countNow(): StateCounts {
     const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
@@ -283,8 +302,8 @@ export class Registry {
     return counts
   }
 
-  private async countInSlices(): Promise<StateCounts> {
-    const at = this.now()
+  private async countInSlices(): Promise<void> {
+    this.counting = true
     const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
     let i = 0
     for (const n of this.nodes.values()) {
@@ -292,22 +311,27 @@ export class Registry {
       counts[this.state(n).state]++
       if (++i % 50_000 === 0) await new Promise((r) => setImmediate(r))
     }
-    this.counts = { at, counts }
-    return counts
+    // Moves made meanwhile are in the old count, and the new one saw most of them: it wins (a node's count is off
+    // at most until the next one). Dropped meanwhile (no listing asks): stays dropped.
+    if (this.counts !== null) this.counts = counts
   }
 
   /** Sets one node from a store row (null: it is gone). */
   reload(row: NodeRow | null, name: string): void {
-    this.counts = null
+    const had = this.nodes.get(name)
+    const before = had && this.counts ? this.state(had).state : null
     if (row) {
-      const had = this.nodes.get(name)
       const fresh = fromRow(row)
       // A heartbeat this Platform holds but has not flushed is newer than the row.
       if (had?.lastSeenAt && (fresh.lastSeenAt ?? 0) < had.lastSeenAt) Object.assign(fresh, { lastSeenAt: had.lastSeenAt, version: had.version, cpuMillis: had.cpuMillis, memoryMB: had.memoryMB, replicas: had.replicas })
       if (!had) this.placeName(name, true)
       if (had?.probe) fresh.probe = had.probe
       this.nodes.set(name, fresh)
-    } else if (this.nodes.delete(name)) this.placeName(name, false)
+      if (this.counts) this.moveCount(before, this.state(fresh).state)
+    } else if (this.nodes.delete(name)) {
+      this.placeName(name, false)
+      this.moveCount(before, null)
+    }
   }
 
   /** Reads one node again from the store (another Platform may have changed it). */
@@ -325,6 +349,8 @@ export class Registry {
   heartbeat(n: NodeEntry, beat: { readonly version?: string; readonly capacity?: { readonly cpuMillis: number; readonly memoryMB: number }; readonly replicas?: readonly ReplicaStatus[] }): boolean {
     const now = this.now()
     let changed = n.lastSeenAt === null || now - n.lastSeenAt > this.staleAfterMs
+    // Back to life (or first seen): its count moves, when counts are kept.
+    const before = changed && this.counts ? this.state(n).state : null
     n.lastSeenAt = now
     if (beat.version !== undefined && beat.version !== n.version) n.version = same(beat.version)
     const capacity = beat.capacity
@@ -341,7 +367,7 @@ export class Registry {
       changed = true
     }
     this.dirty.add(n.name)
-    if (changed) this.counts = null
+    if (before !== null) this.moveCount(before, this.state(n).state)
     return changed
   }
 

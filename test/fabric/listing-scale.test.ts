@@ -58,12 +58,22 @@ test('a node that comes or goes takes its place in name order, and the pages wal
   const { token } = await p.client.nodes.createEnrollment({ nodeId: 'node-030000a' })
   const r = await enrollRaw(p.url, { token, nodeId: 'node-030000a', certPem: (await newCert()).certPem, version: VERSION })
   expect(r.status).toBe(200)
-  await p.client.nodes.remove('node-000007', true)
+  await p.client.nodes.remove('node-000007', { force: true })
   const sorted = p.platform.fabric.registry.sortedNames()
   expect(sorted.length).toBe(COUNT)
   for (let i = 1; i < sorted.length; i++) if (!(sorted[i - 1]! < sorted[i]!)) throw new Error(`out of order at ${i}: ${sorted[i - 1]} ${sorted[i]}`)
   const around = await list('?q=node-03000&limit=3')
   expect(around.nodes.map((n) => n.name)).toEqual(['node-030000', 'node-030000a', 'node-030001'])
   expect((await list('?q=node-00000&limit=20')).nodes.map((n) => n.name)).not.toContain('node-000007')
+  expect((await list('?limit=100')).counts).toEqual(counted())
   expect((await list('?limit=100')).counts.total).toBe(COUNT)
+})
+
+test('a node seen again moves from its old count to ready at once', async () => {
+  const r = p.platform.fabric.registry
+  const silent = (await list('?state=unreachable&limit=1')).nodes[0]!.name
+  r.heartbeat(r.get(silent)!, {})
+  const after = (await list('?limit=100')).counts
+  expect(after).toEqual(counted())
+  expect((await list(`?q=${silent}&limit=1`)).nodes[0]!.state).toBe('ready')
 })
