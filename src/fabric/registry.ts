@@ -123,7 +123,8 @@ const PULL_OVERLAP_MS = 3_000
 /** From this many nodes on, listings count states from a cache (Registry.stateCounts). */
 const COUNT_CACHE_FROM = 50_000
 const COUNT_REFRESH_MS = 2_000
-const COUNT_KEEP_MS = 60_000
+/** Nodes counted between two turns of the event loop (about 2–5 ms). */
+const COUNT_SLICE = 10_000
 
 export type StateCounts = Record<NodeStateName, number> & { total: number }
 
@@ -156,6 +157,8 @@ export class Registry {
         r.syncedTo = Math.max(r.syncedTo, row.last_seen_at ?? 0)
       }
     }
+    // A fleet-size registry counts its nodes by state now, before it serves: the first listing finds them.
+    if (r.nodes.size >= COUNT_CACHE_FROM) r.stateCounts()
     return r
   }
 
@@ -170,7 +173,6 @@ export class Registry {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
-    if (this.countTimer) clearInterval(this.countTimer)
     await this.flush()
   }
 
@@ -260,29 +262,23 @@ export class Registry {
 
   /**
    * Nodes by state over the whole registry, for listings. Below COUNT_CACHE_FROM nodes they are counted
-   * on every call. Above, counting takes 100–400 ms for a million nodes, so the registry keeps them: a
-   * node that comes, goes, is changed or comes back to life moves its own count at once, and, while
-   * listings ask (within COUNT_KEEP_MS), they are counted again every COUNT_REFRESH_MS in slices that
+   * on every call. Above, counting takes 100–400 ms for a million nodes, so the registry keeps them from
+   * its load on: a node that comes, goes, is changed or comes back to life moves its own count at once,
+   * and a listing that finds the last full count older than COUNT_REFRESH_MS starts another in slices that
    * give the event loop back (a node that falls silent turns unreachable by time alone: counted then).
    */
   stateCounts(): StateCounts {
     if (this.nodes.size < COUNT_CACHE_FROM) return this.countNow()
-    this.countsAskedAt = Date.now()
-    this.counts ??= this.countNow()
-    this.countTimer ??= setInterval(() => {
-      if (Date.now() - this.countsAskedAt > COUNT_KEEP_MS) {
-        clearInterval(this.countTimer)
-        this.countTimer = undefined
-        this.counts = null
-      } else if (!this.counting) void this.countInSlices().finally(() => (this.counting = false))
-    }, COUNT_REFRESH_MS)
-    this.countTimer.unref?.()
+    const now = this.now()
+    if (this.counts === null) {
+      this.counts = this.countNow()
+      this.countedAt = now
+    } else if (!this.counting && (now - this.countedAt >= COUNT_REFRESH_MS || now < this.countedAt)) void this.countInSlices()
     return { ...this.counts }
   }
   private counts: StateCounts | null = null
+  private countedAt = 0
   private counting = false
-  private countsAskedAt = 0
-  private countTimer: ReturnType<typeof setInterval> | undefined
   /** Moves one node's count from the state it was in to the one it is in (null: absent). */
   private moveCount(from: NodeStateName | null, to: NodeStateName | null): void {
     const c = this.counts
@@ -304,16 +300,22 @@ export class Registry {
 
   private async countInSlices(): Promise<void> {
     this.counting = true
-    const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
-    let i = 0
-    for (const n of this.nodes.values()) {
-      counts.total++
-      counts[this.state(n).state]++
-      if (++i % 50_000 === 0) await new Promise((r) => setImmediate(r))
+    const at = this.now()
+    try {
+      const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
+      let i = 0
+      for (const n of this.nodes.values()) {
+        counts.total++
+        counts[this.state(n).state]++
+        if (++i % COUNT_SLICE === 0) await new Promise((r) => setImmediate(r))
+      }
+      // Moves made meanwhile are in the old count, and the new one saw most of them: it wins (a node's count
+      // is off at most until the next one).
+      this.counts = counts
+      this.countedAt = at
+    } finally {
+      this.counting = false
     }
-    // Moves made meanwhile are in the old count, and the new one saw most of them: it wins (a node's count is off
-    // at most until the next one). Dropped meanwhile (no listing asks): stays dropped.
-    if (this.counts !== null) this.counts = counts
   }
 
   /** Sets one node from a store row (null: it is gone). */
