@@ -69,6 +69,10 @@ class PgDb implements Db {
   }
 }
 
+/** pg_notify for each [channel, payload] of a JSON array, in the array's order. */
+const NOTIFY_MANY = `SELECT pg_notify(c, p) FROM (SELECT j ->> 0 AS c, j ->> 1 AS p FROM jsonb_array_elements($1::text::jsonb) WITH ORDINALITY AS t(j, i) ORDER BY i) AS n`
+const MAX_NOTICES = 500
+
 /** Grouped transactions at most in one group (the group's statements run one after another on one connection). */
 const MAX_GROUP = 256
 
@@ -146,8 +150,27 @@ class PgStore extends PgDb implements Store {
     }
   }
 
-  async notify(channel: string, payload: string): Promise<void> {
-    await this.sql.unsafe('SELECT pg_notify($1, $2)', [channel, payload])
+  /**
+   * Sends a notice. Notices sent in the same turn of the event loop go in one statement, in order
+   * (an enroll sends one, and concurrent enrolls each their own: one round trip for them all).
+   */
+  notify(channel: string, payload: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.notices.push({ channel, payload, resolve, reject })
+      if (this.notices.length === 1) setImmediate(() => void this.sendNotices())
+    })
+  }
+  private notices: { channel: string; payload: string; resolve: () => void; reject: (e: unknown) => void }[] = []
+
+  private async sendNotices(): Promise<void> {
+    const batch = this.notices.splice(0, MAX_NOTICES)
+    if (this.notices.length > 0) setImmediate(() => void this.sendNotices())
+    try {
+      await this.sql.unsafe(NOTIFY_MANY, [JSON.stringify(batch.map((n) => [n.channel, n.payload]))])
+      for (const n of batch) n.resolve()
+    } catch (e) {
+      for (const n of batch) n.reject(e)
+    }
   }
 
   async close(): Promise<void> {

@@ -142,4 +142,13 @@ const POSTGRES`,
     to: '',
     tests: ['test/fabric/listing-scale.test.ts'],
   },
+  {
+    name: 'notices past the first batch of 500 are never sent',
+    file: 'src/store/sql-postgres.ts',
+    from: '    if (this.notices.length > 0) setImmediate(() => void this.sendNotices())',
+    to: '',
+    tests: ['test/store/db.test.ts'],
+    filter: 'notices',
+    engines: ['postgres'],
+  },
 ] satisfies Mutant[]

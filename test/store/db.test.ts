@@ -180,3 +180,21 @@ describe.each(ENGINES)('store on %s', (engine) => {
     })
   }
 })
+
+describe.each(ENGINES)('notices on %s', (engine) => {
+  test('notices sent together all arrive, in the order sent, and each send resolves once its notice is out', async () => {
+    await using at = await freshUrl(engine)
+    const a = await openStore(at.url)
+    const b = engine === 'postgres' ? await openStore(at.url) : a // SQLite: notices stay in the process
+    const got: string[] = []
+    const unlisten = await b.listen('muster_test', (p) => got.push(p))
+    const sent = Array.from({ length: 700 }, (_, i) => `n${i} "quoted" \\ ${'x'.repeat(i % 7)}`)
+    await Promise.all(sent.map((p) => a.notify('muster_test', p)))
+    const deadline = Date.now() + 10_000
+    while (got.length < sent.length && Date.now() < deadline) await Bun.sleep(20)
+    expect(got).toEqual(sent)
+    await unlisten()
+    if (b !== a) await b.close()
+    await a.close()
+  })
+})
