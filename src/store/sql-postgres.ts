@@ -157,20 +157,27 @@ class PgStore extends PgDb implements Store {
   notify(channel: string, payload: string): Promise<void> {
     return new Promise((resolve, reject) => {
       this.notices.push({ channel, payload, resolve, reject })
-      if (this.notices.length === 1) setImmediate(() => void this.sendNotices())
+      if (!this.sending) {
+        this.sending = true
+        setImmediate(() => void this.sendNotices())
+      }
     })
   }
   private notices: { channel: string; payload: string; resolve: () => void; reject: (e: unknown) => void }[] = []
+  private sending = false
 
+  /** One batch at a time, so notices arrive in the order they were sent. */
   private async sendNotices(): Promise<void> {
-    const batch = this.notices.splice(0, MAX_NOTICES)
-    if (this.notices.length > 0) setImmediate(() => void this.sendNotices())
-    try {
-      await this.sql.unsafe(NOTIFY_MANY, [JSON.stringify(batch.map((n) => [n.channel, n.payload]))])
-      for (const n of batch) n.resolve()
-    } catch (e) {
-      for (const n of batch) n.reject(e)
+    while (this.notices.length > 0) {
+      const batch = this.notices.splice(0, MAX_NOTICES)
+      try {
+        await this.sql.unsafe(NOTIFY_MANY, [JSON.stringify(batch.map((n) => [n.channel, n.payload]))])
+        for (const n of batch) n.resolve()
+      } catch (e) {
+        for (const n of batch) n.reject(e)
+      }
     }
+    this.sending = false
   }
 
   async close(): Promise<void> {
