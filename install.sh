@@ -637,6 +637,9 @@ Restart=on-failure
 RestartSec=5s
 # Replicas outlive the Agent (a restart or an update stops only the Agent; the next one adopts them).
 KillMode=process
+# Exit status 3: the Platform refused this node's credential for good (revoked,
+# removed, rebound); restarting cannot help. \`muster worker join\` again, then start it.
+RestartPreventExitStatus=3
 $HARDENING
 # Replicas run as $RUN_ACCOUNT: the Agent switches to it and signals them (it clears these for every replica).
 CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL

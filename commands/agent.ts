@@ -1,10 +1,12 @@
 import { defineCommand } from 'citty'
 import { dataDirArg } from './_args.ts'
+import { ExitStatus } from './_main.ts'
 
 export default defineCommand({
   meta: {
     name: 'agent',
-    description: 'Run this node’s Agent: heartbeats, credential renewal, trust refresh, its HTTPS port, its replicas. Replicas keep running when the Agent stops; SIGUSR2 (or --stop-replicas) stops them',
+    description:
+      'Run this node’s Agent: heartbeats, credential renewal, trust refresh, its HTTPS port, its replicas. Replicas keep running when the Agent stops; SIGUSR2 (or --stop-replicas) stops them. Exits 3 when the Platform refuses its credential for good (revoked, removed, rebound)',
   },
   args: {
     ...dataDirArg,
@@ -28,17 +30,21 @@ export default defineCommand({
     const agent = new Agent({ dataDir, runAs: args['run-as'] })
     await agent.start()
     // SIGTERM/SIGINT: the Agent stops, its replicas run on (the next Agent adopts them). SIGUSR2: they stop too.
+    // A credential refused for good: they stop too (the Platform places them elsewhere), and the exit status is 3.
     let stopReplicas = false
-    await Promise.race([
-      untilStopSignal(),
-      new Promise<void>((resolve) =>
+    const refused = await Promise.race([
+      untilStopSignal().then(() => undefined),
+      new Promise<undefined>((resolve) =>
         process.on('SIGUSR2', () => {
           log.info('SIGUSR2: stopping the replicas and the Agent')
           stopReplicas = true
-          resolve()
+          resolve(undefined)
         }),
       ),
+      agent.refusedForGood,
     ])
-    await agent.stop({ stopReplicas })
+    await agent.stop({ stopReplicas: stopReplicas || refused !== undefined })
+    // Status 3: the unit does not restart it (RestartPreventExitStatus=3); only a new join brings it back.
+    if (refused) throw new ExitStatus(3, refused)
   },
 })

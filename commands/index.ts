@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 // The muster CLI root. Subcommands load lazily so `--help` stays fast.
 import { defineCommand } from 'citty'
-import { main } from './_main.ts'
+import { runCli } from './_main.ts'
 import { VERSION } from '../src/version.ts'
 
 const root = defineCommand({
@@ -30,4 +30,4 @@ const root = defineCommand({
   },
 })
 
-process.exit(await main(root, process.argv.slice(2)))
+await runCli(root, process.argv.slice(2))

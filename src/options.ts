@@ -35,6 +35,8 @@ export interface PlatformOptions {
   heartbeatLimit?: RateLimitOptions
   /** How long an unreachable node keeps its replicas before they move (default 60 s). */
   rescheduleGraceMs?: number
+  /** How long `projects logs` waits for a node to send a replica's output (default 30 s; tests shorten it). */
+  logWaitMs?: number
   /** The store: `postgres://…` (several Platforms may share it), else SQLite muster.db in the data directory. */
   database?: string
   /** How much of the audit is kept, per budget (default 100,000 entries and 365 days; serve --audit-max-entries, --audit-max-days). */

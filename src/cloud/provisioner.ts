@@ -15,7 +15,8 @@ import { isUniqueViolation } from '../store/sql.ts'
 import { pendingEnrollments, revokePendingEnrollments } from '../store/join-tokens.ts'
 import { isTombstoned } from '../store/nodes.ts'
 import { audited, type Actor } from './audit.ts'
-import { ownExecutable } from './binary.ts'
+import { BINARY_ROUTE, ownExecutable } from './binary.ts'
+import { unreachableReason } from './reachable.ts'
 import { FirstBootStore } from './first-boot.ts'
 import { inboundJson, parseInbound } from './inbound.ts'
 import { CLOSED, type Inbound, type Machine, type ProviderName } from './provider.ts'
@@ -81,6 +82,10 @@ export class Provisioner {
     const why = this.cloud.unavailableReason()
     if (why) throw new MusterError('cloud-unavailable', `Provisioning is not available: ${why}.`)
     const provider = await this.cloud.provider(input.provider)
+    // a machine that could never reach this Platform is refused before the provider is asked anything more
+    const binaryUrl = this.cloud.binary?.url ?? `${this.cloud.deps.publicUrl()}${BINARY_ROUTE}`
+    const unreachable = unreachableReason(input.provider, this.cloud.endpoints, { enrollmentUrl: this.fabric.enrollment?.url, apiUrl: this.fabric.nodeAnchors().platformUrl, binaryUrl })
+    if (unreachable) throw new MusterError('cloud-unavailable', `Refusing to provision: ${unreachable}.`)
     // a region the provider does not list would fail on every attempt (an unknown EC2 region does not even resolve)
     const region = (await provider.regions()).find((r) => r.id === input.region)
     if (!region) throw new MusterError('invalid-request', `${input.provider} has no region ${input.region}; \`muster cloud regions --provider ${input.provider}\` lists them.`, { field: 'region' })

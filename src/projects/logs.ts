@@ -68,6 +68,8 @@ export class LogRelay {
     private readonly fabric: Fabric,
     private readonly projects: Projects,
     private readonly local?: LocalLogs,
+    /** How long a tail waits for the node (PlatformOptions.logWaitMs). */
+    private readonly waitMs = WAIT_MS,
   ) {
     this.key = deriveKey(ctx.masterKey, SEAL_PURPOSE)
     fabric.logRequestsFor = (node) => this.waiting.size > 0 && this.waiting.has(node)
@@ -110,7 +112,7 @@ export class LogRelay {
   async tail(project: string, replica: number, tail: number, who: string): Promise<ProjectLogs> {
     const node = this.locate(project, replica)
     if (node === 'local') return { project, replica, node, ...this.localTail(project, replica, tail) }
-    const id = await this.ask(node, project, replica, tail, false, who, WAIT_MS + 5_000)
+    const id = await this.ask(node, project, replica, tail, false, who, this.waitMs + 5_000)
     try {
       const first = await this.firstChunk(id, node, project, replica)
       return { project, replica, node, lines: first.lines, truncated: first.truncated }
@@ -184,8 +186,8 @@ export class LogRelay {
   }
 
   private async firstChunk(id: string, node: string, project: string, replica: number): Promise<LogChunk> {
-    const [first] = await this.waitChunks(id, -1, WAIT_MS)
-    if (!first) throw new MusterError('node-unreachable', `Node ${node} did not send the log of ${project}/${replica} within ${WAIT_MS / 1000} s (it picks requests up with its heartbeat); try again.`)
+    const [first] = await this.waitChunks(id, -1, this.waitMs)
+    if (!first) throw new MusterError('node-unreachable', `Node ${node} did not send the log of ${project}/${replica} within ${this.waitMs / 1000} s (it picks requests up with its heartbeat); try again.`)
     return first
   }
 

@@ -8,6 +8,7 @@ import { resolve } from 'node:path'
 import { CLOSED } from '../../src/cloud/provider.ts'
 import { cloudOf } from '../../src/cloud/service.ts'
 import { createClient } from '../../src/client/index.ts'
+import type { MusterError } from '../../src/errors.ts'
 import { VERSION } from '../../src/version.ts'
 import { startHetznerFake } from '../fakes/hetzner.ts'
 import { readFirstBoot } from '../fakes/first-boot.ts'
@@ -202,6 +203,22 @@ describe.each(ENGINES)('on %s', (engine) => {
       await expect(s.p.client.cloud.provisionInfo('prv-nosuchthing0')).rejects.toMatchObject({ code: 'not-found' })
       expect(hz.book.created).toHaveLength(0)
       expect(s.hz.book.created).toHaveLength(0)
+    })
+
+    test('a Platform a real provider\'s machine could never reach (loopback listener, API or binary URL) is refused, naming the flag', async () => {
+      await using s = await setup() // the listener on 127.0.0.1: fine while the "provider" is a fake on this machine
+      const order = () => s.p.client.cloud.provision({ provider: 'hetzner', name: 'far-1', region: 'fsn1', size: 'cx22' })
+      // The provider at its real address: a machine there could never reach 127.0.0.1, yet would be billed.
+      s.cloud.endpoints.hetzner = 'https://api.hetzner.example'
+      const refused = (await order().catch((e) => e)) as MusterError
+      expect(refused.code).toBe('cloud-unavailable')
+      expect(refused.message).toBe(`Refusing to provision: the enrollment listener is at ${s.p.enrollUrl}, a loopback address: a machine at hetzner could never reach it, yet would be billed. Start serve with --host ADDR --enrollment-port PORT, ADDR an address those machines reach (or --enrollment-address ADDR).`)
+      // autoscaling asks the same question before it orders
+      await expect(s.cloud.provisioner.check({ provider: 'hetzner', name: 'far-2', region: 'fsn1', size: 'cx22', role: 'general' })).rejects.toMatchObject({ code: 'cloud-unavailable' })
+      expect(s.hz.book.created).toHaveLength(0)
+      // With the fake on this machine again, the same request goes through.
+      s.cloud.endpoints.hetzner = s.hz.url
+      expect((await order()).name).toBe('far-1')
     })
   })
 })

@@ -23,7 +23,7 @@ const errors: string[] = []
 beforeAll(async () => {
   if (SCREENS) mkdirSync(SCREENS, { recursive: true })
   browser = await launch()
-  p = await startPlatform({ remoteDispatch: true, enrollmentPort: 0, enrollmentAddresses: ['127.0.0.1'], enrollmentHost: '127.0.0.1' })
+  p = await startPlatform({ remoteDispatch: true, enrollmentPort: 0, enrollmentAddresses: ['127.0.0.1'], enrollmentHost: '127.0.0.1', logWaitMs: 2_000 })
   const nodes = [await enrollNode(p, 'rack1-worker-01'), await enrollNode(p, 'rack1-worker-02'), await enrollNode(p, 'rack2-worker-01')]
   await enrollNode(p, 'rack2-worker-02') // enrolled, never heartbeats
   const gone = await enrollNode(p, 'old-builder')

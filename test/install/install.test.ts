@@ -256,7 +256,7 @@ describeAsRoot('install.sh as root, into temporary roots', () => {
     expect(broken.stderr).toContain('/usr/local/bin/muster')
   }, TIMEOUT)
 
-  test('worker: the Agent unit waits for worker join and restarts on failure; it verifies', async () => {
+  test('worker: the Agent unit waits for worker join and restarts on failure, never on status 3; it verifies', async () => {
     const bin = await realBinary()
     const root = newRoot()
     const run = await installSh(['--role', 'worker', '--binary', bin.path, '--root', root])
@@ -275,6 +275,8 @@ describeAsRoot('install.sh as root, into temporary roots', () => {
     expect(unit).toContain('ExecStart=/usr/local/bin/muster agent --data-dir /var/lib/muster')
     expect(unit).toContain('ConditionPathExists=/var/lib/muster/worker/agent.json')
     expect(unit).toContain('Restart=on-failure')
+    // …but not after exit status 3, the Agent's "credential refused for good" (SPEC §17.2): no restart loop.
+    expect(unit).toContain('RestartPreventExitStatus=3')
     for (const line of HARDENING) expect(unit).toContain(line)
     // Replicas outlive the Agent and run as muster-run, which the Agent may switch to and signal (nothing else).
     expect(unit).toContain('KillMode=process')

@@ -114,6 +114,8 @@ function logsViewer(get) {
   showButton.addEventListener('click', async () => {
     const p = get()
     showButton.disabled = true
+    // The node sends its output with its next heartbeat: say so while it comes.
+    out.replaceChildren(h('p', { class: 'muted small logs-waiting' }, `Asking the node of replica #${replica.value} for its output…`))
     try {
       const path = `/api/v1/projects/${encodeURIComponent(p.name)}/logs?replica=${encodeURIComponent(replica.value)}&tail=${encodeURIComponent(tail.value)}`
       const r = await api('GET', path)
@@ -123,7 +125,7 @@ function logsViewer(get) {
       )
     } catch (e) {
       // A Platform without the logs route (or a replica it cannot reach) answers 404.
-      out.replaceChildren(e instanceof ApiError && e.status === 404 ? notice('info logs-unavailable', `Logs not available: ${e.message}`) : failure(e, 'server.projects.view', `to read ${p.name}'s logs`))
+      out.replaceChildren(e instanceof ApiError && e.status === 404 ? notice('info logs-unavailable', `Logs not available: ${e.message}`) : failure(e, 'server.projects.manage', `to read ${p.name}'s logs`))
     } finally {
       showButton.disabled = false
     }
