@@ -7,8 +7,9 @@ import type { Mutant } from './types.ts'
 const HA = ['test/ha/leases.test.ts', 'test/ha/followers.test.ts', 'test/ha/shared-keys.test.ts', 'test/ha/cloud.test.ts', 'test/e2e/ha.test.ts']
 const STORE = ['test/store/db.test.ts', 'test/store/heartbeats.test.ts']
 const SWAP = ['test/swap/quiesce.test.ts', 'test/swap/steer-drain.test.ts', 'test/swap/api-renewal.test.ts', 'test/e2e/engine-swap.test.ts']
-const LISTENER = ['test/listener/fair-share.test.ts', 'test/listener/listener.test.ts', 'test/listener/plan.test.ts']
+const LISTENER = ['test/listener/edges.test.ts', 'test/listener/fair-share.test.ts', 'test/listener/listener.test.ts', 'test/listener/plan.test.ts']
 const FEDERATION = [
+  'test/federation/edges.test.ts',
   'test/federation/controller.test.ts',
   'test/federation/formats.test.ts',
   'test/federation/link.test.ts',
