@@ -6,6 +6,8 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { openStore, type Store } from '../../src/store/db.ts'
 import { acquireLease, checkFence, databaseTime, dbNow } from '../../src/store/leases.ts'
+import { livePlatforms, recordPlatform } from '../../src/store/platforms.ts'
+import { LIVE_MS } from '../../src/ha/platforms.ts'
 import { LeaseLost, Leases } from '../../src/ha/leases.ts'
 import { freshDatabase } from '../helpers/postgres.ts'
 import { waitFor } from '../helpers/tmp.ts'
@@ -123,5 +125,18 @@ describe('lease deadlines on postgres', () => {
     expect(await store.get<{ holder: string }>("SELECT holder FROM leases WHERE name = 'audit-prune'")).toEqual({ holder: 'paused' })
     await expect(lease.fenced((t) => t.run('INSERT INTO deadline_writes (id) VALUES (2)'))).rejects.toBeInstanceOf(LeaseLost)
     expect((await store.all<{ id: number }>('SELECT id FROM deadline_writes ORDER BY id')).map((r) => Number(r.id))).toEqual([1])
+  })
+
+  test(`a Platform is offered to nodes while seen within ${LIVE_MS / 1000} s by the database clock, and not once that much has passed`, async () => {
+    const seenAgo = async (id: string, ms: number) => {
+      await recordPlatform(store, { id, api_url: `http://${id}`, enrollment_url: null, fingerprint: null, version: '0.0.0' })
+      await store.run(`UPDATE platforms SET last_seen_at = ${dbNow('postgres')} - ?2 WHERE id = ?1`, id, ms)
+    }
+    await seenAgo('fresh', 0)
+    await seenAgo('recent', LIVE_MS - 2_000)
+    await seenAgo('at-the-edge', LIVE_MS)
+    await seenAgo('gone', LIVE_MS + 1)
+    await seenAgo('long-gone', 86_400_000)
+    expect((await livePlatforms(store, LIVE_MS)).map((r) => r.id).sort()).toEqual(['fresh', 'recent'])
   })
 })
