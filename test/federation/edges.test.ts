@@ -142,4 +142,20 @@ describe('federation edges', () => {
     const again = await office(f.c.url, f.token, f.dir, Date.now)
     await again.close()
   })
+
+  test('a revoked office gets no signed answer: registration and heartbeat are refused as revoked, at once', async () => {
+    await using f = await joinedPair()
+    const body = (nonce: string) => ({ token: f.token, officeId: 'office-a', advertiseUrl: f.o.url, nonce })
+    const post = async (path: string) => {
+      const res = await fetch(`${f.c.url}/api/v1/federation/${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body(b64url(randomBytes(32)))) })
+      const answer = (await res.json()) as { proof?: string; error?: { code: string } }
+      return `${res.status} ${answer.error?.code ?? (answer.proof ? 'signed' : 'unsigned')}`
+    }
+    // before: both answered and signed
+    expect(await post('register')).toBe('200 signed')
+    expect(await post('heartbeat')).toBe('200 signed')
+    await f.c.client.federation.revoke('office-a')
+    expect(await post('register')).toBe('403 federation-token-revoked')
+    expect(await post('heartbeat')).toBe('403 federation-token-revoked')
+  })
 })

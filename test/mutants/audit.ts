@@ -412,8 +412,8 @@ export default [
     file: "src/federation/controller.ts",
     from: "if (o.revoked_at !== null) throw new MusterError('federation-token-revoked', `The token of office",
     to: "if (o.revoked_at === -1) throw new MusterError('federation-token-revoked', `The token of office",
-    tests: ["test/federation/controller.test.ts"],
-    filter: "revoke refuses that office",
+    tests: ["test/federation/edges.test.ts"],
+    filter: "a revoked office gets no signed answer",
   },
   {
     name: "audit: federation: a viewer token of a superadmin account vouches as superadmin",
