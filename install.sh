@@ -8,7 +8,8 @@
 #        [--no-start]             (install, but neither enable, start nor restart the unit)
 #   sh install.sh --uninstall [--purge] [--root DIR]
 #
-# It owns: the system account `muster`, /usr/local/bin/muster, /etc/muster/
+# It owns: the system account `muster` (and, for a worker, `muster-run`, the
+# account replicas run as, which cannot read the data directory), /usr/local/bin/muster, /etc/muster/
 # (serve.env, receipt.json), the role's systemd unit, and /var/lib/muster, which
 # --uninstall keeps unless --purge. The receipt /etc/muster/receipt.json lists
 # every file and directory a run created, so --uninstall removes exactly those.
@@ -25,6 +26,7 @@ set -eu
 umask 022
 
 ACCOUNT=muster
+RUN_ACCOUNT=muster-run
 BIN_PATH=/usr/local/bin/muster
 ETC_DIR=/etc/muster
 RECEIPT=/etc/muster/receipt.json
@@ -142,13 +144,15 @@ journal() { printf '%s %s\n' "$1" "$2" >>"$JOURNAL"; }
 # shellcheck disable=SC2317 # reached from the EXIT trap
 reverse_lines() { awk '{ l[NR] = $0 } END { for (i = NR; i > 0; i--) print l[i] }'; }
 
-account_exists() {
-	if [ -n "$R" ]; then grep -q "^$ACCOUNT:" "$R/etc/passwd" 2>/dev/null
-	else id -u "$ACCOUNT" >/dev/null 2>&1; fi
+account_exists() { # [NAME]
+	ae_name=${1:-$ACCOUNT}
+	if [ -n "$R" ]; then grep -q "^$ae_name:" "$R/etc/passwd" 2>/dev/null
+	else id -u "$ae_name" >/dev/null 2>&1; fi
 }
-group_exists() {
-	if [ -n "$R" ]; then grep -q "^$ACCOUNT:" "$R/etc/group" 2>/dev/null
-	else getent group "$ACCOUNT" >/dev/null 2>&1; fi
+group_exists() { # [NAME]
+	ge_name=${1:-$ACCOUNT}
+	if [ -n "$R" ]; then grep -q "^$ge_name:" "$R/etc/group" 2>/dev/null
+	else getent group "$ge_name" >/dev/null 2>&1; fi
 }
 # useradd/userdel/groupdel/groupadd, inside the root when there is one.
 acct() {
@@ -216,7 +220,7 @@ rollback() {
 		dir) rmdir "$path" 2>/dev/null ;;
 		restore) [ ! -e "$path.muster-old.$$" ] || { rm -f "$path" && mv -f "$path.muster-old.$$" "$path"; } ;;
 		user) acct userdel "$path" 2>/dev/null ;;
-		group) ! group_exists || acct groupdel "$path" 2>/dev/null ;;
+		group) ! group_exists "$path" || acct groupdel "$path" 2>/dev/null ;;
 		esac
 	done <"$WORK/undo"
 }
@@ -276,6 +280,11 @@ uninstall() {
 		done
 		if [ "$LIVE_SYSTEMD" = 1 ]; then say "stopped and disabled $u"; else say "disabled $u"; fi
 	done
+	# The Agent's replicas outlive it (KillMode=process): stop them on purpose, as root, before the binary goes.
+	if [ "$u_role" = worker ] && [ -z "$R" ] && [ -x "$BIN_PATH" ] && [ -d "$u_data/worker" ]; then
+		if "$BIN_PATH" agent --stop-replicas --data-dir "$u_data" >"$WORK/out" 2>"$WORK/err"; then say "$(cat "$WORK/out")"
+		else warn "could not stop the replicas: $(errtext)"; fi
+	fi
 	receipt_files >"$WORK/files"
 	while read -r path sum; do
 		safe_path "$path"
@@ -298,6 +307,14 @@ uninstall() {
 	fi
 	if [ "$(receipt_value groupCreated)" = true ] && group_exists; then
 		acct groupdel "$ACCOUNT" 2>"$WORK/err" || die "cannot remove group $ACCOUNT: $(errtext)"
+	fi
+	if [ "$(receipt_value runAccountCreated)" = true ] && account_exists "$RUN_ACCOUNT"; then
+		if acct userdel "$RUN_ACCOUNT" 2>"$WORK/err"; then
+			say "removed account $RUN_ACCOUNT"
+			! group_exists "$RUN_ACCOUNT" || acct groupdel "$RUN_ACCOUNT" 2>/dev/null || true
+		else
+			warn "cannot remove account $RUN_ACCOUNT: $(errtext) (a replica may still run as it)"
+		fi
 	fi
 
 	if [ "$PURGE" = 1 ]; then
@@ -458,9 +475,9 @@ if [ -n "$PREV_ROLE" ]; then
 	[ "$(receipt_value accountCreated)" != true ] || ACCOUNT_CREATED=true
 	[ "$(receipt_value groupCreated)" != true ] || GROUP_CREATED=true
 fi
+NOLOGIN=/usr/sbin/nologin
+[ -x "$R$NOLOGIN" ] || [ ! -x "$R/sbin/nologin" ] || NOLOGIN=/sbin/nologin
 if ! account_exists; then
-	NOLOGIN=/usr/sbin/nologin
-	[ -x "$R$NOLOGIN" ] || [ ! -x "$R/sbin/nologin" ] || NOLOGIN=/sbin/nologin
 	if [ -n "$R" ]; then
 		# useradd's (and a rollback's userdel's) backups and lock file belong to
 		# this run in a root, too; journalled first so they are undone last.
@@ -485,6 +502,25 @@ else
 	ACCOUNT_NOTE=existing
 fi
 account_ids
+
+# A worker's replicas run as $RUN_ACCOUNT, which cannot enter the data directory (issue 22 item 6).
+RUN_ACCOUNT_CREATED=false
+if [ "$ROLE" = worker ]; then
+	[ -z "$PREV_ROLE" ] || [ "$(receipt_value runAccountCreated)" != true ] || RUN_ACCOUNT_CREATED=true
+	if ! account_exists "$RUN_ACCOUNT"; then
+		if group_exists "$RUN_ACCOUNT"; then
+			set -- --gid "$RUN_ACCOUNT"
+		else
+			set -- --user-group
+			journal group "$RUN_ACCOUNT"
+		fi
+		journal user "$RUN_ACCOUNT"
+		acct useradd --system "$@" --home-dir /nonexistent --no-create-home --shell "$NOLOGIN" \
+			--comment 'muster replicas' "$RUN_ACCOUNT" 2>"$WORK/err" ||
+			die "cannot create account $RUN_ACCOUNT: $(errtext)"
+		RUN_ACCOUNT_CREATED=true
+	fi
+fi
 
 ensure_dir "$R$ETC_DIR"
 ensure_dir "$R$UNIT_DIR"
@@ -599,8 +635,15 @@ Group=$ACCOUNT
 ExecStart=$BIN_PATH agent --data-dir $DATA_DIR
 Restart=on-failure
 RestartSec=5s
+# Replicas outlive the Agent (a restart or an update stops only the Agent; the next one adopts them).
+KillMode=process
+# Exit status 3: the Platform refused this node's credential for good (revoked,
+# removed, rebound); restarting cannot help. \`muster worker join\` again, then start it.
+RestartPreventExitStatus=3
 $HARDENING
-CapabilityBoundingSet=
+# Replicas run as $RUN_ACCOUNT: the Agent switches to it and signals them (it clears these for every replica).
+CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL
+AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_KILL
 
 [Install]
 WantedBy=multi-user.target
@@ -652,6 +695,10 @@ DIRS_JSON=$(json_list $DIRS)
 	say "  \"gid\": $ACC_GID,"
 	say "  \"accountCreated\": $ACCOUNT_CREATED,"
 	say "  \"groupCreated\": $GROUP_CREATED,"
+	if [ "$ROLE" = worker ]; then
+		say "  \"runAccount\": \"$RUN_ACCOUNT\","
+		say "  \"runAccountCreated\": $RUN_ACCOUNT_CREATED,"
+	fi
 	say "  \"dataDir\": \"$DATA_DIR\","
 	say "  \"binary\": \"$BIN_PATH\","
 	say "  \"units\": [\"$UNITS\"],"
@@ -679,6 +726,7 @@ else
 	say "installed muster $VERSION ($ROLE)${R:+ into $R}"
 fi
 say "  account  $ACCOUNT (uid $ACC_UID, $ACCOUNT_NOTE, no login shell)"
+[ "$ROLE" != worker ] || say "  replicas run as $RUN_ACCOUNT (no login shell; cannot read $DATA_DIR)"
 say "  binary   $BIN_PATH"
 say "  unit     $UNIT_DIR/$UNITS"
 [ "$ROLE" != platform ] || say "  flags    $SERVE_ENV"

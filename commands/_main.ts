@@ -4,11 +4,63 @@ import { renderUsage, runCommand, type ArgsDef, type CommandDef } from 'citty'
 import { MusterError } from '../src/errors.ts'
 import { wrapWords } from '../src/log.ts'
 import { UsageError } from './_args.ts'
+import { examplesFor } from './_examples.ts'
+import { outputDelivered, trackOutput } from './_out.ts'
+
+/** A command's own exit status with one line for stderr (the Agent's 3: its credential is refused for good). */
+export class ExitStatus extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'ExitStatus'
+  }
+}
+
+/**
+ * The CLI's whole life: runs the command, then ends the process only once
+ * its output has left (a pipe to a slow reader gets every byte; SPEC §17.5).
+ */
+export async function runCli(root: AnyCommand, argv: string[]): Promise<never> {
+  trackOutput()
+  const code = await main(root, argv)
+  process.exitCode = code
+  await outputDelivered()
+  process.exit(code)
+}
+
+/** Edit distance (insertions, deletions, substitutions, and swaps of neighbours), for "did you mean". */
+export function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)))
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const row = d[i]!
+      row[j] = Math.min(d[i - 1]![j]! + 1, row[j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j]!, d[i - 2]![j - 2]! + 1)
+    }
+  }
+  return d[a.length]![b.length]!
+}
+
+/** The closest of `names` to a mistyped `word` (a prefix counts), when close enough to be a guess. */
+export function closest(word: string, names: string[]): string | undefined {
+  const prefixed = names.filter((n) => n.startsWith(word) && word.length >= 2)
+  if (prefixed.length === 1) return prefixed[0]
+  let best: { name: string; d: number } | undefined
+  for (const name of names) {
+    const d = editDistance(word, name)
+    if (!best || d < best.d) best = { name, d }
+  }
+  return best && best.d <= Math.max(1, Math.floor(best.name.length / 3)) ? best.name : undefined
+}
 
 type AnyCommand = CommandDef<ArgsDef>
 const resolve = async <T>(v: T | Promise<T> | (() => T | Promise<T>)): Promise<T> => (typeof v === 'function' ? (v as () => T | Promise<T>)() : v)
 
 export async function main(root: AnyCommand, argv: string[]): Promise<number> {
+  // `muster help [COMMAND…]` is `muster [COMMAND…] --help`.
+  if (argv[0] === 'help') argv = [...argv.slice(1).filter((a) => a !== '--help' && a !== '-h'), '--help']
   if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
     const meta = await resolve(root.meta ?? {})
     process.stdout.write(`muster ${meta.version}\n`)
@@ -23,7 +75,9 @@ export async function main(root: AnyCommand, argv: string[]): Promise<number> {
     if (!subs || !next || next.startsWith('-')) break
     const sub = subs[next]
     if (!sub) {
-      process.stderr.write(`muster: unknown command "${[...names, next].join(' ')}". Run \`${names.join(' ')} --help\` to see the commands.\n`)
+      const guess = closest(next, [...Object.keys(subs), ...(names.length === 1 ? ['help'] : [])])
+      const hint = guess ? ` Did you mean \`${[...names, guess].join(' ')}\`?` : ''
+      process.stderr.write(`muster: unknown command "${[...names, next].join(' ')}".${hint} Run \`${names.join(' ')} --help\` to see the commands.\n`)
       return 2
     }
     cmd = (await resolve(sub)) as AnyCommand
@@ -37,7 +91,7 @@ export async function main(root: AnyCommand, argv: string[]): Promise<number> {
     const text = await renderUsage(cmd, { meta: { name: names.slice(0, -1).join(' ') } } as AnyCommand)
     // Colours only for a terminal; trailing padding never.
     const plain = process.stdout.isTTY ? text : stripAnsi(text)
-    process.stdout.write(`${plain.replace(/[ \t]+$/gm, '')}\n`)
+    process.stdout.write(`${plain.replace(/[ \t]+$/gm, '').replace(/\n+$/, '')}\n${examplesFor(names.slice(1))}`)
   }
   if (beforeDashes.includes('--help') || beforeDashes.includes('-h')) {
     await usage()
@@ -64,6 +118,10 @@ function say(text: string): void {
 }
 
 export function reportError(label: string, e: unknown): number {
+  if (e instanceof ExitStatus) {
+    say(`${label}: ${e.message}\n`)
+    return e.status
+  }
   if (e instanceof UsageError) {
     say(`${label}: ${e.message}\nRun \`${label} --help\` for usage.\n`)
     return 2
@@ -103,7 +161,10 @@ function checkFlags(label: string, defs: ArgsDef, argv: string[]): void {
     const raw = tok.replace(/^--?/, '').split('=')[0]!
     let type = known.get(kebab(raw))
     if (!type && raw.startsWith('no-') && known.get(raw.slice(3)) === 'boolean') type = 'boolean'
-    if (!type) throw new UsageError(`unknown flag ${tok.split('=')[0]} for \`${label}\``)
+    if (!type) {
+      const guess = closest(kebab(raw), [...known.keys()].filter((k) => k.length > 1))
+      throw new UsageError(`unknown flag ${tok.split('=')[0]} for \`${label}\`${guess ? ` (did you mean --${guess}?)` : ''}`)
+    }
     if (type !== 'boolean' && !tok.includes('=')) {
       const value = argv[i + 1]
       if (value === undefined || (value.startsWith('--') && value.length > 2)) throw new UsageError(`flag ${tok} needs a value`)

@@ -1,4 +1,44 @@
 // Human and machine output for commands: JSON to stdout alone, tables for people.
+// Every write is tracked, so the CLI ends only once its output is delivered,
+// on a pipe to a slow reader too (SPEC §17.5; BUN-NOTES "Revision 3": a
+// process.exit right after a write cuts a pipe at 64 KiB).
+
+type Write = (chunk: unknown, encoding?: unknown, cb?: (err?: Error | null) => void) => boolean
+const lastWrite = new Map<NodeJS.WriteStream, Promise<void>>()
+
+/** Wraps the stream's write (whoever calls it: these helpers, consola, citty) so its last write can be awaited. */
+function track(stream: NodeJS.WriteStream): void {
+  if (lastWrite.has(stream)) return
+  lastWrite.set(stream, Promise.resolve())
+  const original = stream.write.bind(stream) as Write
+  stream.write = ((chunk: unknown, encoding?: unknown, cb?: (err?: Error | null) => void) => {
+    const callback = typeof encoding === 'function' ? (encoding as typeof cb) : cb
+    let done!: () => void
+    // Bun calls write callbacks in order, so the newest one settling means every earlier write is out.
+    lastWrite.set(stream, new Promise<void>((resolve) => (done = resolve)))
+    return original(chunk, typeof encoding === 'function' ? undefined : encoding, (err) => {
+      done()
+      callback?.(err)
+    })
+  }) as NodeJS.WriteStream['write']
+}
+
+/** Starts tracking stdout and stderr (the CLI calls this first). */
+export function trackOutput(): void {
+  track(process.stdout)
+  track(process.stderr)
+}
+
+/** Resolves once everything written so far to stdout and stderr has left the process. */
+export async function outputDelivered(): Promise<void> {
+  // A write made while waiting (a late log line) is waited for too.
+  for (;;) {
+    const pending = [...lastWrite.values()]
+    await Promise.all(pending)
+    if (pending.every((p, i) => p === [...lastWrite.values()][i])) return
+  }
+}
+
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
 }

@@ -2,7 +2,7 @@ import { defineCommand } from 'citty'
 import { dataDirArg, jsonArg } from './_args.ts'
 
 export default defineCommand({
-  meta: { name: 'doctor', description: 'Check this machine’s muster installation: role, receipt, data, join, Agent port, Platform, trust keys' },
+  meta: { name: 'doctor', description: 'Check this machine’s muster installation: role, receipt, data, join, Agent port, Platform, the node’s credential, trust keys (exit 1 when a check fails)' },
   args: {
     ...dataDirArg,
     root: { type: 'string', valueHint: 'DIR', description: 'Read the install receipt under DIR (DIR/etc/muster/receipt.json)' },

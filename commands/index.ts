@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 // The muster CLI root. Subcommands load lazily so `--help` stays fast.
 import { defineCommand } from 'citty'
-import { main } from './_main.ts'
+import { runCli } from './_main.ts'
 import { VERSION } from '../src/version.ts'
 
 const root = defineCommand({
@@ -15,6 +15,8 @@ const root = defineCommand({
     login: () => import('./login.ts').then((m) => m.default),
     logout: () => import('./logout.ts').then((m) => m.default),
     tokens: () => import('./tokens/index.ts').then((m) => m.default),
+    accounts: () => import('./accounts/index.ts').then((m) => m.default),
+    audit: () => import('./audit.ts').then((m) => m.default),
     nodes: () => import('./nodes/index.ts').then((m) => m.default),
     projects: () => import('./projects/index.ts').then((m) => m.default),
     federation: () => import('./federation/index.ts').then((m) => m.default),
@@ -28,4 +30,4 @@ const root = defineCommand({
   },
 })
 
-process.exit(await main(root, process.argv.slice(2)))
+await runCli(root, process.argv.slice(2))

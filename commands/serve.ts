@@ -24,6 +24,8 @@ export default defineCommand({
     'enroll-rate': { type: 'string', valueHint: 'N', default: '500', description: 'Enroll requests admitted per second' },
     'enroll-burst': { type: 'string', valueHint: 'N', default: '1000', description: 'Enroll burst size' },
     'enroll-in-flight': { type: 'string', valueHint: 'N', default: '256', description: 'Enroll requests handled at once' },
+    'audit-max-entries': { type: 'string', valueHint: 'N', default: '100000', description: 'Audit entries kept per budget (actions; refusals such as failed logins have their own)' },
+    'audit-max-days': { type: 'string', valueHint: 'DAYS', default: '365', description: 'Audit entries older than this are dropped' },
     database: { type: 'string', valueHint: 'URL', description: 'PostgreSQL store (postgres://…; also $MUSTER_DATABASE_URL). Default: SQLite muster.db in the data directory' },
   },
   async run({ args, rawArgs }) {
@@ -62,6 +64,7 @@ export default defineCommand({
       nodeStaleAfterMs: (intArg(args, 'node-stale-seconds', 1, 86400) ?? 45) * 1000,
       rescheduleGraceMs: (intArg(args, 'reschedule-grace-seconds', 0, 86400) ?? 60) * 1000,
       database: args.database,
+      auditRetention: { maxEntries: intArg(args, 'audit-max-entries', 10, 100_000_000) ?? 100_000, maxAgeMs: (intArg(args, 'audit-max-days', 1, 36_500) ?? 365) * 86_400_000 },
       enrollLimit: {
         perSecond: intArg(args, 'enroll-rate', 1, 1_000_000) ?? 500,
         burst: intArg(args, 'enroll-burst', 1, 10_000_000) ?? 1000,

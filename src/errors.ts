@@ -54,6 +54,11 @@ export const CODES = {
   'cloud-unavailable': { status: 503, retryable: false },
   'cloud-throttled': { status: 503, retryable: true },
   'audit-unavailable': { status: 503, retryable: true },
+  // a cloud provider refused for a reason that does not pass by itself (a missing permission, a region not
+  // enabled, a quota, an input it does not take): the message names what to fix
+  'cloud-refused': { status: 400, retryable: false },
+  'replica-not-placed': { status: 409, retryable: false },
+  'node-unreachable': { status: 409, retryable: true },
 } as const
 
 export type Code = keyof typeof CODES

@@ -1,5 +1,6 @@
 // How `muster serve` (or a test) configures a Platform.
 import type { RateLimitOptions } from './fabric/rate-limit.ts'
+import type { AuditRetention } from './store/audit-log.ts'
 
 
 export interface PlatformOptions {
@@ -32,8 +33,12 @@ export interface PlatformOptions {
   enrollLimit?: RateLimitOptions
   /** How long an unreachable node keeps its replicas before they move (default 60 s). */
   rescheduleGraceMs?: number
+  /** How long `projects logs` waits for a node to send a replica's output (default 30 s; tests shorten it). */
+  logWaitMs?: number
   /** The store: `postgres://…` (several Platforms may share it), else SQLite muster.db in the data directory. */
   database?: string
+  /** How much of the audit is kept, per budget (default 100,000 entries and 365 days; serve --audit-max-entries, --audit-max-days). */
+  auditRetention?: AuditRetention
   /** An engine swap: the ports are in use by the old engine, which drains once this one steers them here. */
   takeover?: boolean
 }

@@ -4,6 +4,8 @@
 // Context (src/context.ts) and the siblings it uses, never the Platform.
 import type { Server } from 'bun'
 import { Auth } from './auth/auth.ts'
+import { Audit, DEFAULT_AUDIT_RETENTION } from './audit/audit.ts'
+import { auditHook } from './http/audit-hook.ts'
 import { Changes } from './changes.ts'
 import type { Context } from './context.ts'
 import { loadMasterKey } from './master-key.ts'
@@ -25,6 +27,7 @@ import type { Store } from './store/db.ts'
 import { Fabric, type NodeAnchors } from './fabric/fabric.ts'
 import { Projects } from './projects/service.ts'
 import { localNodeView, startLocalNode } from './projects/local-node.ts'
+import { LogRelay, type LocalLogs } from './projects/logs.ts'
 import { ReadinessProber } from './fabric/probe.ts'
 import { EnrollmentListener } from './listener/listener.ts'
 import { startCloud, type Cloud } from './cloud/service.ts'
@@ -69,6 +72,7 @@ export class Platform implements Services {
   readonly dataDir: DataDir
   readonly store: Store
   readonly auth: Auth
+  readonly audit: Audit
   readonly masterKey: Uint8Array
   readonly vault: Vault
   readonly now: () => number
@@ -76,6 +80,7 @@ export class Platform implements Services {
   pki!: Pki
   fabric!: Fabric
   projects!: Projects
+  logs!: LogRelay
   federation!: Federation
   cloud!: Cloud
   listener: EnrollmentListener | undefined
@@ -84,6 +89,8 @@ export class Platform implements Services {
   platforms!: PlatformRegistry
   /** Every request to either port passes here; an engine swap holds and forwards them (src/swap/gate.ts). */
   readonly gate = new RequestGate()
+  /** An engine swap stops these services: the local node's replicas keep running for the next engine to adopt. */
+  swapping = false
   private readonly closers: (() => void | Promise<void>)[] = []
 
   private constructor(
@@ -106,6 +113,7 @@ export class Platform implements Services {
       onClose: (fn) => this.onClose(fn),
     }
     this.auth = new Auth(this.ctx)
+    this.audit = new Audit(parts.store, this.now, options.auditRetention ?? DEFAULT_AUDIT_RETENTION)
     this.api = new ApiEndpoint(options, { vault: parts.vault, pki: () => this.pki, now: this.now, listenerAddresses: () => this.listener?.addresses ?? [] })
   }
 
@@ -166,12 +174,17 @@ export class Platform implements Services {
     }
     // services: projects
     this.projects = await Projects.open(ctx, this.fabric, this.options.rescheduleGraceMs ?? 60_000)
+    let localLogs: LocalLogs | undefined
     if (this.options.localNode) {
       const local = startLocalNode(ctx, this.fabric)
       this.projects.local = local
+      localLogs = local
       this.fabric.localNode = () => localNodeView(this.now(), local.capacity())
-      this.onClose(() => local.stop())
+      this.onClose(() => (this.swapping ? local.release() : local.stop()))
     }
+    this.logs = new LogRelay(ctx, this.fabric, this.projects, localLogs, this.options.logWaitMs)
+    await this.logs.start()
+    this.onClose(() => this.logs.stop())
     await this.projects.start()
     // The reconciliation under way finishes before the store closes (an engine swap: the next engine reconciles on that store).
     this.onClose(() => this.projects.stop())
@@ -224,14 +237,21 @@ export class Platform implements Services {
   }
   private appInstance: ReturnType<typeof createApp> | undefined
 
+  /** The application behind the audit hook: every write is recorded before it runs (src/http/audit-hook.ts). */
+  private get audited(): (r: Request) => Promise<Response> {
+    const app = this.app
+    this.auditedInstance ??= auditHook(this, (r) => app.handle(r))
+    return this.auditedInstance
+  }
+  private auditedInstance: ((r: Request) => Promise<Response>) | undefined
+
   /** A request to this Platform, from either port: the application, or the next engine during a swap. */
   handle(req: Request): Promise<Response> {
-    return Promise.resolve(this.gate.handle(req, (r) => this.app.handle(r)))
+    return Promise.resolve(this.gate.handle(req, (r) => this.audited(r)))
   }
 
   async listen(): Promise<string> {
-    const app = this.app
-    const local = (r: Request) => app.handle(r)
+    const local = this.audited
     const fetch = (req: Request, server: Server<unknown>) => {
       // Asked of the server only when a route needs the address (login throttling).
       rememberPeer(req, () => server.requestIP(req)?.address)

@@ -1,6 +1,7 @@
 // The services of a running Platform, as the HTTP layer sees them. Platform
 // (src/platform.ts) implements this; routes take it, so nothing below the HTTP
 // layer ever imports the Platform.
+import type { Audit } from './audit/audit.ts'
 import type { Auth } from './auth/auth.ts'
 import type { Cloud } from './cloud/service.ts'
 import type { Context } from './context.ts'
@@ -10,13 +11,18 @@ import type { EnrollmentListener } from './listener/listener.ts'
 import type { PlatformOptions } from './options.ts'
 import type { Pki } from './pki/pki.ts'
 import type { Projects } from './projects/service.ts'
+import type { LogRelay } from './projects/logs.ts'
 
 export interface Services {
   readonly ctx: Context
   readonly options: PlatformOptions
   readonly auth: Auth
+  /** One audit of every action (issue 24). */
+  readonly audit: Audit
   readonly fabric: Fabric
   readonly projects: Projects
+  /** Replica logs relayed from their nodes. */
+  readonly logs: LogRelay
   readonly federation: Federation
   readonly cloud: Cloud
   readonly listener: EnrollmentListener | undefined

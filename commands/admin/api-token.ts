@@ -15,6 +15,7 @@ export default defineCommand({
   async run({ args }) {
     const { isRole } = await import('../../src/auth/permissions.ts')
     if (!isRole(args.role)) throw new UsageError(`--role must be superadmin, operator or viewer, got "${args.role}"`)
+    const role = args.role
     if (!/^[\w .@-]{1,64}$/.test(args.name)) throw new UsageError('--name must be 1–64 letters, digits, spaces or ._@-')
     const ttlDays = intArg(args, 'ttl-days', 1, 3650)
     const { openHostStore } = await import('../../src/host-store.ts')
@@ -24,9 +25,13 @@ export default defineCommand({
     try {
       const account = args.account ?? (args.role === 'superadmin' ? 'superadmin' : null)
       if (account !== null) await host.auth.assertAccountMayHold(account, args.role)
-      const door = await apiTokenDoor(host, account, Boolean(args['break-glass']))
+      const { auditedHostAct } = await import('../../src/host-store.ts')
+      const { HOST } = await import('../../src/audit/audit.ts')
       const expiresAt = ttlDays === undefined ? null : Date.now() + ttlDays * 86_400_000
-      const { token, id } = await host.auth.mintApiToken({ name: args.name, role: args.role, account, expiresAt, origin: 'host' })
+      const { door, token, id } = await auditedHostAct(host, HOST(account), 'token.mint', args.name, async () => {
+        const door = await apiTokenDoor(host, account, Boolean(args['break-glass']))
+        return { door, ...(await host.auth.mintApiToken({ name: args.name, role, account, expiresAt, origin: 'host' })) }
+      }, (r) => `${r.id} role=${args.role}${r.door.recorded ? ' break-glass' : ''}`)
       const expires = expiresAt === null ? null : new Date(expiresAt).toISOString()
       if (args.json) return void process.stdout.write(`${JSON.stringify({ id, token, name: args.name, role: args.role, expiresAt: expires, breakGlassRecorded: door.recorded })}\n`)
       if (door.recorded) process.stderr.write(`Break-glass recorded on office ${door.officeId}${account ? ` for ${account}` : ''}; reported to the controller with the next heartbeat. Local login is open again.\n`)

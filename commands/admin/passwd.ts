@@ -18,7 +18,9 @@ export default defineCommand({
     const { resolveDataDir } = await import('../../src/datadir.ts')
     const host = await openHostStore(resolveDataDir(args['data-dir']))
     try {
-      const ended = await host.auth.setPassword(args.account, password)
+      const { auditedHostAct } = await import('../../src/host-store.ts')
+      const { HOST } = await import('../../src/audit/audit.ts')
+      const ended = await auditedHostAct(host, HOST(args.account), 'account.password', args.account, () => host.auth.setPassword(args.account, password))
       process.stderr.write(`Password for ${args.account} changed; ended ${ended.sessions} session(s) and revoked ${ended.tokens} token(s) made by its logins.\n`)
     } finally {
       await host.close()

@@ -9,7 +9,7 @@ export default defineCommand({
       required: true,
       valueHint: 'hetzner|digitalocean|aws|azure|gcp',
       description:
-        'hetzner, digitalocean: the API token; aws: {"accessKeyId","secretAccessKey","region"?}, or keyless {"roleArn","externalId"?,"region"?} or {"ambient":true}; ' +
+        'hetzner, digitalocean: the API token; aws: {"accessKeyId","secretAccessKey","region"?} (with "roleArn","externalId"? the key only assumes that role), or keyless {"roleArn","externalId"?,"region"?} or {"ambient":true}; ' +
         'azure: {"tenantId","clientId","clientSecret"|"federatedTokenFile","subscriptionId","resourceGroup"}; gcp: the service account key file',
     },
     ...clientArgs,

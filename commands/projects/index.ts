@@ -7,5 +7,6 @@ export default defineCommand({
     list: () => import('./list.ts').then((m) => m.default),
     show: () => import('./show.ts').then((m) => m.default),
     remove: () => import('./remove.ts').then((m) => m.default),
+    logs: () => import('./logs.ts').then((m) => m.default),
   },
 })

@@ -7,7 +7,7 @@ export default defineCommand({
     'platform-url': { type: 'string', required: true, valueHint: 'https://H[:P]', description: 'The Platform’s enrollment URL (https only)' },
     'node-id': { type: 'string', required: true, valueHint: 'NAME', description: 'This node’s name, as the enrollment was issued' },
     'platform-fingerprint': { type: 'string', valueHint: 'sha256:HEX', description: 'Pin of the Platform CA (`fingerprint` in `muster nodes platform`)' },
-    'platform-ca-file': { type: 'string', valueHint: 'FILE', description: 'Verify the Platform with this CA instead of the system roots' },
+    'platform-ca-file': { type: 'string', valueHint: 'FILE', description: 'Verify the Platform with this CA instead of the system roots; beside --platform-fingerprint, the CA of an API with its own --tls-cert' },
     'enrollment-token-file': { type: 'string', valueHint: 'FILE', description: 'File holding the join token (else $MUSTER_ENROLLMENT_TOKEN, stdin, or a prompt)' },
     'enrollment-token': { type: 'string', valueHint: 'mjt_…', description: 'The join token on argv (lands in shell history; prefer the file)' },
     address: { type: 'string', valueHint: 'ADDR', description: 'Address the Platform reaches this node by (repeatable; default: first routable IPv4 and localhost)' },
@@ -18,8 +18,6 @@ export default defineCommand({
     ...jsonArg,
   },
   async run({ args, rawArgs }) {
-    const { UsageError } = await import('../_args.ts')
-    if (args['platform-fingerprint'] && args['platform-ca-file']) throw new UsageError('give --platform-fingerprint or --platform-ca-file, not both')
     const { checkName, checkFingerprint, checkUrl, labelArgs } = await import('../_args.ts')
     const labels = await labelArgs(rawArgs, 'label')
     checkUrl(args['platform-url'], '--platform-url')
@@ -47,10 +45,15 @@ export default defineCommand({
           env: 'MUSTER_ENROLLMENT_TOKEN',
         }),
     })
-    if (args.json) return printJson({ nodeId: r.nodeId, agentId: r.agentId, dataDir: r.dataDir, start: r.start })
+    if (args.json) return printJson({ nodeId: r.nodeId, agentId: r.agentId, dataDir: r.dataDir, start: r.start, ...(r.replaced ? { replaced: r.replaced } : {}) })
     const { consola } = await import('consola')
-    consola.success(r.alreadyJoined ? `${r.dataDir} had already joined as ${r.nodeId}; nothing to do.` : `Joined as ${r.nodeId} (${r.agentId}).`)
-    printLine('Start the Agent with:')
+    const done = r.alreadyJoined
+      ? `${r.dataDir} had already joined as ${r.nodeId} and its credential works; nothing to do.`
+      : r.replaced
+        ? `The old credential was dead (${r.replaced}); joined again as ${r.nodeId} (${r.agentId}) with a new agent key.`
+        : `Joined as ${r.nodeId} (${r.agentId}).`
+    consola.success(done)
+    printLine(r.replaced ? 'Start the Agent again with (or `systemctl restart muster-agent`):' : 'Start the Agent with:')
     printLine(`  ${r.start}`)
   },
 })

@@ -26,6 +26,8 @@ import { refreshTrust } from './trust.ts'
 import { signRenewProof } from '../crypto/enroll-proof.ts'
 import { isPlatformFailure, PlatformChoice } from './platforms.ts'
 import { startWorkloads, type Workloads } from './workloads.ts'
+import { askStanding, isDead, wayBack, type Standing } from './standing.ts'
+import { reconnectDelayMs } from './backoff.ts'
 
 const DAY_MS = 86_400_000
 const MAX_BACKOFF_MS = 5 * 60_000
@@ -48,6 +50,8 @@ export interface AgentOptions {
   tickMs?: number
   /** Pull and run assignments (default true). */
   workloads?: boolean
+  /** `--run-as USER`: the account replicas run as (src/agent/isolation.ts). */
+  runAs?: string
 }
 
 function envMs(name: string, fallback: number): number {
@@ -95,12 +99,22 @@ export class Agent {
   /** performance.now() of the last refresh made for an unknown kid. */
   private lastUnknownKidRefresh = -Infinity
   workloads: Workloads | undefined
+  /**
+   * Settles with one line (why, and the way back) when the Platform refused
+   * this node's credential for good: revoked, removed, rebound. The Agent has
+   * stopped its loops by then; `muster agent` exits with status 3.
+   */
+  readonly refusedForGood: Promise<string>
+  private refusedLine: ((line: string) => void) | undefined
 
   constructor(private readonly options: AgentOptions) {
     this.dataDir = new DataDir(options.dataDir)
     this.config = requireJoined(this.dataDir)
     this.credential = readCredential(this.dataDir)
     this.platforms = new PlatformChoice(this.dataDir, () => this.config)
+    this.refusedForGood = new Promise((resolve) => {
+      this.refusedLine = resolve
+    })
     this.trust = readTrustFile(this.dataDir)?.keys ?? []
     this.now = options.now ?? Date.now
     this.intervals = {
@@ -146,6 +160,8 @@ export class Agent {
     const keyPem = this.dataDir.readSecretText(WORKER.key)
     const certPem = this.dataDir.exists(WORKER.cert) ? this.dataDir.readSecretText(WORKER.cert) : undefined
     if (!keyPem || !certPem) throw new MusterError('not-configured', `${this.dataDir.path(WORKER.dir)} has no agent key or certificate: join again after removing it.`)
+    // First: who replicas run as (a --run-as that cannot be honoured stops the start), and what an earlier Agent left running.
+    if (this.options.workloads !== false) this.workloads = await startWorkloads(this, { runAs: this.options.runAs })
     this.server = startAgentServer({
       host: this.options.host ?? process.env.MUSTER_AGENT_HOST ?? bindHostFor(this.config.addresses),
       port: this.options.port ?? this.config.port,
@@ -164,18 +180,23 @@ export class Agent {
     void this.refreshTrust()
     this.every(this.intervals.tick, () => this.tick())
     void this.beat()
-    if (this.options.workloads !== false) this.workloads = startWorkloads(this)
   }
 
-  async stop(): Promise<void> {
+  /** Stops the Agent; its replicas keep running for the next Agent unless `stopReplicas`. */
+  async stop(opts: { stopReplicas?: boolean } = {}): Promise<void> {
+    this.halt()
+    await this.workloads?.stop(opts.stopReplicas === true)
+    await this.server?.stop(true)
+    this.server = undefined
+    log.info(`agent ${this.config.nodeId} stopped`)
+  }
+
+  /** Ends every loop (no heartbeat, renewal or refresh is started after this). */
+  private halt(): void {
     this.stopped = true
     for (const t of this.timers) clearTimeout(t)
     this.timers.clear()
     if (this.nudging) clearTimeout(this.nudging)
-    await this.workloads?.stop()
-    await this.server?.stop(true)
-    this.server = undefined
-    log.info(`agent ${this.config.nodeId} stopped`)
   }
 
   /** Asks for trust keys over the pinned connection; on failure keeps the current ones. One at a time. */
@@ -307,6 +328,15 @@ export class Agent {
       if (await this.renew()) return 0
     }
     if (err.code === 'rate-limited') return Math.min(MAX_BACKOFF_MS, 1000 * Math.max(1, Number(err.detail?.retryAfterSeconds) || 1))
+    // A refusal (never a network failure, 5xx or 429) may be for good: the Platform says which.
+    if (err.code === 'node-revoked' || err.code === 'unauthorized') {
+      const dead = await this.deadStanding(err.code)
+      if (dead) {
+        this.halt()
+        this.refusedLine?.(`the Platform refuses this node's credential for good: ${wayBack(dead, this.config, this.dataDir.root)}`)
+        return 0
+      }
+    }
     this.failures++
     // The API may have moved (to https, another address): the trust answer names where it is now.
     if (err.code === 'platform-unreachable' && this.failures >= 3) {
@@ -318,10 +348,27 @@ export class Agent {
       }
     }
     if (this.failures === 1 || this.failures % 10 === 0) {
-      const hint = err.code === 'node-revoked' ? ' This node was revoked; an operator must rebind it.' : err.code === 'unauthorized' ? ' The credential is not accepted; the node may have been removed or rebound.' : ''
-      log.warn(`heartbeat failed (${this.failures}x): ${err.message.replace(/\.$/, '')}.${hint} Keeping trust keys; retrying with backoff.`)
+      log.warn(`heartbeat failed (${this.failures}x): ${err.message.replace(/\.$/, '')}. Keeping trust keys; retrying with backoff.`)
     }
-    return Math.min(Math.max(this.intervals.heartbeat, MAX_BACKOFF_MS), this.intervals.heartbeat * 2 ** Math.min(this.failures, 10))
+    return reconnectDelayMs(this.failures, this.intervals.heartbeat)
+  }
+
+  /**
+   * After a refusal: what the Platform holds about this credential, when it is
+   * dead; undefined while that cannot be told (unreachable, 5xx, a Platform
+   * too old to answer), so the Agent keeps trying.
+   */
+  private async deadStanding(code: 'node-revoked' | 'unauthorized'): Promise<Exclude<Standing, 'valid'> | undefined> {
+    const certPem = this.dataDir.readSecretText(WORKER.cert)
+    if (!certPem) return undefined
+    try {
+      const r = await askStanding(this.connection(), this.credential, certPem)
+      return isDead(r.standing) ? r.standing : undefined
+    } catch (e) {
+      log.debug(`the Platform cannot say whether the credential is dead (${(e as Error).message}); ${code === 'node-revoked' ? 'it said revoked' : 'retrying'}`)
+      // A revocation the heartbeat answer named is for good even when the question cannot be asked.
+      return code === 'node-revoked' ? 'revoked' : undefined
+    }
   }
 
   private after(ms: number, fn: () => unknown): void {

@@ -5,7 +5,9 @@
 //  - the Platform API URL from the enroll answer, for heartbeats, renewals and
 //    assignments. When https it is verified with the pins (the API's
 //    certificate comes from the same Platform CA), the join's CA file, or the
-//    system roots (an operator's --tls-cert that no pin names).
+//    system roots (an operator's --tls-cert that no pin names), or the CA
+//    file given at join beside the pin (apiCaPem: a --tls-cert from a
+//    private CA).
 // Every request has a timeout and no redirect is ever followed.
 import { createClient, type Client } from '../client/index.ts'
 import { pinnedFetch, PinMismatchError } from '../crypto/pin.ts'
@@ -47,12 +49,18 @@ export function apiPin(config: Pick<AgentConfig, 'platformUrl' | 'enrollmentUrl'
 // API origins whose certificate no pin names (the operator's --tls-cert): the system roots verify them.
 const rootsFor = new Set<string>()
 
-/** The API's fetch: the pins first; an API on another port whose chain no pin names is verified by the system roots. */
-function apiFetcher(config: Pick<AgentConfig, 'platformUrl' | 'enrollmentUrl' | 'pin'>): Fetcher {
+type ApiConnection = Pick<AgentConfig, 'platformUrl' | 'enrollmentUrl' | 'pin' | 'apiCaPem'>
+
+/**
+ * The API's fetch: the pins first; an API on another port whose chain no pin
+ * names (the operator's --tls-cert) is verified by the CA file given at join
+ * beside the pin, else by the system roots.
+ */
+export function apiFetcher(config: ApiConnection): Fetcher {
   const pin = apiPin(config)
   const pinned = fetcherFor(pin)
   if (!pin || !('fingerprint' in pin) || hostPort(new URL(config.platformUrl)) === hostPort(new URL(config.enrollmentUrl))) return pinned
-  const roots = fetcherFor({ system: true })
+  const roots = fetcherFor(config.apiCaPem ? { caPem: config.apiCaPem } : { system: true })
   return async (url, init) => {
     const origin = new URL(url).origin
     if (!rootsFor.has(origin)) {
@@ -79,6 +87,6 @@ export function enrollmentClient(config: Pick<AgentConfig, 'enrollmentUrl' | 'pi
 }
 
 /** The Platform API, authenticated with the node credential. */
-export function apiClient(config: Pick<AgentConfig, 'platformUrl' | 'enrollmentUrl' | 'pin'>, credential: string): Client {
+export function apiClient(config: ApiConnection, credential: string): Client {
   return createClient({ url: config.platformUrl, token: credential, fetch: apiFetcher(config) })
 }

@@ -30,6 +30,8 @@ export interface AgentConfig {
   /** The Platform API: heartbeats, renewals and assignments. */
   platformUrl: string
   pin: PlatformPin
+  /** The CA that signed the API's own certificate (serve --tls-cert), given at join as --platform-ca-file beside a pin. */
+  apiCaPem?: string
   addresses: string[]
   port: number
   /** The Agent's own URL as the Platform dials it; empty when the node joined heartbeat-only (never dialled). */

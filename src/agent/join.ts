@@ -1,11 +1,8 @@
 // `muster worker join` (SPEC §7): one linear pipeline. The Platform is
 // authenticated before a byte of the request is written, the agent key never
 // leaves the machine, and a retry enrolls the same certificate.
-import { readFileSync } from 'node:fs'
-import { connect } from 'node:tls'
-import { isIP } from 'node:net'
+import { readFileSync, rmSync } from 'node:fs'
 import { certNames, defaultAddresses, httpsUrl, isLoopback, normaliseAddresses } from '../addresses.ts'
-import { authenticateByPin, PinMismatchError } from '../crypto/pin.ts'
 import { signEnrollProof } from '../crypto/enroll-proof.ts'
 import { certCovers, generateKeyAndCert } from '../crypto/x509.ts'
 import { DataDir } from '../datadir.ts'
@@ -16,7 +13,10 @@ import { log } from '../log.ts'
 import { VERSION } from '../version.ts'
 import { applyAnchors } from './anchors.ts'
 import { enrollmentClient } from './connect.ts'
-import { readAgentConfig, WORKER, writeAgentConfig, writeCredential, writeTrustFile, type PlatformPin } from './files.ts'
+import { readAgentConfig, WORKER, writeAgentConfig, writeCredential, writeTrustFile, type AgentConfig, type PlatformPin } from './files.ts'
+import { authenticatePlatform, checkPlatformApi, checkTokenShape } from './join-checks.ts'
+import { askStandingOf, isDead, type Standing } from './standing.ts'
+import { PLATFORMS_FILE } from './platforms.ts'
 import { checkTrustSet } from './trust.ts'
 import { rememberPlatforms } from './platforms.ts'
 
@@ -47,8 +47,10 @@ export interface JoinResult {
   agentId: string
   dataDir: string
   start: string
-  /** True when this data directory had already joined this Platform under this name. */
+  /** True when this data directory had already joined this Platform under this name (and its credential works). */
   alreadyJoined: boolean
+  /** Set when the directory had joined, but its credential was dead: it enrolled again with the new token. */
+  replaced?: Exclude<Standing, 'valid'>
 }
 
 const shellQuote = (s: string) => (/^[A-Za-z0-9_./:=@-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`)
@@ -60,34 +62,42 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   // 1. check the request: an https URL, a name, and how the Platform is authenticated
   const url = checkPlatformUrl(o.platformUrl)
   if (!NODE_NAME.test(o.nodeId) || o.nodeId === 'local') throw new MusterError('invalid-request', `--node-id ${o.nodeId}: expected a name like worker-1 (lowercase letters, digits, dashes; not "local")`)
-  const pin = pinFrom(o)
+  const { pin, apiCaPem } = pinFrom(o)
   const port = o.port ?? 7381
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new MusterError('invalid-request', `--port ${port}: expected 1-65535`)
   const given = normaliseAddresses(o.addresses ?? [], '--address')
   if (o.heartbeatOnly && given.length > 0) throw new MusterError('invalid-request', 'Give --address or --heartbeat-only, not both.')
   const addresses = o.heartbeatOnly ? ['127.0.0.1'] : given.length > 0 ? given : defaultAddresses()
 
-  // 2. one machine joins one Platform: a repeat is a no-op, another Platform is refused
+  // 2. one machine joins one Platform: a repeat is a no-op while its credential works, enrolls again
+  //    when the Platform holds it dead (revoked, removed, rebound); another Platform is refused
   const existing = readAgentConfig(dataDir)
+  let replaced: Exclude<Standing, 'valid'> | undefined
   if (existing) {
-    if (existing.enrollmentUrl === url && existing.nodeId === o.nodeId) {
-      return { nodeId: existing.nodeId, agentId: existing.agentId, dataDir: dataDir.root, start: startCommand(dataDir.root), alreadyJoined: true }
+    if (existing.enrollmentUrl !== url || existing.nodeId !== o.nodeId) {
+      throw new MusterError(
+        'conflict',
+        `${dataDir.root} already joined ${existing.enrollmentUrl} as ${existing.nodeId}. A machine joins one Platform; to join another, stop its Agent and remove the worker directory on purpose: rm -rf ${shellQuote(dataDir.path(WORKER.dir))}`,
+      )
     }
-    throw new MusterError(
-      'conflict',
-      `${dataDir.root} already joined ${existing.enrollmentUrl} as ${existing.nodeId}. A machine joins one Platform; to join another, stop its Agent and remove the worker directory on purpose: rm -rf ${shellQuote(dataDir.path(WORKER.dir))}`,
-    )
+    replaced = await deadCredential(dataDir, existing)
+    if (!replaced) return { nodeId: existing.nodeId, agentId: existing.agentId, dataDir: dataDir.root, start: startCommand(dataDir.root), alreadyJoined: true }
+    log.info(`the credential in ${dataDir.path(WORKER.dir)} is dead (${replaced}): enrolling again with a new agent key`)
+    retireJoin(dataDir)
   }
 
   // 3. the agent key and certificate: made once and kept, so a retry enrolls the same certificate
   const cert = await loadOrCreateAgentCert(dataDir, o.nodeId, addresses)
 
-  // 4. authenticate the Platform on a bare TLS handshake, before any request byte
+  // 4. authenticate the Platform on a bare TLS handshake, before any request byte; then the API the
+  //    Agent will heartbeat to, reached and authenticated as the Agent will (a --tls-cert needs its CA)
   await authenticatePlatform(url, pin)
+  await checkPlatformApi(url, pin, apiCaPem)
 
-  // 5. the join token, asked for only now; it is never written anywhere
+  // 5. the join token, asked for only now and checked for shape here; it is never written anywhere
   const token = (await o.readToken()).trim()
   if (!token) throw new MusterError('not-configured', 'The enrollment token is empty.')
+  checkTokenShape(token)
 
   // 6. enroll, waiting out 429 Retry-After a bounded number of times
   //    (without an address when heartbeat-only: the Platform then never dials the node)
@@ -95,7 +105,7 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   const labels = o.labels && Object.keys(o.labels).length > 0 ? { labels: o.labels } : {}
   // Each attempt proves possession of the agent key afresh (SPEC §16.4).
   const keyPem = dataDir.readSecretText(WORKER.key)!
-  const answer = await enrollWithRetry(() =>
+  const answer = await enrollWithRetry(url, () =>
     enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({
       token,
       nodeId: o.nodeId,
@@ -129,6 +139,7 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
     enrollmentUrl: url,
     platformUrl,
     pin,
+    ...(apiCaPem ? { apiCaPem } : {}),
     addresses,
     port,
     url: agentUrl,
@@ -138,7 +149,27 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   rememberPlatforms(dataDir, config, answer.platforms, now())
   writeAgentConfig(dataDir, config)
   log.info(`joined ${url} as ${answer.nodeId}; heartbeats go to ${platformUrl}`)
-  return { nodeId: answer.nodeId, agentId: answer.agentId, dataDir: dataDir.root, start: startCommand(dataDir.root), alreadyJoined: false }
+  return { nodeId: answer.nodeId, agentId: answer.agentId, dataDir: dataDir.root, start: startCommand(dataDir.root), alreadyJoined: false, ...(replaced ? { replaced } : {}) }
+}
+
+/** The standing of the credential this directory holds, when the Platform holds it dead; undefined when it works or cannot be told. */
+async function deadCredential(dataDir: DataDir, existing: AgentConfig): Promise<Exclude<Standing, 'valid'> | undefined> {
+  try {
+    const r = await askStandingOf(dataDir, existing)
+    return isDead(r.standing) ? r.standing : undefined
+  } catch (e) {
+    log.warn(`could not ask the Platform whether this node's credential still works (${(e as Error).message}); keeping the join`)
+    return undefined
+  }
+}
+
+/**
+ * Takes the dead join apart before the new one: no configuration (so a retry
+ * after a failure is an ordinary join), no credential, and a new agent key
+ * and certificate (the old ones belong to a node an operator ended).
+ */
+function retireJoin(dataDir: DataDir): void {
+  for (const f of [WORKER.config, WORKER.credential, PLATFORMS_FILE, WORKER.key, WORKER.cert]) rmSync(dataDir.path(f), { force: true })
 }
 
 function checkPlatformUrl(raw: string): string {
@@ -158,24 +189,30 @@ function checkPlatformUrl(raw: string): string {
   return u.origin
 }
 
-function pinFrom(o: JoinOptions): PlatformPin {
-  if (o.fingerprint && o.caFile) throw new MusterError('invalid-request', 'Give --platform-fingerprint or --platform-ca-file, not both.')
+/**
+ * How the Platform is authenticated: a pin, a CA file, or the system roots.
+ * A pin and a CA file together: the pin for the listener (and an API under
+ * the Platform CA), the CA file for an API with its own --tls-cert.
+ */
+function pinFrom(o: JoinOptions): { pin: PlatformPin; apiCaPem?: string } {
+  const caPem = o.caFile ? readCaFile(o.caFile) : undefined
   if (o.fingerprint) {
     const fp = o.fingerprint.trim().toLowerCase()
     if (!/^sha256:[0-9a-f]{64}$/.test(fp)) throw new MusterError('invalid-request', '--platform-fingerprint: expected sha256: and 64 hex digits (from `muster nodes platform`)')
-    return { fingerprint: fp }
+    return { pin: { fingerprint: fp }, ...(caPem ? { apiCaPem: caPem } : {}) }
   }
-  if (o.caFile) {
-    let caPem: string
-    try {
-      caPem = readFileSync(o.caFile, 'utf8')
-    } catch (e) {
-      throw new MusterError('not-configured', `Cannot read --platform-ca-file ${o.caFile}: ${(e as Error).message}`)
-    }
-    if (!caPem.includes('-----BEGIN CERTIFICATE-----')) throw new MusterError('invalid-request', `--platform-ca-file ${o.caFile}: no PEM certificate in it`)
-    return { caPem }
+  return { pin: caPem ? { caPem } : { system: true } }
+}
+
+function readCaFile(caFile: string): string {
+  let caPem: string
+  try {
+    caPem = readFileSync(caFile, 'utf8')
+  } catch (e) {
+    throw new MusterError('not-configured', `Cannot read --platform-ca-file ${caFile}: ${(e as Error).message}`)
   }
-  return { system: true }
+  if (!caPem.includes('-----BEGIN CERTIFICATE-----')) throw new MusterError('invalid-request', `--platform-ca-file ${caFile}: no PEM certificate in it`)
+  return caPem
 }
 
 async function loadOrCreateAgentCert(dataDir: DataDir, nodeId: string, addresses: string[]): Promise<string> {
@@ -191,45 +228,15 @@ async function loadOrCreateAgentCert(dataDir: DataDir, nodeId: string, addresses
   return fresh.certPem
 }
 
-/** A TLS handshake that checks the pin or the CA; nothing is written on it. */
-async function authenticatePlatform(url: string, pin: PlatformPin): Promise<void> {
-  const u = new URL(url)
-  const port = Number(u.port || 443)
-  const host = u.hostname.replace(/^\[(.*)\]$/, '$1')
-  try {
-    if ('fingerprint' in pin) {
-      // The chain must lead to a CA with the pinned key (or be the pinned certificate); nothing is written.
-      try {
-        await authenticateByPin(host, port, [pin.fingerprint])
-      } catch (e) {
-        if (!(e instanceof PinMismatchError)) throw e
-        throw new MusterError('forbidden', `The Platform at ${url} presented certificate ${e.seen}, which neither is nor chains to the pinned ${pin.fingerprint}; nothing was sent.`)
-      }
-      return
-    }
-    await new Promise<void>((resolve, reject) => {
-      const s = connect({ host, port, ...(isIP(host) ? {} : { servername: host }), ...('caPem' in pin ? { ca: pin.caPem } : {}), rejectUnauthorized: true })
-      s.setTimeout(10_000, () => s.destroy(new Error('TLS handshake timed out')))
-      s.once('error', reject)
-      s.once('secureConnect', () => {
-        s.destroy()
-        resolve()
-      })
-    })
-  } catch (e) {
-    if (e instanceof MusterError) throw e
-    const err = e as { code?: string; message?: string }
-    const tlsProblem = /CERT|SELF_SIGNED|ALTNAME|certificate/i.test(`${err.code} ${err.message}`)
-    if (tlsProblem) throw new MusterError('forbidden', `The Platform at ${url} could not be authenticated (${err.message}); nothing was sent.`)
-    throw new MusterError('platform-unreachable', `Cannot reach the Platform at ${url}: ${err.code === 'ECONNREFUSED' ? 'connection refused' : err.message}`)
-  }
-}
-
-async function enrollWithRetry(call: () => Promise<EnrollResult>): Promise<EnrollResult> {
+async function enrollWithRetry(url: string, call: () => Promise<EnrollResult>): Promise<EnrollResult> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await call()
     } catch (e) {
+      // The wire carries one generic refusal (SPEC §6); the reason is the operator's to read.
+      if (e instanceof MusterError && e.code === 'enrollment-refused') {
+        throw new MusterError('enrollment-refused', `The Platform at ${url} refused the enrollment. The operator sees the reason in \`muster nodes audit\` (a token expired, used up, revoked, or for another name); ask them for a new token if it is one of those.`)
+      }
       if (!(e instanceof MusterError) || e.code !== 'rate-limited' || attempt >= MAX_RATE_LIMIT_TRIES) throw e
       const wait = Math.min(MAX_RETRY_AFTER_S, Math.max(1, Number(e.detail?.retryAfterSeconds) || 1))
       log.warn(`the Platform is busy (429); retrying in ${wait}s`)

@@ -4,24 +4,62 @@
 // them against the trust set, run them with the runner, and report replica
 // state in heartbeats. Nothing unsigned, wrongly signed, for another node or
 // older than what runs is ever applied.
+//
+// Replicas outlive the Agent (issue 24 item 4): the runner records them in
+// worker/replicas.json and the next Agent adopts them; stopping the Agent
+// leaves them running unless it is told to stop them (SIGUSR2, or
+// `muster agent --stop-replicas`). They run as another account where the
+// Agent can switch users (src/agent/isolation.ts). The log relay serves
+// their output to the Platform (src/agent/log-relay.ts).
 import { log } from '../log.ts'
 import { checkAssignments } from '../projects/assignments.ts'
 import { Runner } from './runner.ts'
 import { apiClient } from './connect.ts'
 import type { Agent } from './agent.ts'
+import { decideIsolation } from './isolation.ts'
+import { DEFAULT_LOG_MAX_BYTES } from './log-files.ts'
+import { startNodeLogRelay } from './log-relay.ts'
+import { LOG_POLL_PATH } from '../projects/log-request.ts'
+import { clearAgentPid, runningAgentPid, writeAgentPid } from './agent-pid.ts'
+import { MusterError } from '../errors.ts'
 
 const REVISION_FILE = 'worker/assignments-revision'
+export const REPLICAS_FILE = 'worker/replicas.json'
+export const LOG_DIR = ['worker', 'logs'] as const
 
 export interface Workloads {
   runner: Runner
   /** The revision of the assignments being run. */
   revision(): number
-  stop(): Promise<void>
+  /** Stops fetching; `stopReplicas` stops the replicas too, else they keep running for the next Agent. */
+  stop(stopReplicas?: boolean): Promise<void>
 }
 
-export function startWorkloads(agent: Agent): Workloads {
-  const runner = new Runner({ logDir: agent.dataDir.ensureDir('worker', 'logs'), onChange: () => agent.nudge() })
+function envNumber(name: string, fallback: number): number {
+  const v = Number(process.env[name])
+  return Number.isFinite(v) && v > 0 ? v : fallback
+}
+
+export async function startWorkloads(agent: Agent, opts: { runAs?: string } = {}): Promise<Workloads> {
+  const other = runningAgentPid(agent.dataDir)
+  if (other !== undefined && other !== process.pid) throw new MusterError('already-running', `An Agent (pid ${other}) already runs for ${agent.dataDir.root}; stop it first.`)
+  // Before anything is adopted: `agent --stop-replicas` asks this process from now on.
+  writeAgentPid(agent.dataDir)
+  const { runAs } = await decideIsolation(agent.dataDir, opts.runAs)
+  const maxLogBytes = envNumber('MUSTER_AGENT_LOG_MAX_BYTES', DEFAULT_LOG_MAX_BYTES)
+  const runner = new Runner({
+    logDir: agent.dataDir.ensureDir(...LOG_DIR),
+    stateFile: agent.dataDir.path(REPLICAS_FILE),
+    maxLogBytes,
+    stopGraceMs: envNumber('MUSTER_AGENT_STOP_GRACE_MS', 5000),
+    runAs,
+    onChange: () => agent.nudge(),
+  })
+  const relay = startNodeLogRelay(agent, { logFile: (p, r) => runner.logFile(p, r), maxLogBytes })
   agent.replicaStatus = () => runner.status()
+  // A Platform that can dial this node says at once that a log request waits (signed; src/projects/log-nudge.ts).
+  const otherSigned = agent.handleSigned
+  agent.handleSigned = (r) => (r.method === 'POST' && r.path === LOG_POLL_PATH ? (relay.poll(), new Response(null, { status: 204 })) : otherSigned(r))
   // The revision survives restarts, so a replayed old document is refused after one too.
   let revision = Number(agent.dataDir.readSecretText(REVISION_FILE)?.trim() ?? '0') || 0
   let applied = false
@@ -80,20 +118,27 @@ export function startWorkloads(agent: Agent): Workloads {
   // from a Platform that does not send it, on every heartbeat).
   agent.afterHeartbeat = (answer) => {
     if (stopped) return
+    if (answer.logs) relay.poll()
     const r = answer.assignmentRevision
     if (r === undefined) return sync()
     announced = Math.max(announced, r)
     // Revision 0: nothing was ever assigned to this node, so there is nothing to run.
-    if (!applied && r === 0 && revision === 0) applied = true
-    else if (!applied ? r > 0 : r > revision) sync()
+    if (!applied && r === 0 && revision === 0) {
+      applied = true
+      // Nothing assigned here any more: what an earlier Agent left running stops.
+      runner.apply([])
+    } else if (!applied ? r > 0 : r > revision) sync()
   }
   return {
     runner,
     revision: () => revision,
-    async stop() {
+    async stop(stopReplicas = false) {
       stopped = true
+      relay.stop()
       await fetching
-      await runner.stopAll()
+      if (stopReplicas) await runner.stopAll()
+      else runner.release()
+      clearAgentPid(agent.dataDir)
     },
   }
 }

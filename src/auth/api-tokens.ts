@@ -4,7 +4,8 @@
 // revocation that holds at once (every request reads the store).
 import { MusterError } from '../errors.ts'
 import type { ApiTokenRow } from '../store/api-tokens.ts'
-import { listLiveApiTokens, revokeApiToken } from '../store/token-lifecycle.ts'
+import { listLiveApiTokens } from '../store/token-lifecycle.ts'
+import { revokeTokenTree } from '../store/account-admin.ts'
 import type { Auth, Principal } from './auth.ts'
 import { isRole, lowerRole, roleCan, type Role } from './permissions.ts'
 
@@ -30,12 +31,15 @@ export function tokenView(r: ApiTokenRow): ApiTokenView {
 
 /**
  * Minting for a caller:
+ *   0. a joined office mints nothing over the API (its local door is the controller's)
  *   1. a session opened by a vouch mints nothing (its reach ends with the session)
  *   2. the role is the caller's or a lesser one; another role needs server.accounts.manage
  *   3. the lifetime: a password session's token is a login token (30 days at most);
- *      a token's child inherits its origin and ends no later than it
+ *      a token's child inherits its origin, ends no later than it, and names it as its
+ *      parent: revoking the parent revokes the child (issue 22, item 7)
  */
 export async function mintForCaller(auth: Auth, p: Principal, now: number, b: { name?: string; role?: Role; ttlDays?: number }) {
+  if ((await auth.door()).membership) throw new MusterError('local-login-disabled', 'This Platform has joined a controller as an office: API tokens are not minted over its API. Reach it through the controller (a vouch), or mint one on its host with `muster admin api-token --break-glass` (recorded and reported to the controller).')
   if (p.vouched) throw new MusterError('forbidden', 'A session opened by a vouch cannot mint API tokens; on this office, log in with a local account (or ask its operators) for one.')
   const role = b.role ?? p.role
   if (role !== p.role && !roleCan(p.role, 'server.accounts.manage')) throw new MusterError('forbidden', 'Permission server.accounts.manage is required to mint a token of another role.')
@@ -52,7 +56,8 @@ export async function mintForCaller(auth: Auth, p: Principal, now: number, b: { 
     expiresAt = asked === null ? parent : parent === null ? asked : Math.min(asked, parent)
   }
   const name = b.name ?? `${p.name}-cli`
-  const minted = await auth.mintApiToken({ name, role, account: p.account, expiresAt, origin, now })
+  const parentId = p.kind === 'api-token' ? p.token?.id : undefined
+  const minted = await auth.mintApiToken({ name, role, account: p.account, expiresAt, origin, now, ...(parentId ? { parentId } : {}) })
   return { id: minted.id, token: minted.token, name, role, expiresAt: iso(minted.expiresAt) }
 }
 
@@ -68,9 +73,10 @@ export async function listForCaller(auth: Auth, p: Principal, now: number): Prom
   return { tokens: own.map(tokenView) }
 }
 
-/** Revokes one of the caller's tokens (any, for server.accounts.manage); another's is as unknown as a missing one. */
-export async function revokeForCaller(auth: Auth, p: Principal, now: number, id: string): Promise<{ id: string; revoked: true }> {
+/** Revokes one of the caller's tokens (any, for server.accounts.manage) and every token descended from it; another's is as unknown as a missing one. */
+export async function revokeForCaller(auth: Auth, p: Principal, now: number, id: string): Promise<{ id: string; revoked: true; descendants: number }> {
   const visible = (await listForCaller(auth, p, now)).tokens.some((t) => t.id === id)
-  if (!visible || !(await revokeApiToken(auth.store, id, now))) throw new MusterError('not-found', `No live API token ${id} of yours.`)
-  return { id, revoked: true }
+  const revoked = visible ? await revokeTokenTree(auth.store, id, now) : 0
+  if (revoked === 0) throw new MusterError('not-found', `No live API token ${id} of yours.`)
+  return { id, revoked: true, descendants: revoked - 1 }
 }

@@ -7,7 +7,9 @@ import type { Db } from '../store/db.ts'
 import { countAccounts, getAccount, insertAccount, setPasswordHash } from '../store/accounts.ts'
 import { deleteSession, findSession, insertSession, pruneSessions } from '../store/sessions.ts'
 import { getApiToken, insertApiToken, type ApiTokenOrigin } from '../store/api-tokens.ts'
-import { endAccountLogins, touchApiToken } from '../store/token-lifecycle.ts'
+import { touchApiToken } from '../store/token-lifecycle.ts'
+import { endAccountSessions, recordTokenParent } from '../store/account-admin.ts'
+import { endSession, markSessionMembership, sessionMembership } from '../store/session-door.ts'
 import { isRole, lowerRole, roleCan, type Permission, type Role } from './permissions.ts'
 import { log } from '../log.ts'
 import { LoginThrottle } from './throttle.ts'
@@ -18,7 +20,7 @@ export const SESSION_TTL_MS = 12 * 3600_000
 export const VOUCHED_SESSION_TTL_MS = 12 * 3600_000
 export const INITIAL_PASSWORD_FILE = 'platform/initial-superadmin-password'
 const API_TOKEN = /^mat_([a-z2-7]{16})\.([A-Za-z0-9_-]{43})$/
-const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/
+export const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/
 
 export interface Principal {
   kind: 'session' | 'api-token'
@@ -28,6 +30,8 @@ export interface Principal {
   role: Role
   /** API tokens: the token's id, how it was made, and when it expires (ms; null: never). */
   token?: { id: string; origin: ApiTokenOrigin; expiresAt: number | null }
+  /** Sessions: opened while a break-glass held a joined office's door open (it ends when the door closes). */
+  breakGlass?: boolean
   /** Sessions opened by a vouch: they cannot mint API tokens (SPEC §16.6). */
   vouched?: boolean
 }
@@ -35,12 +39,28 @@ export interface Principal {
 /** A check that may refuse password login before any credential is read (federation's local door). */
 export type LoginGate = () => MusterError | null | Promise<MusterError | null>
 
+/**
+ * The local door of an office (issue 22, item 5): `membership` names the
+ * office membership (token fingerprint) when the Platform is joined; `closed`
+ * is the refusal a local credential gets while it is joined and no break-glass
+ * is in force. A standalone Platform's door is open and names no membership.
+ */
+export interface LocalDoor {
+  membership: string | null
+  closed: MusterError | null
+}
+const OPEN_DOOR: LocalDoor = { membership: null, closed: null }
+
 export function hashPassword(password: string): Promise<string> {
   return Bun.password.hash(password, { algorithm: 'argon2id', memoryCost: 19456, timeCost: 2 })
 }
 
 export class Auth {
   readonly loginGates: LoginGate[] = []
+  /** The local door (federation installs it); a standalone Platform's is open. */
+  door: () => Promise<LocalDoor> = () => Promise.resolve(OPEN_DOOR)
+  /** The principal of a request, resolved once (the audit hook and the route ask for the same headers). */
+  private readonly resolved = new WeakMap<Headers, Promise<Principal | null>>()
   /** Failed-login brakes for POST /login (SPEC §16.5). */
   readonly throttle: LoginThrottle = new LoginThrottle(() => this.now())
   private dummyHash: Promise<string> | undefined
@@ -84,13 +104,16 @@ export class Auth {
     const account = ACCOUNT_NAME.test(identifier) ? await getAccount(this.db, identifier) : null
     const hash = account?.password_hash ?? (await (this.dummyHash ??= hashPassword(randomSecret())))
     const ok = await Bun.password.verify(password, hash).catch(() => false)
-    if (!ok || !account || account.disabled || !account.password_hash) {
+    const now = this.now()
+    if (!ok || !account || account.disabled || !account.password_hash || expired(account.expires_at, now)) {
       throw new MusterError('login-refused', 'Login refused: unknown account or wrong password.')
     }
     const sessionId = randomSecret()
-    const now = this.now()
+    // Opened on a joined office (a break-glass holds the door open): it names the membership, and ends when the door closes.
+    const { membership } = await this.door()
     await pruneSessions(this.db, now)
     await insertSession(this.db, sha256Hex(sessionId), account.name, now, now + SESSION_TTL_MS)
+    if (membership) await markSessionMembership(this.db, sha256Hex(sessionId), membership)
     return { sessionId, account: account.name }
   }
 
@@ -106,11 +129,15 @@ export class Auth {
     return sessionId
   }
 
-  async mintApiToken(opts: { name: string; role: Role; account?: string | null; expiresAt?: number | null; origin?: ApiTokenOrigin; now?: number }): Promise<{ token: string; id: string; expiresAt: number | null }> {
+  /** `parentId`: the token it is minted by; revoking that one revokes this one (issue 22, item 7). */
+  async mintApiToken(opts: { name: string; role: Role; account?: string | null; expiresAt?: number | null; origin?: ApiTokenOrigin; now?: number; parentId?: string }): Promise<{ token: string; id: string; expiresAt: number | null }> {
     const id = randomId(16)
     const secret = randomSecret()
     const expiresAt = opts.expiresAt ?? null
-    await insertApiToken(this.db, { id, name: opts.name, secretHash: sha256Hex(secret), role: opts.role, account: opts.account ?? null, now: opts.now ?? this.now(), expiresAt, origin: opts.origin })
+    await this.db.tx(async (t) => {
+      await insertApiToken(t, { id, name: opts.name, secretHash: sha256Hex(secret), role: opts.role, account: opts.account ?? null, now: opts.now ?? this.now(), expiresAt, origin: opts.origin })
+      if (opts.parentId) await recordTokenParent(t, id, opts.parentId)
+    })
     return { token: `mat_${id}.${secret}`, id, expiresAt }
   }
 
@@ -125,11 +152,24 @@ export class Auth {
   async setPassword(account: string, password: string): Promise<{ sessions: number; tokens: number }> {
     if (!(await getAccount(this.db, account))) throw new MusterError('not-found', `No account named ${account}.`)
     await setPasswordHash(this.db, account, await hashPassword(password))
-    return endAccountLogins(this.db, account, this.now())
+    return endAccountSessions(this.db, account, this.now())
   }
 
-  /** The principal behind a request, or null when it carries no operator credential. */
+  /**
+   * The principal behind a request, or null when it carries no operator
+   * credential. On a joined office whose door is closed, a local credential
+   * (an API token, a password session) is refused with the closed door's words.
+   */
   authenticate(headers: Headers): Promise<Principal | null> {
+    let p = this.resolved.get(headers)
+    if (!p) {
+      p = this.resolve(headers)
+      this.resolved.set(headers, p)
+    }
+    return p
+  }
+
+  private resolve(headers: Headers): Promise<Principal | null> {
     const bearer = bearerToken(headers)
     if (bearer) return this.fromApiToken(bearer)
     const sid = readCookie(headers.get('cookie'), SESSION_COOKIE)
@@ -149,32 +189,59 @@ export class Auth {
   }
 
   private async fromApiToken(token: string): Promise<Principal | null> {
+    // Every API token is local: while the door is closed it is suspended, decided before the token is read.
+    const door = await this.door()
+    if (door.closed) throw suspended(door.closed)
     const m = API_TOKEN.exec(token)
     if (!m) return null
     const now = this.now()
     // Revoked or expired tokens are not found: every request reads the store, so a revocation holds at once on every Platform.
     const row = await getApiToken(this.db, m[1]!, now)
     if (!row || !safeEqual(row.secret_hash, sha256Hex(m[2]!)) || !isRole(row.role)) return null
+    let role: Role = row.role
     if (row.account) {
       const acct = await getAccount(this.db, row.account)
-      if (!acct || acct.disabled) return null
+      if (!acct || acct.disabled || expired(acct.expires_at, now) || !isRole(acct.role)) return null
+      // A token never does more than its account may now: a demotion holds at once for every token of the account.
+      role = lowerRole(row.role, acct.role)
     }
     await touchApiToken(this.db, row.id, now)
-    return { kind: 'api-token', name: row.name, account: row.account, role: row.role, token: { id: row.id, origin: row.origin, expiresAt: row.expires_at === null ? null : Number(row.expires_at) } }
+    return { kind: 'api-token', name: row.name, account: row.account, role, token: { id: row.id, origin: row.origin, expiresAt: row.expires_at === null ? null : Number(row.expires_at) } }
   }
 
   private async fromSession(sid: string): Promise<Principal | null> {
-    const row = await findSession(this.db, sha256Hex(sid), this.now())
+    const now = this.now()
+    const idHash = sha256Hex(sid)
+    const row = await findSession(this.db, idHash, now)
     if (!row) return null
     const acct = await getAccount(this.db, row.account)
-    if (!acct || acct.disabled || !isRole(acct.role)) return null
+    if (!acct || acct.disabled || expired(acct.expires_at, now) || !isRole(acct.role)) return null
     if (row.origin === 'vouch') {
       // The lower of what the vouch granted and what the account holds now; a cap that is no role grants nothing.
       if (!row.role_cap || !isRole(row.role_cap)) return null
       return { kind: 'session', name: acct.name, account: acct.name, role: lowerRole(row.role_cap, acct.role), vouched: true }
     }
-    return { kind: 'session', name: acct.name, account: acct.name, role: acct.role }
+    // A password session is local: suspended while the door is closed; one a break-glass let in ends when it closes.
+    const door = await this.door()
+    const openedUnder = await sessionMembership(this.db, idHash)
+    if (openedUnder && door.membership && (door.closed || door.membership !== openedUnder)) {
+      await endSession(this.db, idHash)
+      if (door.closed) throw suspended(door.closed)
+      return null
+    }
+    if (door.closed) throw suspended(door.closed)
+    return { kind: 'session', name: acct.name, account: acct.name, role: acct.role, ...(openedUnder ? { breakGlass: true } : {}) }
   }
+}
+
+/** An account's expiry has passed (null: it never expires). */
+export function expired(expiresAt: number | null | undefined, now: number): boolean {
+  return expiresAt !== null && expiresAt !== undefined && Number(expiresAt) <= now
+}
+
+/** A local credential on a closed door: 401, with the words a password login gets there. */
+function suspended(closed: MusterError): MusterError {
+  return new MusterError('unauthorized', closed.message)
 }
 
 /** The bearer token of a request's Authorization header, if any. */

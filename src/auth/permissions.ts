@@ -12,6 +12,7 @@ export const PERMISSIONS = [
   'server.federation.manage',
   'server.accounts.manage',
   'server.federation.vouch',
+  'server.audit.view',
 ] as const
 export type Permission = (typeof PERMISSIONS)[number]
 

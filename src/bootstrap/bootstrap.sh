@@ -133,7 +133,15 @@ MUSTER_PLATFORM_CA
 		TOKEN=''
 		say "joined $PLATFORM as $NODE"
 	else
-		say "$DATA has already joined; not joining again"
+		# Joined before: worker join keeps a credential the Platform still accepts and asks for nothing;
+		# over a dead one (revoked, removed, rebound) it asks for a new token at the terminal.
+		IN=/dev/null
+		if (: </dev/tty) 2>/dev/null; then IN=/dev/tty; fi
+		eval "set -- $JOIN_EXTRA"
+		# shellcheck disable=SC2086 # AS is our own words
+		env HOME="$DATA" $AS "$BIN" worker join --platform-url "$PLATFORM" --node-id "$NODE" --platform-fingerprint "$PIN" --data-dir "$DATA" --json "$@" <"$IN" >"$WORK/join.json" ||
+			die "worker join failed (above); give the new token with --enrollment-token-file FILE or MUSTER_ENROLLMENT_TOKEN, or run this line at a terminal"
+		if grep -q '"replaced"' "$WORK/join.json"; then say "the old credential was dead: joined $PLATFORM again as $NODE"; else say "$DATA has already joined and its credential works; not joining again"; fi
 	fi
 	[ -n "$AS" ] || chown -R "$ID_U:$ID_G" "$DATA"
 

@@ -1,6 +1,7 @@
 // The SDK's transport: JSON over fetch, errors raised as MusterError with the
 // code the Platform sent; an unreachable Platform is one clear error.
 import { MusterError, isCode } from '../errors.ts'
+import { explainNetworkError } from './net-errors.ts'
 
 export interface ClientOptions {
   url: string
@@ -25,7 +26,7 @@ export function createTransport(opts: ClientOptions): Transport {
       res = await doFetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' })
     } catch (e) {
       if (e instanceof MusterError) throw e
-      throw new MusterError('platform-unreachable', `Cannot reach the Platform at ${base}: ${describeNetworkError(e)}`)
+      throw new MusterError('platform-unreachable', `Cannot reach the Platform at ${base}: ${describeNetworkError(base + path, e)}`)
     }
     const text = await res.text()
     let json: unknown
@@ -49,15 +50,6 @@ function errorFromResponse(res: Response, json: unknown, base: string): MusterEr
   return new MusterError(res.status === 404 ? 'not-found' : 'internal', `The Platform at ${base} answered ${res.status} ${res.statusText}${err?.message ? `: ${err.message}` : ''}`, detail)
 }
 
-function describeNetworkError(e: unknown): string {
-  const err = e as { code?: string; message?: string }
-  switch (err.code) {
-    case 'ConnectionRefused':
-    case 'ECONNREFUSED':
-      return 'connection refused (is `muster serve` running there?)'
-    case 'FailedToOpenSocket':
-      return 'could not open a connection'
-    default:
-      return err.message ?? String(e)
-  }
+function describeNetworkError(url: string, e: unknown): string {
+  return explainNetworkError(url, e).text
 }

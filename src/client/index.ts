@@ -5,12 +5,16 @@ import { nodesApi } from './nodes.ts'
 import { projectsApi } from './projects.ts'
 import { federationApi } from './federation.ts'
 import { cloudApi } from './cloud.ts'
+import { accountsApi, auditApi } from './accounts.ts'
+import { overviewApi } from './overview.ts'
 
 export type { ClientOptions } from './http.ts'
 export type * from './nodes.ts'
 export type * from './projects.ts'
 export type * from './federation.ts'
 export type * from './cloud.ts'
+export type * from './accounts.ts'
+export type * from './overview.ts'
 export type { PageOptions } from './paging.ts'
 export { MusterError } from '../errors.ts'
 
@@ -47,15 +51,18 @@ export function createClient(opts: ClientOptions) {
     projects: projectsApi(call),
     federation: federationApi(call),
     cloud: cloudApi(call),
+    accounts: accountsApi(call),
+    audit: auditApi(call),
+    overview: overviewApi(call),
     auth: {
       login: (identifier: string, password: string) => call<{ ok: boolean; account: string }>('POST', '/login', { identifier, password }),
-      whoami: () => call<{ name: string; account: string | null; role: string; kind: string }>('GET', '/api/v1/whoami'),
+      whoami: () => call<{ name: string; account: string | null; role: string; kind: string; permissions: string[] }>('GET', '/api/v1/whoami'),
       /** A token of the caller's role or a lesser one; made with a login session it is a login token (30 days at most). */
       mintApiToken: (body: { name?: string; role?: string; ttlDays?: number }) => call<MintedApiToken>('POST', '/api/v1/api-tokens', body),
       /** The caller's own live tokens (every account's for server.accounts.manage). */
       listApiTokens: () => call<{ tokens: ApiToken[] }>('GET', '/api/v1/api-tokens'),
-      /** Revokes at once, on every Platform sharing the store. */
-      revokeApiToken: (id: string) => call<{ id: string; revoked: true }>('DELETE', `/api/v1/api-tokens/${encodeURIComponent(id)}`),
+      /** Revokes at once, on every Platform sharing the store, with every token minted from it (its descendants). */
+      revokeApiToken: (id: string) => call<{ id: string; revoked: true; descendants: number }>('DELETE', `/api/v1/api-tokens/${encodeURIComponent(id)}`),
     },
   }
 }

@@ -2,6 +2,8 @@
 import type { Transport } from './http.ts'
 import { allPages, queryString, type PageOptions } from './paging.ts'
 import type { NodeView } from '../fabric/fabric.ts'
+import type { CredentialAnswer } from '../fabric/node-state.ts'
+export type { CredentialAnswer, CredentialState } from '../fabric/node-state.ts'
 
 export interface TrustKey {
   kid: string
@@ -137,6 +139,8 @@ export function nodesApi(call: Transport) {
     /** Renew the node credential; a rotated-away (previous-generation) credential needs signRenewProof's fields. */
     renew: (body?: { proofTime: number; proof: string }) => call<{ nodeId: string; generation: number; credential: string }>('POST', '/api/v1/nodes/renew', body),
     trust: () => call<TrustAnswer>('POST', '/api/v1/nodes/trust'),
+    /** What the Platform holds about this node's credential (authenticate with it); `certSha256` is the enrolled certificate's. */
+    self: (certSha256: string) => call<CredentialAnswer>('POST', '/api/v1/nodes/self', { certSha256 }),
     platform: () => call<PlatformInfo>('GET', '/api/v1/nodes/platform'),
     /** The enrollment audit, newest first, a page at a time. */
     audit: (opts: PageOptions = {}) => call<{ entries: AuditEntry[]; nextCursor: string | null }>('GET', `/api/v1/nodes/audit${queryString({ ...opts })}`),

@@ -4,10 +4,14 @@
 // and a machine made by a lost attempt must hold the token that is valid. So
 // the single-use enrollment is minted once, the cloud-config is written once,
 // and both are kept sealed (a key derived from master.key for this purpose,
-// bound to the provision's id) until the provision stops starting.
+// bound to the provision's id) until the provision stops starting. What the
+// provider resolved for the create (AWS: the image and security group, which
+// a new Canonical image could change between a lost answer and its retry) is
+// kept in the same sealed record, so every attempt sends the same parameters.
 import { MusterError } from '../errors.ts'
 import { issueEnrollment } from '../fabric/join-tokens.ts'
 import { dropFirstBoot, getFirstBoot, setFirstBoot } from '../store/cloud-first-boot.ts'
+import { revokePendingEnrollments } from '../store/join-tokens.ts'
 import type { ProvisionRow } from '../store/cloud-provisions.ts'
 import { BINARY_ROUTE, ownExecutable, ownExecutableSha256 } from './binary.ts'
 import type { CloudProvider, ProviderName } from './provider.ts'
@@ -18,6 +22,19 @@ import { firstBootData } from './user-data.ts'
 
 const aad = (provisionId: string) => `${FIRST_BOOT_PURPOSE}:${provisionId}`
 
+/** One provision's first-boot record: the user data and the provider's pins (see CloudProvider.pin). */
+export interface FirstBoot {
+  userData: string
+  pins: Record<string, string>
+}
+
+/** Sealed as JSON; a record from before pins existed is the cloud-config itself. */
+function decode(text: string): FirstBoot {
+  if (text.startsWith('#cloud-config')) return { userData: text, pins: {} }
+  const j = JSON.parse(text) as FirstBoot
+  return { userData: j.userData, pins: j.pins ?? {} }
+}
+
 export class FirstBootStore {
   private readonly key: Uint8Array
 
@@ -26,31 +43,37 @@ export class FirstBootStore {
   }
 
   /** The provision's first-boot data: the kept one, else made now (and kept before anything reaches the provider). */
-  async get(row: ProvisionRow, provider: CloudProvider, deadline: number): Promise<string> {
+  async get(row: ProvisionRow, provider: CloudProvider, deadline: number): Promise<FirstBoot> {
     const kept = await getFirstBoot(this.cloud.db, row.id)
     if (kept) return this.open(row.id, kept)
     const made = await this.make(row, provider, deadline)
     // Kept only if none is yet; when another attempt kept its own first, that one is what the provider gets.
-    await setFirstBoot(this.cloud.db, row.id, sealFor(this.key, aad(row.id), made))
+    await setFirstBoot(this.cloud.db, row.id, sealFor(this.key, aad(row.id), JSON.stringify(made)))
     const winner = await getFirstBoot(this.cloud.db, row.id)
-    if (!winner) throw new MusterError('conflict', `${row.id} stopped starting while its first-boot data was made.`)
+    if (!winner) {
+      // released (or failed) meanwhile: the token just minted goes nowhere, and must not stay usable
+      await revokePendingEnrollments(this.cloud.db, row.name, this.cloud.now())
+      throw new MusterError('conflict', `${row.id} stopped starting while its first-boot data was made.`)
+    }
     return this.open(row.id, winner)
   }
 
-  private open(id: string, sealed: Uint8Array): string {
+  private open(id: string, sealed: Uint8Array): FirstBoot {
     const text = unsealFor(this.key, aad(id), sealed)
     if (text === null) throw new MusterError('internal', `The first-boot data of ${id} cannot be opened with this Platform's master key.`)
-    return text
+    return decode(text)
   }
 
   async drop(id: string): Promise<void> {
     await dropFirstBoot(this.cloud.db, id)
   }
 
-  private async make(row: ProvisionRow, provider: CloudProvider, deadline: number): Promise<string> {
+  private async make(row: ProvisionRow, provider: CloudProvider, deadline: number): Promise<FirstBoot> {
     const ep = this.cloud.deps.fabric.enrollment
     if (!ep) throw new MusterError('cloud-unavailable', 'The enrollment listener is not open.')
     const inbound = parseInbound(row.inbound)
+    // 0. what the create depends on, resolved once (before a token exists: a refusal here mints nothing)
+    const pins = provider.pin ? await provider.pin({ requestId: row.request_id, name: row.name, region: row.region, size: row.size, role: row.role, inbound }) : {}
     // 1. an address made before the machine (Azure), so a --probe node can give it
     const address = inbound.agentFrom && provider.reserveAddress ? await provider.reserveAddress({ requestId: row.request_id, name: row.name, region: row.region }) : null
     // 2. where the machine downloads muster from
@@ -75,8 +98,9 @@ export class FirstBootStore {
       address,
       ssh: inbound.sshFrom !== null,
     })
-    if (userData.length > provider.maxUserDataBytes) throw new MusterError('cloud-unavailable', `The first-boot data (${userData.length} bytes) is over ${row.provider}'s limit of ${provider.maxUserDataBytes}.`)
-    return userData
+    const size = provider.userDataBytes ? provider.userDataBytes(userData) : Buffer.byteLength(userData)
+    if (size > provider.maxUserDataBytes) throw new MusterError('cloud-unavailable', `The first-boot data (${size} bytes) is over ${row.provider}'s limit of ${provider.maxUserDataBytes}.`)
+    return { userData, pins }
   }
 
   private async ownBinary() {

@@ -5,7 +5,7 @@
 // provider's status and its own words, never a credential.
 import { MusterError } from '../errors.ts'
 import type { ProviderName } from './provider.ts'
-import { backoffMs, classify, DEFAULT_RETRY, type RetryPolicy, type Verdict } from './retry.ts'
+import { backoffMs, classify, DEFAULT_RETRY, ruleFor, type ApiName, type RetryPolicy, type Verdict } from './retry.ts'
 
 export interface ApiAnswer {
   status: number
@@ -13,8 +13,7 @@ export interface ApiAnswer {
   text: string
 }
 
-/** Which rules classify an answer: a provider's API, or an identity service in front of it. */
-export type ApiName = ProviderName | 'azure-login' | 'aws-sts'
+export type { ApiName }
 
 export interface SendOptions {
   /**
@@ -93,19 +92,26 @@ export function parseJson<T>(provider: ProviderName, a: ApiAnswer): T {
 }
 
 /**
- * A provider's refusal: throttled past our waiting budget is `cloud-throttled`;
- * 401/403 otherwise mean the credentials; anything else is the provider's error
- * (`retryable` when it was a transient failure).
+ * A provider's refusal, by its code first (retry.ts's tables): throttled past
+ * our waiting budget is `cloud-throttled`; bad credentials are
+ * `cloud-credentials-refused`; a missing permission, a region not enabled, a
+ * quota or a capacity shortage is `cloud-refused`, naming what to fix;
+ * anything else is the provider's error (`retryable` when it was transient).
  */
-export function refusal(provider: ProviderName, status: number, code: string | undefined, message: string | undefined, verdict: Verdict | null = null): MusterError {
+export function refusal(provider: ProviderName, status: number, code: string | undefined, message: string | undefined, verdict: Verdict | null = null, api: ApiName = provider): MusterError {
   const words = [code, message].filter(Boolean).join(': ').slice(0, 500)
+  const said = `${status}${words ? ` ${words}` : ''}`
   const detail = { providerStatus: status, providerCode: code ?? null, retryable: verdict !== null }
   if (verdict?.kind === 'throttled') {
     const after = verdict.waitMs === null ? '' : `; it asks to wait ${Math.ceil(verdict.waitMs / 1000)}s`
-    return new MusterError('cloud-throttled', `${provider} is throttling requests (${status}${words ? ` ${words}` : ''})${after}. Try again shortly.`, { ...detail, retryAfterMs: verdict.waitMs })
+    return new MusterError('cloud-throttled', `${provider} is throttling requests (${said})${after}. Try again shortly.`, { ...detail, retryAfterMs: verdict.waitMs })
   }
-  if (status === 401 || status === 403) return new MusterError('cloud-credentials-refused', `${provider} refused the credentials (${status}${words ? ` ${words}` : ''}).`, detail)
-  return new MusterError('cloud-provider-error', `${provider} answered ${status}${words ? ` ${words}` : ''}.`, detail)
+  const rule = ruleFor(api, status, code)
+  const fix = rule.fix ? ` To fix: ${rule.fix}.` : ''
+  if (rule.kind === 'credentials') return new MusterError('cloud-credentials-refused', `${provider} refused the credentials (${said}).${fix}`, detail)
+  if (rule.kind === 'permission') return new MusterError('cloud-refused', `${provider} refused: the credentials lack a permission (${said}).${fix || ' To fix: grant the permissions docs/cloud.md lists for this provider.'}`, detail)
+  if (rule.kind === 'refused' && rule.fix) return new MusterError('cloud-refused', `${provider} refused (${said}).${fix}`, detail)
+  return new MusterError('cloud-provider-error', `${provider} answered ${said}.`, detail)
 }
 
 function bodyOf(a: ApiAnswer): unknown {
@@ -122,7 +128,7 @@ export async function callJson<T>(
   url: string,
   init: RequestInit,
   describe: (body: unknown) => { code?: string; message?: string },
-  o: { idempotent?: boolean; policy?: RetryPolicy } = {},
+  o: { idempotent?: boolean; policy?: RetryPolicy; api?: ApiName } = {},
 ): Promise<{ status: number; body: T; headers: Headers }> {
   const headers = { accept: 'application/json', ...(init.body ? { 'content-type': 'application/json' } : {}), ...init.headers }
   const idempotent = o.idempotent ?? (init.method ?? 'GET') !== 'POST'
@@ -130,11 +136,11 @@ export async function callJson<T>(
     const b = bodyOf(a)
     return b === undefined ? undefined : describe(b).code
   }
-  const a = await send(provider, url, { ...init, headers }, { idempotent, code, policy: o.policy })
+  const a = await send(provider, url, { ...init, headers }, { idempotent, code, policy: o.policy, api: o.api })
   if (a.status >= 200 && a.status < 300) return { status: a.status, body: parseJson<T>(provider, a), headers: a.headers }
   const b = bodyOf(a)
   const d = b === undefined ? {} : describe(b)
-  throw refusal(provider, a.status, d.code, d.message, a.verdict)
+  throw refusal(provider, a.status, d.code, d.message, a.verdict, o.api)
 }
 
 export function isStatus(e: unknown, status: number): boolean {

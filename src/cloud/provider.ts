@@ -37,6 +37,8 @@ export interface Machine {
   address: string | null
   /** An asynchronous create still being carried out (a GCP zone Operation's name); its failure is the provision's. */
   operation?: string | null
+  /** Why a failed machine failed, in the provider's words with its code (EC2 StateReason, Azure ProvisioningState/failed/…). */
+  reason?: string | null
 }
 
 export interface MachineRef {
@@ -87,6 +89,11 @@ export interface CreateMachine {
   requestId: string
   role: 'general' | 'build'
   inbound: Inbound
+  /**
+   * What the provider resolved once for this provision (AWS: the image and security group ids), kept
+   * sealed with the first-boot data so every attempt sends the same parameters (see `pin`).
+   */
+  pins?: Record<string, string>
 }
 
 /** The CPU architecture of the muster binary a created machine installs; sizes and images follow it. */
@@ -94,8 +101,15 @@ export type Arch = 'x86_64' | 'arm64'
 
 export interface CloudProvider {
   readonly name: ProviderName
-  /** The most first-boot data the API accepts, in bytes of plain text. */
+  /** The most first-boot data the API accepts, in bytes as the API counts them (userDataBytes). */
   readonly maxUserDataBytes: number
+  /** The size of first-boot data as the API counts it (AWS: the gzip it sends); default its UTF-8 bytes. */
+  userDataBytes?(userData: string): number
+  /**
+   * Resolves, once per provision, what a create depends on that may change between attempts (AWS: the
+   * newest image, the security group). Kept sealed with the first-boot data and given back as `pins`.
+   */
+  pin?(req: Omit<CreateMachine, 'userData' | 'pins'>): Promise<Record<string, string>>
   /** Proves the credentials by a list call; answers a non-secret label for the account. */
   validate(): Promise<{ account: string | null }>
   regions(): Promise<Region[]>
@@ -120,19 +134,22 @@ export interface CloudProvider {
 const Str = (what: string) => v.pipe(v.string(), v.trim(), v.minLength(1, `${what} is required`), v.maxLength(8192))
 const AwsRegion = v.optional(v.pipe(Str('region'), v.regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'expected a region like us-east-1')))
 export const TokenCredentials = v.object({ token: v.pipe(Str('token'), v.regex(/^[\x21-\x7e]+$/, 'expected one printable token')) })
-/** A long-lived access key (or temporary keys with their session token). */
+const RoleArn = v.pipe(Str('roleArn'), v.regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/, 'expected a role ARN like arn:aws:iam::123456789012:role/muster'))
+const ExternalId = v.optional(v.pipe(Str('externalId'), v.regex(/^[\w+=,.@:/-]{2,1224}$/, 'expected an external id (2-1224 characters)')))
+/**
+ * A long-lived access key (or temporary keys with their session token). With `roleArn` the key is used
+ * only to assume that role through STS ("the key only needs sts:AssumeRole"), and EC2 is called as the role.
+ */
 export const AwsKeyCredentials = v.object({
   accessKeyId: v.pipe(Str('accessKeyId'), v.regex(/^[A-Z0-9]{16,128}$/, 'expected an access key id like AKIA…')),
   secretAccessKey: Str('secretAccessKey'),
   sessionToken: v.optional(Str('sessionToken')),
+  roleArn: v.optional(RoleArn),
+  externalId: ExternalId,
   region: AwsRegion,
 })
 /** No key kept: a role assumed through STS with the Platform's ambient credentials. */
-export const AwsRoleCredentials = v.object({
-  roleArn: v.pipe(Str('roleArn'), v.regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/, 'expected a role ARN like arn:aws:iam::123456789012:role/muster')),
-  externalId: v.optional(v.pipe(Str('externalId'), v.regex(/^[\w+=,.@:/-]{2,1224}$/, 'expected an external id (2-1224 characters)'))),
-  region: AwsRegion,
-})
+export const AwsRoleCredentials = v.object({ roleArn: RoleArn, externalId: ExternalId, region: AwsRegion })
 /** No key kept: the Platform's ambient credentials (environment, web identity token file, EC2 instance metadata). */
 export const AwsAmbientCredentials = v.object({ ambient: v.literal(true, 'expected "ambient": true'), region: AwsRegion })
 const AzureBase = {
@@ -145,7 +162,7 @@ export const AzureSecretCredentials = v.object({ ...AzureBase, clientSecret: Str
 /** Workload identity: a token file the platform rotates (AZURE_FEDERATED_TOKEN_FILE), sent as a client assertion. */
 export const AzureFederatedCredentials = v.object({ ...AzureBase, federatedTokenFile: v.pipe(Str('federatedTokenFile'), v.startsWith('/', 'expected an absolute path')) })
 export const GcpCredentials = v.object({
-  type: v.literal('service_account', 'expected a service account key (type service_account)'),
+  type: v.literal('service_account', 'expected a service account key file (type service_account): create one with `gcloud iam service-accounts keys create`'),
   project_id: v.pipe(Str('project_id'), v.regex(/^[a-z][-a-z0-9]{4,28}[a-z0-9]$/, 'expected a project id')),
   private_key: v.pipe(Str('private_key'), v.includes('PRIVATE KEY', 'expected a PEM private key')),
   client_email: v.pipe(Str('client_email'), v.email()),
@@ -169,9 +186,11 @@ function schemaFor(provider: ProviderName, value: unknown) {
     case 'digitalocean':
       return TokenCredentials
     case 'aws':
-      return has('roleArn') ? AwsRoleCredentials : has('ambient') ? AwsAmbientCredentials : AwsKeyCredentials
+      // a stored key (with or without a role to assume through it), else a role assumed with the ambient keys, else ambient
+      return has('accessKeyId') || has('secretAccessKey') ? AwsKeyCredentials : has('roleArn') ? AwsRoleCredentials : has('ambient') ? AwsAmbientCredentials : AwsKeyCredentials
     case 'azure':
-      return has('federatedTokenFile') ? AzureFederatedCredentials : AzureSecretCredentials
+      // both given: the client secret wins (as the seed and the Azure SDKs' EnvironmentCredential order them)
+      return has('clientSecret') || !has('federatedTokenFile') ? AzureSecretCredentials : AzureFederatedCredentials
     case 'gcp':
       return GcpCredentials
   }
@@ -198,6 +217,13 @@ export function parseCredentials(provider: ProviderName, input: unknown): Creden
     else throw new MusterError('invalid-request', `Invalid credentials: ${provider} takes a JSON object (see \`muster cloud connect --help\`).`, { field: 'credentials' })
   }
   if (value && typeof value === 'object' && provider !== 'gcp') value = Object.fromEntries(Object.entries(value).map(([k, x]) => [camel(k), x]))
+  if (provider === 'gcp' && value && typeof value === 'object' && (value as { type?: unknown }).type === 'external_account') {
+    throw new MusterError(
+      'invalid-request',
+      'Invalid credentials: gcp workload identity federation (type external_account) is not supported: it carries no project id and needs a token exchange muster does not make. Give a service account key file (type service_account) instead.',
+      { field: 'credentials.type' },
+    )
+  }
   const r = v.safeParse(schemaFor(provider, value), value)
   if (r.success) return r.output as Credentials
   throw invalid(r.issues[0], 'credentials.')
@@ -208,12 +234,14 @@ export function parseCredentials(provider: ProviderName, input: unknown): Creden
 export interface CloudEndpoints {
   hetzner: string
   digitalocean: string
-  /** One URL for every region (tests); unset means https://ec2.REGION.amazonaws.com. */
+  /** One URL for every region (AWS_ENDPOINT_URL_EC2, AWS_ENDPOINT_URL, tests); unset means each region's own (awsUrl). */
   aws: string | null
-  /** STS for AssumeRole; unset means https://sts.REGION.amazonaws.com. */
+  /** STS for AssumeRole (AWS_ENDPOINT_URL_STS, AWS_ENDPOINT_URL); unset means the home region's own. */
   awsSts: string | null
   /** The EC2 instance metadata service (IMDSv2) for ambient credentials. */
   awsImds: string
+  /** The ECS/EKS container credentials endpoint a relative AWS_CONTAINER_CREDENTIALS_RELATIVE_URI is read from. */
+  awsContainer: string
   azure: string
   azureLogin: string
   gcp: string
@@ -223,8 +251,10 @@ export interface CloudEndpoints {
 const DEFAULTS: Record<keyof CloudEndpoints, [env: string[], url: string | null]> = {
   hetzner: [['MUSTER_CLOUD_HETZNER_URL'], 'https://api.hetzner.cloud/v1'],
   digitalocean: [['MUSTER_CLOUD_DIGITALOCEAN_URL'], 'https://api.digitalocean.com/v2'],
-  aws: [['MUSTER_CLOUD_AWS_URL'], null],
-  awsSts: [['MUSTER_CLOUD_AWS_STS_URL'], null],
+  // AWS_ENDPOINT_URL_<SERVICE> and AWS_ENDPOINT_URL are the AWS SDKs' own names ("service-specific endpoints").
+  aws: [['MUSTER_CLOUD_AWS_URL', 'AWS_ENDPOINT_URL_EC2', 'AWS_ENDPOINT_URL'], null],
+  awsSts: [['MUSTER_CLOUD_AWS_STS_URL', 'AWS_ENDPOINT_URL_STS', 'AWS_ENDPOINT_URL'], null],
+  awsContainer: [['MUSTER_CLOUD_AWS_CONTAINER_URL'], 'http://169.254.170.2'],
   // AWS_EC2_METADATA_SERVICE_ENDPOINT is the AWS SDKs' own name for this override.
   awsImds: [['MUSTER_CLOUD_AWS_IMDS_URL', 'AWS_EC2_METADATA_SERVICE_ENDPOINT'], 'http://169.254.169.254'],
   azure: [['MUSTER_CLOUD_AZURE_URL'], 'https://management.azure.com'],
@@ -238,9 +268,17 @@ export function endpointsFromEnv(env: Record<string, string | undefined> = proce
   const out = {} as Record<keyof CloudEndpoints, string | null>
   for (const [key, [names, url]] of Object.entries(DEFAULTS) as [keyof CloudEndpoints, [string[], string | null]][]) {
     const name = names.find((n) => env[n]?.trim())
-    out[key] = name ? checkEndpoint(name, env[name]!.trim(), key === 'awsImds') : url
+    out[key] = name ? checkEndpoint(name, env[name]!.trim(), key === 'awsImds' || key === 'awsContainer') : url
   }
   return out as CloudEndpoints
+}
+
+/** The metadata and container credential services the AWS SDKs reach over plain http (IMDS; ECS; EKS Pod Identity). */
+export const LINK_LOCAL_METADATA = ['169.254.169.254', '[fd00:ec2::254]', '169.254.170.2', '169.254.170.23', '[fd00:ec2::23]']
+
+/** An AWS service's own endpoint in a region: amazonaws.com, or amazonaws.com.cn in the China regions. */
+export function awsUrl(service: 'ec2' | 'sts', region: string): string {
+  return `https://${service}.${region}.amazonaws.com${region.startsWith('cn-') ? '.cn' : ''}`
 }
 
 /** Credentials travel to these URLs, so plain http is allowed only to this machine (and, for the metadata service, its link-local address). */
@@ -251,7 +289,7 @@ export function checkEndpoint(name: string, url: string, linkLocal = false): str
   } catch {
     throw new MusterError('not-configured', `${name} is not a URL: ${url}`)
   }
-  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) || (linkLocal && ['169.254.169.254', '[fd00:ec2::254]'].includes(u.hostname))
+  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) || (linkLocal && LINK_LOCAL_METADATA.includes(u.hostname))
   if (u.protocol !== 'https:' && !(u.protocol === 'http:' && loopback)) throw new MusterError('not-configured', `${name} must be an https URL (plain http only to 127.0.0.1), got ${url}`)
   return url.replace(/\/+$/, '')
 }

@@ -15,10 +15,11 @@ import { isUniqueViolation } from '../store/sql.ts'
 import { pendingEnrollments, revokePendingEnrollments } from '../store/join-tokens.ts'
 import { isTombstoned } from '../store/nodes.ts'
 import { audited, type Actor } from './audit.ts'
-import { ownExecutable } from './binary.ts'
+import { BINARY_ROUTE, ownExecutable } from './binary.ts'
+import { unreachableReason } from './reachable.ts'
 import { FirstBootStore } from './first-boot.ts'
 import { inboundJson, parseInbound } from './inbound.ts'
-import { CLOSED, type Inbound, type ProviderName } from './provider.ts'
+import { CLOSED, type Inbound, type Machine, type ProviderName } from './provider.ts'
 import type { Cloud } from './service.ts'
 
 export interface ProvisionInput {
@@ -34,14 +35,20 @@ export const VISIBILITY_GRACE_MS = 3 * 60_000
 
 const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString())
 
-/** A network failure, a 5xx, or throttling is worth another try; any other refusal is final. */
+/**
+ * Worth another try: throttling, and what the provider's table (retry.ts) or
+ * a network failure marked transient. Anything else is final at once — a
+ * refusal without a status too ("no Ubuntu 24.04 image", "no default VPC").
+ */
 export function retryable(e: unknown): boolean {
   if (!(e instanceof MusterError)) return false
   if (e.code === 'cloud-throttled') return true
-  if (e.code !== 'cloud-provider-error') return false
-  if (e.detail?.retryable === true) return true
-  const status = e.detail?.providerStatus
-  return typeof status !== 'number' || status >= 500 || status === 429
+  return e.code === 'cloud-provider-error' && e.detail?.retryable === true
+}
+
+/** Why a machine counts as failed, in the provider's words: its state, and the code and message it gave. */
+export function machineFailure(provider: string, m: Machine): string {
+  return `the machine is ${m.providerStatus} at ${provider}${m.reason ? `: ${m.reason}` : ''}`
 }
 
 export class Provisioner {
@@ -74,7 +81,15 @@ export class Provisioner {
   async check(input: ProvisionInput): Promise<void> {
     const why = this.cloud.unavailableReason()
     if (why) throw new MusterError('cloud-unavailable', `Provisioning is not available: ${why}.`)
-    await this.cloud.provider(input.provider)
+    const provider = await this.cloud.provider(input.provider)
+    // a machine that could never reach this Platform is refused before the provider is asked anything more
+    const binaryUrl = this.cloud.binary?.url ?? `${this.cloud.deps.publicUrl()}${BINARY_ROUTE}`
+    const unreachable = unreachableReason(input.provider, this.cloud.endpoints, { enrollmentUrl: this.fabric.enrollment?.url, apiUrl: this.fabric.nodeAnchors().platformUrl, binaryUrl })
+    if (unreachable) throw new MusterError('cloud-unavailable', `Refusing to provision: ${unreachable}.`)
+    // a region the provider does not list would fail on every attempt (an unknown EC2 region does not even resolve)
+    const region = (await provider.regions()).find((r) => r.id === input.region)
+    if (!region) throw new MusterError('invalid-request', `${input.provider} has no region ${input.region}; \`muster cloud regions --provider ${input.provider}\` lists them.`, { field: 'region' })
+    if (!region.available) throw new MusterError('cloud-refused', `The region ${input.region} is not available to this ${input.provider} account. To fix: enable it (AWS: opt in under Account → AWS Regions) or pick another region.`, { field: 'region' })
     const name = input.name
     if (name === 'local' || this.fabric.registry.get(name)) throw new MusterError('name-taken', `A node named ${name} is already registered.`)
     const live = await liveProvisionByName(this.db, name)
@@ -125,14 +140,20 @@ export class Provisioner {
     try {
       const provider = await this.cloud.provider(row.provider as ProviderName)
       // 1. the first-boot data: made once and kept sealed, the same bytes on every attempt
-      const userData = await this.firstBoot.get(row, provider, row.created_at + this.timeoutMs)
+      const { userData, pins } = await this.firstBoot.get(row, provider, row.created_at + this.timeoutMs)
       // 2. a machine an earlier attempt made with this request id is adopted: its token is the one
       const ref = { requestId: row.request_id, name: row.name, region: row.region }
       let m = await provider.findMachine(ref)
       // 3. else the machine, idempotent on the request id where the API allows
-      m ??= await provider.createMachine({ ...ref, size: row.size, userData, role: row.role, inbound: parseInbound(row.inbound) })
-      const state = m.status === 'running' ? 'enrolling' : 'booting'
+      m ??= await provider.createMachine({ ...ref, size: row.size, userData, role: row.role, inbound: parseInbound(row.inbound), pins })
       const t = now()
+      // 4. a machine that died at launch (EC2 terminated it; the ClientToken answers the dead one): failed at once,
+      //    the dead machine recorded with the provider's reason; a new provision gets a new request id and token
+      if (m.status === 'failed' || m.status === 'deleting') {
+        await updateProvision(this.db, row.id, { machine_id: m.id, machine_status: m.providerStatus, ordered_at: t, updated_at: t }, ['creating'])
+        return await this.fail(row, machineFailure(row.provider, m))
+      }
+      const state = m.status === 'running' ? 'enrolling' : 'booting'
       await updateProvision(this.db, row.id, { state, machine_id: m.id, machine_status: m.providerStatus, address: m.address, operation: m.operation ?? null, ordered_at: t, reason: null, updated_at: t }, ['creating'])
       log.info(`cloud: ${row.id} ${row.name}: machine ${m.id} at ${row.provider} (${m.providerStatus})`)
     } catch (e) {
@@ -218,7 +239,7 @@ export class Provisioner {
       }
       return this.fail(row, `the machine ${row.machine_id} no longer exists at ${row.provider}`)
     }
-    if (m.status === 'stopped' || m.status === 'failed' || m.status === 'deleting') return this.fail(row, `the machine is ${m.providerStatus} at ${row.provider}`)
+    if (m.status === 'stopped' || m.status === 'failed' || m.status === 'deleting') return this.fail(row, machineFailure(row.provider, m))
     const state = m.status === 'running' ? 'enrolling' : 'booting'
     await updateProvision(this.db, row.id, { state, machine_status: m.providerStatus, address: m.address, seen_at: row.seen_at ?? now, reason: null, updated_at: now }, ['booting', 'enrolling'])
   }

@@ -71,6 +71,28 @@ rm -f ./enrollment-token
 systemctl enable --now muster-agent.service
 `
 
+/**
+ * install.sh without its comment-only lines (outside here-documents, whose text is what it installs):
+ * the same program, about a fifth smaller once gzipped — room under EC2's 16 KB for the script to grow.
+ */
+export function withoutComments(script: string): string {
+  let heredoc: string | null = null
+  return script
+    .split('\n')
+    .filter((line, i) => {
+      if (heredoc !== null) {
+        if (line.replace(/^\t+/, '') === heredoc) heredoc = null
+        return true
+      }
+      const opens = line.match(/<<-?\s*(['"]?)([A-Za-z_]\w*)\1/)
+      if (opens && !/^\s*#/.test(line)) heredoc = opens[2]!
+      return i === 0 || !/^\s*#(?!!)/.test(line)
+    })
+    .join('\n')
+}
+
+const INSTALL = withoutComments(installScript)
+
 const SAFE = /^[A-Za-z0-9._~:/?#@!$&()*+,;=%[\]-]+$/
 
 function envLine(key: string, value: string): string {
@@ -113,7 +135,7 @@ export function firstBootData(f: FirstBoot): string {
     'write_files:',
     file(`${FIRST_BOOT_DIR}/enrollment-token`, '0600', `${f.token}\n`) +
       file(`${FIRST_BOOT_DIR}/join.env`, '0600', `${env}\n`) +
-      file(`${FIRST_BOOT_DIR}/install.sh`, '0700', gz(installScript), 'gz+b64') +
+      file(`${FIRST_BOOT_DIR}/install.sh`, '0700', gz(INSTALL), 'gz+b64') +
       file(`${FIRST_BOOT_DIR}/join.sh`, '0700', gz(JOIN_SCRIPT), 'gz+b64'),
     'runcmd:',
     `  - [sh, ${FIRST_BOOT_DIR}/join.sh]`,

@@ -49,3 +49,23 @@ declare module '*/ui/cloud-scaling.js' {
   const text: string
   export default text
 }
+declare module '*/ui/accounts.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/audit.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/overview.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/project-page.js' {
+  const text: string
+  export default text
+}
+declare module '*/ui/project-form.js' {
+  const text: string
+  export default text
+}

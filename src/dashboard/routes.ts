@@ -11,11 +11,16 @@ import lib from './ui/lib.js' with { type: 'text' }
 import nodes from './ui/nodes.js' with { type: 'text' }
 import addMachine from './ui/add-machine.js' with { type: 'text' }
 import projects from './ui/projects.js' with { type: 'text' }
+import overview from './ui/overview.js' with { type: 'text' }
+import projectPage from './ui/project-page.js' with { type: 'text' }
+import projectForm from './ui/project-form.js' with { type: 'text' }
 import offices from './ui/offices.js' with { type: 'text' }
 import cloud from './ui/cloud.js' with { type: 'text' }
 import cloudConnect from './ui/cloud-connect.js' with { type: 'text' }
 import cloudWizard from './ui/cloud-wizard.js' with { type: 'text' }
 import cloudScaling from './ui/cloud-scaling.js' with { type: 'text' }
+import accounts from './ui/accounts.js' with { type: 'text' }
+import audit from './ui/audit.js' with { type: 'text' }
 
 const JS = 'text/javascript; charset=utf-8'
 const FAVICON = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#2f5bd3"/><path d="M3 12V4l5 5 5-5v8" fill="none" stroke="#fff" stroke-width="2"/></svg>'
@@ -26,11 +31,16 @@ const ASSETS: Record<string, { body: string; type: string }> = {
   'nodes.js': { body: nodes, type: JS },
   'add-machine.js': { body: addMachine, type: JS },
   'projects.js': { body: projects, type: JS },
+  'overview.js': { body: overview, type: JS },
+  'project-page.js': { body: projectPage, type: JS },
+  'project-form.js': { body: projectForm, type: JS },
   'offices.js': { body: offices, type: JS },
   'cloud.js': { body: cloud, type: JS },
   'cloud-connect.js': { body: cloudConnect, type: JS },
   'cloud-wizard.js': { body: cloudWizard, type: JS },
   'cloud-scaling.js': { body: cloudScaling, type: JS },
+  'accounts.js': { body: accounts, type: JS },
+  'audit.js': { body: audit, type: JS },
   'favicon.svg': { body: FAVICON, type: 'image/svg+xml' },
 }
 

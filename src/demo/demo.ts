@@ -147,11 +147,11 @@ export class Demo {
     return c ? `${c.name} exited (${c.proc.exitCode}): ${c.log().trim().split('\n').slice(-3).join(' / ')}` : null
   }
 
-  /** Stops every process (agents first, so they stop their replicas) and removes the directory. */
+  /** Stops every process (agents first, with SIGUSR2 so they stop their replicas, which outlive a plain stop) and removes the directory. */
   async stop(): Promise<void> {
     const order = [...this.children].sort((a, b) => Number(a.name.startsWith('platform')) - Number(b.name.startsWith('platform')))
     for (const c of order) {
-      if (c.proc.exitCode === null) c.proc.kill('SIGTERM')
+      if (c.proc.exitCode === null) c.proc.kill(c.name.endsWith(' agent') ? 'SIGUSR2' : 'SIGTERM')
       const t = setTimeout(() => c.proc.kill('SIGKILL'), 10_000)
       await c.proc.exited
       clearTimeout(t)

@@ -5,6 +5,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { apiClient, enrollmentClient } from '../agent/connect.ts'
+import { askStandingOf, isDead, wayBack } from '../agent/standing.ts'
 import { readAgentConfig, readCredential, readTrustFile, WORKER, type AgentConfig } from '../agent/files.ts'
 import { keysValidAt } from '../agent/trust.ts'
 import { PlatformChoice } from '../agent/platforms.ts'
@@ -15,7 +16,9 @@ import type { TrustKey } from '../fabric/trust-keys.ts'
 import { caDaysLeft, caWarning, readCa } from '../pki/platform-ca.ts'
 import { openPlatformVault, type HostVault } from '../pki/host-vault.ts'
 import { serveLockHolder } from '../serve-lock.ts'
+import { checkIsolation } from './isolation.ts'
 import { VERSION } from '../version.ts'
+import { MusterError } from '../errors.ts'
 import { checkReceiptFiles, readReceipt, type Receipt } from './receipt.ts'
 
 export type Status = 'ok' | 'warn' | 'fail'
@@ -128,10 +131,24 @@ async function checkWorker(dataDir: DataDir, add: Add): Promise<void> {
   try {
     await apiClient(choice.connection(), readCredential(dataDir)).health()
     add('platform-api', 'ok', `${api} answers`)
+    await checkCredential(dataDir, config, choice.connection(), add)
   } catch (e) {
     add('platform-api', 'fail', `${api}: ${(e as Error).message}`)
   }
   trustExpiry('trust-keys', readTrustFile(dataDir)?.keys ?? [], add)
+  checkIsolation(dataDir, add)
+}
+
+/** The node's credential as the Platform holds it (SPEC §17.2): a dead one fails, naming the way back. */
+async function checkCredential(dataDir: DataDir, config: AgentConfig, connection: AgentConfig, add: Add): Promise<void> {
+  try {
+    const r = await askStandingOf(dataDir, connection)
+    if (isDead(r.standing)) return add('credential', 'fail', `the Platform refuses this node's credential for good: ${wayBack(r.standing, config, dataDir.root)}`)
+    add('credential', 'ok', `the Platform accepts ${config.nodeId}'s credential; it shows the node as ${r.state ?? 'known'}${r.reason ? ` (${r.reason})` : ''}`)
+  } catch (e) {
+    const old = e instanceof MusterError && e.code === 'not-found'
+    add('credential', old ? 'warn' : 'fail', old ? 'the Platform is too old to say whether this node\'s credential works (update it)' : `cannot ask the Platform about this node's credential: ${(e as Error).message}`)
+  }
 }
 
 async function checkPlatform(dataDir: DataDir, add: Add): Promise<void> {

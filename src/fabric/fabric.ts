@@ -47,6 +47,8 @@ export class Fabric {
   readonly heartbeatListeners: ((node: NodeEntry) => void)[] = []
   /** The node's assignment revision, carried by the heartbeat answer (the projects service sets this). */
   assignmentRevision: (node: string) => number | undefined = () => undefined
+  /** Whether a log request waits for the node (the log relay, src/projects/logs.ts, sets this). */
+  logRequestsFor: (node: string) => boolean = () => false
   /** Called when an operator changes a node (drain, revoke, remove, rebind); the change's answer waits for them. */
   readonly nodeChangeListeners: ((name: string) => void | Promise<void>)[] = []
   remoteDispatch: boolean

@@ -28,6 +28,8 @@ export interface HeartbeatAnswer {
   assignmentRevision?: number
   /** The live Platforms sharing the store, for the Agent's failover (a list kept by the Platform, not built per beat). */
   platforms?: NodeFacingPlatform[]
+  /** A request for a replica's log waits: the Agent fetches it (src/agent/log-relay.ts). */
+  logs?: true
 }
 
 /** The mac a node's current credential carries, per node entry (entries are replaced when generation or certificate change). */
@@ -101,5 +103,6 @@ export function acceptHeartbeat(fabric: Fabric, n: NodeEntry, body: HeartbeatBod
   if (assignmentRevision !== undefined) answer.assignmentRevision = assignmentRevision
   const platforms = fabric.platforms()
   if (platforms.length > 0) answer.platforms = platforms
+  if (fabric.logRequestsFor(n.name)) answer.logs = true
   return answer
 }

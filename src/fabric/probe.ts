@@ -115,10 +115,15 @@ export class ReadinessProber {
     if (++this.ticks % 2 === 0) await this.readResults()
   }
 
-  /** Probes, CONCURRENCY at a time, every node with an address whose last probe is older than the interval. */
+  /**
+   * Probes, CONCURRENCY at a time, every node with an address whose last
+   * probe is older than the interval. Not a node that never heartbeated: its
+   * Agent has not started, so a probe would only fail and mark a new node
+   * unreachable (SPEC §17.2); its first heartbeat probes it at once.
+   */
   async probeDue(): Promise<void> {
     const now = this.ctx.now()
-    const names = [...this.fabric.registry.nodes.values()].filter((n) => n.url && n.certSha256 && n.revokedAt === null && (!n.probe || now - n.probe.at >= this.intervalMs)).map((n) => n.name)
+    const names = [...this.fabric.registry.nodes.values()].filter((n) => n.url && n.certSha256 && n.revokedAt === null && n.lastSeenAt !== null && (!n.probe || now - n.probe.at >= this.intervalMs)).map((n) => n.name)
     for (let i = 0; i < names.length; i += CONCURRENCY) await Promise.all(names.slice(i, i + CONCURRENCY).map((name) => this.probe(name)))
   }
 

@@ -233,7 +233,8 @@ export class Registry {
     if (n.lastSeenAt === null) return { state: 'enrolled', reason: 'no heartbeat yet' }
     if (this.now() - n.lastSeenAt > this.staleAfterMs) return { state: 'unreachable', reason: `no heartbeat for ${Math.round((this.now() - n.lastSeenAt) / 1000)}s` }
     if (n.url) {
-      if (!n.probe) return { state: 'unreachable', reason: 'health probe pending' }
+      // Heartbeating, not probed yet: still coming up, not unreachable (SPEC §17.2).
+      if (!n.probe) return { state: 'enrolled', reason: 'health probe pending' }
       if (!n.probe.ok) return { state: 'unreachable', reason: n.probe.reason ?? 'health probe failed' }
     }
     return READY

@@ -6,7 +6,8 @@ import { unlinkSync } from 'node:fs'
 import { randomId, randomSecret } from '../crypto/tokens.ts'
 import { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
-import { openHostStore, type HostStore } from '../host-store.ts'
+import { auditedHostAct, hostSource, openHostStore, type HostStore } from '../host-store.ts'
+import { HOST } from '../audit/audit.ts'
 import { serveLockHolder } from '../serve-lock.ts'
 import { getAccount } from '../store/accounts.ts'
 import { localAuthority, OFFICE_TOKEN_FILE, readMembership } from './membership.ts'
@@ -40,23 +41,28 @@ export interface BreakGlassResult {
 export async function breakGlass(root: string, account?: string, now = Date.now()): Promise<BreakGlassResult> {
   const host = await openStopped(root, 'break-glass')
   try {
-    if (account !== undefined) {
-      const row = await getAccount(host.db, account)
-      if (!row) throw new MusterError('not-found', `No account named ${account} on this Platform.`)
-      if (row.origin === 'vouch') {
-        throw new MusterError('conflict', `${account} exists only because the controller vouched for it, so it has no password to restore; name one of this office's own accounts (e.g. superadmin).`)
-      }
+    const row = account === undefined ? undefined : await getAccount(host.db, account)
+    const refusal =
+      row === null ? new MusterError('not-found', `No account named ${account} on this Platform.`)
+      : row?.origin === 'vouch' ? new MusterError('conflict', `${account} exists only because the controller vouched for it, so it has no password to restore; name one of this office's own accounts (e.g. superadmin).`)
+      : null
+    if (refusal) {
+      await host.audit.record(HOST(account ?? null), { source: hostSource(), action: 'federation.break-glass', target: account ?? null, outcome: 'refused', detail: refusal.code })
+      throw refusal
     }
     const m = readMembership(host.dataDir)
-    if (m) await insertBreakGlass(host.db, { id: randomId(16), officeId: m.token.officeId, account: account ?? null, at: now, tokenFingerprint: m.fingerprint })
-    const result: BreakGlassResult = { localLoginAllowed: true, joined: Boolean(m), officeId: m?.token.officeId ?? null, recorded: Boolean(m) }
-    if (account !== undefined) {
-      const password = randomSecret()
-      // Also ends the account's sessions and revokes the tokens its logins made (SPEC §16.5).
-      await host.auth.setPassword(account, password)
-      Object.assign(result, { account, password })
-    }
-    return result
+    const target = [m?.token.officeId, account].filter(Boolean).join(' ') || null
+    return await auditedHostAct(host, HOST(account ?? null), 'federation.break-glass', target, async () => {
+      if (m) await insertBreakGlass(host.db, { id: randomId(16), officeId: m.token.officeId, account: account ?? null, at: now, tokenFingerprint: m.fingerprint })
+      const result: BreakGlassResult = { localLoginAllowed: true, joined: Boolean(m), officeId: m?.token.officeId ?? null, recorded: Boolean(m) }
+      if (account !== undefined) {
+        const password = randomSecret()
+        // Also ends the account's sessions and revokes the tokens its logins made (SPEC §16.5).
+        await host.auth.setPassword(account, password)
+        Object.assign(result, { account, password })
+      }
+      return result
+    }, (r) => (r.account ? 'password rotated' : null))
   } finally {
     await host.close()
   }
@@ -97,9 +103,11 @@ export async function detach(root: string, now = Date.now()): Promise<{ detached
   try {
     const m = readMembership(host.dataDir)
     if (!m) throw new MusterError('not-configured', `${root} is not joined to a controller (no ${OFFICE_TOKEN_FILE}); there is nothing to detach.`)
-    await insertDetach(host.db, m.token.officeId, m.fingerprint, now)
-    unlinkSync(host.dataDir.path(OFFICE_TOKEN_FILE))
-    return { detached: true, officeId: m.token.officeId, localLoginAllowed: true }
+    return await auditedHostAct(host, HOST(), 'federation.detach', m.token.officeId, async () => {
+      await insertDetach(host.db, m.token.officeId, m.fingerprint, now)
+      unlinkSync(host.dataDir.path(OFFICE_TOKEN_FILE))
+      return { detached: true as const, officeId: m.token.officeId, localLoginAllowed: true as const }
+    })
   } finally {
     await host.close()
   }

@@ -2,6 +2,7 @@
 // platform/office-join-token exists, so starting in another mode never reopens
 // the local door. Also the first-start configuration from the environment and
 // the local-door refusal every password login gets while joined.
+import type { LocalDoor } from '../auth/auth.ts'
 import type { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
 import type { Db } from '../store/db.ts'
@@ -104,6 +105,18 @@ export async function localAuthority(dataDir: DataDir, db: Db): Promise<LocalAut
     breakGlass: inForce ? describeBreakGlass(inForce) : null,
     detachedAt: iso(detached?.at ?? null),
   }
+}
+
+/**
+ * The local door for every local credential (issue 22, item 5): closed while
+ * joined with no break-glass in force under the current membership. Read from
+ * disk and the store on each call, like the login gate.
+ */
+export async function localDoor(dataDir: DataDir, db: Db): Promise<LocalDoor> {
+  const m = readMembership(dataDir)
+  if (!m) return { membership: null, closed: null }
+  const inForce = await breakGlassInForce(db, m.fingerprint)
+  return { membership: m.fingerprint, closed: inForce ? null : localDoorRefusal(m.token.officeId) }
 }
 
 /** The same words for every identifier and password: it is decided before the credential is read. */

@@ -6,7 +6,7 @@ import type { Context } from '../context.ts'
 import { MusterError } from '../errors.ts'
 import type { Projects } from '../projects/service.ts'
 import { Controller, DEFAULT_HEARTBEAT_SECONDS } from './controller.ts'
-import { localAuthority, localDoorRefusal, resolveOfficeConfig } from './membership.ts'
+import { localAuthority, localDoor, localDoorRefusal, resolveOfficeConfig } from './membership.ts'
 import { OfficeLink } from './office-link.ts'
 import { workloadsRunner, type PlacedProjectRunner } from './placement.ts'
 
@@ -36,6 +36,8 @@ export async function startFederation(ctx: Context, deps: { auth: Auth; projects
     const la = await localAuthority(ctx.dataDir, ctx.store)
     return la.localLoginAllowed ? null : localDoorRefusal(la.officeId!)
   })
+  // Local API tokens and password sessions follow the same door (issue 22, item 5).
+  deps.auth.door = () => localDoor(ctx.dataDir, ctx.store)
   const fed: Federation = { ctx, auth: deps.auth, controller: new Controller(ctx), placedRunner: workloadsRunner(deps.projects) }
   if (config) {
     fed.link = new OfficeLink(fed, config, intervalMs)

@@ -11,9 +11,13 @@ import { healthRoutes } from './routes/health.ts'
 import { federationRoutes } from './routes/federation.ts'
 import { nodeRoutes } from './routes/nodes.ts'
 import { projectRoutes } from './routes/projects.ts'
+import { logRoutes } from './routes/logs.ts'
 import { cloudRoutes } from './routes/cloud.ts'
+import { overviewRoutes } from './routes/overview.ts'
 import { bootstrapRoutes } from './routes/bootstrap.ts'
 import { dashboardRoutes } from '../dashboard/routes.ts'
+import { accountRoutes } from './routes/accounts.ts'
+import { auditRoutes } from './routes/audit.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
   return new Response(JSON.stringify(err.toJSON()), {
@@ -77,14 +81,19 @@ export function createApp(platform: Services) {
     })
     .use(healthRoutes())
     .use(authRoutes(platform))
+    .use(accountRoutes(platform))
+    .use(auditRoutes(platform))
   // routes: fabric
     .use(nodeRoutes(platform))
     .use(bootstrapRoutes(platform))
   // routes: projects
     .use(projectRoutes(platform))
+    .use(logRoutes(platform))
   // routes: federation
     .use(federationRoutes(platform))
   // routes: cloud
     .use(cloudRoutes(platform))
+  // routes: overview (dashboard)
+    .use(overviewRoutes(platform))
     .use(dashboardRoutes(platform))
 }

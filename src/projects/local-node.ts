@@ -9,9 +9,12 @@ import { log } from '../log.ts'
 import { checkAssignments, type SignedAssignments } from './assignments.ts'
 import type { LocalNodeHooks } from './service.ts'
 import { VERSION } from '../version.ts'
+import { DEFAULT_LOG_MAX_BYTES } from '../agent/log-files.ts'
+import type { LocalLogs } from './logs.ts'
 
-export function startLocalNode(ctx: Context, fabric: Fabric): LocalNodeHooks & { stop(): Promise<void> } {
-  const runner = new Runner({ logDir: ctx.dataDir.ensureDir('platform', 'local-node', 'logs') })
+export function startLocalNode(ctx: Context, fabric: Fabric): LocalNodeHooks & LocalLogs & { stop(): Promise<void>; release(): void } {
+  // Recorded like an Agent's, so a Platform that crashed adopts its replicas instead of starting them twice.
+  const runner = new Runner({ logDir: ctx.dataDir.ensureDir('platform', 'local-node', 'logs'), stateFile: ctx.dataDir.path('platform', 'local-node', 'replicas.json') })
   let revision = 0
   return {
     capacity: () => ({ cpuMillis: cpus().length * 1000, memoryMB: Math.floor(totalmem() / 1024 / 1024) }),
@@ -26,6 +29,10 @@ export function startLocalNode(ctx: Context, fabric: Fabric): LocalNodeHooks & {
       runner.apply(check.doc.payload.replicas)
     },
     stop: () => runner.stopAll(),
+    /** An engine swap: the replicas run on, and the next engine's local node adopts them. */
+    release: () => runner.release(),
+    logFile: (project, replica) => runner.logFile(project, replica),
+    maxLogBytes: DEFAULT_LOG_MAX_BYTES,
   }
 }
 

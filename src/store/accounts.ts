@@ -8,6 +8,8 @@ export interface AccountRow {
   disabled: number
   origin: string
   created_at: number
+  /** Accounts for people may expire (null: never). */
+  expires_at?: number | null
 }
 
 export async function getAccount(db: Db, name: string): Promise<AccountRow | null> {

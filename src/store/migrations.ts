@@ -7,6 +7,7 @@ import { PROJECTS_MIGRATIONS } from './schema/projects.ts'
 import { FEDERATION_MIGRATIONS } from './schema/federation.ts'
 import { CLOUD_MIGRATIONS } from './schema/cloud.ts'
 import { PLATFORM_MIGRATIONS } from './schema/platform.ts'
+import { LOGS_MIGRATIONS } from './schema/logs.ts'
 
 export interface Migration {
   id: number
@@ -14,4 +15,4 @@ export interface Migration {
   sql: string
 }
 
-export const MIGRATIONS: readonly Migration[] = [...AUTH_MIGRATIONS, ...FABRIC_MIGRATIONS, ...PROJECTS_MIGRATIONS, ...FEDERATION_MIGRATIONS, ...CLOUD_MIGRATIONS, ...PLATFORM_MIGRATIONS]
+export const MIGRATIONS: readonly Migration[] = [...AUTH_MIGRATIONS, ...FABRIC_MIGRATIONS, ...PROJECTS_MIGRATIONS, ...LOGS_MIGRATIONS, ...FEDERATION_MIGRATIONS, ...CLOUD_MIGRATIONS, ...PLATFORM_MIGRATIONS]

@@ -77,6 +77,7 @@ export class SupervisorLink {
 /** Old engine, step 1: hold new requests, answer long polls, let the rest finish, stop the services. */
 export async function quiesce(platform: Platform): Promise<{ probes: Record<string, ProbeState>; held: boolean }> {
   platform.gate.hold()
+  platform.swapping = true // the local node's replicas run on; the next engine adopts them
   void platform.projects?.stop() // long polls answer now with what they have; the Agent asks again
   const idle = await platform.gate.idle(QUIESCE_WAIT_MS)
   if (!idle) log.warn(`engine swap: requests still running after ${QUIESCE_WAIT_MS / 1000}s; stopping the services anyway`)

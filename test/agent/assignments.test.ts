@@ -49,7 +49,7 @@ describe('agent assignments', () => {
       current = agent.workloads!.revision()
       expect(current).toBeGreaterThan(old.payload.revision)
     } finally {
-      await agent.stop()
+      await agent.stop({ stopReplicas: true })
     }
 
     // After the restart every assignments request gets the older document back.
@@ -65,7 +65,7 @@ describe('agent assignments', () => {
       expect(agent.workloads!.runner.status()).toEqual([])
       expect(agent.workloads!.revision()).toBe(current)
     } finally {
-      await agent.stop()
+      await agent.stop({ stopReplicas: true })
     }
   })
 })

@@ -112,7 +112,7 @@ describe('worker join', () => {
       const chunks: Buffer[] = []
       for await (const c of req) chunks.push(c as Buffer)
       const answer = await p.platform.app.handle(new Request(`http://enrollment-listener${req.url}`, { method: req.method, headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) }))
-      if (dropped++ === 0) return void res.socket?.destroy()
+      if (req.url?.endsWith('/enroll') && dropped++ === 0) return void res.socket?.destroy()
       res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text())
     })
     await new Promise<void>((r) => front.listen(0, '127.0.0.1', () => r()))

@@ -21,6 +21,7 @@ async function joinedAgent(p: ListenerPlatform, dir: string, opts: { tickMs?: nu
   const port = await freePort()
   const dataDir = `${dir}/w1`
   await joinPlatform({ dataDir, platformUrl: p.enrollUrl, nodeId: 'w1', fingerprint: p.fingerprint, addresses: ['127.0.0.1'], port, readToken: async () => token, now: p.platform.now })
+  p.appSeen.length = 0 // the join asked the listener once (where the API is); count only the Agent's requests
   const agent = new Agent({ dataDir, host: '127.0.0.1', heartbeatMs: opts.heartbeatMs ?? 100, now: p.platform.now, tickMs: opts.tickMs ?? 3_600_000, workloads: opts.workloads ?? false })
   return { agent, port, dataDir, certPem: readFileSync(`${dataDir}/worker/agent.crt`, 'utf8') }
 }

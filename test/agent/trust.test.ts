@@ -107,6 +107,6 @@ describe('trust refresh', () => {
     const down = await refreshTrust(dataDir, { ...config, enrollmentUrl: 'https://127.0.0.1:1' }, now).catch((e) => e)
     expect(down.code).toBe('platform-unreachable')
     expect(readFileSync(dataDir.path('worker/trust.json'), 'utf8')).toBe(before)
-    expect(p.listener.forwarded).toBe(1) // the enrollment; the redirect was not followed
+    expect(p.listener.forwarded).toBe(2) // the join's two (where the API is, the enrollment); the redirect was not followed
   })
 })

@@ -59,6 +59,6 @@ test('the Agent fetches assignments only when the heartbeat answer says their re
     // never a long poll
     expect(fetches.some((q) => q.includes('wait='))).toBe(false)
   } finally {
-    await agent.stop()
+    await agent.stop({ stopReplicas: true })
   }
 })

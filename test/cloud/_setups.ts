@@ -24,6 +24,11 @@ export interface Setup {
 }
 
 export const b64 = (s: string) => Buffer.from(s, 'base64').toString('utf8')
+/** EC2 user data: base64 of the gzipped cloud-config, as the machine reads it. */
+export const awsUserData = (s: string) => {
+  const raw = Buffer.from(s, 'base64')
+  return raw[0] === 0x1f && raw[1] === 0x8b ? new TextDecoder().decode(Bun.gunzipSync(raw)) : raw.toString('utf8')
+}
 
 export const SETUPS: Record<ProviderName, (e: ReturnType<typeof cloudOf>['endpoints']) => Promise<Setup>> = {
   async hetzner(e) {
@@ -39,7 +44,7 @@ export const SETUPS: Record<ProviderName, (e: ReturnType<typeof cloudOf>['endpoi
   async aws(e) {
     const fake = startAwsFake()
     e.aws = fake.url
-    return { fake, credentials: JSON.stringify({ access_key_id: fake.accessKeyId, secret_access_key: fake.secretAccessKey, region: 'eu-central-1' }), region: 'eu-central-1', size: 't3.small', userData: (b) => b64(new URLSearchParams(b).get('UserData')!), lags: true, idempotent: true }
+    return { fake, credentials: JSON.stringify({ access_key_id: fake.accessKeyId, secret_access_key: fake.secretAccessKey, region: 'eu-central-1' }), region: 'eu-central-1', size: 't3.small', userData: (b) => awsUserData(new URLSearchParams(b).get('UserData')!), lags: true, idempotent: true }
   },
   async azure(e) {
     const fake = startAzureFake()

@@ -133,7 +133,9 @@ for (const c of CASES) {
       }, { what: 'running' })
       expect(running.address).toMatch(/^\d+\.\d+\.\d+\.\d+$/)
       await p.deleteMachine(m.id)
-      expect(await p.getMachine(m.id)).toBeNull()
+      // gone, or (EC2: terminated instances stay listed for a while) shown as failed
+      const after = await p.getMachine(m.id)
+      if (after !== null) expect(after.status).toBe('failed')
       await p.deleteMachine(m.id) // already gone is fine
       expect(fake.book.deleted).toEqual([fake.book.created[0]!.id])
     })

@@ -8,6 +8,7 @@ import { resolve } from 'node:path'
 import { CLOSED } from '../../src/cloud/provider.ts'
 import { cloudOf } from '../../src/cloud/service.ts'
 import { createClient } from '../../src/client/index.ts'
+import type { MusterError } from '../../src/errors.ts'
 import { VERSION } from '../../src/version.ts'
 import { startHetznerFake } from '../fakes/hetzner.ts'
 import { readFirstBoot } from '../fakes/first-boot.ts'
@@ -72,7 +73,14 @@ describe.each(ENGINES)('on %s', (engine) => {
         MUSTER_PROBE: 'no',
         MUSTER_SSH: 'no',
       })
-      expect(boot.files.get('/root/muster-first-boot/install.sh')!.content).toBe(readFileSync(resolve(import.meta.dir, '../../install.sh'), 'utf8'))
+      // install.sh as shipped, less its comment-only lines (outside here-documents): the same program, and it parses
+      const installer = boot.files.get('/root/muster-first-boot/install.sh')!.content
+      const shipped = readFileSync(resolve(import.meta.dir, '../../install.sh'), 'utf8')
+      const code = (t: string) => t.split('\n').filter((l) => !/^\s*#(?!!)/.test(l))
+      expect(code(installer)).toEqual(code(shipped))
+      expect(installer.split('\n')[0]).toBe(shipped.split('\n')[0])
+      expect(installer).toContain('# Installed by install.sh') // a unit's comment, inside a here-document, is kept
+      expect(Bun.spawnSync(['sh', '-n'], { stdin: new TextEncoder().encode(installer) }).exitCode).toBe(0)
       const join = boot.files.get('/root/muster-first-boot/join.sh')!.content
       expect(join).toContain('sh ./install.sh --role worker --from "$MUSTER_BINARY_URL" --sha256 "$MUSTER_BINARY_SHA256"')
       expect(join).toMatch(/runuser -u muster -- \/usr\/local\/bin\/muster worker join [^\n]*\\\n[^\n]*--label "role=\$MUSTER_ROLE" "\$@" <\.\/enrollment-token\n/)
@@ -195,6 +203,22 @@ describe.each(ENGINES)('on %s', (engine) => {
       await expect(s.p.client.cloud.provisionInfo('prv-nosuchthing0')).rejects.toMatchObject({ code: 'not-found' })
       expect(hz.book.created).toHaveLength(0)
       expect(s.hz.book.created).toHaveLength(0)
+    })
+
+    test('a Platform a real provider\'s machine could never reach (loopback listener, API or binary URL) is refused, naming the flag', async () => {
+      await using s = await setup() // the listener on 127.0.0.1: fine while the "provider" is a fake on this machine
+      const order = () => s.p.client.cloud.provision({ provider: 'hetzner', name: 'far-1', region: 'fsn1', size: 'cx22' })
+      // The provider at its real address: a machine there could never reach 127.0.0.1, yet would be billed.
+      s.cloud.endpoints.hetzner = 'https://api.hetzner.example'
+      const refused = (await order().catch((e) => e)) as MusterError
+      expect(refused.code).toBe('cloud-unavailable')
+      expect(refused.message).toBe(`Refusing to provision: the enrollment listener is at ${s.p.enrollUrl}, a loopback address: a machine at hetzner could never reach it, yet would be billed. Start serve with --host ADDR --enrollment-port PORT, ADDR an address those machines reach (or --enrollment-address ADDR).`)
+      // autoscaling asks the same question before it orders
+      await expect(s.cloud.provisioner.check({ provider: 'hetzner', name: 'far-2', region: 'fsn1', size: 'cx22', role: 'general' })).rejects.toMatchObject({ code: 'cloud-unavailable' })
+      expect(s.hz.book.created).toHaveLength(0)
+      // With the fake on this machine again, the same request goes through.
+      s.cloud.endpoints.hetzner = s.hz.url
+      expect((await order()).name).toBe('far-1')
     })
   })
 })

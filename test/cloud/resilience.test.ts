@@ -90,7 +90,7 @@ describe.each(ENGINES)('on %s', (engine) => {
       await using t = await setup('azure')
       ;(t.fake as ReturnType<typeof startAzureFake>).failNextVm = 'Allocation failed. We do not have sufficient capacity for the requested VM size in this region.'
       const prv = await t.p.client.cloud.provision({ provider: 'azure', name: 'az-r1', region: 'westeurope', size: 'Standard_B2s' })
-      expect(await info(t, prv.id)).toMatchObject({ state: 'failed', reason: 'the machine is Failed at azure' })
+      expect(await info(t, prv.id)).toMatchObject({ state: 'failed', reason: 'the machine is Failed at azure: AllocationFailed: Allocation failed. We do not have sufficient capacity for the requested VM size in this region.' })
     })
 
     test('hetzner: throttled creates and reads wait for RateLimit-Reset; asked to wait too long, the answer is cloud-throttled', async () => {
@@ -138,18 +138,20 @@ describe.each(ENGINES)('on %s', (engine) => {
         const f = t.fake as ReturnType<typeof startHetznerFake>
         const closed = await t.p.client.cloud.provision({ provider: 'hetzner', name: 'hz-closed', region: 'fsn1', size: 'cx22' })
         expect(closed.inbound).toEqual({ agentFrom: null, sshFrom: null })
-        expect(f.firewalls).toEqual([])
+        // closed from its create on: a firewall with no inbound rule (sshd listens until first boot stops it)
+        expect(f.firewalls).toEqual([{ id: expect.any(Number), name: 'muster-closed', labels: { 'managed-by': 'muster' }, rules: [] }])
+        expect(t.fake.book.created[0]!.extra.firewalls).toEqual([f.firewalls[0]!.id])
         expect(readFirstBoot(t.fake.book.created[0]!.userData).env).toMatchObject({ MUSTER_PROBE: 'no', MUSTER_SSH: 'no' })
         await expect(t.p.client.cloud.provision({ provider: 'hetzner', name: 'hz-bad', region: 'fsn1', size: 'cx22', allowSshInbound: 'everyone' })).rejects.toMatchObject({ code: 'invalid-request', detail: { field: 'allowSshInbound' } })
         const open = await t.p.client.cloud.provision({ provider: 'hetzner', name: 'hz-open', region: 'fsn1', size: 'cx22', probe: true, allowSshInbound: '192.0.2.0/24' })
         // the Platform's address: its enrollment listener's (127.0.0.1 here)
         expect(open.inbound).toEqual({ agentFrom: '127.0.0.1/32', sshFrom: '192.0.2.0/24' })
-        expect(f.firewalls).toHaveLength(1)
-        expect(f.firewalls[0]!.rules).toEqual([
+        expect(f.firewalls).toHaveLength(2)
+        expect(f.firewalls[1]!.rules).toEqual([
           { direction: 'in', protocol: 'tcp', port: '7381', source_ips: ['127.0.0.1/32'], description: 'muster Agent, from the Platform only' },
           { direction: 'in', protocol: 'tcp', port: '22', source_ips: ['192.0.2.0/24'], description: 'ssh (muster --allow-ssh-inbound)' },
         ])
-        expect(t.fake.book.created[1]!.extra.firewalls).toEqual([f.firewalls[0]!.id])
+        expect(t.fake.book.created[1]!.extra.firewalls).toEqual([f.firewalls[1]!.id])
         expect(readFirstBoot(t.fake.book.created[1]!.userData).env).toMatchObject({ MUSTER_PROBE: 'yes', MUSTER_SSH: 'yes' })
       })
 

@@ -31,7 +31,7 @@ test('Add a machine shows the bootstrap line and the join line the CLI prints', 
   ctx.setDefaultTimeout(30_000)
   try {
     const page = await ctx.newPage()
-    await page.goto(serve.url)
+    await page.goto(`${serve.url}/#nodes`) // the Nodes page (the dashboard opens on the Overview)
     await page.locator('#login-form input[name=identifier]').fill('superadmin')
     await page.locator('#login-form input[name=password]').fill(readFileSync(join(data, 'platform/initial-superadmin-password'), 'utf8').trim())
     await page.locator('#login-form button[type=submit]').click()

@@ -43,8 +43,9 @@ async function newPage(): Promise<Page> {
 /** Script errors and CSP violations seen on any page: there must be none. */
 const pageErrors: string[] = []
 
+/** Logs in on the Nodes page (the dashboard opens on the Overview otherwise). */
 async function logIn(page: Page, url: string, identifier: string, secret: string) {
-  await page.goto(url)
+  await page.goto(`${url}/#nodes`)
   await page.locator('#login-form input[name=identifier]').fill(identifier)
   await page.locator('#login-form input[name=password]').fill(secret)
   await page.locator('#login-form button[type=submit]').click()
@@ -291,7 +292,8 @@ describe('dashboard', () => {
     await officePage.locator('#who').getByText('superadmin').waitFor()
     expect(new URL(officePage.url()).port).toBe(new URL(office.url).port)
     expect(officePage.url()).not.toContain('vouch')
-    // The office has no remote nodes: it says how to turn them on.
+    // The office has no remote nodes: its Nodes page says how to turn them on.
+    await officePage.locator('#tabs').getByRole('button', { name: 'Nodes', exact: true }).click()
     await officePage.getByText('muster serve --remote-dispatch').waitFor()
     await officePage.getByRole('button', { name: 'Offices' }).click()
     await officePage.getByText('No offices.').waitFor()

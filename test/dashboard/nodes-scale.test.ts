@@ -107,7 +107,7 @@ test('pages forward and back, searches by name prefix, filters by state', async 
   // revoked[1] is on the unfiltered page too: wait for the filtered table itself.
   await waitFor(async () => JSON.stringify(await rows()) === JSON.stringify(revoked), { what: 'the revoked nodes only', timeoutMs: 30_000 })
   expect(await rows()).toEqual(revoked)
-  expect(await page.locator('td.state').evaluateAll((tds) => tds.every((td) => td.textContent?.includes('revoked')))).toBe(true)
+  expect(await page.locator('#panel-nodes td.state').evaluateAll((tds) => tds.every((td) => td.textContent?.includes('revoked')))).toBe(true)
 
   await page.getByRole('searchbox', { name: 'Search nodes by name' }).fill('nobody')
   await page.getByText('No node matches.').waitFor()

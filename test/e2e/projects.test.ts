@@ -1,6 +1,6 @@
 // Workloads end to end through dist/muster: two workers joined over the
 // pinned listener, a project with two replicas, refusals, shortfall, drain,
-// removal, a clean stop — and `muster demo --once`.
+// removal, a stop that stops the replicas — and `muster demo --once`.
 import { describe, expect, test } from 'bun:test'
 import { resolve } from 'node:path'
 import { musterBin, runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
@@ -21,7 +21,7 @@ const replicaPids = (marker: string) => {
 }
 
 describe('projects through dist/muster', () => {
-  test('two workers run two replicas; node-in-use, shortfall, drain, remove, clean stop', { timeout: 180_000 }, async () => {
+  test('two workers run two replicas; node-in-use, shortfall, drain, remove, SIGUSR2 stops them', { timeout: 180_000 }, async () => {
     using dir = tmpDir()
     const marker = `muster-e2e-${crypto.randomUUID().slice(0, 8)}`
     await using serve = await startServe(`${dir.path}/platform`, ['--enrollment-port', '0', '--enrollment-address', '127.0.0.1', '--no-local-node'], { MUSTER_PROBE_INTERVAL_MS: '300' })
@@ -77,10 +77,10 @@ describe('projects through dist/muster', () => {
       await waitFor(() => replicaPids(marker).length === 0, { timeoutMs: 45_000, what: 'replicas stopped' })
       expect((await runMuster(['projects', 'show', 'web'], { env })).code).toBe(1)
 
-      // An Agent stopping stops its replicas.
+      // An Agent told to stop its replicas (SIGUSR2) stops them; a plain stop leaves them running (test/e2e/survive.test.ts).
       expect((await runMuster(['projects', 'deploy', 'again', '--replicas', '1', '--', 'sh', '-c', `sleep 300; true ${marker}`], { env })).code).toBe(0)
       await waitFor(() => replicaPids(marker).length === 1, { timeoutMs: 45_000, what: 'replica started' })
-      for (const a of agents) expect(await a.stop('SIGTERM')).toBe(0)
+      for (const a of agents) expect(await a.stopLeavingReplicas('SIGUSR2')).toBe(0)
       expect(replicaPids(marker)).toHaveLength(0)
     } finally {
       for (const a of agents) await a.stop('SIGKILL')

@@ -75,7 +75,8 @@ describeWithNetns('machines across a network', () => {
     const joined = await runOn(w1, ['sh', '-c', `${joinLine.replace('NAME', 'w1')} --data-dir ${w1Data}`], { env: { PATH }, stdin: `${token}\n` })
     expect(joined.stderr + joined.stdout).toContain('Joined as w1')
     expect(joined.code).toBe(0)
-    started.push(startOn(w1, [bin, 'agent', '--data-dir', w1Data], { MUSTER_AGENT_HEARTBEAT_MS: '1000' }))
+    const w1Agent = startOn(w1, [bin, 'agent', '--data-dir', w1Data], { MUSTER_AGENT_HEARTBEAT_MS: '1000' })
+    started.push(w1Agent)
 
     // 4. w2: the printed bootstrap line with only curl and sh, into a --root; the token from the environment
     const root = join(dir.path, 'w2-root')
@@ -93,7 +94,7 @@ describeWithNetns('machines across a network', () => {
     expect(readFileSync(`/proc/${agentPid}/status`, 'utf8')).toMatch(new RegExp(`\\nUid:\\t${receipt.uid}\\t`))
     // running it again is harmless: nothing joins twice, the running Agent is left alone
     const again = await runOn(w2, ['sh', '-c', `${bootstrapLine.replace('NAME', 'w2')} --root ${root}`], { env: agentEnv, timeoutMs: 120_000 })
-    expect(again.stdout).toContain('has already joined; not joining again')
+    expect(again.stdout).toContain('has already joined and its credential works; not joining again')
     expect(again.stdout).toContain(`the Agent already runs (pid ${agentPid})`)
     expect(again.code).toBe(0)
 
@@ -112,8 +113,14 @@ describeWithNetns('machines across a network', () => {
     // 6. revoke w1
     expect((await muster(p, ['nodes', 'revoke', 'w1'])).code).toBe(0)
     await waitFor(async () => (await nodes()).find((n) => n.name === 'w1')?.state === 'revoked', { timeoutMs: 30_000, what: 'w1 revoked' })
-    // TODO(integrator, after nodetruth merges): run `muster doctor --data-dir ${w1Data}` on w1 here and
-    // assert it fails naming the revocation and the way back (doctor then checks the credential against the Platform).
+    // w1's Agent stops with status 3 (the unit does not restart it); doctor on w1 fails naming the way back (SPEC §17.2)
+    await waitFor(() => w1Agent.proc.exitCode !== null, { timeoutMs: 30_000, what: "w1's Agent to stop" })
+    expect(w1Agent.proc.exitCode).toBe(3)
+    expect(w1Agent.log()).toContain("the Platform refuses this node's credential for good: an operator revoked this node")
+    const doctor = await runOn(w1, [bin, 'doctor', '--data-dir', w1Data, '--root', join(dir.path, 'no-receipt')], { env: { PATH } })
+    expect(doctor.code).toBe(1)
+    expect(doctor.stdout).toMatch(/fail\s+credential\s+the Platform refuses this node's credential for good: an operator revoked this node/)
+    expect(doctor.stdout).toContain('`muster nodes rebind w1` prints a token')
 
     // 7. a Platform restart: w2 heartbeats again
     await serve.stop()
@@ -121,11 +128,25 @@ describeWithNetns('machines across a network', () => {
     serve = startOn(p, serveArgs, serveEnv)
     started.push(serve)
     await serve.waitForLog(/enrollment listener on https:\/\//)
-    // TODO(integrator, after nodetruth merges): tighten to 10_000 (its Agent back-off is capped so a node heartbeats within 10 s).
-    const HEARTBEAT_AGAIN_MS = 60_000
+    // The Agent's back-off is capped, so a node heartbeats within 10 s of its Platform's return (SPEC §17.2).
+    const HEARTBEAT_AGAIN_MS = 10_000
     await waitFor(async () => {
       const w = (await nodes()).find((n) => n.name === 'w2')
       return w?.state === 'ready' && Date.parse(w.lastSeenAt ?? '') > restartedAt
     }, { timeoutMs: HEARTBEAT_AGAIN_MS, what: 'w2 heartbeating after the restart' })
+
+    // 8. rebound: the bootstrap line over the dead credential asks for the new token (here no terminal: it says how
+    //    to give it), then with the token joins again and starts the Agent again
+    const rebound = await muster(p, ['nodes', 'rebind', 'w2', '--json'])
+    expect(rebound.code).toBe(0)
+    const newToken = (JSON.parse(rebound.stdout) as { token: string }).token
+    const line = `${bootstrapLine.replace('NAME', 'w2')} --root ${root}`
+    const noToken = await runOn(w2, ['sh', '-c', line], { env: agentEnv, timeoutMs: 120_000 })
+    expect(noToken.code).not.toBe(0)
+    expect(noToken.stderr).toContain('give the new token with --enrollment-token-file FILE or MUSTER_ENROLLMENT_TOKEN')
+    const rejoined = await runOn(w2, ['sh', '-c', line], { env: { ...agentEnv, MUSTER_ENROLLMENT_TOKEN: newToken }, timeoutMs: 120_000 })
+    expect(rejoined.code).toBe(0)
+    expect(rejoined.stdout).toContain('joined https://')
+    await waitFor(async () => (await nodes()).find((n) => n.name === 'w2')?.state === 'ready', { timeoutMs: 60_000, what: 'w2 ready again after rebind' })
   })
 })

@@ -79,4 +79,19 @@ describe('readiness probe', () => {
       target.server.close()
     }
   })
+
+  test('a node heartbeating but not yet probed is enrolled (health probe pending), never unreachable; one never heartbeating is not probed', async () => {
+    await using p = await startListenerPlatform({ probeIntervalMs: 3_600_000 })
+    using dir = tmpDir()
+    const { token } = await p.client.nodes.createEnrollment({ nodeId: 'fresh' })
+    await joinPlatform({ dataDir: `${dir.path}/fresh`, platformUrl: p.enrollUrl, nodeId: 'fresh', fingerprint: p.fingerprint, addresses: ['127.0.0.1'], port: await freePort(), readToken: async () => token })
+    const registry = p.platform.fabric.registry
+    // Its Agent has not started: the probe loop leaves it alone (a probe now would only fail).
+    await p.platform.prober.probeDue()
+    expect(registry.get('fresh')!.probe).toBeUndefined()
+    expect(registry.state(registry.get('fresh')!)).toEqual({ state: 'enrolled', reason: 'no heartbeat yet' })
+    // The first heartbeat, before its probe has answered.
+    const seen = { ...registry.get('fresh')!, lastSeenAt: Date.now(), probe: undefined }
+    expect(registry.state(seen)).toEqual({ state: 'enrolled', reason: 'health probe pending' })
+  })
 })

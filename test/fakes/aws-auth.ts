@@ -1,8 +1,12 @@
 // The AWS fake's identity side: SigV4 checked the way AWS checks it (unknown
 // key → AuthFailure, wrong signature → SignatureDoesNotMatch, stale date →
 // RequestExpired, temporary keys need their x-amz-security-token), STS
-// (AssumeRole with its ExternalId condition, AssumeRoleWithWebIdentity) and
-// the EC2 instance metadata service v2 (a PUT token first, then the role's keys).
+// (AssumeRole with its ExternalId condition, AssumeRoleWithWebIdentity), the
+// EC2 instance metadata service v2 (a PUT token first, then the role's keys;
+// from a container behind a hop limit of 1 the token answer never arrives),
+// and the container credentials endpoints: ECS (GET 169.254.170.2 + the
+// relative URI) and EKS Pod Identity (GET the full URI with the pod's token in
+// Authorization; https://docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html).
 import { createHash, createHmac } from 'node:crypto'
 
 const hex = (s: string) => createHash('sha256').update(s).digest('hex')
@@ -35,6 +39,12 @@ export class AwsIdentity {
   /** The instance profile role the metadata service serves (null: the instance has none). */
   instanceRole: string | null = 'muster-platform-instance'
   readonly stsCalls: string[] = []
+  /** The token PUT is never answered (a container behind a hop limit of 1). */
+  imdsHopLimit = false
+  /** ECS: the relative URI the task's role is served at. */
+  containerRelativeUri = '/v2/credentials/3f1c7a52-ecs-task-role'
+  /** EKS Pod Identity: the token the agent wants in Authorization. */
+  podIdentityToken = 'eyJhbGciOiJSUzI1NiJ9.pod-identity.sig'
   private imdsTokens = new Set<string>()
 
   constructor(accessKeyId: string, secret: string) {
@@ -105,9 +115,19 @@ export class AwsIdentity {
     return ok('AssumeRoleResult', this.issue(`${this.roleArn.replace(':role/', ':assumed-role/')}/${session}`), `<AssumedRoleUser><Arn>${this.roleArn}/${session}</Arn></AssumedRoleUser>`)
   }
 
+  /** The container credentials endpoints: the same JSON shape as the metadata service's, without Code. */
+  container(req: Request, url: URL): Response {
+    if (url.pathname === '/v1/credentials' && req.headers.get('authorization') !== this.podIdentityToken) return Response.json({ Code: 'AccessDeniedException', Message: 'invalid token' }, { status: 403 })
+    if (url.pathname !== '/v1/credentials' && url.pathname !== this.containerRelativeUri) return Response.json({ Code: 'NotFound', Message: 'no role' }, { status: 404 })
+    const c = this.issue(`arn:aws:sts::123456789012:assumed-role/muster-container/${url.pathname === '/v1/credentials' ? 'eks-pod' : 'ecs-task'}`)
+    return Response.json({ AccessKeyId: c.AccessKeyId, SecretAccessKey: c.SecretAccessKey, Token: c.SessionToken, Expiration: c.Expiration, RoleArn: 'arn:aws:iam::123456789012:role/muster-container' })
+  }
+
   /** IMDSv2 (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/configuring-instance-metadata-service.html): no token, 401. */
-  imds(req: Request, url: URL): Response {
+  async imds(req: Request, url: URL): Promise<Response> {
     if (url.pathname === '/latest/api/token') {
+      // the answer's IP TTL runs out one hop short: the client hears nothing
+      if (this.imdsHopLimit) await Bun.sleep(5000)
       const ttl = Number(req.headers.get('x-aws-ec2-metadata-token-ttl-seconds'))
       if (req.method !== 'PUT' || !(ttl >= 1 && ttl <= 21600)) return new Response(null, { status: 400 })
       const t = `AQAEA${crypto.randomUUID()}`

@@ -6,10 +6,16 @@
 // otherwise), bearer checked, locations, resource SKUs with capabilities and
 // restrictions, network resources that must exist before they are referenced,
 // VMs Creating → Succeeded with PowerState/running (or Failed on request),
-// DELETE (202) that takes with it what deleteOption says: the disk, the NIC
+// DELETE (202) carried out asynchronously (the VM is Deleting for a while,
+// then gone) that takes with it what deleteOption says: the disk, the NIC
 // (the VM's NIC reference), and the public IP (its own
-// properties.deleteOption; a NIC's reference to it carries none), and 429
-// throttling with Retry-After.
+// properties.deleteOption; a NIC's reference to it carries none); a NIC a VM
+// uses or an IP a NIC holds cannot be deleted. Lists page with nextLink. A VNet
+// PUT replaces its subnet list (a subnet in use cannot go: InUseSubnetCannotBeDeleted);
+// subnets are resources of their own too. A PUT on a network resource (or a
+// subnet of a VNet) another PUT is still working on is 409
+// AnotherOperationInProgress. 429 throttling with Retry-After, or
+// retry-after-ms / x-ms-retry-after-ms, or 429 RetryableError.
 import { json, serveFake, type FakeMachine, type FakeServer } from './common.ts'
 
 const LOCATIONS = [
@@ -75,6 +81,20 @@ export interface AzureFake extends FakeServer {
   failNextVm: string | null
   /** "type api-version" of every ARM request. */
   versions: string[]
+  /** How long a VM DELETE takes (the VM shows Deleting meanwhile). */
+  deleteMs: number
+  /** How long a PUT on a network resource keeps it busy (another PUT meanwhile: 409 AnotherOperationInProgress). */
+  busyMs: number
+  /** The next VM deletes leave their NIC and public IP behind (a VM made without deleteOption, or Azure leaving them). */
+  leaveBehind: boolean
+  /** Items per page of a list (then nextLink). */
+  pageSize: number
+  /** How the throttle answer asks to wait. */
+  throttleStyle: 'retry-after' | 'retry-after-ms' | 'x-ms-retry-after-ms' | 'retryable-error'
+  /** 409 AnotherOperationInProgress answers given. */
+  conflicts: number
+  /** The next N writes to network resources answer 409 AnotherOperationInProgress (another provision is on them). */
+  conflictNext: number
 }
 
 export function startAzureFake(): AzureFake {
@@ -88,10 +108,11 @@ export function startAzureFake(): AzureFake {
   const resources: AzureFake['resources'] = new Map()
   const versions: string[] = []
   const group = `/subscriptions/${subscriptionId}/resourceGroups/${resourceGroup}`
+  const busy = new Map<string, number>()
 
   const vmBody = (m: FakeMachine, expand: boolean) => {
     const failed = m.extra.failed as string | undefined
-    const state = failed ? 'Failed' : m.running ? 'Succeeded' : 'Creating'
+    const state = m.extra.deleting ? 'Deleting' : failed ? 'Failed' : m.running ? 'Succeeded' : 'Creating'
     const statuses = failed ? [{ code: 'ProvisioningState/failed/AllocationFailed', level: 'Error', message: failed }] : [{ code: `ProvisioningState/${m.running ? 'succeeded' : 'creating'}` }, { code: m.running ? 'PowerState/running' : 'PowerState/starting' }]
     return {
       id: `${group}/providers/Microsoft.Compute/virtualMachines/${m.name}`,
@@ -156,10 +177,17 @@ export function startAzureFake(): AzureFake {
     if (!VERSIONS[kind]!.includes(version)) return armError(400, 'NoRegisteredProviderFound', `No registered resource provider found for location 'westeurope' and API version '${version}' for type '${kind}'. The supported api-versions are '${VERSIONS[kind]!.join(', ')}'.`)
     const sub = path.match(/^\/subscriptions\/([^/]+)/)?.[1]
     if (sub !== subscriptionId) return armError(404, 'SubscriptionNotFound', `The subscription '${sub}' could not be found.`)
-    if (path === `/subscriptions/${subscriptionId}/locations`) return json({ value: LOCATIONS.map((l) => ({ id: `/subscriptions/${subscriptionId}/locations/${l.name}`, ...l })) })
+    // a list page, and a nextLink (absolute, with a $skiptoken) to the next one
+    const paged = (items: unknown[]) => {
+      const from = Number(url.searchParams.get('$skiptoken') ?? 0)
+      const next = new URL(url)
+      next.searchParams.set('$skiptoken', String(from + fake.pageSize))
+      return json({ value: items.slice(from, from + fake.pageSize), ...(from + fake.pageSize < items.length ? { nextLink: next.toString() } : {}) })
+    }
+    if (path === `/subscriptions/${subscriptionId}/locations`) return paged(LOCATIONS.map((l) => ({ id: `/subscriptions/${subscriptionId}/locations/${l.name}`, ...l })))
     if (kind === 'skus') {
       const where = url.searchParams.get('$filter')?.match(/^location eq '([^']+)'$/)?.[1]
-      return json({ value: where ? SKUS.filter((s) => s.locations.includes(where)) : SKUS, nextLink: null })
+      return paged(where ? SKUS.filter((s) => s.locations.includes(where)) : SKUS)
     }
     const rg = path.match(/^\/subscriptions\/[^/]+\/resourceGroups\/([^/]+)/)?.[1]
     if (decodeURIComponent(rg ?? '') !== resourceGroup) return armError(404, 'ResourceGroupNotFound', `Resource group '${rg}' could not be found.`)
@@ -171,8 +199,15 @@ export function startAzureFake(): AzureFake {
       if (req.method === 'GET') return m ? json(vmBody(m, url.searchParams.get('$expand') === 'instanceView')) : armError(404, 'ResourceNotFound', `The Resource 'Microsoft.Compute/virtualMachines/${name}' under resource group '${resourceGroup}' was not found.`)
       if (req.method === 'DELETE') {
         if (!m) return new Response(null, { status: 204 })
-        book.remove(m.id)
-        cascade(m)
+        if (!m.extra.deleting) {
+          // asynchronous: Deleting now, gone (with what deleteOption takes) a moment later
+          m.extra.deleting = true
+          const leave = fake.leaveBehind
+          setTimeout(() => {
+            book.remove(m.id)
+            if (!leave) cascade(m)
+          }, fake.deleteMs)
+        }
         return new Response(null, { status: 202, headers: { location: `${url.origin}/subscriptions/${subscriptionId}/providers/Microsoft.Compute/locations/${m.region}/operations/${crypto.randomUUID()}` } })
       }
       if (req.method === 'PUT') {
@@ -200,30 +235,72 @@ export function startAzureFake(): AzureFake {
         return json(vmBody(created, false), 201, { 'azure-asyncoperation': `${url.origin}/operations/${crypto.randomUUID()}` })
       }
     }
+    const subnetPath = path.match(/^(.*\/providers\/Microsoft\.Network\/virtualNetworks\/[^/]+)\/subnets\/([^/]+)$/)
     const net = path.match(/\/providers\/Microsoft\.Network\/(networkSecurityGroups|virtualNetworks|publicIPAddresses|networkInterfaces)\/([^/]+)$/)
-    if (net) {
-      const r = resources.get(path)
-      if (req.method === 'GET') {
-        if (!r) return armError(404, 'ResourceNotFound', `The Resource 'Microsoft.Network/${net[1]}/${net[2]}' under resource group '${resourceGroup}' was not found.`)
-        r.gets++
-        return json({ ...r.body, properties: { ...r.body.properties, provisioningState: 'Succeeded', ...(net[1] === 'publicIPAddresses' ? { ipAddress: r.body.properties?.ipAddress } : {}) } })
+    if (subnetPath || net) {
+      const now = Date.now()
+      // one writer at a time per resource (a subnet's writes hold its VNet): ARM answers 409 to the next
+      const lockId = subnetPath ? subnetPath[1]! : path
+      if (req.method !== 'GET' && ((busy.get(lockId) ?? 0) > now || fake.conflictNext > 0)) {
+        if (fake.conflictNext > 0) fake.conflictNext--
+        fake.conflicts++
+        return armError(409, 'AnotherOperationInProgress', `Operation PutVirtualNetworkOperation on resource ${lockId} is in progress; another operation cannot be started. Retry the request after it completes.`)
       }
-      if (req.method === 'PUT') {
-        const b = (await req.json()) as { properties?: { networkSecurityGroup?: { id: string }; ipConfigurations?: { properties: { subnet: { id: string }; publicIPAddress?: { id: string } } }[]; subnets?: { properties: { networkSecurityGroup?: { id: string } } }[] } & Record<string, unknown> }
-        const refs = [
-          ...(b.properties?.ipConfigurations?.flatMap((c) => [c.properties.subnet.id.replace(/\/subnets\/[^/]+$/, ''), c.properties.publicIPAddress?.id ?? '']) ?? []),
-          ...(b.properties?.subnets?.map((s) => s.properties.networkSecurityGroup?.id ?? '') ?? []),
-          b.properties?.networkSecurityGroup?.id ?? '',
-        ].filter(Boolean)
-        const missing = refs.find((id) => !resources.has(id))
-        if (missing) return armError(400, 'InvalidResourceReference', `Resource ${missing} referenced by resource ${path} was not found.`)
-        // A reference carries only the id (ReferenceObject): nested properties on it are not the resource's.
-        const ipConfigurations = b.properties?.ipConfigurations?.map((c) => ({ ...c, properties: { ...c.properties, ...(c.properties.publicIPAddress ? { publicIPAddress: { id: c.properties.publicIPAddress.id } } : {}) } }))
-        const ip = net[1] === 'publicIPAddresses' ? { ipAddress: (r?.body.properties?.ipAddress as string | undefined) ?? `198.51.100.${(resources.size % 250) + 1}` } : {}
-        const body = { id: path, name: net[2], type: `Microsoft.Network/${net[1]}`, ...b, properties: { ...b.properties, ...(ipConfigurations ? { ipConfigurations } : {}), ...ip, provisioningState: 'Updating' } }
-        const status = r ? 200 : 201
-        resources.set(path, { type: net[1]!, body, gets: 0 })
-        return json(body, status)
+      if (req.method !== 'GET') busy.set(lockId, now + fake.busyMs)
+      const inUse = (id: string) => [...resources.values()].some((r) => JSON.stringify(r.body.properties ?? {}).includes(`"${id}"`)) || [...book.machines.values()].some((m) => JSON.stringify(m.extra.nics ?? []).includes(`"${id}"`))
+      if (subnetPath) {
+        const vnet = resources.get(subnetPath[1]!)
+        if (!vnet) return armError(404, 'ResourceNotFound', `The Resource 'Microsoft.Network/virtualNetworks/${subnetPath[1]!.split('/').pop()}' under resource group '${resourceGroup}' was not found.`)
+        const subnets = (vnet.body.properties!.subnets as { id?: string; name: string; properties: Record<string, unknown> }[] | undefined) ?? []
+        const name = subnetPath[2]!
+        const sn = subnets.find((x) => x.name === name)
+        if (req.method === 'GET') return sn ? json({ id: path, ...sn, name, properties: { ...sn.properties, provisioningState: 'Succeeded' } }) : armError(404, 'NotFound', `Resource ${path} not found.`)
+        if (req.method === 'PUT') {
+          const b = (await req.json()) as { properties?: Record<string, unknown> }
+          const next = { id: path, name, properties: b.properties ?? {} }
+          vnet.body.properties!.subnets = [...subnets.filter((x) => x.name !== name), next]
+          return json({ ...next, properties: { ...next.properties, provisioningState: 'Updating' } }, sn ? 200 : 201)
+        }
+      }
+      if (net) {
+        const r = resources.get(path)
+        if (req.method === 'GET') {
+          if (!r) return armError(404, 'ResourceNotFound', `The Resource 'Microsoft.Network/${net[1]}/${net[2]}' under resource group '${resourceGroup}' was not found.`)
+          r.gets++
+          return json({ ...r.body, properties: { ...r.body.properties, provisioningState: 'Succeeded', ...(net[1] === 'publicIPAddresses' ? { ipAddress: r.body.properties?.ipAddress } : {}) } })
+        }
+        if (req.method === 'DELETE') {
+          if (!r) return new Response(null, { status: 204 })
+          if (net[1] === 'publicIPAddresses' && inUse(path)) return armError(400, 'PublicIPAddressCannotBeDeleted', `Public IP address ${path} can not be deleted since it is still allocated to resource ${[...resources.keys()].find((k) => JSON.stringify(resources.get(k)!.body.properties ?? {}).includes(path))}.`)
+          if (net[1] === 'networkInterfaces' && inUse(path)) return armError(400, 'NicInUse', `Network Interface ${path} is used by existing resource. In order to delete the network interface, it must be dissociated from the resource.`)
+          setTimeout(() => resources.delete(path), fake.deleteMs)
+          return new Response(null, { status: 202 })
+        }
+        if (req.method === 'PUT') {
+          const b = (await req.json()) as { properties?: { networkSecurityGroup?: { id: string }; ipConfigurations?: { properties: { subnet: { id: string }; publicIPAddress?: { id: string } } }[]; subnets?: { name: string; properties: { networkSecurityGroup?: { id: string } } }[] } & Record<string, unknown> }
+          const subnetExists = (id: string) => {
+            const [vnetId, name] = id.split('/subnets/')
+            const v = resources.get(vnetId!)
+            return Boolean(v && ((v.body.properties?.subnets as { name: string }[] | undefined) ?? []).some((x) => x.name === name))
+          }
+          const refs = [...(b.properties?.ipConfigurations?.flatMap((c) => [c.properties.publicIPAddress?.id ?? '']) ?? []), ...(b.properties?.subnets?.map((x) => x.properties.networkSecurityGroup?.id ?? '') ?? []), b.properties?.networkSecurityGroup?.id ?? ''].filter(Boolean)
+          const missing = refs.find((id) => !resources.has(id)) ?? b.properties?.ipConfigurations?.map((c) => c.properties.subnet.id).find((id) => !subnetExists(id))
+          if (missing) return armError(400, 'InvalidResourceReference', `Resource ${missing} referenced by resource ${path} was not found.`)
+          if (net[1] === 'virtualNetworks' && r) {
+            // a VNet PUT replaces the subnet list: a subnet in use that it leaves out cannot be deleted
+            const kept = new Set((b.properties?.subnets ?? []).map((x) => x.name))
+            const dropped = ((r.body.properties?.subnets as { name: string }[] | undefined) ?? []).find((x) => !kept.has(x.name) && inUse(`${path}/subnets/${x.name}`))
+            if (dropped) return armError(400, 'InUseSubnetCannotBeDeleted', `Subnet ${dropped.name} is in use by ${path}/subnets/${dropped.name} and cannot be deleted.`)
+          }
+          // A reference carries only the id (ReferenceObject): nested properties on it are not the resource's.
+          const ipConfigurations = b.properties?.ipConfigurations?.map((c) => ({ ...c, properties: { ...c.properties, ...(c.properties.publicIPAddress ? { publicIPAddress: { id: c.properties.publicIPAddress.id } } : {}) } }))
+          const subnets = b.properties?.subnets?.map((x) => ({ id: `${path}/subnets/${x.name}`, ...x }))
+          const ip = net[1] === 'publicIPAddresses' ? { ipAddress: (r?.body.properties?.ipAddress as string | undefined) ?? `198.51.100.${(resources.size % 250) + 1}` } : {}
+          const body = { id: path, name: net[2], type: `Microsoft.Network/${net[1]}`, ...b, properties: { ...b.properties, ...(ipConfigurations ? { ipConfigurations } : {}), ...(subnets ? { subnets } : net[1] === 'virtualNetworks' ? { subnets: [] } : {}), ...ip, provisioningState: 'Updating' } }
+          const status = r ? 200 : 201
+          resources.set(path, { type: net[1]!, body, gets: 0 })
+          return json(body, status)
+        }
       }
     }
     return armError(404, 'InvalidResourceType', `The resource type could not be found in the namespace for api version '${version}'.`)
@@ -231,11 +308,17 @@ export function startAzureFake(): AzureFake {
   const fake = Object.assign(
     serveFake({
       handle,
-      // ARM throttles with 429 and Retry-After (https://learn.microsoft.com/azure/azure-resource-manager/management/request-limits-and-throttling).
-      throttle: (_req, _url, waitS) => armError(429, 'TooManyRequests', 'The request is being throttled as the limit has been reached for operation type - Read_ObservationWindow_00:05:00.', { 'Retry-After': String(waitS) }),
+      // ARM throttles with 429 and Retry-After (https://learn.microsoft.com/azure/azure-resource-manager/management/request-limits-and-throttling);
+      // some services give milliseconds (retry-after-ms, x-ms-retry-after-ms), some 429 RetryableError.
+      throttle: (_req, _url, waitS): Response => {
+        const style: AzureFake['throttleStyle'] = fake.throttleStyle
+        if (style === 'retryable-error') return armError(429, 'RetryableError', 'A retryable error occurred.', { 'Retry-After': String(waitS) })
+        const headers: Record<string, string> = style === 'retry-after' ? { 'Retry-After': String(waitS) } : { [style]: String(waitS * 1000) }
+        return armError(429, 'TooManyRequests', 'The request is being throttled as the limit has been reached for operation type - Read_ObservationWindow_00:05:00.', headers)
+      },
       isCreate: (req, url) => req.method === 'PUT' && /\/virtualMachines\/[^/]+$/.test(url.pathname),
     }),
-    { tokenFailures: 0, failNextVm: null as string | null },
+    { tokenFailures: 0, failNextVm: null as string | null, deleteMs: 60, busyMs: 30, leaveBehind: false, pageSize: 2, throttleStyle: 'retry-after' as AzureFake['throttleStyle'], conflicts: 0, conflictNext: 0 },
   )
   return Object.assign(fake, { tenantId, clientId, clientSecret, subscriptionId, resourceGroup, federatedToken, resources, versions })
 }

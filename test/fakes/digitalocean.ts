@@ -2,7 +2,9 @@
 // shapes as in godo): bearer tokens, regions, sizes, droplets with tag and
 // name filters and link pagination, 422 for bad input, new → active. Like
 // the real API it makes a second droplet of the same name without a word.
-// Tags (which must exist before a firewall names them), cloud firewalls, and
+// Tags (which must exist before a firewall names them), cloud firewalls
+// (applied to droplets by tag; PUT replaces one whole; inbound traffic no rule
+// allows is dropped), and
 // 429 too_many_requests with RateLimit-* headers.
 import { bearer, json, resetIn, serveFake, type FakeMachine, type FakeServer } from './common.ts'
 
@@ -78,6 +80,18 @@ export function startDigitalOceanFake(opts: { token?: string } = {}): DigitalOce
       return json({ tag: { name: b.name, resources: { count: 0 } } }, 201)
     }
     if (req.method === 'GET' && path === '/firewalls') return page(url, 'firewalls', firewalls)
+    const fw = path.match(/^\/firewalls\/([0-9a-f-]+)$/)
+    if (fw && req.method === 'PUT') {
+      // "To update the configuration of an existing firewall … the request must contain a full representation of the firewall"
+      const f = firewalls.find((x) => x.id === fw[1])
+      if (!f) return error(404, 'not_found', 'The resource you were accessing could not be found.')
+      const b = (await req.json()) as Omit<DoFirewall, 'id'>
+      if (!b.name) return error(422, 'unprocessable_entity', 'name is required')
+      const missing = (b.tags ?? []).find((t) => !tags.has(t))
+      if (missing) return error(422, 'unprocessable_entity', `tag ${missing} does not exist`)
+      Object.assign(f, { name: b.name, inbound_rules: b.inbound_rules ?? [], outbound_rules: b.outbound_rules ?? [], tags: b.tags ?? [] })
+      return json({ firewall: { ...f, status: 'waiting', droplet_ids: [], pending_changes: [] } })
+    }
     if (req.method === 'POST' && path === '/firewalls') {
       const b = (await req.json()) as Omit<DoFirewall, 'id'>
       if (!b.name || !/^[a-zA-Z0-9][a-zA-Z0-9.-]*$/.test(b.name)) return error(422, 'unprocessable_entity', 'name must begin with an alphanumeric character')

@@ -5,7 +5,11 @@
 // answers the first Operation and ignores its body), zone Operations that run
 // and end DONE (with error.errors[] when the insert failed: quota, capacity),
 // instances that reads do not show right after the insert (eventual
-// consistency), PROVISIONING → STAGING → RUNNING, firewall rules, 403
+// consistency), PROVISIONING → STAGING → RUNNING, firewall rules (insert,
+// get, update; each write a global Operation that runs, then is DONE — with an
+// error when told), boot disk types per machine family (the default
+// pd-standard refused by C3/C3D, anything but Hyperdisk by N4/C4/C4A:
+// https://cloud.google.com/compute/docs/disks#disk-types), 403
 // rateLimitExceeded throttling, and Google's error shape (code, message,
 // errors[].reason, status).
 import { json, serveFake, type FakeMachine, type FakeServer } from './common.ts'
@@ -20,7 +24,18 @@ const TYPES = [
   { name: 'e2-medium', guestCpus: 2, memoryMb: 4096, description: '2 vCPU (shared core), 4 GB RAM', architecture: 'X86_64' },
   { name: 'n1-standard-1', guestCpus: 1, memoryMb: 3840, description: '1 vCPU, 3.75 GB RAM', deprecated: { state: 'DEPRECATED' } },
   { name: 't2a-standard-1', guestCpus: 1, memoryMb: 4096, description: '1 vCPU, 4 GB RAM', architecture: 'ARM64' },
+  { name: 'c3-standard-4', guestCpus: 4, memoryMb: 16384, description: '4 vCPUs, 16 GB RAM', architecture: 'X86_64' },
+  { name: 'n4-standard-2', guestCpus: 2, memoryMb: 8192, description: '2 vCPUs, 8 GB RAM', architecture: 'X86_64' },
+  { name: 'c4a-standard-1', guestCpus: 1, memoryMb: 4096, description: '1 vCPU, 4 GB RAM', architecture: 'ARM64' },
+  { name: 'ct5lp-hightpu-1t', guestCpus: 24, memoryMb: 49152, description: 'TPU host', architecture: 'X86_64' },
 ]
+/** The boot disk types each family takes (the rest: pd-standard, pd-balanced, pd-ssd). */
+const DISKS: Record<string, string[]> = {
+  c3: ['pd-balanced', 'pd-ssd', 'hyperdisk-balanced'],
+  n4: ['hyperdisk-balanced'],
+  c4a: ['hyperdisk-balanced'],
+  ct5lp: ['hyperdisk-balanced'],
+}
 
 interface Op {
   name: string
@@ -43,6 +58,8 @@ export interface GcpFake extends FakeServer {
   /** How long an Operation runs before it is DONE. */
   opMs: number
   operations: Map<string, Op>
+  /** The next firewall write's Operation ends DONE with this error (and changes nothing). */
+  failNextFirewall: { code: string; message: string } | null
 }
 
 export async function startGcpFake(): Promise<GcpFake> {
@@ -133,8 +150,29 @@ export async function startGcpFake(): Promise<GcpFake> {
     if (path === '/global/firewalls' && req.method === 'POST') {
       const b = (await req.json()) as { name: string }
       if (firewalls.some((f) => f.name === b.name)) return gError(409, 'ALREADY_EXISTS', 'alreadyExists', `The resource 'projects/${project}/global/firewalls/${b.name}' already exists`)
-      firewalls.push(b)
-      return json(operation(started('insert', `projects/${project}/global/firewalls/${b.name}`)))
+      const failed = fake.failNextFirewall
+      fake.failNextFirewall = null
+      if (!failed) firewalls.push({ kind: 'compute#firewall', disabled: false, priority: 1000, ...b })
+      return json(operation(started('insert', `projects/${project}/global/firewalls/${b.name}`, undefined, failed ?? undefined)))
+    }
+    const fw = path.match(/^\/global\/firewalls\/([^/]+)$/)
+    if (fw) {
+      const i = firewalls.findIndex((f) => f.name === fw[1])
+      if (i < 0) return gError(404, 'NOT_FOUND', 'notFound', `The resource 'projects/${project}/global/firewalls/${fw[1]}' was not found`)
+      if (req.method === 'GET') return json({ ...firewalls[i], network: `https://www.googleapis.com/compute/v1/projects/${project}/global/networks/default`, selfLink: `https://www.googleapis.com/compute/v1/projects/${project}/global/firewalls/${fw[1]}` })
+      if (req.method === 'PUT') {
+        // firewalls.update: the rule becomes what was sent (fields left out go back to their defaults)
+        const b = (await req.json()) as Record<string, unknown>
+        const failed = fake.failNextFirewall
+        fake.failNextFirewall = null
+        if (!failed) firewalls[i] = { kind: 'compute#firewall', disabled: false, priority: 1000, ...b, name: fw[1] }
+        return json(operation(started('update', `projects/${project}/global/firewalls/${fw[1]}`, undefined, failed ?? undefined)))
+      }
+    }
+    const gop = path.match(/^\/global\/operations\/([^/]+)$/)
+    if (gop && req.method === 'GET') {
+      const op = operations.get(gop[1]!)
+      return op && !op.zone ? json(operation(op)) : gError(404, 'NOT_FOUND', 'notFound', `The resource 'projects/${project}/global/operations/${gop[1]}' was not found`)
     }
     const zm = path.match(/^\/zones\/([^/]+)(\/.*)$/)
     const zone = zm && ZONES.find((z) => z.name === zm[1])
@@ -149,12 +187,15 @@ export async function startGcpFake(): Promise<GcpFake> {
     if (rest === '/instances' && req.method === 'POST') {
       const rid = url.searchParams.get('requestId')
       if (rid && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(rid)) return gError(400, 'INVALID_ARGUMENT', 'invalid', "Invalid value for field 'requestId': must be a UUID.")
-      const b = (await req.json()) as { name?: string; machineType?: string; labels?: Record<string, string>; tags?: { items?: string[] }; metadata?: { items?: { key: string; value: string }[] } }
+      const b = (await req.json()) as { name?: string; machineType?: string; labels?: Record<string, string>; tags?: { items?: string[] }; metadata?: { items?: { key: string; value: string }[] }; disks?: { initializeParams?: { diskType?: string } }[] }
       // A repeated requestId is the same request: its Operation, whatever the body says now.
       if (rid && requests.has(rid)) return json(operation(operations.get(requests.get(rid)!)!))
       if (!b.name || !/^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/.test(b.name)) return gError(400, 'INVALID_ARGUMENT', 'invalid', `Invalid value for field 'resource.name': '${b.name}'. Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'`)
       const type = b.machineType?.split('/').pop()
       if (!TYPES.some((x) => x.name === type)) return gError(400, 'INVALID_ARGUMENT', 'invalid', `Invalid value for field 'resource.machineType': '${b.machineType}'. Machine type with name '${type}' does not exist in zone '${zone.name}'.`)
+      const disk = b.disks?.[0]?.initializeParams?.diskType?.split('/').pop() ?? 'pd-standard'
+      const takes = DISKS[type!.split('-')[0]!] ?? ['pd-standard', 'pd-balanced', 'pd-ssd']
+      if (!takes.includes(disk)) return gError(400, 'INVALID_ARGUMENT', 'invalid', `Invalid value for field 'resource.disks[0].initializeParams.diskType': 'projects/${project}/zones/${zone.name}/diskTypes/${disk}'. ${disk} disk type cannot be used by ${type} machine type.`)
       if ([...book.machines.values()].some((x) => x.name === b.name && x.region === zone.name)) return gError(409, 'ALREADY_EXISTS', 'alreadyExists', `The resource 'projects/${project}/zones/${zone.name}/instances/${b.name}' already exists`)
       const userData = b.metadata?.items?.find((i) => i.key === 'user-data')?.value ?? ''
       const target = `projects/${project}/zones/${zone.name}/instances/${b.name}`
@@ -162,7 +203,7 @@ export async function startGcpFake(): Promise<GcpFake> {
       fake.failNextInsert = null
       const op = started('insert', target, zone.name, failed ?? undefined)
       if (rid) requests.set(rid, op.name)
-      if (!failed) book.add({ id: String(book.nextNumber()), name: b.name, region: zone.name, size: type!, userData, labels: b.labels ?? {}, extra: { tags: b.tags?.items ?? [], requestId: rid } })
+      if (!failed) book.add({ id: String(book.nextNumber()), name: b.name, region: zone.name, size: type!, userData, labels: b.labels ?? {}, extra: { tags: b.tags?.items ?? [], requestId: rid, diskType: disk } })
       return json(operation(op))
     }
     const one = rest.match(/^\/instances\/([^/]+)$/)
@@ -184,7 +225,7 @@ export async function startGcpFake(): Promise<GcpFake> {
       throttle: () => json({ error: { code: 403, message: 'Rate Limit Exceeded', errors: [{ message: 'Rate Limit Exceeded', domain: 'usageLimits', reason: 'rateLimitExceeded' }], status: 'PERMISSION_DENIED' } }, 403),
       isCreate: (req, url) => req.method === 'POST' && /\/zones\/[^/]+\/instances$/.test(url.pathname),
     }),
-    { failNextInsert: null as { code: string; message: string } | null, opMs: 100 },
+    { failNextInsert: null as { code: string; message: string } | null, opMs: 100, failNextFirewall: null as { code: string; message: string } | null },
   )
   tokenUrl = `${fake.url}/token`
   return Object.assign(fake, { key, tokenUrl, firewalls, operations, url: `${fake.url}/compute/v1` })

@@ -3,7 +3,9 @@
 // writes), locations, server types with their architecture and per-location
 // `locations[].deprecation` (the type-wide `deprecated` being phased out),
 // servers with label selectors and name filters, pagination, name uniqueness
-// (409 uniqueness_error), firewalls, the 32 KiB user-data limit,
+// (409 uniqueness_error), firewalls (a firewall given at the create applies
+// from the start; rules replaced with actions/set_rules; with no inbound rule
+// all inbound is dropped), the 32 KiB user-data limit,
 // initializing → running, and 429 rate_limit_exceeded with RateLimit-* headers.
 import { bearer, json, resetIn, serveFake, type FakeMachine, type FakeServer } from './common.ts'
 
@@ -37,6 +39,8 @@ const SERVER_TYPES = [
   // deprecated the old way only in some places: `deprecated` is false, the location says so
   type(22, 'cpx11', 2, 2.0, 40, 'x86', '4.3500', ['fsn1', 'nbg1'], ['fsn1']),
   type(1, 'cx11', 1, 2.0, 20, 'x86', '3.2900', ['fsn1'], ['fsn1'], true),
+  // deprecated as a whole (type-level `deprecated` and `deprecation`) while its locations say nothing
+  type(2, 'cx21', 2, 4.0, 40, 'x86', '5.8300', ['fsn1', 'nbg1', 'hel1'], [], true),
   type(45, 'cax11', 2, 4.0, 40, 'arm', '3.7900', ['fsn1', 'nbg1']),
   type(46, 'cax21', 4, 8.0, 80, 'arm', '6.4900', ['fsn1']),
 ]
@@ -131,6 +135,15 @@ export function startHetznerFake(opts: { token?: string } = {}): HetznerFake {
       const f = { id: book.nextNumber(), name: b.name, labels: b.labels ?? {}, rules: b.rules ?? [] }
       firewalls.push(f)
       return json({ firewall: { ...f, applied_to: [], created: new Date().toISOString() }, actions: [] }, 201)
+    }
+    const setRules = path.match(/^\/firewalls\/(\d+)\/actions\/set_rules$/)
+    if (req.method === 'POST' && setRules) {
+      const f = firewalls.find((x) => x.id === Number(setRules[1]))
+      if (!f) return error(404, 'not_found', `firewall with ID '${setRules[1]}' not found`)
+      const b = (await req.json()) as { rules?: HetznerFirewall['rules'] }
+      if (!Array.isArray(b.rules)) return error(400, 'invalid_input', "invalid input in field 'rules'")
+      f.rules = b.rules
+      return json({ actions: [{ id: book.nextNumber(), command: 'set_firewall_rules', status: 'running', progress: 0, resources: [{ id: f.id, type: 'firewall' }], error: null }] }, 201)
     }
     const one = path.match(/^\/servers\/(\d+)$/)
     if (one) {

@@ -70,7 +70,8 @@ export function bootMachine(userData: string, dir: string): BootedMachine {
       stopped = true
       await joined.catch(() => {})
       if (agent && agent.exitCode === null) {
-        agent.kill('SIGTERM')
+        // A machine going away: its Agent stops its replicas too (they outlive a plain SIGTERM).
+        agent.kill('SIGUSR2')
         await agent.exited
       }
     },

@@ -64,3 +64,16 @@ export function initialPassword(dataDir: string): string {
 export function login(url: string, identifier: string, password: string) {
   return fetch(`${url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier, password }) })
 }
+
+/**
+ * A client on a joined office that works while its local door is closed: a
+ * session opened by a vouch of the controller's superadmin (local API tokens
+ * are suspended there; issue 22, item 5).
+ */
+export async function vouchedClient(controller: TestPlatform, office: TestPlatform, officeId = 'office-a') {
+  const { vouch } = await (await accountClient(controller)).federation.vouch(officeId)
+  const res = await fetch(`${office.url}/api/office/vouch`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ vouch }) })
+  if (res.status !== 200) throw new Error(`vouch refused: ${res.status} ${await res.text()}`)
+  const cookie = res.headers.get('set-cookie')!.split(';')[0]!
+  return createClient({ url: office.url, headers: { cookie } })
+}

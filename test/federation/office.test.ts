@@ -7,7 +7,7 @@ import { MusterError } from '../../src/errors.ts'
 import { breakGlass, detach } from '../../src/federation/host.ts'
 import { federationOf } from '../../src/federation/service.ts'
 import { insertAccount } from '../../src/store/accounts.ts'
-import { accountClient, initialPassword, login, startOffice } from './_helpers.ts'
+import { accountClient, initialPassword, login, startOffice, vouchedClient } from './_helpers.ts'
 
 async function refusal(p: Promise<unknown>): Promise<MusterError | 'ok'> {
   try {
@@ -85,7 +85,10 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(body.error.message).toContain("office 'office-a'")
       expect(body.error.message).toContain('muster admin break-glass')
       expect(body.error.message).toContain('muster admin detach')
-      expect(await o.client.federation.localAuthority()).toMatchObject({ joined: true, officeId: 'office-a', localLoginAllowed: false, breakGlass: null })
+      // a local token is suspended while the door is closed (issue 22, item 5): the same words, as 401
+      const suspended = (await refusal(o.client.federation.localAuthority())) as MusterError
+      expect([suspended.code, suspended.detail?.status, suspended.message]).toEqual(['unauthorized', 401, body.error.message])
+      expect(await (await vouchedClient(c, o)).federation.localAuthority()).toMatchObject({ joined: true, officeId: 'office-a', localLoginAllowed: false, breakGlass: null })
       const busy = await refusal(breakGlass(d.path))
       expect((busy as MusterError).code).toBe('already-running')
       await o.close()
@@ -116,7 +119,7 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(existsSync(`${d.path}/platform/office-join-token`)).toBe(false)
       await using o = await startOffice(c.url, second.token, { dataDir: d.path })
       expect((await login(o.url, 'superadmin', initialPassword(d.path))).status).toBe(403)
-      expect(await o.client.federation.localAuthority()).toMatchObject({ joined: true, localLoginAllowed: false, breakGlass: null, detachedAt: expect.any(String) })
+      expect(await (await vouchedClient(c, o)).federation.localAuthority()).toMatchObject({ joined: true, localLoginAllowed: false, breakGlass: null, detachedAt: expect.any(String) })
     })
 
     test('detach keeps accounts and placed projects, opens the door, and refuses when not joined or while serving', async () => {
@@ -166,7 +169,7 @@ describe.each(ENGINES)('on %s', (engine) => {
       const { token: aliceToken } = await c.platform.auth.mintApiToken({ name: 'alice', role: 'operator', account: 'alice' })
       const alice = await c.clientWith(aliceToken).federation.vouch('office-a')
       expect(await oa.clientWith().federation.redeemVouch(alice.vouch)).toEqual({ ok: true, account: 'alice', created: true, role: 'operator' })
-      const writes = (await oa.client.federation.identityWrites()).writes
+      const writes = (await (await vouchedClient(c, oa)).federation.identityWrites()).writes
       expect(writes.map((w) => [w.owner, w.action, w.role])).toEqual([['alice', 'created', 'operator'], ['superadmin', 'linked', 'superadmin']])
       await oa.close()
       const refused = await refusal(breakGlass(da.path, 'alice'))

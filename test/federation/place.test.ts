@@ -9,7 +9,7 @@ import { DOMAINS } from '../../src/federation/formats.ts'
 import { registerPlacedProjectRunner, type PlacedProjectSpec, type PlacedProjectStatus } from '../../src/federation/placement.ts'
 import { signProof } from '../../src/federation/proofs.ts'
 import { federationOf } from '../../src/federation/service.ts'
-import { startOffice } from './_helpers.ts'
+import { startOffice, vouchedClient } from './_helpers.ts'
 
 const spec = { name: 'web', command: ['sleep', '1000'], env: { GREETING: 'hi' }, replicas: 2, cpu: 250, memory: 64 }
 
@@ -49,7 +49,7 @@ describe.each(ENGINES)('on %s', (engine) => {
         // The answer is the office runner's status at that moment, for exactly what was applied.
         expect(r).toEqual({ officeId: 'office-a', project: { name: 'web', replicas: 2, state: 'pending', running: 1, detail: 'pulling image 3 of 7' } })
         expect(applied).toEqual([spec])
-        const listed = (await o.client.federation.placedProjects()).projects
+        const listed = (await (await vouchedClient(c, o)).federation.placedProjects()).projects
         expect(listed).toEqual([{ name: 'web', command: ['sleep', '1000'], envKeys: ['GREETING'], replicas: 2, cpu: 250, memory: 64, placedAt: expect.any(String), status: expect.objectContaining({ state: 'pending', running: 1 }) }])
         const first = await waitFor(async () => (await c.client.federation.offices()).offices[0]?.projects.at(0), { what: 'reported in a heartbeat' })
         expect(first).toMatchObject({ name: 'web', replicas: 2, state: 'pending', running: 1 })
@@ -75,7 +75,7 @@ describe.each(ENGINES)('on %s', (engine) => {
         expect(err).toBeInstanceOf(MusterError)
         expect((err as MusterError).code).toBe('conflict')
         expect(o.platform.projects.show('api').origin).toBe('local')
-        expect((await o.client.federation.placedProjects()).projects.map((p) => p.name)).toEqual(['web'])
+        expect((await (await vouchedClient(c, o)).federation.placedProjects()).projects.map((p) => p.name)).toEqual(['web'])
       } finally {
         await o.close()
         await c.close()
@@ -103,7 +103,7 @@ describe.each(ENGINES)('on %s', (engine) => {
         expect((await (await signedCall(c, { issuedAt: Date.now() + 90_000 }))(o.url)).status).toBe(200)
         expect(await refused(await signedCall(c, { key: generateSigningKey() }))).toEqual([403, 'federation-refused'])
         expect(await refused(await signedCall(c, { edit: (b) => (b.officeId = 'office-b') }))).toEqual([403, 'federation-refused'])
-        expect((await o.client.federation.placedProjects()).projects).toHaveLength(1)
+        expect((await (await vouchedClient(c, o)).federation.placedProjects()).projects).toHaveLength(1)
       } finally {
         await o.close()
         await c.close()
@@ -115,9 +115,10 @@ describe.each(ENGINES)('on %s', (engine) => {
       const { c, o } = await joined(d.path)
       try {
         await c.client.federation.place('office-a', spec)
+        const reader = await vouchedClient(c, o) // a revoked office is vouched for no more
         await c.client.federation.revoke('office-a')
         await waitFor(() => federationOf(o.platform).link?.state === 'revoked', { what: 'revoked' })
-        expect((await o.client.federation.placedProjects()).projects.map((p) => p.name)).toEqual(['web'])
+        expect((await reader.federation.placedProjects()).projects.map((p) => p.name)).toEqual(['web'])
         const err = await c.client.federation.place('office-a', { ...spec, name: 'api' }).catch((e: MusterError) => e)
         expect((err as MusterError).code).toBe('federation-token-revoked')
       } finally {

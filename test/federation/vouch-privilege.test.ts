@@ -11,7 +11,8 @@ import { MusterError } from '../../src/errors.ts'
 import { onEngine, startPlatform, type TestPlatform } from '../helpers/platform.ts'
 import { ENGINES } from '../helpers/postgres.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
-import { startOffice } from './_helpers.ts'
+import { startOffice, vouchedClient } from './_helpers.ts'
+import { detach } from '../../src/federation/host.ts'
 
 async function tokenFor(p: TestPlatform, account: string, role: 'superadmin' | 'operator' | 'viewer') {
   return p.clientWith((await p.platform.auth.mintApiToken({ name: `${account}-${role}`, role, account })).token)
@@ -63,7 +64,23 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(mint.status).toBe(403)
       expect(await mint.text()).not.toContain('mat_')
     }
-    expect((await o.client.auth.listApiTokens()).tokens.map((t) => t.name)).toEqual(['test'])
+    expect((await o.platform.store.all<{ name: string }>('SELECT name FROM api_tokens')).map((t) => t.name)).toEqual(['test'])
+  })
+
+  test('a vouched session mints no token after its office detached either (no door left to refuse it)', async () => {
+    using d = tmpDir()
+    await using c = await startPlatform()
+    const { token } = await c.client.federation.mint({ officeId: 'office-a' })
+    const o = await startOffice(c.url, token, { dataDir: d.path })
+    await waitFor(async () => (await c.client.federation.offices()).offices[0]?.advertiseUrl, { what: 'office registered' })
+    const su = await redeem(o, (await (await tokenFor(c, 'superadmin', 'superadmin')).federation.vouch('office-a')).vouch)
+    await o.close()
+    await detach(d.path)
+    await using left = await startPlatform({ dataDir: d.path, keepDir: true })
+    expect(await (await asSession(left, su.cookie, '/api/v1/whoami')).json()).toMatchObject({ account: 'superadmin', role: 'superadmin' })
+    const mint = await asSession(left, su.cookie, '/api/v1/api-tokens', { method: 'POST', body: '{}' })
+    expect(mint.status).toBe(403)
+    expect(await mint.text()).toContain('opened by a vouch')
   })
 
   test("the office grants the lower of the vouch's role and its own account's; a new account never superadmin; 12 hours at most", async () => {
@@ -84,7 +101,7 @@ describe.each(ENGINES)('on %s', (engine) => {
     // dave: operator at the controller, unknown here → operator
     const dave = await redeem(o, (await (await tokenFor(c, 'dave', 'operator')).federation.vouch('office-a')).vouch)
     expect(dave.body).toMatchObject({ account: 'dave', created: true, role: 'operator' })
-    const writes = (await o.client.federation.identityWrites()).writes.map((w) => [w.owner, w.action, w.role])
+    const writes = (await (await vouchedClient(c, o)).federation.identityWrites()).writes.map((w) => [w.owner, w.action, w.role])
     expect(writes).toContainEqual(['carol', 'created', 'operator'])
     expect(writes).toContainEqual(['dave', 'created', 'operator'])
     expect(await o.platform.store.get('SELECT role FROM accounts WHERE name = ?1', 'carol')).toEqual({ role: 'operator' })

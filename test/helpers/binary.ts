@@ -46,7 +46,10 @@ export interface Daemon {
   /** Everything the process wrote to stderr so far. */
   log(): string
   waitForLog(re: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>
+  /** Stops the process; an Agent's replicas (which outlive it) are then stopped too, so no test leaves any behind. */
   stop(signal?: NodeJS.Signals): Promise<number>
+  /** Stops the process and nothing else: an Agent's replicas keep running. */
+  stopLeavingReplicas(signal?: NodeJS.Signals): Promise<number>
   [Symbol.asyncDispose](): Promise<void>
 }
 
@@ -60,6 +63,7 @@ export async function startMuster(args: string[], opts: { env?: Record<string, s
     stderr: 'pipe',
   })
   let out = ''
+  let stoppedReplicas = false
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     const dec = new TextDecoder()
     for await (const chunk of stream) out += dec.decode(chunk)
@@ -79,7 +83,7 @@ export async function startMuster(args: string[], opts: { env?: Record<string, s
         await Bun.sleep(20)
       }
     },
-    async stop(signal = 'SIGTERM') {
+    async stopLeavingReplicas(signal = 'SIGTERM') {
       if (proc.exitCode === null) {
         proc.kill(signal)
         const t = setTimeout(() => proc.kill('SIGKILL'), 10_000)
@@ -87,6 +91,15 @@ export async function startMuster(args: string[], opts: { env?: Record<string, s
         clearTimeout(t)
       }
       return proc.exitCode ?? -1
+    },
+    async stop(signal = 'SIGTERM') {
+      const code = await d.stopLeavingReplicas(signal)
+      const dataDir = args[0] === 'agent' ? args[args.indexOf('--data-dir') + 1] : undefined
+      if (dataDir && !stoppedReplicas) {
+        stoppedReplicas = true
+        await runMuster(['agent', '--stop-replicas', '--data-dir', dataDir], { timeoutMs: 60_000 })
+      }
+      return code
     },
     async [Symbol.asyncDispose]() {
       await d.stop()

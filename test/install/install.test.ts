@@ -256,7 +256,7 @@ describeAsRoot('install.sh as root, into temporary roots', () => {
     expect(broken.stderr).toContain('/usr/local/bin/muster')
   }, TIMEOUT)
 
-  test('worker: the Agent unit waits for worker join and restarts on failure; it verifies', async () => {
+  test('worker: the Agent unit waits for worker join and restarts on failure, never on status 3; it verifies', async () => {
     const bin = await realBinary()
     const root = newRoot()
     const run = await installSh(['--role', 'worker', '--binary', bin.path, '--root', root])
@@ -275,7 +275,17 @@ describeAsRoot('install.sh as root, into temporary roots', () => {
     expect(unit).toContain('ExecStart=/usr/local/bin/muster agent --data-dir /var/lib/muster')
     expect(unit).toContain('ConditionPathExists=/var/lib/muster/worker/agent.json')
     expect(unit).toContain('Restart=on-failure')
-    for (const line of [...HARDENING, 'CapabilityBoundingSet=']) expect(unit).toContain(line)
+    // …but not after exit status 3, the Agent's "credential refused for good" (SPEC §17.2): no restart loop.
+    expect(unit).toContain('RestartPreventExitStatus=3')
+    for (const line of HARDENING) expect(unit).toContain(line)
+    // Replicas outlive the Agent and run as muster-run, which the Agent may switch to and signal (nothing else).
+    expect(unit).toContain('KillMode=process')
+    expect(unit).toContain('CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL')
+    expect(unit).toContain('AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_KILL')
+    const runAccount = passwdEntry(root, 'muster-run')!
+    expect(runAccount.shell).toMatch(/nologin$/)
+    expect(runAccount.uid).not.toBe(r.uid)
+    expect(r).toMatchObject({ runAccount: 'muster-run', runAccountCreated: true })
 
     const v = verifyUnit(root, 'muster-agent.service')
     expect(v.stderr).toBe('')
@@ -373,8 +383,10 @@ describeAsRoot('install.sh as root, into temporary roots', () => {
     const run = await installSh(['--uninstall', '--purge', '--root', root])
     expectCode(run, 0)
     expect(run.stdout).toContain('purged /var/lib/muster')
+    expect(run.stdout).toContain('removed account muster-run')
     expect(listing(root).filter((p) => !ACCOUNT_DB.has(p))).toEqual([])
     expect(mentionsAccount(root)).toEqual([])
+    expect(passwdEntry(root, 'muster-run')).toBeUndefined()
   }, TIMEOUT)
 
   test('--from: a download installs only when its SHA-256 matches', async () => {

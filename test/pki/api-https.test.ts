@@ -97,7 +97,8 @@ describe('operators against an https Platform', () => {
     // a wrong pin: refused at the TLS handshake, before the request (and the password) is written
     const wrong = await runMuster(['login', '--platform-url', url, '--identifier', 'superadmin', '--platform-fingerprint', `sha256:${'ab'.repeat(32)}`], { stdin: `${password}\n`, env: home('a') })
     expect(wrong.code).toBe(1)
-    expect(wrong.stderr).toContain('does not match the pinned')
+    expect(wrong.stderr).toContain('which neither is nor chains to the pinned')
+    expect(wrong.stderr).toContain('check --platform-fingerprint')
     // without a pin the system roots do not know the Platform CA
     const unpinned = await runMuster(['login', '--platform-url', url, '--identifier', 'superadmin'], { stdin: `${password}\n`, env: home('b') })
     expect(unpinned.code).toBe(1)

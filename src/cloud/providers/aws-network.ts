@@ -68,7 +68,7 @@ export class AwsNetwork {
   async defaultVpc(region: string): Promise<string> {
     const r = await this.call(region, 'DescribeVpcs', { 'Filter.1.Name': 'is-default', 'Filter.1.Value.1': 'true' })
     const id = textOf(items(r, 'vpcSet')[0], 'vpcId')
-    if (!id) throw new MusterError('cloud-provider-error', `aws has no default VPC in ${region}; muster launches instances there (create one with \`aws ec2 create-default-vpc\`).`)
+    if (!id) throw new MusterError('cloud-refused', `aws has no default VPC in ${region}; muster launches instances there. To fix: create one (aws ec2 create-default-vpc --region ${region}) or pick another region.`)
     return id
   }
 
@@ -107,6 +107,15 @@ export class AwsNetwork {
     }
     await this.repair(region, id, group ? grantsOf(group) : [], wanted(inbound))
     return id
+  }
+
+  /** A group kept from an earlier attempt (by id): its rules repaired; when it is gone, the group for these rules. */
+  async repairKept(region: string, groupId: string, inbound: Inbound): Promise<string> {
+    const r = await this.call(region, 'DescribeSecurityGroups', { 'Filter.1.Name': 'group-id', 'Filter.1.Value.1': groupId })
+    const group = items(r, 'securityGroupInfo')[0]
+    if (!group) return this.group(region, inbound)
+    await this.repair(region, groupId, grantsOf(group), wanted(inbound))
+    return groupId
   }
 
   private async repair(region: string, groupId: string, have: Grant[], want: Grant[]): Promise<void> {

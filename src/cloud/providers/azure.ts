@@ -10,9 +10,18 @@
 // public IP: the metadata service reports none for Standard public IPs.
 // PUT is idempotent by name; the request id is a tag, and a VM of that name
 // made for another request is never touched. Machine ids are VM names.
+// Shared resources are made so that provisions running at once do not undo
+// each other: the VNet is PUT only when it does not exist, its subnet is its
+// own resource (a VNet PUT replaces the subnet list), and the NSG is PUT only
+// when its rules differ from what they should be (drift is repaired). ARM's
+// 409 AnotherOperationInProgress and 429 RetryableError ask to come back and
+// are sent again (retry.ts). Every list follows nextLink (on ARM's origin
+// only: the bearer token goes nowhere else). A VM delete is asynchronous: it
+// is waited for, and a NIC or public IP still there afterwards is deleted by name.
 import { MusterError } from '../../errors.ts'
 import { randomSecret } from '../../crypto/tokens.ts'
 import { callJson, unless404 } from '../http.ts'
+import { backoffMs } from '../retry.ts'
 import { inboundKey, inboundRules, type AzureCredentials, type CloudProvider, type CreateMachine, type Inbound, type Machine, type MachineRef, type MachineStatus, type ProviderContext, type Region, type Size } from '../provider.ts'
 import { AzureToken } from './azure-auth.ts'
 
@@ -24,6 +33,13 @@ interface Vm {
   tags?: Record<string, string>
   properties: { provisioningState?: string; instanceView?: { statuses?: { code: string; message?: string }[] } }
 }
+interface Rule {
+  name: string
+  properties: Record<string, unknown>
+}
+
+/** How long a release waits for Azure to finish deleting a VM (and then its NIC) before it says to try again. */
+const DELETE_WAIT_MS = 5 * 60_000
 /** Microsoft.Compute/skus (2021-07-01): capabilities as name/value strings, restrictions per location. */
 interface Sku {
   resourceType: string
@@ -32,6 +48,16 @@ interface Sku {
   capabilities?: { name: string; value: string }[]
   restrictions?: { type: string; values?: string[]; reasonCode?: string }[]
 }
+
+/** Security rules compared by what they let through (names and etags aside). */
+const rulesKey = (rules: Rule[]) =>
+  rules
+    .map((r) => {
+      const p = r.properties
+      return ['priority', 'direction', 'access', 'protocol', 'sourceAddressPrefix', 'sourcePortRange', 'destinationAddressPrefix', 'destinationPortRange'].map((k) => String(p[k] ?? '')).join(' ')
+    })
+    .sort()
+    .join('\n')
 
 const describe = (b: unknown) => {
   const e = (b as { error?: { code?: string; message?: string } }).error
@@ -52,8 +78,26 @@ export class AzureProvider implements CloudProvider {
 
   private async call<T>(method: string, path: string, apiVersion: string, body?: unknown) {
     const sep = path.includes('?') ? '&' : '?'
+    return this.send<T>(method, `${this.ctx.arm}${path}${sep}api-version=${apiVersion}`, body)
+  }
+
+  private async send<T>(method: string, url: string, body?: unknown) {
     const headers = { authorization: `Bearer ${await this.token.get()}` }
-    return callJson<T>('azure', `${this.ctx.arm}${path}${sep}api-version=${apiVersion}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, describe, { policy: this.ctx.retry })
+    return callJson<T>('azure', url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, describe, { policy: this.ctx.retry })
+  }
+
+  /** Every page of an ARM list: `nextLink` is followed while it points at ARM itself (the bearer token goes nowhere else). */
+  private async all<T>(path: string, apiVersion: string): Promise<T[]> {
+    const out: T[] = []
+    const origin = new URL(this.ctx.arm).origin
+    let { body } = await this.call<{ value?: T[]; nextLink?: string | null }>('GET', path, apiVersion)
+    for (let pages = 1; ; pages++) {
+      out.push(...(body.value ?? []))
+      if (!body.nextLink) return out
+      if (new URL(body.nextLink).origin !== origin) throw new MusterError('cloud-provider-error', `azure answered a nextLink off ${origin}; not followed.`)
+      if (pages >= 1000) throw new MusterError('cloud-provider-error', 'azure answered more than 1000 pages; not followed further.')
+      body = (await this.send<{ value?: T[]; nextLink?: string | null }>('GET', body.nextLink)).body
+    }
   }
 
   private get sub(): string {
@@ -69,8 +113,8 @@ export class AzureProvider implements CloudProvider {
   }
 
   async regions(): Promise<Region[]> {
-    const { body } = await this.call<{ value: { name: string; displayName: string; metadata?: { regionType?: string } }[] }>('GET', `${this.sub}/locations`, API.resources)
-    return body.value.filter((l) => l.metadata?.regionType !== 'Logical').map((l) => ({ id: l.name, name: l.displayName, available: true }))
+    const locations = await this.all<{ name: string; displayName: string; metadata?: { regionType?: string } }>(`${this.sub}/locations`, API.resources)
+    return locations.filter((l) => l.metadata?.regionType !== 'Logical').map((l) => ({ id: l.name, name: l.displayName, available: true }))
   }
 
   /**
@@ -81,10 +125,10 @@ export class AzureProvider implements CloudProvider {
   async sizes(region?: string): Promise<Size[]> {
     if (!region) throw new MusterError('invalid-request', 'azure lists sizes per region: give a region (--region).', { field: 'region' })
     const filter = encodeURIComponent(`location eq '${region}'`)
-    const { body } = await this.call<{ value: Sku[] }>('GET', `${this.sub}/providers/Microsoft.Compute/skus?$filter=${filter}`, API.skus)
+    const skus = await this.all<Sku>(`${this.sub}/providers/Microsoft.Compute/skus?$filter=${filter}`, API.skus)
     const arch = this.ctx.arch === 'arm64' ? 'arm64' : 'x64'
     const here = (xs: string[] | undefined) => (xs ?? []).some((x) => x.toLowerCase() === region.toLowerCase())
-    return body.value
+    return skus
       .filter((s) => s.resourceType === 'virtualMachines' && (s.locations === undefined || here(s.locations)))
       .filter((s) => !(s.restrictions ?? []).some((r) => r.type === 'Location' && (r.values === undefined || here(r.values))))
       .filter((s) => {
@@ -113,6 +157,12 @@ export class AzureProvider implements CloudProvider {
   private async ensure<T extends { properties?: { provisioningState?: string } }>(path: string, body: unknown): Promise<{ id: string; body: T }> {
     const id = `${this.group}/providers/${path}`
     await this.call('PUT', id, API.network, body)
+    return this.settled<T>(path)
+  }
+
+  /** A network resource once Azure reports it provisioned. */
+  private async settled<T extends { properties?: { provisioningState?: string } }>(path: string): Promise<{ id: string; body: T }> {
+    const id = `${this.group}/providers/${path}`
     for (let i = 0; i < 60; i++) {
       const { body: r } = await this.call<T>('GET', id, API.network)
       const state = r.properties?.provisioningState
@@ -137,14 +187,36 @@ export class AzureProvider implements CloudProvider {
     return ip.body.properties?.ipAddress ?? null
   }
 
-  /** Per region and set of openings: deny everything inbound (the VNet too), then allow only what was asked. */
-  private nsg(location: string, inbound: Inbound) {
-    const rules = inboundRules(inbound).map((r, i) => ({
+  /** An existing resource as it is, else PUT once (never a PUT over one that exists: it would replace what others added). */
+  private async made<T extends { properties?: { provisioningState?: string } }>(path: string, body: unknown): Promise<{ id: string; body: T }> {
+    const id = `${this.group}/providers/${path}`
+    const found = await unless404(this.call<T>('GET', id, API.network))
+    return found ? { id, body: found.body } : this.ensure<T>(path, body)
+  }
+
+  /**
+   * Per region and set of openings: deny everything inbound (the VNet too), then allow only what was
+   * asked. Read first: PUT (which replaces every rule) only when missing or drifted.
+   */
+  private async nsg(location: string, inbound: Inbound) {
+    const rules: Rule[] = inboundRules(inbound).map((r, i) => ({
       name: r.port === 22 ? 'ssh' : 'muster-agent',
       properties: { priority: 100 + i, direction: 'Inbound', access: 'Allow', protocol: 'Tcp', sourceAddressPrefix: r.cidr, sourcePortRange: '*', destinationAddressPrefix: '*', destinationPortRange: String(r.port) },
     }))
-    const denyAll = { name: 'deny-all-inbound', properties: { priority: 4096, direction: 'Inbound', access: 'Deny', protocol: '*', sourceAddressPrefix: '*', sourcePortRange: '*', destinationAddressPrefix: '*', destinationPortRange: '*' } }
-    return this.ensure(`Microsoft.Network/networkSecurityGroups/muster-${location}-${inboundKey(inbound)}`, { location, properties: { securityRules: [...rules, denyAll] } })
+    const denyAll: Rule = { name: 'deny-all-inbound', properties: { priority: 4096, direction: 'Inbound', access: 'Deny', protocol: '*', sourceAddressPrefix: '*', sourcePortRange: '*', destinationAddressPrefix: '*', destinationPortRange: '*' } }
+    const want = [...rules, denyAll]
+    const path = `Microsoft.Network/networkSecurityGroups/muster-${location}-${inboundKey(inbound)}`
+    const found = await unless404(this.call<{ properties?: { securityRules?: Rule[] } }>('GET', `${this.group}/providers/${path}`, API.network))
+    if (found && rulesKey(found.body.properties?.securityRules ?? []) === rulesKey(want)) return { id: `${this.group}/providers/${path}` }
+    return this.ensure(path, { location, properties: { securityRules: want } })
+  }
+
+  /** The region's VNet (made once, never PUT again) and muster's subnet in it, as a resource of its own. */
+  private async subnet(location: string): Promise<string> {
+    const vnet = `Microsoft.Network/virtualNetworks/muster-vnet-${location}`
+    const subnet = { name: 'muster', properties: { addressPrefix: '10.73.0.0/20' } }
+    await this.made(vnet, { location, properties: { addressSpace: { addressPrefixes: ['10.73.0.0/16'] }, subnets: [subnet] } })
+    return (await this.made(`${vnet}/subnets/muster`, { properties: subnet.properties })).id
   }
 
   async createMachine(req: CreateMachine): Promise<Machine> {
@@ -155,14 +227,11 @@ export class AzureProvider implements CloudProvider {
     }
     const location = req.region
     const nsg = await this.nsg(location, req.inbound)
-    const vnet = await this.ensure(`Microsoft.Network/virtualNetworks/muster-vnet-${location}`, {
-      location,
-      properties: { addressSpace: { addressPrefixes: ['10.73.0.0/16'] }, subnets: [{ name: 'muster', properties: { addressPrefix: '10.73.0.0/20' } }] },
-    })
+    const subnet = await this.subnet(location)
     const ip = await this.publicIp(req.name, location)
     const nic = await this.ensure(`Microsoft.Network/networkInterfaces/${req.name}-nic`, {
       location,
-      properties: { networkSecurityGroup: { id: nsg.id }, ipConfigurations: [{ name: 'ipconfig1', properties: { subnet: { id: `${vnet.id}/subnets/muster` }, publicIPAddress: { id: ip.id } } }] },
+      properties: { networkSecurityGroup: { id: nsg.id }, ipConfigurations: [{ name: 'ipconfig1', properties: { subnet: { id: subnet }, publicIPAddress: { id: ip.id } } }] },
     })
     const { body } = await this.call<Vm>('PUT', `${this.group}/providers/Microsoft.Compute/virtualMachines/${encodeURIComponent(req.name)}`, API.compute, {
       location,
@@ -179,7 +248,11 @@ export class AzureProvider implements CloudProvider {
         networkProfile: { networkInterfaces: [{ id: nic.id, properties: { primary: true, deleteOption: 'Delete' } }] },
       },
     })
-    return this.machine(body, false)
+    const m = await this.machine(body, false)
+    // failed at once: the instance view says why (ProvisioningState/failed/CODE and its message)
+    if (m.status !== 'failed') return m
+    const seen = await this.vm(req.name, true)
+    return seen ? this.machine(seen, false) : m
   }
 
   async getMachine(id: string): Promise<Machine | null> {
@@ -187,13 +260,40 @@ export class AzureProvider implements CloudProvider {
     return vm ? this.machine(vm, true) : null
   }
 
+  /**
+   * DELETE answers 202 and Azure goes on deleting: the VM is waited for until it is gone, then its NIC
+   * and public IP are checked, and deleted by name if they are still there (the NIC first: an IP a NIC
+   * holds cannot be deleted).
+   */
   async deleteMachine(id: string): Promise<void> {
-    await unless404(this.call('DELETE', `${this.group}/providers/Microsoft.Compute/virtualMachines/${encodeURIComponent(id)}`, API.compute))
+    const deadline = Date.now() + DELETE_WAIT_MS
+    const vm = `${this.group}/providers/Microsoft.Compute/virtualMachines/${encodeURIComponent(id)}`
+    await unless404(this.call('DELETE', vm, API.compute))
+    await this.gone(vm, API.compute, deadline, `VM ${id}`)
+    for (const path of [`Microsoft.Network/networkInterfaces/${id}-nic`, `Microsoft.Network/publicIPAddresses/${id}-ip`]) {
+      const left = `${this.group}/providers/${path}`
+      if (!(await unless404(this.call('GET', left, API.network)))) continue
+      await unless404(this.call('DELETE', left, API.network))
+      await this.gone(left, API.network, deadline, path)
+    }
+  }
+
+  /** Waits until a GET answers 404. */
+  private async gone(path: string, apiVersion: string, deadline: number, what: string): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      if (!(await unless404(this.call('GET', path, apiVersion)))) return
+      if (Date.now() > deadline) throw new MusterError('cloud-provider-error', `azure is still deleting ${what}; release again in a few minutes.`, { retryable: true })
+      await this.ctx.retry.sleep(backoffMs(this.ctx.retry, Math.min(attempt, 6)))
+    }
   }
 
   private async machine(vm: Vm, withAddress: boolean): Promise<Machine> {
     const provisioning = vm.properties.provisioningState ?? 'Creating'
-    const power = vm.properties.instanceView?.statuses?.find((s) => s.code.startsWith('PowerState/'))?.code.slice('PowerState/'.length)
+    const statuses = vm.properties.instanceView?.statuses ?? []
+    const power = statuses.find((s) => s.code.startsWith('PowerState/'))?.code.slice('PowerState/'.length)
+    // "ProvisioningState/failed/AllocationFailed" with its message: the reason a create failed
+    const failed = statuses.find((s) => s.code.toLowerCase().startsWith('provisioningstate/failed'))
+    const reason = failed ? [failed.code.split('/')[2], failed.message].filter(Boolean).join(': ') || failed.code : null
     let status: MachineStatus = 'pending'
     if (provisioning === 'Failed') status = 'failed'
     else if (provisioning === 'Deleting') status = 'deleting'
@@ -204,6 +304,6 @@ export class AzureProvider implements CloudProvider {
       const ip = await unless404(this.call<{ properties?: { ipAddress?: string } }>('GET', `${this.group}/providers/Microsoft.Network/publicIPAddresses/${encodeURIComponent(`${vm.name}-ip`)}`, API.network))
       address = ip?.body.properties?.ipAddress ?? null
     }
-    return { id: vm.name, status, providerStatus: power ? `${provisioning}/${power}` : provisioning, address }
+    return { id: vm.name, status, providerStatus: power ? `${provisioning}/${power}` : provisioning, address, reason: status === 'failed' ? reason : null }
   }
 }

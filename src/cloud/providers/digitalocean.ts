@@ -3,8 +3,12 @@
 // DigitalOcean does not refuse a second droplet of the same name, so before
 // any create muster looks for one by that tag and by name (a create whose
 // answer was lost is adopted, never ordered twice), and POST /droplets is sent
-// again only when DigitalOcean said 429. Shapes follow godo (droplets.go,
-// firewalls.go).
+// again only when DigitalOcean said 429. Every droplet carries from its create
+// the tag of a cloud firewall, so nothing reaches it before first boot closes
+// SSH: `muster-closed` allows no inbound (a cloud firewall drops what its
+// inbound rules do not allow) and all outbound; openings get their own. A
+// firewall found by name is read and put back (PUT /v2/firewalls/{id}) when
+// its rules or tags drifted. Shapes follow godo (droplets.go, firewalls.go).
 import { callJson, isStatus, unless404 } from '../http.ts'
 import { inboundKey, inboundRules, type CloudProvider, type CreateMachine, type Inbound, type MachineRef, type Machine, type MachineStatus, type ProviderContext, type Region, type Size, type TokenCredentials } from '../provider.ts'
 
@@ -18,6 +22,33 @@ interface Droplet {
 interface Page {
   links?: { pages?: { next?: string } }
 }
+
+/** godo Firewall: rules as protocol, ports ("22", "8000-9000", "all"; "0" means all for icmp), sources/destinations. */
+interface DoRule {
+  protocol: string
+  ports?: string
+  sources?: { addresses?: string[]; tags?: string[]; droplet_ids?: number[]; load_balancer_uids?: string[] }
+  destinations?: DoRule['sources']
+}
+interface DoFirewall {
+  id: string
+  name: string
+  inbound_rules?: DoRule[] | null
+  outbound_rules?: DoRule[] | null
+  tags?: string[] | null
+  droplet_ids?: number[] | null
+}
+
+/** Rules compared by what they let through: protocol, ports (icmp has none), every source and destination. */
+const rulesKey = (rules: DoRule[] | null | undefined) =>
+  (rules ?? [])
+    .map((r) => {
+      const ends = (e: DoRule['sources']) => [...(e?.addresses ?? []), ...(e?.tags ?? []).map((t) => `tag:${t}`), ...(e?.droplet_ids ?? []).map((d) => `droplet:${d}`), ...(e?.load_balancer_uids ?? []).map((l) => `lb:${l}`)].sort().join(',')
+      const ports = r.protocol === 'icmp' ? '' : r.ports === '0' ? 'all' : (r.ports ?? 'all')
+      return `${r.protocol} ${ports} ${ends(r.sources)} ${ends(r.destinations)}`
+    })
+    .sort()
+    .join('\n')
 
 const STATUS: Record<string, MachineStatus> = { new: 'pending', active: 'running', off: 'stopped', archive: 'stopped' }
 
@@ -91,37 +122,39 @@ export class DigitalOceanProvider implements CloudProvider {
       size: req.size,
       image: 'ubuntu-24-04-x64',
       user_data: req.userData,
-      tags: ['muster', requestTag(req.requestId), `muster-role:${req.role}`, ...(firewallTag ? [firewallTag] : [])],
+      tags: ['muster', requestTag(req.requestId), `muster-role:${req.role}`, firewallTag],
     })
     return machine(body.droplet)
   }
 
   /**
-   * No firewall when nothing is let in (the machine closes its own ports at
-   * first boot). Openings get a cloud firewall admitting only those sources,
-   * applied by a tag the droplet carries from its create on.
+   * The cloud firewall for these openings (`muster-closed`: no inbound rule),
+   * applied by a tag the droplet carries from its create on: found by name and
+   * compared with what it should be (its inbound and outbound rules, and its
+   * tag), put back when it drifted; else created.
    */
-  private async firewall(inbound: Inbound): Promise<string | null> {
-    const rules = inboundRules(inbound)
-    if (rules.length === 0) return null
+  private async firewall(inbound: Inbound): Promise<string> {
     const name = `muster-${inboundKey(inbound)}`
-    const existing = await this.all<{ id: string; name: string }>('/firewalls', 'firewalls')
-    if (!existing.some((f) => f.name === name)) {
-      // "Tag names must exist in order to be referenced in a request" (API reference, Firewalls); creating an existing tag is harmless.
-      await this.call('POST', '/tags', { name }).catch((e: unknown) => {
-        if (!isStatus(e, 422)) throw e
-      })
-      const anywhere = { addresses: ['0.0.0.0/0', '::/0'] }
-      await this.call('POST', '/firewalls', {
-        name,
-        inbound_rules: rules.map((r) => ({ protocol: 'tcp', ports: String(r.port), sources: { addresses: [r.cidr] } })),
-        outbound_rules: [
-          { protocol: 'tcp', ports: 'all', destinations: anywhere },
-          { protocol: 'udp', ports: 'all', destinations: anywhere },
-          { protocol: 'icmp', destinations: anywhere },
-        ],
-        tags: [name],
-      })
+    const anywhere = { addresses: ['0.0.0.0/0', '::/0'] }
+    const want = {
+      name,
+      inbound_rules: inboundRules(inbound).map((r) => ({ protocol: 'tcp', ports: String(r.port), sources: { addresses: [r.cidr] } })),
+      outbound_rules: [
+        { protocol: 'tcp', ports: 'all', destinations: anywhere },
+        { protocol: 'udp', ports: 'all', destinations: anywhere },
+        { protocol: 'icmp', ports: '0', destinations: anywhere },
+      ],
+      tags: [name],
+    }
+    const found = (await this.all<DoFirewall>('/firewalls', 'firewalls')).find((f) => f.name === name)
+    // "Tag names must exist in order to be referenced in a request" (API reference, Firewalls); creating an existing tag is harmless.
+    await this.call('POST', '/tags', { name }).catch((e: unknown) => {
+      if (!isStatus(e, 422)) throw e
+    })
+    if (!found) await this.call('POST', '/firewalls', want)
+    else if (rulesKey(found.inbound_rules) !== rulesKey(want.inbound_rules) || rulesKey(found.outbound_rules) !== rulesKey(want.outbound_rules) || !(found.tags ?? []).includes(name)) {
+      // someone opened it (or untagged it): put back, keeping droplets it names by id
+      await this.call('PUT', `/firewalls/${encodeURIComponent(found.id)}`, { ...want, droplet_ids: found.droplet_ids ?? [] })
     }
     return name
   }

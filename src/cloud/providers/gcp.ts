@@ -5,12 +5,21 @@
 // derived from ours) so Compute Engine itself drops a repeated insert (the
 // same request body each time: the first-boot data is made once); the insert's
 // zone Operation is polled and its error is the provision's reason. Instances
-// are tagged `muster`, which a deny-all ingress rule covers (the default
-// network's default-allow-* rules run at priority 65534); openings are allow
-// rules at a higher priority for a per-ruleset tag. Machine ids are ZONE/NAME.
+// are tagged `muster`, which a deny-all ingress rule covers; openings are allow
+// rules at a higher priority for a per-ruleset tag. Each rule is read on every
+// create and repaired when it is missing, disabled or edited (firewalls.update),
+// and its insert or update Operation is polled to DONE (its error is the
+// refusal). The default network's `default-allow-ssh` (and the other
+// default-allow-* rules) are left alone on purpose — other machines in the
+// project may rely on them — and do not reach muster's machines: they run at
+// priority 65534, muster-deny-inbound at 1000, and the lower number wins.
+// Boot disks are pd-balanced, or hyperdisk-balanced for the families that take
+// only Hyperdisk (N4, C4, C4A, …); the default pd-standard is refused by those
+// and by C3/C3D. Machine ids are ZONE/NAME.
 import { createHash } from 'node:crypto'
 import { MusterError } from '../../errors.ts'
 import { callJson, isStatus, send, unless404 } from '../http.ts'
+import { backoffMs } from '../retry.ts'
 import { inboundKey, inboundRules, type CloudProvider, type CreateMachine, type GcpCredentials, type Inbound, type Machine, type MachineRef, type MachineStatus, type ProviderContext, type Region, type Size } from '../provider.ts'
 
 const SCOPE = 'https://www.googleapis.com/auth/compute'
@@ -118,7 +127,7 @@ export class GcpProvider implements CloudProvider {
     const want = this.ctx.arch === 'arm64' ? 'ARM64' : 'X86_64'
     const types = await this.all<{ name: string; guestCpus: number; memoryMb: number; deprecated?: unknown; architecture?: string }>(`/zones/${encodeURIComponent(zone)}/machineTypes`)
     return types
-      .filter((t) => !t.deprecated && (t.architecture ?? 'X86_64') === want)
+      .filter((t) => !t.deprecated && (t.architecture ?? 'X86_64') === want && diskType(t.name) !== null)
       .map((t) => ({ id: t.name, cpus: t.guestCpus, memoryMB: t.memoryMb, diskGB: null, priceMonthly: null }))
   }
 
@@ -132,13 +141,35 @@ export class GcpProvider implements CloudProvider {
     return i && i.labels?.['muster-request'] === requestId ? machine(region, i) : null
   }
 
-  /** Inserts a firewall rule once per project: alreadyExists is fine. */
-  private async firewall(rule: Record<string, unknown>): Promise<void> {
-    try {
-      await this.call('POST', '/global/firewalls', { network: 'global/networks/default', direction: 'INGRESS', ...rule })
-    } catch (e) {
-      if (!isStatus(e, 409)) throw e
+  /**
+   * A firewall rule as it should be: read by name; inserted when missing, updated (PUT replaces the
+   * rule) when disabled or edited; the Operation polled until DONE. An insert that races another's
+   * answers 409 alreadyExists: that rule is then read and checked like any other.
+   */
+  private async firewall(rule: FirewallRule): Promise<void> {
+    const want: FirewallRule = { network: 'global/networks/default', direction: 'INGRESS', disabled: false, ...rule }
+    const path = `/global/firewalls/${encodeURIComponent(rule.name)}`
+    let found = (await unless404(this.call<FirewallRule>('GET', path)))?.body ?? null
+    if (!found) {
+      try {
+        return await this.operationDone((await this.call<Operation>('POST', '/global/firewalls', want)).body, `firewall rule ${rule.name}`)
+      } catch (e) {
+        if (!isStatus(e, 409)) throw e
+        found = (await this.call<FirewallRule>('GET', path)).body
+      }
     }
+    if (firewallKey(found) !== firewallKey(want)) await this.operationDone((await this.call<Operation>('PUT', path, want)).body, `firewall rule ${rule.name}`)
+  }
+
+  /** Polls a global Operation (firewalls) until DONE; its error, if any, is thrown. */
+  private async operationDone(op: Operation, what: string): Promise<void> {
+    for (let attempt = 0; op.status !== 'DONE'; attempt++) {
+      if (attempt >= 60) throw new MusterError('cloud-provider-error', `gcp did not finish ${what} (operation ${op.name}) in time.`, { retryable: true })
+      await this.ctx.retry.sleep(backoffMs(this.ctx.retry, Math.min(attempt, 5)))
+      op = (await this.call<Operation>('GET', `/global/operations/${encodeURIComponent(op.name ?? '')}`)).body
+    }
+    const failed = operationFailure(op)
+    if (failed) throw new MusterError('cloud-refused', `gcp could not set ${what}: ${failed}. To fix: give the service account roles/compute.securityAdmin, or fix the rule by hand.`, { providerCode: 'operation-failed' })
   }
 
   /** The instance's network tags: `muster` (denied all ingress) and, with openings, the tag their allow rules target. */
@@ -163,7 +194,7 @@ export class GcpProvider implements CloudProvider {
       machineType: `zones/${req.region}/machineTypes/${req.size}`,
       labels: { 'managed-by': 'muster', 'muster-request': req.requestId, 'muster-role': req.role },
       tags: { items: tags },
-      disks: [{ boot: true, autoDelete: true, initializeParams: { sourceImage: IMAGE[this.ctx.arch] } }],
+      disks: [{ boot: true, autoDelete: true, initializeParams: { sourceImage: IMAGE[this.ctx.arch], diskType: `zones/${req.region}/diskTypes/${diskType(req.size) ?? 'pd-balanced'}` } }],
       networkInterfaces: [{ network: 'global/networks/default', accessConfigs: [{ type: 'ONE_TO_ONE_NAT', name: 'External NAT' }] }],
       metadata: { items: [{ key: 'user-data', value: req.userData }] },
     })
@@ -192,6 +223,39 @@ export class GcpProvider implements CloudProvider {
     if (!zone || !name) return
     await unless404(this.call('DELETE', `/zones/${encodeURIComponent(zone)}/instances/${encodeURIComponent(name)}`))
   }
+}
+
+/** compute#firewall, the fields muster sets (and compares). */
+interface FirewallRule {
+  name: string
+  network?: string
+  direction?: string
+  priority?: number
+  disabled?: boolean
+  sourceRanges?: string[]
+  targetTags?: string[]
+  allowed?: { IPProtocol: string; ports?: string[] }[]
+  denied?: { IPProtocol: string; ports?: string[] }[]
+  description?: string
+}
+
+/** What a rule lets through (or stops): the network by its name, the lists in order-free form. */
+function firewallKey(f: FirewallRule): string {
+  const sorted = (xs: string[] | undefined) => [...(xs ?? [])].sort().join(',')
+  const protos = (xs: FirewallRule['allowed']) => (xs ?? []).map((x) => `${x.IPProtocol}:${sorted(x.ports)}`).sort().join(';')
+  return JSON.stringify([f.network?.split('/').pop(), f.direction ?? 'INGRESS', f.priority ?? 1000, f.disabled === true, sorted(f.sourceRanges), sorted(f.targetTags), protos(f.allowed), protos(f.denied)])
+}
+
+/**
+ * The boot disk type a machine family takes: Hyperdisk only for the newest families (N4, N4D, C4,
+ * C4A, C4D, X4, M4, H4D, A4; https://cloud.google.com/compute/docs/disks/hyperdisks#machine-type-support),
+ * pd-balanced for the rest (C3 and C3D refuse the default pd-standard). null: a family muster does not know to boot.
+ */
+export function diskType(machineType: string): string | null {
+  const family = machineType.split('-')[0]!
+  if (['n4', 'n4d', 'c4', 'c4a', 'c4d', 'x4', 'm4', 'h4d', 'a4', 'a4x'].includes(family)) return 'hyperdisk-balanced'
+  if (['e2', 'n1', 'n2', 'n2d', 't2a', 't2d', 'c2', 'c2d', 'c3', 'c3d', 'm1', 'm2', 'm3', 'a2', 'a3', 'g2', 'f1', 'g1', 'h3', 'z3'].includes(family)) return 'pd-balanced'
+  return null
 }
 
 /** compute#operation: status PENDING|RUNNING|DONE; a failed one carries error.errors[] (e.g. QUOTA_EXCEEDED, ZONE_RESOURCE_POOL_EXHAUSTED). */

@@ -2,7 +2,13 @@
 // bearer. Servers carry the request id as a label, so a retried create finds
 // the server the first attempt made instead of ordering a second one; a create
 // answered 409 `uniqueness_error` adopts the same-named server when its labels
-// carry this request id. Schemas follow hcloud-go (hcloud/schema/*.go).
+// carry this request id. Every server gets a firewall at its create (POST
+// /servers `firewalls`), so nothing reaches it before first boot closes SSH:
+// `muster-closed` has no inbound rule (a Hetzner firewall drops all inbound it
+// does not allow, and with no outbound rule allows all outbound); openings get
+// their own. A firewall found by name is read and its rules set back when they
+// drifted (POST /firewalls/{id}/actions/set_rules). Schemas follow hcloud-go
+// (hcloud/schema/*.go).
 import { MusterError } from '../../errors.ts'
 import { callJson, isCode, unless404 } from '../http.ts'
 import { inboundKey, inboundRules, type CloudProvider, type CreateMachine, type Inbound, type MachineRef, type Machine, type MachineStatus, type ProviderContext, type Region, type Size, type TokenCredentials } from '../provider.ts'
@@ -14,6 +20,28 @@ interface HServer {
   labels?: Record<string, string>
   public_net?: { ipv4?: { ip?: string } | null }
 }
+/** schema.FirewallRule: direction in|out, protocol tcp|udp|icmp|esp|gre, port "22" or "80-85", source_ips / destination_ips CIDRs. */
+interface HRule {
+  direction: string
+  protocol: string
+  port?: string | null
+  source_ips?: string[]
+  destination_ips?: string[]
+  description?: string | null
+}
+interface HFirewall {
+  id: number
+  name: string
+  rules?: HRule[]
+}
+
+/** Rules compared by what they let through (descriptions aside). */
+const ruleKeys = (rules: HRule[]) =>
+  rules
+    .map((r) => [r.direction, r.protocol, r.port ?? '', [...(r.source_ips ?? [])].sort().join(','), [...(r.destination_ips ?? [])].sort().join(',')].join(' '))
+    .sort()
+    .join('\n')
+
 interface Page {
   meta?: { pagination?: { next_page: number | null } }
 }
@@ -122,7 +150,7 @@ export class HetznerProvider implements CloudProvider {
         user_data: req.userData,
         start_after_create: true,
         labels: { 'managed-by': 'muster', 'muster-request': req.requestId, 'muster-role': req.role },
-        ...(firewall ? { firewalls: [{ firewall }] } : {}),
+        firewalls: [{ firewall }],
       })
       return machine(body.server)
     } catch (e) {
@@ -137,30 +165,31 @@ export class HetznerProvider implements CloudProvider {
   }
 
   /**
-   * No firewall when nothing is let in (the machine closes its own ports at
-   * first boot). Openings need one, to admit only the given sources: found by
-   * name, else created (a create that races another answers uniqueness_error).
+   * The firewall for these openings (`muster-closed`: none), applied at the
+   * create: found by name and its rules compared with what they should be
+   * (set again when they drifted), else created (a create that races another
+   * answers uniqueness_error).
    */
-  private async firewall(inbound: Inbound): Promise<number | null> {
-    const rules = inboundRules(inbound)
-    if (rules.length === 0) return null
+  private async firewall(inbound: Inbound): Promise<number> {
     const name = `muster-${inboundKey(inbound)}`
-    const find = async () => (await this.call<{ firewalls: { id: number; name: string }[] }>('GET', `/firewalls?name=${encodeURIComponent(name)}`)).body.firewalls.find((f) => f.name === name)?.id ?? null
-    const found = await find()
-    if (found !== null) return found
-    try {
-      const { body } = await this.call<{ firewall: { id: number } }>('POST', '/firewalls', {
-        name,
-        labels: { 'managed-by': 'muster' },
-        rules: rules.map((r) => ({ direction: 'in', protocol: 'tcp', port: String(r.port), source_ips: [r.cidr], description: r.port === 22 ? 'ssh (muster --allow-ssh-inbound)' : 'muster Agent, from the Platform only' })),
-      })
-      return body.firewall.id
-    } catch (e) {
-      if (!isCode(e, 'uniqueness_error')) throw e
-      const again = await find()
-      if (again === null) throw e
-      return again
+    const rules: HRule[] = inboundRules(inbound).map((r) => ({ direction: 'in', protocol: 'tcp', port: String(r.port), source_ips: [r.cidr], description: r.port === 22 ? 'ssh (muster --allow-ssh-inbound)' : 'muster Agent, from the Platform only' }))
+    const find = async () => (await this.call<{ firewalls: HFirewall[] }>('GET', `/firewalls?name=${encodeURIComponent(name)}`)).body.firewalls.find((f) => f.name === name) ?? null
+    let found = await find()
+    if (!found) {
+      try {
+        const { body } = await this.call<{ firewall: HFirewall }>('POST', '/firewalls', { name, labels: { 'managed-by': 'muster' }, rules })
+        return body.firewall.id
+      } catch (e) {
+        if (!isCode(e, 'uniqueness_error')) throw e
+        found = await find()
+        if (!found) throw e
+      }
     }
+    if (ruleKeys(found.rules ?? []) !== ruleKeys(rules)) {
+      // someone opened it (or closed an opening): its rules are set back, all at once
+      await this.call('POST', `/firewalls/${found.id}/actions/set_rules`, { rules })
+    }
+    return found.id
   }
 
   async getMachine(id: string): Promise<Machine | null> {
@@ -175,13 +204,13 @@ export class HetznerProvider implements CloudProvider {
   }
 }
 
-/** Offered in the region and not deprecated there (per-location first; the type-wide fields only when a server lacks them). */
+/** Not deprecated as a whole (`deprecated`, or a type-level `deprecation`), and offered and not deprecated in the region. */
 function offered(t: HServerType, region: string | undefined): boolean {
+  if (t.deprecated || t.deprecation) return false
   if (t.locations) {
     const here = region ? t.locations.filter((l) => l.name === region) : t.locations
     return here.some((l) => l.available !== false && !l.deprecation)
   }
-  if (t.deprecated || t.deprecation) return false
   return !region || t.prices.some((p) => p.location === region)
 }
 

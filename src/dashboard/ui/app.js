@@ -1,19 +1,23 @@
 // The dashboard's entry: who is signed in (GET /api/v1/whoami), the login
-// form (POST /login), the tabs and logout (POST /logout). Each panel is its
+// form (POST /login), the tabs (Overview first) and logout (POST /logout). Each panel is its
 // own module with a `show(section)` that loads and renders it.
-import { api, ApiError, h, whenSignedOut } from './lib.js'
+import { api, ApiError, h, session, whenSignedOut } from './lib.js'
+import * as overview from './overview.js'
 import * as nodes from './nodes.js'
 import * as projects from './projects.js'
 import * as offices from './offices.js'
 import * as cloud from './cloud.js'
+import * as accounts from './accounts.js'
+import * as audit from './audit.js'
 
-const PANELS = { nodes, projects, offices, cloud }
+const PANELS = { overview, nodes, projects, offices, cloud, accounts, audit }
 const $ = (id) => document.getElementById(id)
 let current = null
 
 function showLogin(message, kind) {
   stopPanels()
   $('app-view').hidden = true
+  session.who = null
   for (const id of Object.keys(PANELS)) $(`panel-${id}`).replaceChildren()
   $('who').replaceChildren()
   $('login-view').hidden = false
@@ -31,13 +35,14 @@ function loginMessage(message, kind = 'error') {
 async function showApp(who) {
   $('login-view').hidden = true
   $('app-view').hidden = false
+  session.who = who
   $('who').replaceChildren(h('strong', {}, who.name), ` (${who.role})`)
   api('GET', '/healthz').then(
     (v) => ($('version').textContent = `muster ${v.version}`),
     () => {},
   )
   const wanted = location.hash.slice(1)
-  open(Object.hasOwn(PANELS, wanted) ? wanted : 'nodes')
+  open(Object.hasOwn(PANELS, wanted) ? wanted : 'overview')
 }
 
 function stopPanels() {
@@ -46,7 +51,7 @@ function stopPanels() {
 }
 
 function open(id) {
-  if (current === id) return
+  if (current === id) return PANELS[id].home?.() // the tab again: back to the panel's first view
   stopPanels()
   current = id
   for (const b of $('tabs').querySelectorAll('button')) b.setAttribute('aria-current', b.dataset.panel === id ? 'page' : 'false')

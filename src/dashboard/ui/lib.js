@@ -80,9 +80,79 @@ export function failure(err, permission, what) {
   return h('div', { class: `notice ${forbidden ? 'warn permission' : 'error'}`, role: 'alert' }, explain(err, permission, what))
 }
 
+/**
+ * A table in a scrolling box. Each cell is labelled with its column (data-label), so that on a
+ * narrow screen the stylesheet shows every row as a card of "label value" lines.
+ */
 export function table(headers, rows, empty) {
   if (rows.length === 0) return h('p', { class: 'muted empty' }, empty)
-  return h('table', {}, h('thead', {}, h('tr', {}, headers.map((t) => h('th', {}, t)))), h('tbody', {}, rows))
+  for (const tr of rows) {
+    ;[...tr.children].forEach((td, i) => {
+      if (headers[i] && !td.hasAttribute('data-label')) td.setAttribute('data-label', headers[i])
+    })
+  }
+  return h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, h('tr', {}, headers.map((t) => h('th', {}, t)))), h('tbody', {}, rows)))
+}
+
+/** Who is signed in (GET /api/v1/whoami), set by app.js: the dashboard offers only what the role may do. */
+export const session = { who: null }
+
+/** Whether the signed-in principal holds a permission (the Platform checks every call anyway). */
+export function can(permission) {
+  return Boolean(session.who?.permissions?.includes(permission))
+}
+
+/** A horizontal bar of `used` out of `total` (a meter), with its text beside it; red past 90 %. */
+export function bar(used, total, text, label) {
+  const share = total > 0 ? Math.min(1, used / total) : 0
+  const fill = h('span', { class: 'fill' })
+  fill.style.width = `${(share * 100).toFixed(1)}%` // CSSOM: allowed by the CSP, unlike a style attribute
+  return h(
+    'div',
+    { class: `bar${share >= 0.9 ? ' full' : share >= 0.7 ? ' high' : ''}` },
+    h('div', { class: 'track', role: 'meter', 'aria-label': label, 'aria-valuemin': 0, 'aria-valuemax': total, 'aria-valuenow': used }, fill),
+    h('span', { class: 'bar-text' }, text),
+  )
+}
+
+/** "1.5 cores" from millicores, "2.0 GB" or "512 MB" from MB. */
+export const cores = (m) => `${(m / 1000).toLocaleString('en', { maximumFractionDigits: 1 })} ${m === 1000 ? 'core' : 'cores'}`
+export const megabytes = (mb) => (mb >= 1024 ? `${(mb / 1024).toLocaleString('en', { maximumFractionDigits: 1 })} GB` : `${mb.toLocaleString('en')} MB`)
+export const count = (n) => n.toLocaleString('en')
+
+/**
+ * Previous/next over a cursor listing: `load()` shows the page at `cursor`; `render(nextCursor, shown)`
+ * puts the buttons in `el`. `reset()` goes back to the first page.
+ */
+export function cursorPager(el, pageSize, load) {
+  let cursor
+  let back = []
+  return {
+    el,
+    get cursor() {
+      return cursor
+    },
+    reset() {
+      cursor = undefined
+      back = []
+    },
+    render(nextCursor, shown) {
+      if (nextCursor === null && back.length === 0) return el.replaceChildren()
+      const prev = h('button', { type: 'button', class: 'small', disabled: back.length === 0 }, 'Previous page')
+      const next = h('button', { type: 'button', class: 'small', disabled: nextCursor === null }, 'Next page')
+      prev.addEventListener('click', () => {
+        cursor = back.pop()
+        load()
+      })
+      next.addEventListener('click', () => {
+        back.push(cursor)
+        cursor = nextCursor
+        load()
+      })
+      const first = back.length * pageSize + 1
+      el.replaceChildren(prev, ' ', h('span', { class: 'muted small' }, shown ? `Showing ${count(first)}–${count(first + shown - 1)}` : 'Nothing here'), ' ', next)
+    },
+  }
 }
 
 /** "3 min ago", with the exact time as a tooltip. */

@@ -2,7 +2,7 @@
 import { Elysia } from 'elysia'
 import * as v from 'valibot'
 import { SESSION_COOKIE, SESSION_TTL_MS, readCookie } from '../../auth/auth.ts'
-import { ROLES } from '../../auth/permissions.ts'
+import { ROLE_PERMISSIONS, ROLES } from '../../auth/permissions.ts'
 import { listForCaller, mintForCaller, revokeForCaller } from '../../auth/api-tokens.ts'
 import { MusterError } from '../../errors.ts'
 import type { Services } from '../../services.ts'
@@ -10,6 +10,9 @@ import { parseBody } from '../validate.ts'
 import { isJson } from '../request.ts'
 import { peerAddress } from '../peer.ts'
 import { throttledLogin } from '../../auth/throttle.ts'
+import { ACCOUNT_NAME } from '../../auth/auth.ts'
+import { getAccount } from '../../store/accounts.ts'
+import { noteAudit } from '../audit-hook.ts'
 
 const Login = v.object({
   identifier: v.pipe(v.string(), v.minLength(1), v.maxLength(256)),
@@ -32,7 +35,16 @@ export const authRoutes = (platform: Services) => {
     // Origin (login CSRF) and the local door are checked in app.ts before the body is read.
     .post('/login', async ({ body, request }) => {
       const { identifier, password } = parseBody(Login, body)
-      const { sessionId, account } = await throttledLogin(platform.auth.throttle, peerAddress(request), identifier, () => platform.auth.login(identifier, password))
+      let sessionId: string
+      let account: string
+      try {
+        ;({ sessionId, account } = await throttledLogin(platform.auth.throttle, peerAddress(request), identifier, () => platform.auth.login(identifier, password)))
+      } catch (e) {
+        // The audit names the account tried only when it exists: an unknown "name" may be a password typed in the wrong field.
+        if (ACCOUNT_NAME.test(identifier) && (await getAccount(platform.auth.store, identifier))) noteAudit(request, { who: { principal: identifier, kind: 'anonymous' }, target: identifier })
+        throw e
+      }
+      noteAudit(request, { who: { principal: account, kind: 'session' }, target: account })
       const cookie = sessionCookie(sessionId, platform.secure, SESSION_TTL_MS / 1000)
       if (!isJson(request)) return new Response(null, { status: 303, headers: { location: '/', 'set-cookie': cookie } })
       return new Response(JSON.stringify({ ok: true, account }), { headers: { 'content-type': 'application/json', 'set-cookie': cookie } })
@@ -47,7 +59,8 @@ export const authRoutes = (platform: Services) => {
     .get('/api/v1/whoami', async ({ request }) => {
       const p = await platform.auth.authenticate(request.headers)
       if (!p) throw new MusterError('unauthorized', 'Authentication required.')
-      return { name: p.name, account: p.account, role: p.role, kind: p.kind }
+      // permissions: what the dashboard offers (it still asks the Platform, which checks every call).
+      return { name: p.name, account: p.account, role: p.role, kind: p.kind, permissions: [...ROLE_PERMISSIONS[p.role]] }
     })
     .post('/api/v1/api-tokens', async ({ body, request }) => {
       const p = await caller(request)

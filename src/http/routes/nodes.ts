@@ -4,6 +4,7 @@ import * as v from 'valibot'
 import type { Services } from '../../services.ts'
 import { enroll } from '../../fabric/enroll.ts'
 import { renewCredential } from '../../fabric/renew.ts'
+import { credentialState } from '../../fabric/node-state.ts'
 import { createFleetToken, issueEnrollment, listFleetTokenViews, revokeJoinTokenById } from '../../fabric/join-tokens.ts'
 import { NAME_PATTERN } from '../../fabric/glob.ts'
 import { NodeName, parseBody } from '../validate.ts'
@@ -80,6 +81,7 @@ export const nodeRoutes = (platform: Services) => {
     .post('/nodes/register', ({ request, body }) => fabric.heartbeat(request.headers, parseBody(Register, body)))
     .post('/nodes/renew', ({ request, body }) => renewCredential(fabric, request.headers, body))
     .post('/nodes/trust', () => fabric.trustKeys())
+    .post('/nodes/self', ({ request, body }) => credentialState(fabric, request.headers, body))
     .get('/nodes/platform', ({ request }) => need(request, 'server.nodes.view').then(() => fabric.platformInfo()))
     .get('/nodes/audit', ({ request, query }) => need(request, 'server.nodes.manage').then(() => auditPage(fabric, query)))
     .delete('/nodes/:name', ({ request, params, query }) => need(request, 'server.nodes.manage').then(() => fabric.remove(name(params), forceOf(query.force))))

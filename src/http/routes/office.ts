@@ -10,21 +10,28 @@ import type { Services } from '../../services.ts'
 import { VOUCHED_SESSION_TTL_MS } from '../../auth/auth.ts'
 import { parseBody } from '../validate.ts'
 import { sessionCookie } from './auth.ts'
+import { noteAudit } from '../audit-hook.ts'
 
 const Redeem = v.object({ vouch: v.pipe(v.string(), v.maxLength(1024)) })
+
+/** The audit entry of a redeemed vouch names the account it opened (and says when the vouch created it). */
+function noted<R extends { account: string; created: boolean; role: string }>(request: Request, r: R): R {
+  noteAudit(request, { who: { principal: r.account, kind: 'vouched-session' }, target: r.account, detail: `role=${r.role}${r.created ? ' account created' : ''}` })
+  return r
+}
 
 export const officeRoutes = (platform: Services) => {
   const view = (headers: Headers) => platform.auth.require(headers, 'server.federation.view')
   const cookieFor = (sessionId: string) => sessionCookie(sessionId, platform.secure, VOUCHED_SESSION_TTL_MS / 1000)
   return new Elysia({ name: 'routes/office' })
-    .post('/api/office/vouch', async ({ body }) => {
-      const r = await redeemVouch(platform.federation, parseBody(Redeem, body).vouch)
+    .post('/api/office/vouch', async ({ body, request }) => {
+      const r = noted(request, await redeemVouch(platform.federation, parseBody(Redeem, body).vouch))
       return new Response(JSON.stringify({ ok: true, account: r.account, created: r.created, role: r.role }), {
         headers: { 'content-type': 'application/json', 'set-cookie': cookieFor(r.sessionId) },
       })
     })
-    .get('/office/vouch', async ({ query }) => {
-      const r = await redeemVouch(platform.federation, parseBody(v.object({ v: v.pipe(v.string(), v.maxLength(1024)) }), query).v)
+    .get('/office/vouch', async ({ query, request }) => {
+      const r = noted(request, await redeemVouch(platform.federation, parseBody(v.object({ v: v.pipe(v.string(), v.maxLength(1024)) }), query).v))
       return new Response(null, { status: 303, headers: { location: '/', 'set-cookie': cookieFor(r.sessionId) } })
     })
     .post('/api/office/calls', ({ body }) => handleControllerCall(platform.federation, parseBody(ControllerCall, body), (body as { payload?: unknown }).payload))

@@ -43,4 +43,41 @@ export const AUTH_MIGRATIONS: Migration[] = [
       CREATE INDEX sessions_account ON sessions (account);
     `,
   },
+  {
+    // Issue 24 and issue 22 (teams): accounts for people may expire; a token
+    // minted by a token names its parent (revoking one revokes its
+    // descendants); a session opened while a break-glass held a joined
+    // office's door open names that membership (it ends when the door closes).
+    id: 30,
+    name: 'account expiry, api token lineage, break-glass sessions',
+    sql: `
+      ALTER TABLE accounts ADD COLUMN expires_at INTEGER;
+      ALTER TABLE api_tokens ADD COLUMN parent_id TEXT;
+      CREATE INDEX api_tokens_parent ON api_tokens (parent_id);
+      ALTER TABLE sessions ADD COLUMN membership TEXT;
+    `,
+  },
+  {
+    // One audit of every action (issue 24): two budgets, so no volume of
+    // refusals (failed logins, unauthenticated writes) pushes an action out.
+    id: 31,
+    name: 'audit log of every authenticated write',
+    sql: `
+      CREATE TABLE audit_log (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        budget TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        principal_kind TEXT NOT NULL,
+        token_id TEXT,
+        source TEXT NOT NULL,
+        action TEXT NOT NULL,
+        target TEXT,
+        outcome TEXT NOT NULL,
+        detail TEXT
+      );
+      CREATE INDEX audit_log_budget_id ON audit_log (budget, id);
+      CREATE INDEX audit_log_budget_at ON audit_log (budget, at);
+    `,
+  },
 ]

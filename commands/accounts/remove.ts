@@ -1,0 +1,14 @@
+import { defineCommand } from 'citty'
+import { clientArgs } from '../_args.ts'
+
+export default defineCommand({
+  meta: { name: 'remove', description: 'Remove an account with its sessions, revoking every token it held' },
+  args: { name: { type: 'positional', required: true, description: 'Account name' }, ...clientArgs },
+  async run({ args }) {
+    const { checkAccount } = await import('./_shared.ts')
+    const { clientFrom } = await import('../_client.ts')
+    const r = await clientFrom(args).accounts.remove(checkAccount(args.name))
+    if (args.json) return void process.stdout.write(`${JSON.stringify(r)}\n`)
+    process.stderr.write(`Account ${r.name} removed; its sessions ended and its tokens were revoked.\n`)
+  },
+})
