@@ -58,16 +58,19 @@ export async function readSecret(src: SecretSource): Promise<string> {
   throw new MusterError('not-configured', `No ${src.what} given and no terminal to ask on. Pass it ${how}.`)
 }
 
+// Prompts draw on stderr: stdout stays the command's output alone (`--json`
+// into a file or a pipe, the bootstrap's `worker join --json >file`), and the
+// question is still seen at the terminal.
 export async function promptSecret(message: string): Promise<string> {
   const p = await import('@clack/prompts')
-  const value = await p.password({ message, mask: '•' })
+  const value = await p.password({ message, mask: '•', output: process.stderr })
   if (p.isCancel(value)) throw new MusterError('not-configured', 'Cancelled.')
   return value
 }
 
 export async function promptText(message: string): Promise<string> {
   const p = await import('@clack/prompts')
-  const value = await p.text({ message })
+  const value = await p.text({ message, output: process.stderr })
   if (p.isCancel(value)) throw new MusterError('not-configured', 'Cancelled.')
   return value
 }

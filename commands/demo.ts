@@ -27,7 +27,14 @@ export default defineCommand({
     const onSignal = () => {
       if (stopping) return
       stopping = true
-      void demo.stop().then(() => process.exit(130))
+      void demo
+        .stop()
+        .then(async () => {
+          const { printLine, outputDelivered } = await import('./_out.ts')
+          printLine('\ndemo: stopped everything and removed its directory.')
+          await outputDelivered()
+        })
+        .finally(() => process.exit(130))
     }
     process.on('SIGINT', onSignal)
     process.on('SIGTERM', onSignal)

@@ -16,7 +16,8 @@ export default defineCommand({
     if (args.json) printJson(report)
     else {
       printLine(`muster doctor: ${report.role} at ${report.dataDir}`)
-      for (const c of report.checks) printLine(`${c.status.padEnd(4)}  ${c.name.padEnd(13)} ${c.message}`)
+      const width = Math.max(...report.checks.map((c) => c.name.length))
+      for (const c of report.checks) printLine(`${c.status.padEnd(4)}  ${c.name.padEnd(width)}  ${c.message}`)
       for (const n of report.notes) printLine(`note  ${n}`)
     }
     if (!report.ok) throw new MusterError('not-configured', `${report.checks.filter((c) => c.status === 'fail').length} check(s) failed`)

@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { dataDirArg, intArg, multiArg, UsageError } from './_args.ts'
+import { consola } from 'consola'
 import { ENGINE_ENV } from '../src/swap/protocol.ts'
 
 export default defineCommand({
@@ -26,7 +27,8 @@ export default defineCommand({
     'enroll-in-flight': { type: 'string', valueHint: 'N', default: '256', description: 'Enroll requests handled at once' },
     'audit-max-entries': { type: 'string', valueHint: 'N', default: '100000', description: 'Audit entries kept per budget (actions; refusals such as failed logins have their own)' },
     'audit-max-days': { type: 'string', valueHint: 'DAYS', default: '365', description: 'Audit entries older than this are dropped' },
-    database: { type: 'string', valueHint: 'URL', description: 'PostgreSQL store (postgres://…; also $MUSTER_DATABASE_URL). Default: SQLite muster.db in the data directory' },
+    database: { type: 'string', valueHint: 'URL', description: 'PostgreSQL store (postgres://…). A password here shows in `ps`: give such a URL in $MUSTER_DATABASE_URL or --database-file. Default: SQLite muster.db in the data directory' },
+    'database-file': { type: 'string', valueHint: 'FILE', description: 'File (mode 0600) holding the PostgreSQL URL, password included' },
   },
   async run({ args, rawArgs }) {
     const port = intArg(args, 'port', 0, 65535) ?? 7380
@@ -36,12 +38,16 @@ export default defineCommand({
     const { serve } = await import('../src/serve.ts')
     const { resolveDataDir } = await import('../src/datadir.ts')
     const dataDir = resolveDataDir(args['data-dir'])
-    if (args.database) {
+    if (args.database && args['database-file']) throw new UsageError('--database and --database-file name the same thing: give one')
+    const db = await import('../src/store/database-url.ts')
+    // An engine gets serve's --database URL in its environment (never on argv).
+    let database = db.serveDatabaseUrl({ database: args.database, databaseFile: args['database-file'] })
+    if (database) {
       // PostgreSQL, or the data directory's own SQLite file; nothing else.
       const { storeUrlFor } = await import('../src/store/open.ts')
       const { DataDir } = await import('../src/datadir.ts')
       try {
-        storeUrlFor(new DataDir(dataDir), args.database)
+        database = storeUrlFor(new DataDir(dataDir), database)
       } catch (e) {
         throw new UsageError(`--database: ${(e as Error).message}`)
       }
@@ -63,7 +69,7 @@ export default defineCommand({
       fleetTokenFile: args['fleet-token-file'],
       nodeStaleAfterMs: (intArg(args, 'node-stale-seconds', 1, 86400) ?? 45) * 1000,
       rescheduleGraceMs: (intArg(args, 'reschedule-grace-seconds', 0, 86400) ?? 60) * 1000,
-      database: args.database,
+      database,
       auditRetention: { maxEntries: intArg(args, 'audit-max-entries', 10, 100_000_000) ?? 100_000, maxAgeMs: (intArg(args, 'audit-max-days', 1, 36_500) ?? 365) * 86_400_000 },
       enrollLimit: {
         perSecond: intArg(args, 'enroll-rate', 1, 1_000_000) ?? 500,
@@ -75,12 +81,17 @@ export default defineCommand({
     const role = process.env[ENGINE_ENV]
     delete process.env[ENGINE_ENV]
     if (role !== 'first' && role !== 'takeover') {
+      const password = args.database ? db.databasePassword(args.database) : undefined
+      if (password) {
+        db.hideInOwnArgv(password)
+        consola.warn(`--database carries the store's password on the command line, where any local user reads it (ps); give the URL in $MUSTER_DATABASE_URL or --database-file FILE (mode 0600) instead.`)
+      }
       // Before anything is created (the lock, the CA, the superadmin): the setup, the data directory, the ports, the files.
       const { preflightServe } = await import('../src/serve-preflight.ts')
       const self = /(^|\/)muster$/.test(process.argv0) ? process.argv0 : 'muster'
-      await preflightServe(options, [self, 'serve', ...rawArgs])
+      await preflightServe(options, [self, 'serve', ...db.withoutDatabasePassword(rawArgs)])
       const { supervise } = await import('../src/swap/supervisor.ts')
-      process.exit(await supervise(dataDir))
+      process.exit(await supervise(dataDir, { database }))
     }
     await serve(options, role)
   },

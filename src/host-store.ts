@@ -6,6 +6,9 @@ import { userInfo } from 'node:os'
 import { MusterError } from './errors.ts'
 import { DataDir } from './datadir.ts'
 import { openExistingStore } from './store/open.ts'
+import { readMasterKey } from './master-key.ts'
+import { StoreVault } from './vault.ts'
+import { rekeyTokenDigests } from './store/token-digests.ts'
 import type { Store } from './store/db.ts'
 
 export interface HostStore {
@@ -51,5 +54,15 @@ export async function auditedHostAct<T>(host: HostStore, who: Who, action: strin
 export async function openHostStore(root: string): Promise<HostStore> {
   const dataDir = new DataDir(root)
   const db = await openExistingStore(dataDir)
-  return { dataDir, db, auth: new Auth({ store: db, now: Date.now }), audit: new Audit(db, Date.now, KEEP_ALL), close: () => db.close() }
+  try {
+    const masterKey = readMasterKey(dataDir)
+    // Never re-key with a key that is not this store's (that would end every token): the check a Platform makes at start.
+    await new StoreVault(db, masterKey).verifyKey()
+    // A host command may be the first of this version to open the store: it re-keys older digests as serve would.
+    await rekeyTokenDigests(db, masterKey, Date.now())
+    return { dataDir, db, auth: new Auth({ store: db, now: Date.now, masterKey }), audit: new Audit(db, Date.now, KEEP_ALL), close: () => db.close() }
+  } catch (e) {
+    await db.close()
+    throw e
+  }
 }

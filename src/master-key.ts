@@ -9,7 +9,13 @@ export const MASTER_KEY_FILE = 'platform/master.key'
 
 export function loadMasterKey(dataDir: DataDir): Uint8Array {
   dataDir.createSecretExclusive(MASTER_KEY_FILE, randomBytes(32))
+  return readMasterKey(dataDir)
+}
+
+/** The master key of a data directory a Platform already made (host-side commands never make one). */
+export function readMasterKey(dataDir: DataDir): Uint8Array {
   const key = dataDir.readSecret(MASTER_KEY_FILE)
+  if (!key) throw new MusterError('not-configured', `${dataDir.path(MASTER_KEY_FILE)} is missing: run this as the account that runs muster serve, with that Platform's --data-dir (every Platform on one store has a copy).`)
   if (!key || key.length !== 32) throw new MusterError('insecure-permissions', `${dataDir.path(MASTER_KEY_FILE)} is not 32 bytes; restore it from backup.`)
   return new Uint8Array(key)
 }

@@ -2,6 +2,8 @@
 // server in front of them. `muster serve` and the tests both start one here.
 // This is the one place that composes the services; each service gets the
 // Context (src/context.ts) and the siblings it uses, never the Platform.
+import { rekeyTokenDigests } from './store/token-digests.ts'
+import { sealPlainFields } from './store/sealed-fields.ts'
 import type { Server } from 'bun'
 import { Auth } from './auth/auth.ts'
 import { Audit, DEFAULT_AUDIT_RETENTION } from './audit/audit.ts'
@@ -32,7 +34,7 @@ import { ReadinessProber } from './fabric/probe.ts'
 import { EnrollmentListener } from './listener/listener.ts'
 import { startCloud, type Cloud } from './cloud/service.ts'
 import { Pki } from './pki/pki.ts'
-import { openVault, type Vault } from './vault.ts'
+import { FieldSeal, openVault, type Vault } from './vault.ts'
 import { Leases } from './ha/leases.ts'
 import { PlatformRegistry } from './ha/platforms.ts'
 import { RequestGate } from './swap/gate.ts'
@@ -130,6 +132,11 @@ export class Platform implements Services {
       const store = await openPlatformStore(dataDir, options.database)
       try {
         const vault = await openVault(store, dataDir, masterKey)
+        // Digests older versions wrote are keyed once, before any service looks a token up.
+        await rekeyTokenDigests(store, masterKey, options.clock?.() ?? Date.now())
+        // Env values an earlier version stored in plain text are sealed (SPEC §17.4).
+        const fields = new FieldSeal(masterKey)
+        await sealPlainFields(store, (table, row, column, text) => fields.seal(table, row, column, text))
         const changes = new Changes(store)
         await changes.start()
         const leases = new Leases(store, changes.origin)

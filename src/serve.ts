@@ -12,6 +12,7 @@ import { serveLockHolder } from './serve-lock.ts'
 import { DeclaredNodes } from './fabric/nodes-file.ts'
 import { untilStopSignal } from './shutdown.ts'
 import { handOver, quiesce, seedProbes, startHandoverServer, SupervisorLink } from './swap/engine.ts'
+import { watchSupervisor } from './swap/orphan-watch.ts'
 import type { ProbeState } from './swap/protocol.ts'
 import { VERSION } from './version.ts'
 
@@ -21,6 +22,8 @@ export async function serve(options: PlatformOptions, role?: 'first' | 'takeover
   // The supervisor holds platform/serve.lock for every engine it runs; nothing else may start one.
   if (serveLockHolder(new DataDir(options.dataDir)) !== process.ppid) throw new MusterError('already-running', 'This engine was not started by the muster serve holding the data directory.')
   const link = new SupervisorLink()
+  // Should the supervisor die while this engine cannot run its event loop, a thread of its own ends it.
+  watchSupervisor()
   // A SIGHUP meant for serve (a `pkill -HUP`, a closed terminal) must not end an engine.
   process.on('SIGHUP', () => log.info(`engine ${process.pid}: SIGHUP is for the muster serve process (pid ${process.ppid}), which replaces engines`))
   let probes: Record<string, ProbeState> = {}

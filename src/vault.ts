@@ -6,9 +6,10 @@
 // from platform/master.key (SPEC §16.9), so every Platform on one PostgreSQL
 // presents the same pin and signs with the same keys, and a copy of the
 // database alone reveals none of them. master.key itself stays a file.
+// FieldSeal seals single columns of other tables (project env) with the same key.
 import { readdirSync, statSync, unlinkSync } from 'node:fs'
 import type { DataDir } from './datadir.ts'
-import { b64url, deriveKey } from './crypto/tokens.ts'
+import { b64url, deriveKey, fromB64url } from './crypto/tokens.ts'
 import { sealBytes, unsealBytes } from './crypto/seal.ts'
 import { MusterError } from './errors.ts'
 import { log } from './log.ts'
@@ -97,6 +98,41 @@ function sealedError(): MusterError {
     'This Platform\'s platform/master.key cannot open the secrets in its store: every Platform sharing a store needs the same master key. ' +
       'Copy platform/master.key (mode 0600) from a Platform that already uses this store into this data directory, then start again.',
   )
+}
+
+/** Sealed columns start with this; anything else was written unsealed (by an earlier version). */
+export const SEALED_FIELD = 'sealed1:'
+
+/**
+ * Columns of ordinary tables that hold secrets (project env, the assignments that
+ * carry it): text sealed with the vault key, the associated data naming the
+ * table, the row and the column, so a value cannot be moved to another row or
+ * column and opened there (SPEC §17.4).
+ */
+export class FieldSeal {
+  private readonly key: Uint8Array
+
+  constructor(masterKey: Uint8Array) {
+    this.key = deriveKey(masterKey, PURPOSE)
+  }
+
+  private aad(table: string, row: string, column: string): string {
+    return `${PURPOSE}:field\n${table}\n${row}\n${column}`
+  }
+
+  seal(table: string, row: string, column: string, text: string): string {
+    return SEALED_FIELD + b64url(sealBytes(this.key, this.aad(table, row, column), text))
+  }
+
+  /** The text of a sealed column; an unsealed one (an earlier version's) as it is. A value that does not open here is refused. */
+  open(table: string, row: string, column: string, stored: string): string {
+    if (!stored.startsWith(SEALED_FIELD)) return stored
+    const text = unsealBytes(this.key, this.aad(table, row, column), fromB64url(stored.slice(SEALED_FIELD.length)))
+    if (text === null) {
+      throw new MusterError('store-sealed', `The store's ${table}.${column} of ${row} does not open with this Platform's platform/master.key: it was sealed by another key or moved from another row. Restore the store (or that row) from backup, or start with the master key that sealed it.`)
+    }
+    return text.toString('utf8')
+  }
 }
 
 /** Secret files of earlier versions, moved into the store on first start. */

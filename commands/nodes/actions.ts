@@ -49,6 +49,8 @@ export const rebind = defineCommand({
     if (args.json) return void process.stdout.write(`${JSON.stringify(r)}\n`)
     process.stderr.write(`Node ${r.nodeId} can enroll again until ${r.expiresAt}; its old credential no longer works. New enrollment token (shown once):\n`)
     process.stdout.write(`${r.token}\n`)
+    const { printJoinLines } = await import('./_join-lines.ts')
+    printJoinLines(r, null)
   },
 })
 

@@ -45,6 +45,9 @@ export default defineCommand({
           env: 'MUSTER_ENROLLMENT_TOKEN',
         }),
     })
+    // Run as root (sudo) on a data directory the Agent's account owns: what the join wrote stays readable by the Agent.
+    const { keepOwner } = await import('../../src/agent/keep-owner.ts')
+    keepOwner(r.dataDir)
     if (args.json) return printJson({ nodeId: r.nodeId, agentId: r.agentId, dataDir: r.dataDir, start: r.start, ...(r.replaced ? { replaced: r.replaced } : {}) })
     const { consola } = await import('consola')
     const done = r.alreadyJoined

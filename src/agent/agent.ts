@@ -267,8 +267,9 @@ export class Agent {
 
   /**
    * Trades the node credential for the next generation (one at a time), with a
-   * proof of the agent key: a credential an operator rotated away renews only
-   * with it (SPEC §16.5). A 429 is retried once its Retry-After has passed.
+   * proof of the agent key: the Platform renews no credential without it, so a
+   * copy of the credential cannot renew this node out (SPEC §16.5, issue 22).
+   * A 429 is retried once its Retry-After has passed.
    */
   renew(): Promise<boolean> {
     if (Date.now() < this.renewNotBefore) return Promise.resolve(false)

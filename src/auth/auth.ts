@@ -1,7 +1,8 @@
 // Operators: accounts with argon2id passwords, opaque session cookies and API
 // tokens. Resolves a request to a principal and checks its permissions.
 import { MusterError } from '../errors.ts'
-import { randomId, randomSecret, safeEqual, sha256Hex } from '../crypto/tokens.ts'
+import { randomId, randomSecret, safeEqual } from '../crypto/tokens.ts'
+import { tokenDigester, type TokenDigest } from '../crypto/token-digest.ts'
 import type { DataDir } from '../datadir.ts'
 import type { Db } from '../store/db.ts'
 import { countAccounts, getAccount, insertAccount, setPasswordHash } from '../store/accounts.ts'
@@ -73,9 +74,13 @@ export class Auth {
     return this.db
   }
 
-  constructor(ctx: { store: Db; now: () => number }) {
+  /** Digests of session ids and token secrets, keyed under master.key (a row written without it matches nothing). */
+  private readonly digest: TokenDigest
+
+  constructor(ctx: { store: Db; now: () => number; masterKey: Uint8Array }) {
     this.db = ctx.store
     this.now = ctx.now
+    this.digest = tokenDigester(ctx.masterKey)
   }
 
   /** First start: create `superadmin` and write its password once, 0600. */
@@ -112,20 +117,21 @@ export class Auth {
     // Opened on a joined office (a break-glass holds the door open): it names the membership, and ends when the door closes.
     const { membership } = await this.door()
     await pruneSessions(this.db, now)
-    await insertSession(this.db, sha256Hex(sessionId), account.name, now, now + SESSION_TTL_MS)
-    if (membership) await markSessionMembership(this.db, sha256Hex(sessionId), membership)
+    const idHash = this.digest(sessionId)
+    await insertSession(this.db, idHash, account.name, now, now + SESSION_TTL_MS)
+    if (membership) await markSessionMembership(this.db, idHash, membership)
     return { sessionId, account: account.name }
   }
 
   async logout(sessionId: string): Promise<void> {
-    await deleteSession(this.db, sha256Hex(sessionId))
+    await deleteSession(this.db, this.digest(sessionId))
   }
 
   /** Opens a session for an account without a password (a redeemed vouch): at most `roleCap`, at most 12 hours, no token minting. */
   async openVouchedSession(account: string, roleCap: Role): Promise<string> {
     const sessionId = randomSecret()
     const now = this.now()
-    await insertSession(this.db, sha256Hex(sessionId), account, now, now + VOUCHED_SESSION_TTL_MS, { origin: 'vouch', roleCap })
+    await insertSession(this.db, this.digest(sessionId), account, now, now + VOUCHED_SESSION_TTL_MS, { origin: 'vouch', roleCap })
     return sessionId
   }
 
@@ -135,7 +141,7 @@ export class Auth {
     const secret = randomSecret()
     const expiresAt = opts.expiresAt ?? null
     await this.db.tx(async (t) => {
-      await insertApiToken(t, { id, name: opts.name, secretHash: sha256Hex(secret), role: opts.role, account: opts.account ?? null, now: opts.now ?? this.now(), expiresAt, origin: opts.origin })
+      await insertApiToken(t, { id, name: opts.name, secretHash: this.digest(secret), role: opts.role, account: opts.account ?? null, now: opts.now ?? this.now(), expiresAt, origin: opts.origin })
       if (opts.parentId) await recordTokenParent(t, id, opts.parentId)
     })
     return { token: `mat_${id}.${secret}`, id, expiresAt }
@@ -197,7 +203,7 @@ export class Auth {
     const now = this.now()
     // Revoked or expired tokens are not found: every request reads the store, so a revocation holds at once on every Platform.
     const row = await getApiToken(this.db, m[1]!, now)
-    if (!row || !safeEqual(row.secret_hash, sha256Hex(m[2]!)) || !isRole(row.role)) return null
+    if (!row || !safeEqual(row.secret_hash, this.digest(m[2]!)) || !isRole(row.role)) return null
     let role: Role = row.role
     if (row.account) {
       const acct = await getAccount(this.db, row.account)
@@ -211,7 +217,7 @@ export class Auth {
 
   private async fromSession(sid: string): Promise<Principal | null> {
     const now = this.now()
-    const idHash = sha256Hex(sid)
+    const idHash = this.digest(sid)
     const row = await findSession(this.db, idHash, now)
     if (!row) return null
     const acct = await getAccount(this.db, row.account)

@@ -50,7 +50,9 @@ export function explainNetworkError(url: string, e: unknown, how: { caFile?: boo
   if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code === 'EPROTO' || /WRONG_VERSION_NUMBER|packet length too long|http request/i.test(text)) {
     return { kind: 'plain-http', text: 'that port speaks plain http, not https (the enrollment listener’s https URL is in `muster nodes platform`)' }
   }
-  if (code === 'ECONNREFUSED' || code === 'ConnectionRefused') return { kind: 'refused', text: 'connection refused (is `muster serve` running there, and on that port?)' }
+  // Bun's node:net and node:tls report a host or network with no route as ECONNREFUSED too, so the sentence covers both.
+  if (code === 'ECONNREFUSED' || code === 'ConnectionRefused') return { kind: 'refused', text: 'connection refused or no route to it (is `muster serve` running there, on that port, and is the address right?)' }
+  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return { kind: 'refused', text: 'no route to that address (is the address right, and does this machine reach its network?)' }
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { kind: 'unresolved', text: `cannot resolve the name ${hostOf(url)}` }
   if (err.name === 'TimeoutError' || code === 'ETIMEDOUT' || /timed out/i.test(text)) return { kind: 'timeout', text: 'no answer in time (a firewall, or the wrong address?)' }
   if (code === 'ERR_INVALID_URL' || /URL is invalid/i.test(text)) return { kind: 'invalid-url', text: `${url} is not a usable URL (expected https://HOST:PORT)` }

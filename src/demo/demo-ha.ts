@@ -45,7 +45,8 @@ export class HaDemo extends Demo {
   }
 
   private async platform(name: string, dir: string): Promise<Started> {
-    const child = this.spawn(name, ['serve', '--data-dir', dir, '--database', this.database, '--port', '0', '--enrollment-port', '0', '--enrollment-address', '127.0.0.1', '--no-local-node'], { MUSTER_PROBE_INTERVAL_MS: '1000' })
+    // The store's URL in the environment, as an operator gives one with a password (never on argv).
+    const child = this.spawn(name, ['serve', '--data-dir', dir, '--port', '0', '--enrollment-port', '0', '--enrollment-address', '127.0.0.1', '--no-local-node'], { MUSTER_PROBE_INTERVAL_MS: '1000', MUSTER_DATABASE_URL: this.database })
     const apiUrl = await until(`${name} to listen`, 30_000, async () => {
       if (child.proc.exitCode !== null) throw new MusterError('internal', `${name} exited: ${child.log().trim()}`)
       return child.log().match(/listening on (http\S+)/)?.[1]

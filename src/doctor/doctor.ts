@@ -54,7 +54,10 @@ export async function runDoctor(opts: { dataDir?: string; root?: string }): Prom
   else add('role', role === 'unknown' ? 'warn' : 'ok', role === 'unknown' ? `no muster data in ${dataDir.root} and no install receipt` : `${role}${receipt ? '' : ' (from the data directory)'}`)
   checkReceipt(rr, receipt, root, add)
   checkDataDir(dataDir, receipt, add)
-  if (role === 'worker') await checkWorker(dataDir, add)
+  if (role === 'worker') {
+    await checkWorker(dataDir, add)
+    explainStoppedAgent(checks)
+  }
   if (role === 'platform') await checkPlatform(dataDir, add)
 
   return { ok: !checks.some((c) => c.status === 'fail'), role, dataDir: dataDir.root, checks, notes: role === 'platform' ? [] : [FIREWALL_NOTE] }
@@ -137,6 +140,13 @@ async function checkWorker(dataDir: DataDir, add: Add): Promise<void> {
   }
   trustExpiry('trust-keys', readTrustFile(dataDir)?.keys ?? [], add)
   checkIsolation(dataDir, add)
+}
+
+/** An Agent that stopped because its credential is dead is not helped by starting it: say so at the port check. */
+function explainStoppedAgent(checks: Check[]): void {
+  const port = checks.find((c) => c.name === 'agent-port' && c.status === 'fail' && c.message.startsWith('nothing answers'))
+  if (!port || !checks.some((c) => c.name === 'credential' && c.status === 'fail' && c.message.includes('for good'))) return
+  port.message = `${port.message.split(':')[0]}: the Agent stopped because the Platform refuses this node's credential; join again as the credential check below says, then start it`
 }
 
 /** The node's credential as the Platform holds it (SPEC §17.2): a dead one fails, naming the way back. */

@@ -3,7 +3,7 @@
 import * as v from 'valibot'
 import { parseCertificate } from '../crypto/x509.ts'
 import { enrollProofMessage, verifyProof } from '../crypto/enroll-proof.ts'
-import { safeEqual, sha256Hex } from '../crypto/tokens.ts'
+import { safeEqual } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import { invalid, issueField, NodeName } from '../http/validate.ts'
 import { bindCertificate, insertNodeRow, isTombstoned, nodesByNameOrCert, type NodeRow } from '../store/nodes.ts'
@@ -86,7 +86,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
       await audit('refused', m ? 'unknown token' : 'malformed token', body.nodeId, body.version)
       throw REFUSED()
     }
-    if (!safeEqual(token.secret_hash, sha256Hex(m[2]!))) {
+    if (!safeEqual(token.secret_hash, fabric.digest(m[2]!))) {
       await audit('refused', 'wrong secret', body.nodeId, body.version)
       throw REFUSED()
     }

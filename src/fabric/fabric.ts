@@ -8,7 +8,8 @@ import type { PlatformOptions } from '../options.ts'
 import type { Db, Store } from '../store/db.ts'
 import { insertAudit, listAudit } from '../store/enroll-audit.ts'
 import { revokePendingEnrollments } from '../store/join-tokens.ts'
-import { deleteNodeWithTombstone, insertNode, updateNodeFields } from '../store/nodes.ts'
+import { deleteNodeWithTombstone, insertNode, isTombstoned, updateNodeFields } from '../store/nodes.ts'
+import { tokenDigester, type TokenDigest } from '../crypto/token-digest.ts'
 import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS, type ParsedCredential } from './credentials.ts'
 import type { EnrollAnswer } from './enroll.ts'
 import { mintJoinToken } from './join-tokens.ts'
@@ -39,6 +40,8 @@ export class Fabric {
   readonly registry: Registry
   readonly trust: TrustKeys
   readonly credentials: NodeCredentials
+  /** Digests of join-token secrets, keyed under master.key (src/crypto/token-digest.ts). */
+  readonly digest: TokenDigest
   readonly limits: { enroll: RateLimiter; heartbeat: RateLimiter; trust: RateLimiter }
   /** Renewals per node (SPEC §16.5). */
   readonly renewLimit: KeyedLimit
@@ -75,6 +78,7 @@ export class Fabric {
     this.registry = registry
     this.trust = new TrustKeys(ctx.vault, this.now, trustSchedule(ctx))
     this.credentials = new NodeCredentials(ctx.masterKey)
+    this.digest = tokenDigester(ctx.masterKey)
     this.limits = {
       enroll: new RateLimiter('enroll', options.enrollLimit, this.now),
       heartbeat: new RateLimiter('heartbeat', options.heartbeatLimit, this.now),
@@ -266,6 +270,11 @@ export class Fabric {
     let n = this.registry.get(nodeId) ?? (await this.registry.refresh(nodeId))
     if (n && n.auth !== 'legacy') throw new MusterError('forbidden', `Node ${nodeId} is enrolled; it must use its own credential.`)
     if (!n) {
+      // A removed name stays reserved for the shared token too: its next heartbeat must not bring it back.
+      if (await isTombstoned(this.db, nodeId)) {
+        const back = this.options.nodeAuth === 'legacy' ? 'give this machine another name' : `to reuse it on purpose: muster nodes enroll-token ${nodeId} --replace`
+        throw new MusterError('forbidden', `Node ${nodeId} was removed and its name stays reserved; ${back}.`)
+      }
       // Two first heartbeats may race (here or on another Platform): the primary key lets one insert win.
       if (await insertNode(this.db, { name: nodeId, auth: 'legacy', cert_sha256: null, cert_pem: null, url: null, token_id: null, version: null, enrolled_at: this.now() })) {
         log.info(`legacy node ${nodeId} registered with the shared fleet token`)
@@ -311,7 +320,7 @@ export class Fabric {
       await revokePendingEnrollments(db, name, now)
       // The old credential dies now: no certificate, next generation, no grace.
       await updateNodeFields(db, name, { cert_sha256: null, cert_pem: null, url: null, generation: n.generation + 1, previous_valid_until: 0, revoked_at: null, auth: 'enrolled' })
-      return mintJoinToken(db, { kind: 'enrollment', node_id: name, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
+      return mintJoinToken(db, this.digest, { kind: 'enrollment', node_id: name, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
     })
     await this.registry.refresh(name)
     await this.changed(name)

@@ -1,6 +1,8 @@
 // Join tokens: single-use enrollments bound to a name, and fleet tokens with
-// max uses, a name pattern and a lifetime. Shown once; only SHA-256 is kept.
-import { randomId, randomSecret, sha256Hex } from '../crypto/tokens.ts'
+// max uses, a name pattern and a lifetime. Shown once; only a digest keyed
+// under master.key is kept (src/crypto/token-digest.ts).
+import { randomId, randomSecret } from '../crypto/tokens.ts'
+import type { TokenDigest } from '../crypto/token-digest.ts'
 import { MusterError } from '../errors.ts'
 import type { Db } from '../store/db.ts'
 import {
@@ -14,10 +16,10 @@ import {
 import { clearTombstone, getNode, isTombstoned } from '../store/nodes.ts'
 import type { Fabric } from './fabric.ts'
 
-export async function mintJoinToken(db: Db, row: Omit<JoinTokenRow, 'id' | 'secret_hash' | 'uses' | 'revoked_at'>): Promise<{ id: string; token: string; row: JoinTokenRow }> {
+export async function mintJoinToken(db: Db, digest: TokenDigest, row: Omit<JoinTokenRow, 'id' | 'secret_hash' | 'uses' | 'revoked_at'>): Promise<{ id: string; token: string; row: JoinTokenRow }> {
   const id = randomId(16)
   const secret = randomSecret()
-  const full = { ...row, id, secret_hash: sha256Hex(secret) }
+  const full = { ...row, id, secret_hash: digest(secret) }
   await insertJoinToken(db, full)
   return { id, token: `mjt_${id}.${secret}`, row: { ...full, uses: 0, revoked_at: null } }
 }
@@ -36,7 +38,7 @@ export async function issueEnrollment(fabric: Fabric, nodeId: string, ttlMinutes
   const token = await fabric.db.tx(async (db) => {
     await revokePendingEnrollments(db, nodeId, now)
     await clearTombstone(db, nodeId)
-    return mintJoinToken(db, { kind: 'enrollment', node_id: nodeId, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
+    return mintJoinToken(db, fabric.digest, { kind: 'enrollment', node_id: nodeId, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
   })
   return { nodeId, token: token.token, expiresAt: new Date(expiresAt).toISOString() }
 }
@@ -45,7 +47,7 @@ export async function createFleetToken(fabric: Fabric, opts: { maxUses?: number;
   fabric.requireEnrollment()
   const now = fabric.now()
   const expiresAt = now + (opts.ttlMinutes ?? 24 * 60) * 60_000
-  const t = await mintJoinToken(fabric.db, {
+  const t = await mintJoinToken(fabric.db, fabric.digest, {
     kind: 'fleet',
     node_id: null,
     name_pattern: opts.namePattern ?? null,

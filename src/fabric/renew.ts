@@ -1,8 +1,9 @@
-// Renewing a node credential (SPEC §16.5), one linear flow:
+// Renewing a node credential (SPEC §16.5, issue 22), one linear flow:
 //   1. authenticate: the current generation, or the previous one in its grace hour
-//   2. only the current generation renews. A credential an operator rotated away
-//      renews only with a fresh proof of the agent key (the Agent signs one); the
-//      credential alone — a copy that leaked — never trades itself for the new one
+//   2. every renewal carries a fresh proof of the agent key over the node's name,
+//      the generation presented and the node's CURRENT certificate (the Agent signs
+//      one): a copy of the credential alone, which leaked, never trades itself for
+//      the next generation and so never locks the real Agent out
 //   3. the per-node limit: a burst of 3, then one a minute (429 with Retry-After).
 //      After step 2, so a refused copy cannot spend the real node's renewals
 //   4. advance the generation by compare-and-set from the one just checked
@@ -47,18 +48,19 @@ export class KeyedLimit {
 
 export async function renewCredential(fabric: Fabric, headers: Headers, rawBody: unknown): Promise<{ nodeId: string; generation: number; credential: string }> {
   const { node, generation } = await fabric.authenticateNodeCredential(headers)
-  if (generation !== node.generation) {
-    const body = v.safeParse(RenewBody, rawBody ?? {})
-    const row = await getNode(fabric.db, node.name)
-    const proven =
-      body.success &&
-      row?.cert_pem != null &&
-      row.cert_sha256 !== null &&
-      row.cert_sha256 === node.certSha256 &&
-      verifyProof(parseCertificate(row.cert_pem).publicKeyDer, renewProofMessage({ nodeId: node.name, generation, certSha256: row.cert_sha256, proofTime: body.output.proofTime as number }), body.output.proof, body.output.proofTime, fabric.now())
-    if (!proven) {
-      throw new MusterError('forbidden', `Only the current credential of ${node.name} renews (generation ${node.generation}); this one (generation ${generation}) was rotated away and works only until its grace hour ends. The node's Agent renews by proving its key.`)
-    }
+  const body = v.safeParse(RenewBody, rawBody ?? {})
+  const row = await getNode(fabric.db, node.name)
+  const proven =
+    body.success &&
+    row?.cert_pem != null &&
+    row.cert_sha256 !== null &&
+    row.cert_sha256 === node.certSha256 &&
+    verifyProof(parseCertificate(row.cert_pem).publicKeyDer, renewProofMessage({ nodeId: node.name, generation, certSha256: row.cert_sha256, proofTime: body.output.proofTime as number }), body.output.proof, body.output.proofTime, fabric.now())
+  if (!proven) {
+    throw new MusterError(
+      'forbidden',
+      `A renewal of ${node.name}'s credential needs a fresh proof of the node's agent key (proofTime and proof, signed by worker/agent.key); the credential alone does not renew. An Agent older than this Platform keeps heartbeating with its credential: update it to renew.`,
+    )
   }
   const wait = fabric.renewLimit.take(node.name)
   if (wait > 0) throw new MusterError('rate-limited', `Node ${node.name} renews at most ${RENEW_LIMIT.burst} times at once, then once a minute; retry in ${wait}s.`, { retryAfterSeconds: wait })

@@ -1,5 +1,5 @@
-// Controller-side tables: offices, each office's one current token (only the
-// SHA-256 of its secret), break-glass reports and placements. Every write is
+// Controller-side tables: offices, each office's one current token (only a
+// digest of its secret keyed under master.key, and its fingerprint), break-glass reports and placements. Every write is
 // one statement, so concurrent mints and heartbeats cannot interleave badly.
 import type { Db } from '../store/db.ts'
 
@@ -14,12 +14,14 @@ export interface OfficeRow {
   last_seen_at: number | null
   projects_json: string | null
   secret_hash: string | null
+  /** tokenFingerprint(office, SHA-256 of the secret): what both sides sign over (formats.ts). */
+  fingerprint: string | null
   generation: number | null
   token_created_at: number | null
   revoked_at: number | null
 }
 
-const SELECT_OFFICE = `SELECT o.*, t.secret_hash, t.generation, t.created_at AS token_created_at, t.revoked_at
+const SELECT_OFFICE = `SELECT o.*, t.secret_hash, t.fingerprint, t.generation, t.created_at AS token_created_at, t.revoked_at
   FROM federation_offices o LEFT JOIN federation_tokens t ON t.office_id = o.office_id`
 
 /** The office record comes first, so the controller knows who holds what before a token exists. */
@@ -29,14 +31,14 @@ export async function ensureOffice(db: Db, o: { officeId: string; label?: string
 }
 
 /** Stores a first token; false when the office already has one. */
-export async function insertOfficeToken(db: Db, officeId: string, secretHash: string, now: number): Promise<boolean> {
-  return (await db.run('INSERT INTO federation_tokens (office_id, secret_hash, created_at) VALUES (?1, ?2, ?3) ON CONFLICT(office_id) DO NOTHING', officeId, secretHash, now)) === 1
+export async function insertOfficeToken(db: Db, officeId: string, secretHash: string, fingerprint: string, now: number): Promise<boolean> {
+  return (await db.run('INSERT INTO federation_tokens (office_id, secret_hash, created_at, fingerprint) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(office_id) DO NOTHING', officeId, secretHash, now, fingerprint)) === 1
 }
 
 /** Replaces the office's token: the old secret stops working at once, and a revoke is lifted. */
-export async function rotateOfficeToken(db: Db, officeId: string, secretHash: string, now: number): Promise<void> {
-  await db.run(`INSERT INTO federation_tokens (office_id, secret_hash, created_at) VALUES (?1, ?2, ?3)
-            ON CONFLICT(office_id) DO UPDATE SET secret_hash = ?2, created_at = ?3, revoked_at = NULL, generation = federation_tokens.generation + 1`, officeId, secretHash, now)
+export async function rotateOfficeToken(db: Db, officeId: string, secretHash: string, fingerprint: string, now: number): Promise<void> {
+  await db.run(`INSERT INTO federation_tokens (office_id, secret_hash, created_at, fingerprint) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT(office_id) DO UPDATE SET secret_hash = ?2, created_at = ?3, fingerprint = ?4, revoked_at = NULL, generation = federation_tokens.generation + 1`, officeId, secretHash, now, fingerprint)
 }
 
 /** Revokes; the record stays. False when the office has no token. */

@@ -5,6 +5,7 @@
 import type { Principal } from '../auth/auth.ts'
 import type { SigningKey } from '../crypto/ed25519.ts'
 import { randomSecret, safeEqual, sha256Hex } from '../crypto/tokens.ts'
+import { tokenDigester, type TokenDigest } from '../crypto/token-digest.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import type { Context } from '../context.ts'
@@ -21,8 +22,12 @@ const iso = (ms: number | null | undefined) => (ms === null || ms === undefined 
 
 export class Controller {
   private cachedKey: SigningKey | undefined
+  /** Digests of office token secrets, keyed under master.key (a row written without it matches no token). */
+  private readonly digest: TokenDigest
 
-  constructor(private readonly ctx: Context) {}
+  constructor(private readonly ctx: Context) {
+    this.digest = tokenDigester(ctx.masterKey)
+  }
 
   private get db() {
     return this.ctx.store
@@ -41,15 +46,16 @@ export class Controller {
    *   2. the office record exists before any token does
    *   3. the token row: a first token, or with `rotate` a new secret that
    *      replaces the old at once; otherwise 409 office-exists
-   *   4. the plaintext is returned once; only its SHA-256 is kept
+   *   4. the plaintext is returned once; only its keyed digest and fingerprint are kept
    */
   async mint(body: { officeId: string; label?: string; note?: string; rotate?: boolean }): Promise<{ officeId: string; token: string }> {
     const key = await this.key(true)
     const now = this.ctx.now()
     await store.ensureOffice(this.db, { officeId: body.officeId, label: body.label, note: body.note, now })
     const secret = randomSecret()
-    if (body.rotate) await store.rotateOfficeToken(this.db, body.officeId, sha256Hex(secret), now)
-    else if (!(await store.insertOfficeToken(this.db, body.officeId, sha256Hex(secret), now))) {
+    const fingerprint = tokenFingerprint(body.officeId, sha256Hex(secret))
+    if (body.rotate) await store.rotateOfficeToken(this.db, body.officeId, this.digest(secret), fingerprint, now)
+    else if (!(await store.insertOfficeToken(this.db, body.officeId, this.digest(secret), fingerprint, now))) {
       throw new MusterError('office-exists', `Office '${body.officeId}' already has a token; pass rotate (--rotate) to replace it, which stops the one it uses now.`)
     }
     log.info(`federation: ${body.rotate ? 'rotated' : 'minted'} the token for office ${body.officeId}`)
@@ -88,12 +94,13 @@ export class Controller {
   }
 
   /** The office a request may act on: minted here, holding a token, not revoked. */
-  private async activeOffice(officeId: string): Promise<store.OfficeRow & { secret_hash: string }> {
+  private async activeOffice(officeId: string): Promise<store.OfficeRow & { secret_hash: string; fingerprint: string }> {
     if ((await store.countOffices(this.db)) === 0) throw new MusterError('not-a-controller', 'This Platform has minted no office tokens, so it is not a controller.')
     const o = await store.getOffice(this.db, officeId)
     if (!o?.secret_hash) throw new MusterError('not-found', `No office '${officeId}' here; mint its token with \`muster federation mint ${officeId}\`.`)
     if (o.revoked_at !== null) throw new MusterError('federation-token-revoked', `Office '${officeId}' was revoked; re-mint its token with --rotate to take it back.`)
-    return o as store.OfficeRow & { secret_hash: string }
+    if (!o.fingerprint) throw new MusterError('conflict', `The token of office '${officeId}' has no fingerprint in the store; re-mint it with \`muster federation mint ${officeId} --rotate\`.`)
+    return o as store.OfficeRow & { secret_hash: string; fingerprint: string }
   }
 
   /**
@@ -105,7 +112,7 @@ export class Controller {
     const o = await this.activeOffice(officeId)
     const account = caller.account ? await getAccount(this.db, caller.account) : null
     const role = account && isRole(account.role) ? lowerRole(caller.role, account.role) : caller.role
-    const { vouch, expiresAt } = mintVouch(await this.key(), officeId, caller.account ?? '', role, tokenFingerprint(officeId, o.secret_hash), this.ctx.now())
+    const { vouch, expiresAt } = mintVouch(await this.key(), officeId, caller.account ?? '', role, o.fingerprint, this.ctx.now())
     log.info(`federation: vouched for ${caller.account} (${role}) at office ${officeId}`)
     const redeemUrl = o.advertise_url ? `${o.advertise_url}/office/vouch?v=${encodeURIComponent(vouch)}` : null
     return { vouch, redeemUrl, expiresAt: new Date(expiresAt * 1000).toISOString() }
@@ -120,7 +127,7 @@ export class Controller {
    * Checking an office's credential, on every registration and heartbeat:
    *   1. the token has the mof1 shape
    *   2. the office id it claims is the id inside its token   → office-mismatch
-   *   3. the secret's SHA-256 matches, in constant time        → federation-refused
+   *   3. the secret's keyed digest matches, in constant time        → federation-refused
    *      (the same answer for an unknown office and a wrong or rotated secret)
    *   4. the token is not revoked                              → federation-token-revoked
    */
@@ -133,13 +140,13 @@ export class Controller {
       })
     }
     const o = await store.getOffice(this.db, token.officeId)
-    const secretHash = sha256Hex(token.secret)
+    const secretHash = this.digest(token.secret)
     if (!o?.secret_hash || !safeEqual(o.secret_hash, secretHash)) {
       log.warn(`federation: refused a registration as ${token.officeId}: ${o?.secret_hash ? 'wrong or superseded secret' : 'unknown office'}`)
       throw new MusterError('federation-refused', 'Registration refused.')
     }
     if (o.revoked_at !== null) throw new MusterError('federation-token-revoked', `The token of office '${token.officeId}' was revoked on this controller.`)
-    return { fingerprint: tokenFingerprint(token.officeId, secretHash), secretHash }
+    return { fingerprint: tokenFingerprint(token.officeId, sha256Hex(token.secret)), secretHash }
   }
 
   private async seen(body: RegisterBody, secretHash: string, projectsJson: string | null, now: number): Promise<void> {
@@ -181,7 +188,7 @@ export class Controller {
   async callTarget(officeId: string): Promise<{ url: string; fingerprint: string; key: SigningKey }> {
     const o = await this.activeOffice(officeId)
     if (!o.advertise_url) throw new MusterError('conflict', `Office '${officeId}' has not registered yet, so its address is unknown.`)
-    return { url: o.advertise_url, fingerprint: tokenFingerprint(officeId, o.secret_hash), key: await this.key() }
+    return { url: o.advertise_url, fingerprint: o.fingerprint, key: await this.key() }
   }
 }
 

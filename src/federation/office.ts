@@ -14,6 +14,7 @@ import type { Federation } from './service.ts'
 import { checkVouch } from './vouch.ts'
 import type { ControllerCall } from './wire.ts'
 import * as v from 'valibot'
+import { FieldSeal } from '../vault.ts'
 
 /** An account a vouch creates is never more than this, whatever the vouch carries. */
 export const VOUCHED_ACCOUNT_MAX_ROLE: Role = 'operator'
@@ -57,9 +58,13 @@ export async function identityWrites(fed: Federation) {
   }
 }
 
+/** A placed spec carries the project's env: sealed in the store like a project's own (SPEC §17.4). */
+const SPEC_COLUMN = ['office_placed_projects', 'spec_json'] as const
+
 async function storedSpecs(fed: Federation): Promise<PlacedProjectSpec[]> {
+  const fields = new FieldSeal(fed.ctx.masterKey)
   return (await listPlacedProjects(fed.ctx.store)).flatMap((r) => {
-    const parsed = v.safeParse(PlacedProjectSpec, JSON.parse(r.spec_json))
+    const parsed = v.safeParse(PlacedProjectSpec, JSON.parse(fields.open(SPEC_COLUMN[0], r.name, SPEC_COLUMN[1], r.spec_json)))
     return parsed.success ? [parsed.output] : []
   })
 }
@@ -78,7 +83,7 @@ export async function handleControllerCall(fed: Federation, call: ControllerCall
   const spec = call.payload
   const runner = fed.placedRunner
   await runner.apply(spec) // first: a refusal (a local project of that name) must leave nothing stored
-  await upsertPlacedProject(fed.ctx.store, spec.name, JSON.stringify(spec), fed.ctx.now())
+  await upsertPlacedProject(fed.ctx.store, spec.name, new FieldSeal(fed.ctx.masterKey).seal(SPEC_COLUMN[0], spec.name, SPEC_COLUMN[1], JSON.stringify(spec)), fed.ctx.now())
   log.info(`federation: the controller placed project ${spec.name} (${spec.replicas} replicas)`)
   return { officeId: call.officeId, project: runner.status(spec) }
 }

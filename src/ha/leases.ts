@@ -92,7 +92,8 @@ export class Lease {
     this.until = until
     if (held) this.fence = fence
     if (!changed) return
-    log.info(held ? `this Platform now runs ${this.name} (lease fence ${fence})` : `this Platform no longer runs ${this.name}`)
+    // On SQLite every lease is this Platform's (one per store): news only where Platforms share a store.
+    log[this.owner.exclusive ? 'debug' : 'info'](held ? `this Platform now runs ${this.name} (lease fence ${fence})` : `this Platform no longer runs ${this.name}`)
     for (const fn of this.listeners) {
       try {
         await fn(held)

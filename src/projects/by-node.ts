@@ -3,7 +3,8 @@
 // every placed replica, plus an old revision's replica while its successor is
 // not running yet (a rolling redeploy).
 import { canonicalJson } from '../crypto/ed25519.ts'
-import { sha256Hex } from '../crypto/tokens.ts'
+import { createHmac } from 'node:crypto'
+import { deriveKey } from '../crypto/tokens.ts'
 import type { ReplicaStatus } from '../fabric/registry.ts'
 import type { AssignedReplica } from './assignments.ts'
 import type { Placement } from './placement.ts'
@@ -59,4 +60,8 @@ export function assignmentsByNode(projects: Iterable<PlacedProject>, placements:
   return byNode
 }
 
-export const digestOf = (replicas: AssignedReplica[]) => sha256Hex(canonicalJson(replicas))
+/** A node's assignments' digest: keyed under master.key, since the replicas carry env values (a plain hash would let a reader of the store confirm a guessed value). */
+export function assignmentDigest(masterKey: Uint8Array): (replicas: AssignedReplica[]) => string {
+  const key = deriveKey(masterKey, 'muster assignment digest v1')
+  return (replicas) => createHmac('sha256', key).update(canonicalJson(replicas)).digest('hex')
+}

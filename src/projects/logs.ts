@@ -51,6 +51,8 @@ const POLL_WAIT_MS = 20_000
 const NODE_SILENT_MS = 45_000
 const MAX_OPEN_PER_NODE = 32
 const SEAL_PURPOSE = 'muster log relay v1'
+/** What a chunk is sealed over: its request and its place in it, so a chunk copied to another request or seq does not open. */
+const chunkAad = (id: string, seq: number) => `${SEAL_PURPOSE}:${id}:${seq}`
 
 const CURSOR = /^([a-z2-7]{24})\.(\d{1,9})$/
 
@@ -254,12 +256,12 @@ export class LogRelay {
     await this.ctx.store.run('UPDATE log_requests SET picked_at = ?2 WHERE id = ?1', id, now)
     // An empty chunk after the first is a keep-alive: nothing to keep.
     if (chunk.seq > 0 && chunk.lines.length === 0) return
-    const sealed = sealBytes(this.key, `${SEAL_PURPOSE}:${id}:${chunk.seq}`, JSON.stringify({ lines: chunk.lines, truncated: chunk.truncated }))
+    const sealed = sealBytes(this.key, chunkAad(id, chunk.seq), JSON.stringify({ lines: chunk.lines, truncated: chunk.truncated }))
     if (await insertLogChunk(this.ctx.store, id, chunk.seq, sealed, now)) await this.ctx.changes.publish('logs', `chunk:${id}`)
   }
 
   private open(id: string, seq: number, sealed: Uint8Array): LogChunk | null {
-    const text = unsealBytes(this.key, `${SEAL_PURPOSE}:${id}:${seq}`, sealed)
+    const text = unsealBytes(this.key, chunkAad(id, seq), sealed)
     if (!text) return null
     const v = JSON.parse(text.toString('utf8')) as { lines: string[]; truncated: boolean }
     return { seq, lines: v.lines, truncated: v.truncated }

@@ -17,26 +17,19 @@ import { LeaseLost, type Lease } from '../ha/leases.ts'
 import { log } from '../log.ts'
 import type { Db } from '../store/db.ts'
 import { allNodeAssignments, bumpNodeAssignment } from '../store/node-assignments.ts'
-import { allPlacements, allProjects, deleteProject, replacePlacements, setPrevious, upsertProject, type ProjectRow } from '../store/projects.ts'
+import { allPlacements, allProjects, deleteProject, replacePlacements, setPrevious, upsertProject } from '../store/projects.ts'
+import { projectFromRow, projectToRow, type Project } from './project-row.ts'
 import { ASSIGNMENTS_DOMAIN, assignmentBytes, type AssignedReplica, type AssignmentPayload, type SignedAssignments } from './assignments.ts'
-import { assignmentsByNode, digestOf, runsCheck, type PlacedProject, type RollingPrevious } from './by-node.ts'
+import { FieldSeal } from '../vault.ts'
+import { assignmentDigest, assignmentsByNode, runsCheck, type RollingPrevious } from './by-node.ts'
 import type { ProjectSpec } from './spec.ts'
 import { place, type Placement, type PlacementNode, type PlacementResult, type ShortfallReason } from './placement.ts'
-import { labelsFromJson, labelsToJson, type Labels } from '../fabric/labels.ts'
 
 /**
  * A project as deployed; `origin` says who placed it (local, or controller),
  * `deployedBy` the operator who deployed it here (none: placed by a controller).
  */
 export type ProjectInput = ProjectSpec & { origin?: string; deployedBy?: { name: string; role: string } }
-
-interface Project extends PlacedProject {
-  replicas: number
-  origin: string
-  nodeLabels: Labels
-  deployedBy: string | null
-  deployerRole: string | null
-}
 
 export interface PlacementView {
   replica: number
@@ -65,21 +58,6 @@ interface Wanted {
   replicas: AssignedReplica[] | null
 }
 
-const fromRow = (r: ProjectRow): Project => ({
-  name: r.name,
-  command: JSON.parse(r.command) as string[],
-  env: JSON.parse(r.env) as Record<string, string>,
-  replicas: r.replicas,
-  cpu: r.cpu,
-  memory: r.memory,
-  revision: r.revision,
-  previous: r.previous ? (JSON.parse(r.previous) as RollingPrevious) : null,
-  origin: r.origin,
-  nodeLabels: labelsFromJson(r.node_labels),
-  deployedBy: r.deployed_by,
-  deployerRole: r.deployer_role,
-})
-
 /** Only a superadmin's own deploy may run on `local`, with the Platform's privileges (SPEC §16.6). */
 const mayRunOnLocal = (p: Project) => p.origin === 'local' && p.deployerRole === 'superadmin'
 
@@ -104,6 +82,9 @@ export class Projects {
   private queue: Promise<void> = Promise.resolve()
   private readonly now: () => number
   private readonly lease: Lease
+  /** Env values are sealed in the store (projects, their previous revision, node assignments): SPEC §17.4. */
+  private readonly fields: FieldSeal
+  private readonly digestOf: (replicas: AssignedReplica[]) => string
   local: LocalNodeHooks | undefined
 
   private constructor(
@@ -114,6 +95,8 @@ export class Projects {
   ) {
     this.db = ctx.store
     this.now = ctx.now
+    this.fields = new FieldSeal(ctx.masterKey)
+    this.digestOf = assignmentDigest(ctx.masterKey)
     this.lease = ctx.leases.lease('placement')
     fabric.assignmentRevision = (node) => this.wanted.get(node)?.revision ?? 0
     fabric.inUseChecks.push((node) => {
@@ -172,8 +155,7 @@ export class Projects {
       old && !same ? { revision: old.revision, command: old.command, env: old.env, cpu: old.cpu, memory: old.memory, placements: this.placements.filter((p) => p.project === old.name), since: this.now() } : (old?.previous ?? null)
     // Who deployed it is recorded on every deploy: an update by an operator takes a superadmin's project off `local`.
     const p: Project = { name: input.name, ...spec, replicas: input.replicas, revision, previous, origin: input.origin ?? old?.origin ?? 'local', nodeLabels: input.nodeLabels ?? {}, deployedBy: input.deployedBy?.name ?? null, deployerRole: input.deployedBy?.role ?? null }
-    const row = { name: p.name, command: JSON.stringify(p.command), env: JSON.stringify(p.env), replicas: p.replicas, cpu: p.cpu, memory: p.memory, revision, previous: previous ? JSON.stringify(previous) : null, origin: p.origin }
-    await upsertProject(this.db, { ...row, deployed_by: p.deployedBy, deployer_role: p.deployerRole, node_labels: labelsToJson(p.nodeLabels) }, this.now())
+    await upsertProject(this.db, projectToRow(p, this.fields), this.now())
     this.projects.set(p.name, p)
     await this.ctx.changes.publish('project', p.name)
     await this.placed(p)
@@ -291,14 +273,14 @@ export class Projects {
   /** Reads projects, placements and assignments from the store; wakes the long polls whose revision moved. */
   private async load(): Promise<void> {
     const [projects, placements, rows] = await Promise.all([allProjects(this.db), allPlacements(this.db), allNodeAssignments(this.db)])
-    this.projects = new Map(projects.map((r) => [r.name, fromRow(r)]))
+    this.projects = new Map(projects.map((r) => [r.name, projectFromRow(r, this.fields)]))
     this.placements = placements
     for (const r of rows) {
       const had = this.wanted.get(r.node)
       if (had && had.revision === r.revision && had.digest === r.digest) continue
       let replicas: AssignedReplica[] | null = null
       try {
-        replicas = r.replicas === null ? null : (JSON.parse(r.replicas) as AssignedReplica[])
+        replicas = r.replicas === null ? null : (JSON.parse(this.fields.open('node_assignments', r.node, 'replicas', r.replicas)) as AssignedReplica[])
       } catch {}
       this.changedAssignments(r.node, { revision: r.revision, digest: r.digest, replicas })
     }
@@ -333,7 +315,7 @@ export class Projects {
     const changes: { node: string; digest: string; replicas: AssignedReplica[]; revision: number }[] = []
     for (const node of new Set([...byNode.keys(), ...this.wanted.keys()])) {
       const replicas = byNode.get(node) ?? []
-      const digest = digestOf(replicas)
+      const digest = this.digestOf(replicas)
       const had = this.wanted.get(node)
       if (had && had.digest === digest && had.replicas !== null) continue
       changes.push({ node, digest, replicas, revision: 0 })
@@ -344,7 +326,7 @@ export class Projects {
       await this.lease.fenced(async (t) => {
         if (placementsChanged) await replacePlacements(t, result.placements)
         for (const p of finished) await setPrevious(t, p.name, null)
-        for (const c of changes) c.revision = await bumpNodeAssignment(t, c.node, c.digest, JSON.stringify(c.replicas))
+        for (const c of changes) c.revision = await bumpNodeAssignment(t, c.node, c.digest, this.fields.seal('node_assignments', c.node, 'replicas', JSON.stringify(c.replicas)))
       })
     } catch (e) {
       // Another Platform places now: take what the store holds instead.

@@ -1,4 +1,4 @@
-// The api_tokens table: the id is public, only the secret's SHA-256 is kept.
+// The api_tokens table: the id is public, only the secret's keyed digest is kept (src/crypto/token-digest.ts).
 // `origin` says how a token was made: 'login' (by a password login, or by a
 // token that descends from one: revoked when the account's password changes),
 // 'host' (`muster admin api-token`) or 'api' (minted with another token).

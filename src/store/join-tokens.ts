@@ -1,5 +1,5 @@
 // The join_tokens table: single-use enrollments and fleet tokens. Only the
-// secret's SHA-256 is kept; uses are taken by one compare-and-set statement.
+// secret's keyed digest is kept; uses are taken by one compare-and-set statement.
 import type { Db } from './db.ts'
 
 export interface JoinTokenRow {

@@ -1,4 +1,4 @@
-// The sessions table: only SHA-256 digests of session ids are kept. A session
+// The sessions table: only keyed digests of session ids are kept. A session
 // opened by a vouch carries its origin and a role cap (SPEC §16.6).
 import type { Db } from './db.ts'
 

@@ -1,6 +1,7 @@
 // `muster serve` as the service manager sees it: one process that holds
 // platform/serve.lock for its whole life and runs the Platform in an engine
-// child (the same command line, the binary at the same path). Its pid never
+// child (the same command line less a --database URL, which goes in the engine's
+// environment; the binary at the same path). Its pid never
 // changes, so systemd's MAINPID, `kill -HUP <serve pid>` and a container's
 // PID 1 all stay right across engine swaps.
 //
@@ -22,6 +23,7 @@ import { resolve } from 'node:path'
 import { DataDir } from '../datadir.ts'
 import { log } from '../log.ts'
 import { acquireServeLock } from '../serve-lock.ts'
+import { DATABASE_URL_ENV, withoutDatabaseArg } from '../store/database-url.ts'
 import { ENGINE_ENV, type ProbeState, type ToEngine, type ToSupervisor } from './protocol.ts'
 
 export const START_WITHIN_MS = 10_000
@@ -40,10 +42,10 @@ class Engine {
   private readonly wakers = new Set<() => void>()
   private done = false
 
-  constructor(cmd: string[], role: 'first' | 'takeover') {
+  constructor(cmd: string[], role: 'first' | 'takeover', env: Record<string, string>) {
     this.proc = Bun.spawn(cmd, {
       stdio: ['ignore', 'inherit', 'inherit'],
-      env: { ...process.env, [ENGINE_ENV]: role },
+      env: { ...process.env, ...env, [ENGINE_ENV]: role },
       serialization: 'json',
       ipc: (m) => {
         this.inbox.push(m as ToSupervisor)
@@ -110,10 +112,11 @@ export class Supervisor {
   private exitWith!: (code: number) => void
   private readonly finished = new Promise<number>((resolve) => (this.exitWith = resolve))
 
-  constructor() {
+  /** `database`: the URL serve was given with --database; its engines get it in their environment, never on their argv. */
+  constructor(private readonly opts: { database?: string } = {}) {
     // Compiled: argv is [bun, /$bunfs/…, ...args]; from source: [bun, script, ...args].
     const compiled = process.argv[1]?.startsWith('/$bunfs/') ?? false
-    this.args = compiled ? process.argv.slice(2) : process.argv.slice(1)
+    this.args = withoutDatabaseArg(compiled ? process.argv.slice(2) : process.argv.slice(1))
   }
 
   /** Runs engines until stopped; the exit code for `muster serve`. */
@@ -139,7 +142,7 @@ export class Supervisor {
   }
 
   private start(binary: string, role: 'first' | 'takeover'): Engine {
-    const e = new Engine([binary, ...this.args], role)
+    const e = new Engine([binary, ...this.args], role, this.opts.database ? { [DATABASE_URL_ENV]: this.opts.database } : {})
     this.engines.add(e)
     void e.exited.then((code) => {
       this.engines.delete(e)
@@ -284,12 +287,12 @@ function startedAs(): string {
 }
 
 /** `muster serve`: take the lock, run engines, release the lock; the exit code. */
-export async function supervise(dataDirPath: string): Promise<number> {
+export async function supervise(dataDirPath: string, opts: { database?: string } = {}): Promise<number> {
   const dataDir = new DataDir(dataDirPath)
   dataDir.ensureDir('platform')
   const release = acquireServeLock(dataDir)
   try {
-    return await new Supervisor().run()
+    return await new Supervisor(opts).run()
   } finally {
     release()
   }

@@ -3,33 +3,64 @@
 // after the write cut it at 64 KiB), `muster help`, "did you mean" for a
 // mistyped command or flag, and EXAMPLES in the help of the first commands.
 import { describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { musterBin, runMuster } from '../helpers/binary.ts'
 import { startPlatform } from '../helpers/platform.ts'
 import { seedNodes } from '../helpers/seed-nodes.ts'
 import { tmpDir } from '../helpers/tmp.ts'
 
-/** Runs `muster ARGS` into a reader that starts reading a second late, as `| (sleep 1; cat)` does. */
-async function throughSlowReader(args: string[], env: Record<string, string>, out: string): Promise<{ code: number; bytes: Buffer }> {
-  const quoted = [await musterBin(), ...args].map((a) => `'${a}'`).join(' ')
-  const p = Bun.spawn(['sh', '-c', `${quoted}; echo $? > '${out}.code'`], { env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'inherit' })
-  await Bun.sleep(1000) // the slow reader: nothing is read for a second, so the pipe fills
-  const bytes = Buffer.from(await new Response(p.stdout).arrayBuffer())
-  await p.exited
-  return { code: Number(readFileSync(`${out}.code`, 'utf8')), bytes }
+/**
+ * Runs `muster ARGS` into a reader that reads nothing until the command has
+ * everything it will write (its last answer from the Platform came 3 s ago) or
+ * has exited. A command that exits before its output is delivered has exited
+ * by then with the rest of its output lost; one that waits is still there,
+ * blocked on the full pipe, and delivers every byte once reading starts.
+ */
+async function throughSlowReader(args: string[], platformUrl: string, token: string): Promise<{ code: number; bytes: Buffer; exitedBeforeReading: boolean }> {
+  let answers = 0
+  let lastAnswerAt = 0
+  const proxy = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    async fetch(req) {
+      const u = new URL(req.url)
+      const res = await fetch(`${platformUrl}${u.pathname}${u.search}`, { method: req.method, headers: req.headers, body: req.method === 'GET' ? undefined : await req.arrayBuffer() })
+      const body = await res.arrayBuffer()
+      answers++
+      lastAnswerAt = Date.now()
+      return new Response(body, { status: res.status, headers: res.headers })
+    },
+  })
+  using dir = tmpDir()
+  const q = (a: string) => `'${a}'`
+  const command = [await musterBin(), ...args].map(q).join(' ')
+  const [code, go, out] = ['code', 'go', 'out'].map((f) => `${dir.path}/${f}`) as [string, string, string]
+  // A real pipe between two shell commands: the reader takes nothing until told to.
+  const script = `{ ${command}; echo $? > ${q(code)}; } | { while [ ! -e ${q(go)} ]; do sleep 0.05; done; cat > ${q(out)}; }`
+  try {
+    const p = Bun.spawn(['sh', '-c', script], { env: { ...process.env, MUSTER_URL: `http://127.0.0.1:${proxy.port}`, MUSTER_TOKEN: token, NO_COLOR: '1' }, stdout: 'ignore', stderr: 'inherit' })
+    const deadline = Date.now() + 120_000
+    while (!existsSync(code) && !(answers > 0 && Date.now() - lastAnswerAt > 3_000) && Date.now() < deadline) await Bun.sleep(50)
+    const exitedBeforeReading = existsSync(code)
+    writeFileSync(go, '')
+    await p.exited
+    return { code: Number(readFileSync(code, 'utf8')), bytes: readFileSync(out), exitedBeforeReading }
+  } finally {
+    proxy.stop(true)
+  }
 }
 
 describe('CLI output', () => {
   test('over 1 MiB of JSON reaches a slow reader whole (nodes list --all --json)', { timeout: 180_000 }, async () => {
-    using dir = tmpDir()
     const names = Array.from({ length: 4000 }, (_, i) => `n${String(i).padStart(5, '0')}`)
     const first = await startPlatform({ remoteDispatch: true, keepDir: true, nodeStaleAfterMs: 30 * 60_000 })
     await seedNodes(first.platform.store, names, (i) => (i % 5 === 0 ? 'revoked' : 'ready'), Date.now(), (i) => ({ rack: `r${i % 40}`, zone: 'eu-1' }))
     await first.close()
     await using p = await startPlatform({ remoteDispatch: true, dataDir: first.dataDir, nodeStaleAfterMs: 30 * 60_000 })
-    const env = { MUSTER_URL: p.url, MUSTER_TOKEN: p.token }
-    const { code, bytes } = await throughSlowReader(['nodes', 'list', '--all', '--json'], env, `${dir.path}/list`)
+    const { code, bytes, exitedBeforeReading } = await throughSlowReader(['nodes', 'list', '--all', '--json'], p.url, p.token)
     expect(code).toBe(0)
+    // More than a pipe holds: the command cannot have ended before anyone read it.
+    expect(exitedBeforeReading).toBe(false)
     expect(bytes.length).toBeGreaterThan(1024 * 1024)
     const list = JSON.parse(bytes.toString('utf8')) as { nodes: { name: string }[] }
     expect(list.nodes.map((n) => n.name)).toEqual(names)

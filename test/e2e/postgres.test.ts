@@ -110,7 +110,8 @@ describe('PostgreSQL through dist/muster', () => {
       expect(notEmpty.stderr).toContain('not empty')
       await full.drop()
 
-      const moved = await runMuster(['admin', 'migrate-store', '--data-dir', platformDir, '--to', db.url, '--json'])
+      // The target from the environment, where a URL with a password belongs (issue 22)
+      const moved = await runMuster(['admin', 'migrate-store', '--data-dir', platformDir, '--json'], { env: { MUSTER_DATABASE_URL: db.url } })
       expect(moved.code).toBe(0)
       const result = JSON.parse(moved.stdout) as { tables: { table: string; rows: number }[] }
       expect(result.tables.find((t) => t.table === 'nodes')?.rows).toBe(1)

@@ -4,6 +4,7 @@ import { onEngine, startPlatform, type TestPlatform } from '../helpers/platform.
 import { enrollRaw, newCert } from '../helpers/certs.ts'
 import { VERSION } from '../../src/version.ts'
 import { waitFor } from '../helpers/tmp.ts'
+import { signRenewProof } from '../../src/crypto/enroll-proof.ts'
 
 async function enrolled(p: TestPlatform, nodeId: string) {
   const e = await p.client.nodes.createEnrollment({ nodeId })
@@ -50,7 +51,8 @@ describe.each(ENGINES)('on %s', (engine) => {
     test('renew issues the next generation; the previous works one more hour', async () => {
       await using p = await startPlatform({ remoteDispatch: true })
       const w1 = await enrolled(p, 'w1')
-      const renewed = (await (await post(p.url, '/api/v1/nodes/renew', w1.credential)).json()) as { credential: string; generation: number }
+      const proof = signRenewProof({ keyPem: w1.cert.keyPem, certPem: w1.cert.certPem, nodeId: 'w1', generation: 1, nowMs: p.platform.now() })
+      const renewed = (await (await post(p.url, '/api/v1/nodes/renew', w1.credential, proof)).json()) as { credential: string; generation: number }
       expect(renewed.generation).toBe(2)
       expect(renewed.credential).toMatch(/^mnc_w1\.2\./)
       expect((await post(p.url, '/api/v1/nodes/register', w1.credential)).status).toBe(200)

@@ -33,6 +33,8 @@ export interface OfficeOptions {
   dataDir?: string
   port?: number
   env?: Record<string, string | undefined>
+  /** The office's clock (default: the wall clock, moved by `advance`). */
+  clock?: () => number
 }
 
 /** Starts an office Platform; with `token` it joins `controllerUrl` (first start), else it starts from its stored membership. */
@@ -47,7 +49,7 @@ export async function startOffice(controllerUrl: string | undefined, token: stri
       MUSTER_FEDERATION_HEARTBEAT_SECONDS: FAST_HEARTBEAT,
       ...opts.env,
     },
-    () => startPlatform({ dataDir, port, keepDir: true }),
+    () => startPlatform({ dataDir, port, keepDir: true, ...(opts.clock ? { clock: opts.clock } : {}) }),
   )
 }
 

@@ -1,3 +1,4 @@
+import { tokenDigester } from '../../src/crypto/token-digest.ts'
 import { describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { ENGINES } from '../helpers/postgres.ts'
@@ -22,7 +23,7 @@ describe.each(ENGINES)('on %s', (engine) => {
   onEngine(engine)
 
   describe('office tokens on the controller', () => {
-    test('mint shows the token once, keeps only its SHA-256, and the cluster key only sealed in the store', async () => {
+    test('mint shows the token once, keeps only its keyed digest, and the cluster key only sealed in the store', async () => {
       await using c = await startPlatform()
       const { officeId, token } = await c.client.federation.mint({ officeId: 'office-a', label: 'Office A', note: 'rack 4' })
       expect(officeId).toBe('office-a')
@@ -36,7 +37,9 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(Buffer.from(sealed.sealed).includes(Buffer.from(key.privateKey))).toBe(false)
       expect(Buffer.from(sealed.sealed).toString('latin1')).not.toContain(Buffer.from(key.privateKey).toString('base64url'))
       expect(dump).not.toContain(t.secret)
-      expect(dump).toContain(new Bun.CryptoHasher('sha256').update(t.secret).digest('hex'))
+      // Neither the secret's plain SHA-256 (a row anyone who writes the store could make) but its digest keyed under master.key.
+      expect(dump).not.toContain(new Bun.CryptoHasher('sha256').update(t.secret).digest('hex'))
+      expect(dump).toContain(tokenDigester(c.platform.masterKey)(t.secret))
       const listed = await c.client.federation.tokens()
       expect(listed.tokens).toEqual([{ officeId: 'office-a', label: 'Office A', status: 'active', createdAt: expect.any(String), lastSeenAt: null }])
       expect(JSON.stringify(listed)).not.toContain(t.secret)

@@ -64,7 +64,7 @@ export default [
   {
     name: 'the placing Platform stores no replicas: the others serve empty assignments',
     file: 'src/projects/service.ts',
-    from: 'bumpNodeAssignment(t, c.node, c.digest, JSON.stringify(c.replicas))',
+    from: "bumpNodeAssignment(t, c.node, c.digest, this.fields.seal('node_assignments', c.node, 'replicas', JSON.stringify(c.replicas)))",
     to: "bumpNodeAssignment(t, c.node, c.digest, '[]')",
     tests: ['test/ha/followers.test.ts'],
     filter: 'deployed on the follower',

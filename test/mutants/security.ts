@@ -31,8 +31,8 @@ export default [
   {
     name: 'a rotated-away credential renews without a proof',
     file: 'src/fabric/renew.ts',
-    from: 'if (generation !== node.generation) {',
-    to: 'if (false) {',
+    from: 'if (!proven) {',
+    to: 'if (!proven && generation === node.generation) {',
     tests: ['test/fabric/renew.test.ts', 'test/e2e/stolen-credential.test.ts'],
   },
   {

@@ -147,7 +147,7 @@ describe.each(ENGINES)('store on %s', (engine) => {
 
     test('150 takes on 100 uses across two connections give exactly 100', async () => {
       const now = Date.now()
-      const t = await mintJoinToken(a, { kind: 'fleet', node_id: null, name_pattern: null, label: null, max_uses: 100, created_at: now, expires_at: now + 60_000 })
+      const t = await mintJoinToken(a, (s) => s, { kind: 'fleet', node_id: null, name_pattern: null, label: null, max_uses: 100, created_at: now, expires_at: now + 60_000 })
       const results = await Promise.all(Array.from({ length: 150 }, (_, i) => takeTokenUse(i % 2 ? a : b, t.id, now)))
       expect(results.filter(Boolean).length).toBe(100)
       expect(await a.get('SELECT uses FROM join_tokens WHERE id = ?1', t.id)).toEqual({ uses: 100 })

@@ -89,7 +89,9 @@ export const nodeRoutes = (platform: Services) => {
     .post('/nodes/:name/rotate', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.rotate(name(params))))
     .post('/nodes/:name/rebind', async ({ request, params, body }) => {
       await need(request, 'server.nodes.manage')
-      return fabric.rebind(name(params), parseBody(Rebind, body).ttlMinutes)
+      const r = await fabric.rebind(name(params), parseBody(Rebind, body).ttlMinutes)
+      // The way back for the machine: the same two lines as a new enrollment (SPEC §17.1).
+      return { ...r, ...nodeCommands(platform, r.nodeId) }
     })
     .post('/nodes/:name/drain', async ({ request, params, body }) => {
       await need(request, 'server.nodes.manage')

@@ -44,6 +44,16 @@ export const AUTH_MIGRATIONS: Migration[] = [
     `,
   },
   {
+    id: 20,
+    name: 'token digests keyed under master.key: the one-time re-key of older rows is recorded here (src/store/token-digests.ts)',
+    sql: `
+      CREATE TABLE token_digest_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        keyed_at INTEGER NOT NULL
+      );
+    `,
+  },
+  {
     // Issue 24 and issue 22 (teams): accounts for people may expire; a token
     // minted by a token names its parent (revoking one revokes its
     // descendants); a session opened while a break-glass held a joined

@@ -90,4 +90,11 @@ export const FEDERATION_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    id: 310,
+    name: 'federation: the office token fingerprint kept beside its keyed digest',
+    sql: `
+      ALTER TABLE federation_tokens ADD COLUMN fingerprint TEXT;
+    `,
+  },
 ]

@@ -1,0 +1,112 @@
+// How `muster serve` is given a PostgreSQL URL without its password on any
+// process's argv (issue 22, SPEC §17.4): from $MUSTER_DATABASE_URL or
+// `--database-file F` (mode 0600). `--database URL` still works, but serve
+// warns, hides the password in its own command line as well as it can, and
+// gives its engines the URL in their environment (which only this account and
+// root can read), never on their argv.
+import { closeSync, openSync, readFileSync, readSync, writeSync } from 'node:fs'
+import { assertPrivate } from '../datadir.ts'
+import { MusterError } from '../errors.ts'
+
+/** Where an engine finds the URL its serve process was given (read once, then removed from its environment). */
+export const DATABASE_URL_ENV = 'MUSTER_DATABASE_URL'
+
+/** The password a URL carries (user:PASSWORD@ or ?password=), if any. */
+export function databasePassword(url: string): string | undefined {
+  try {
+    const u = new URL(url)
+    const pw = decodeURIComponent(u.password) || u.searchParams.get('password') || ''
+    return pw === '' ? undefined : pw
+  } catch {
+    return undefined
+  }
+}
+
+/** The URL in `--database-file F`: the file must be readable by its owner only, like every secret muster reads. */
+export function readDatabaseFile(path: string): string {
+  assertPrivate(path)
+  const url = readFileSync(path, 'utf8').trim()
+  if (!url) throw new MusterError('not-configured', `${path} is empty: it should hold the store's URL (postgres://USER:PASSWORD@HOST/DB) on one line.`)
+  return url
+}
+
+/** The command line an engine runs: serve's own, without `--database URL` (the engine gets the URL in its environment). */
+export function withoutDatabaseArg(args: string[]): string[] {
+  const out: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!
+    if (a === '--') {
+      out.push(...args.slice(i))
+      break
+    }
+    if (a === '--database') i++
+    else if (!a.startsWith('--database=')) out.push(a)
+  }
+  return out
+}
+
+/** The URL with its password shown as `***`, for any message that repeats a command line. */
+export function redactPassword(url: string): string {
+  const pw = databasePassword(url)
+  if (!pw) return url
+  try {
+    const u = new URL(url)
+    if (u.password) u.password = '***'
+    if (u.searchParams.has('password')) u.searchParams.set('password', '***')
+    return u.toString()
+  } catch {
+    return '***'
+  }
+}
+
+/** serve's arguments with the password of a `--database URL` shown as `***` (a refusal may suggest the command line again). */
+export function withoutDatabasePassword(args: string[]): string[] {
+  return args.map((a, i) => (args[i - 1] === '--database' ? redactPassword(a) : a.startsWith('--database=') ? `--database=${redactPassword(a.slice('--database='.length))}` : a))
+}
+
+/**
+ * The store URL `muster serve` was given, in the order it is looked for:
+ * `--database-file F`, `--database URL`, $MUSTER_DATABASE_URL. The variable is
+ * removed from this process's environment once read, so nothing it starts
+ * (an engine's replicas) inherits it.
+ */
+export function serveDatabaseUrl(flags: { database?: string; databaseFile?: string }): string | undefined {
+  const url = flags.databaseFile ? readDatabaseFile(flags.databaseFile) : (flags.database ?? process.env[DATABASE_URL_ENV])
+  delete process.env[DATABASE_URL_ENV]
+  return url
+}
+
+/**
+ * Overwrites every copy of `secret` in this process's command line (what
+ * /proc/PID/cmdline and `ps` show) with `*`, Linux only, best effort: a
+ * process may write its own memory through /proc/self/mem. Until this runs the
+ * secret was visible, which is why serve also warns.
+ */
+export function hideInOwnArgv(secret: string): boolean {
+  if (process.platform !== 'linux' || secret.length === 0) return false
+  let fd: number | undefined
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ')
+    // proc(5): arg_start and arg_end are fields 48 and 49; `fields` starts at field 3.
+    const start = Number(fields[45])
+    const end = Number(fields[46])
+    if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || end <= start || end - start > 1 << 20) return false
+    fd = openSync('/proc/self/mem', 'r+')
+    const argv = Buffer.alloc(end - start)
+    readSync(fd, argv, 0, argv.length, start)
+    const needles = [...new Set([secret, encodeURIComponent(secret)])].map((s) => Buffer.from(s))
+    let hidden = false
+    for (const needle of needles) {
+      for (let at = argv.indexOf(needle); at >= 0; at = argv.indexOf(needle, at + needle.length)) {
+        writeSync(fd, Buffer.alloc(needle.length, '*'), 0, needle.length, start + at)
+        hidden = true
+      }
+    }
+    return hidden
+  } catch {
+    return false
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+}
