@@ -37,7 +37,12 @@ export const MAX_CONNECTIONS = 64
 export const MAX_WAITING = 256
 /** Of the MAX_CONNECTIONS, at most this many from one source address (SPEC §16.7). */
 export const MAX_PER_SOURCE = 16
+/** How long a connection may wait unserved before it is closed (MUSTER_LISTENER_WAIT_MS for tests). */
 const WAIT_MS = 30_000
+const waitMs = () => {
+  const v = Number(process.env.MUSTER_LISTENER_WAIT_MS)
+  return Number.isFinite(v) && v > 0 ? v : WAIT_MS
+}
 /**
  * The allow-list: exactly these reach the application, by method. Enroll and
  * trust for nodes; the four anonymous GETs a new machine bootstraps from
@@ -71,6 +76,7 @@ export class EnrollmentListener {
   private inner: Server<unknown> | undefined
   private readonly clients = new Set<Socket>()
   private readonly admitted = new Map<Socket, { key: string; served: boolean; timer: ReturnType<typeof setTimeout> }>()
+  private readonly waitMs = waitMs()
   private readonly share = new FairShare<Socket>(
     { total: MAX_CONNECTIONS, perSource: MAX_PER_SOURCE, waiting: MAX_WAITING },
     (c) => this.serve(c),
@@ -294,7 +300,7 @@ export class EnrollmentListener {
 
   /** Into the per-source share: served now, or queued unread until a slot is free. */
   private queueOrShare(client: Socket): void {
-    const entry = { key: sourceKey(client.remoteAddress), served: false, timer: setTimeout(() => client.destroy(), WAIT_MS) }
+    const entry = { key: sourceKey(client.remoteAddress), served: false, timer: setTimeout(() => client.destroy(), this.waitMs) }
     this.admitted.set(client, entry)
     client.once('close', () => {
       clearTimeout(entry.timer)

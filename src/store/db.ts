@@ -43,9 +43,11 @@ export function ddlFor(engine: Engine, sql: string): string {
 const MIGRATION_LOCK = 738_001
 
 export async function migrate(store: Db, migrations: readonly Migration[]): Promise<number[]> {
-  await store.script(ddlFor(store.engine, 'CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)'))
   return store.tx(async (db) => {
+    // The lock first, even before the bookkeeping table exists: two Platforms creating it at once on a new
+    // database would otherwise collide ("type schema_migrations already exists") and one would not start.
     if (db.engine === 'postgres') await db.get('SELECT pg_advisory_xact_lock(?1)', MIGRATION_LOCK)
+    await db.script(ddlFor(db.engine, 'CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)'))
     const known = new Set(migrations.map((m) => m.id))
     const applied = (await db.all<{ id: number }>('SELECT id FROM schema_migrations ORDER BY id')).map((r) => r.id)
     const unknown = applied.filter((id) => !known.has(id))

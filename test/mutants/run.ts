@@ -5,7 +5,7 @@
 // whose build fails is BROKEN. Exits 1 on any survivor or broken entry.
 //
 //   bun run mutants [--ci] [--only SUBSTRING]... [--jobs N] [--baseline] [--keep] [--list]
-//     --ci        only the entries marked `ci: true` (what .ci/run runs, within its 5 minutes)
+//     --ci        only the entries marked `ci: true` (a quick first check; .ci/run runs every entry)
 //     --only      run only entries whose name (or file) contains SUBSTRING
 //     --jobs      mutants run at once (default 2, or $MUTANTS_JOBS)
 //     --baseline  first run each entry's tests unmutated: they must pass (checks new entries)
@@ -244,4 +244,9 @@ await Promise.all(
 const count = (v: Verdict) => outcomes.filter((o) => o.verdict === v).length
 process.stdout.write(`mutants: ${count('killed')} killed, ${count('SURVIVED')} survived, ${count('BROKEN')} broken in ${((performance.now() - t0) / 1000).toFixed(0)} s\n`)
 for (const o of outcomes.filter((x) => x.verdict !== 'killed')) process.stdout.write(`  ${o.verdict}: ${o.mutant.name} — ${o.mutant.file} (${o.source})\n`)
+// The whole list runs in CI: the slowest entries are where a focused test (or a narrower filter) saves the most.
+if (outcomes.length > 5) {
+  process.stdout.write('slowest:\n')
+  for (const o of [...outcomes].sort((a, b) => b.seconds - a.seconds).slice(0, 5)) process.stdout.write(`  ${o.seconds.toFixed(1).padStart(6)} s  ${o.mutant.name} (${o.source})\n`)
+}
 process.exit(count('SURVIVED') + count('BROKEN') > 0 ? 1 : 0)
