@@ -40,7 +40,7 @@ export default [
     file: 'src/agent/workloads.ts',
     from: '      runner.apply([])\n',
     to: '',
-    tests: ['test/agent/workloads.test.ts', 'test/agent/assignments.test.ts'],
+    tests: ['test/agent/agent-audit2.test.ts', 'test/agent/workloads.test.ts', 'test/agent/assignments.test.ts'],
   },
   {
     name: 'audit2: after an operator rotates the credential the Agent does not renew at once',
@@ -54,7 +54,7 @@ export default [
     file: 'src/agent/agent.ts',
     from: 'this.trustDueAt = asked + Math.min(RETRY_MS, this.intervals.trust)',
     to: 'this.trustDueAt = asked + this.intervals.trust',
-    tests: ['test/agent/refresh.test.ts', 'test/agent/agent.test.ts'],
+    tests: ['test/agent/agent-audit2.test.ts', 'test/agent/refresh.test.ts', 'test/agent/agent.test.ts'],
   },
   {
     name: 'audit2: a node joined over https takes a plain-http Platform from a heartbeat list',
@@ -90,7 +90,7 @@ export default [
     file: 'src/fabric/renew.ts',
     from: 'b.tokens = Math.min(this.opts.burst, b.tokens + (now - b.at) / this.opts.intervalMs)',
     to: 'b.tokens = b.tokens + (now - b.at) / this.opts.intervalMs',
-    tests: ['test/fabric/renew.test.ts', 'test/fabric/rate-limit.test.ts'],
+    tests: ['test/fabric/fabric-audit2.test.ts', 'test/fabric/renew.test.ts', 'test/fabric/rate-limit.test.ts'],
   },
   {
     name: "audit2: a revoked node's credential is told it is valid (its Agent never stops)",
@@ -104,7 +104,7 @@ export default [
     file: 'src/fabric/fabric.ts',
     from: '      await revokePendingEnrollments(db, name, now)\n      // The old credential dies now',
     to: '      // The old credential dies now',
-    tests: ['test/fabric/credentials.test.ts', 'test/fabric/enroll.test.ts'],
+    tests: ['test/fabric/fabric-audit2.test.ts', 'test/fabric/credentials.test.ts', 'test/fabric/enroll.test.ts'],
   },
   {
     name: 'audit2: a new generation is not read back into the registry (the old one stays current here)',
@@ -125,7 +125,7 @@ export default [
     file: 'src/fabric/registry.ts',
     from: '      if (!had) this.sorted = null\n',
     to: '',
-    tests: ['test/fabric/listing.test.ts', 'test/e2e/listing.test.ts'],
+    tests: ['test/fabric/fabric-audit2.test.ts', 'test/fabric/listing.test.ts', 'test/e2e/listing.test.ts'],
   },
   {
     name: 'audit2: the local node is repeated on every page of the node listing',
@@ -139,7 +139,7 @@ export default [
     file: 'src/fabric/probe.ts',
     from: 'if (body?.node !== name) return failed(',
     to: "if (typeof body?.node !== 'string') return failed(",
-    tests: ['test/fabric/probe.test.ts'],
+    tests: ['test/fabric/fabric-audit2.test.ts', 'test/fabric/probe.test.ts'],
   },
   // ---- auth ------------------------------------------------------------------------------------
   {
@@ -154,7 +154,7 @@ export default [
     file: 'src/auth/accounts.ts',
     from: 'if (b.password.length < MIN_PASSWORD_LENGTH)',
     to: 'if (b.password.length <= MIN_PASSWORD_LENGTH)',
-    tests: ['test/auth/accounts.test.ts', 'test/e2e/accounts.test.ts'],
+    tests: ['test/e2e/cli-audit2.test.ts', 'test/auth/accounts.test.ts', 'test/e2e/accounts.test.ts'],
   },
   {
     name: "audit2: one account's successful login clears its address's failures for every account",
@@ -169,7 +169,7 @@ export default [
     file: 'src/http/audit-hook.ts',
     from: 'if ((READS.has(request.method) && !match) || match?.route === null) return handle(request)',
     to: 'if (READS.has(request.method) || match?.route === null) return handle(request)',
-    tests: ['test/audit/audit.test.ts', 'test/federation/vouch.test.ts'],
+    tests: ['test/audit/vouch-link-audit.test.ts', 'test/audit/audit.test.ts', 'test/federation/vouch.test.ts'],
   },
   {
     name: 'audit2: the documented maximum page size (limit=5000) is refused',
@@ -184,21 +184,21 @@ export default [
     file: 'commands/nodes/audit.ts',
     from: 'while (r.nextCursor !== null) {',
     to: 'if (r.nextCursor !== null) {',
-    tests: ['test/e2e/nodes.test.ts', 'test/e2e/cli.test.ts'],
+    tests: ['test/e2e/cli-audit2.test.ts', 'test/e2e/nodes.test.ts', 'test/e2e/cli.test.ts'],
   },
   {
     name: "audit2: a saved login's token is sent to whatever --platform-url names",
     file: 'commands/_client.ts',
     from: 'const same = saved && saved.url === url',
     to: 'const same = saved',
-    tests: ['test/e2e/cli.test.ts', 'test/e2e/tokens.test.ts'],
+    tests: ['test/e2e/cli-audit2.test.ts', 'test/e2e/cli.test.ts', 'test/e2e/tokens.test.ts'],
   },
   {
     name: 'audit2: --token on the command line gives no warning',
     file: 'commands/_client.ts',
     from: "  if (token) warnArgvSecret('--token')\n",
     to: '',
-    tests: ['test/e2e/cli.test.ts', 'test/e2e/output.test.ts'],
+    tests: ['test/e2e/cli-audit2.test.ts', 'test/e2e/cli.test.ts', 'test/e2e/output.test.ts'],
   },
   {
     name: 'audit2: a usage error exits 1 instead of 2',
@@ -212,7 +212,7 @@ export default [
     file: 'commands/_secret.ts',
     from: '      assertPrivate(src.file.value)\n',
     to: '',
-    tests: ['test/e2e/cli.test.ts', 'test/e2e/accounts.test.ts', 'test/e2e/worker.test.ts'],
+    tests: ['test/e2e/cli-audit2.test.ts', 'test/e2e/cli.test.ts', 'test/e2e/accounts.test.ts', 'test/e2e/worker.test.ts'],
   },
   // ---- cloud -----------------------------------------------------------------------------------
   {
@@ -234,14 +234,14 @@ export default [
     file: 'src/cloud/http.ts',
     from: "if (!verdict || last || (verdict.kind === 'transient' && !o.idempotent)) return { ...a, verdict }",
     to: 'if (!verdict || last) return { ...a, verdict }',
-    tests: ['test/cloud/resilience.test.ts', 'test/cloud/providers.test.ts'],
+    tests: ['test/cloud/http-retry-audit2.test.ts', 'test/cloud/resilience.test.ts', 'test/cloud/providers.test.ts'],
   },
   {
     name: 'audit2: 501 Not Implemented is retried as a transient failure',
     file: 'src/cloud/retry.ts',
     from: 'if (status >= 500 && status !== 501 && status !== 505)',
     to: 'if (status >= 500 && status !== 505)',
-    tests: ['test/cloud/resilience.test.ts', 'test/cloud/providers.test.ts', 'test/cloud/every-provider.test.ts'],
+    tests: ['test/cloud/http-retry-audit2.test.ts', 'test/cloud/resilience.test.ts', 'test/cloud/providers.test.ts', 'test/cloud/every-provider.test.ts'],
   },
   {
     name: 'audit2: a shortfall that ended and came back is held from its first start',
@@ -270,21 +270,21 @@ export default [
     file: 'src/projects/service.ts',
     from: 'canonicalJson({ command: old.command, env: old.env, cpu: old.cpu, memory: old.memory })',
     to: 'canonicalJson({ command: old.command, env: spec.env, cpu: old.cpu, memory: old.memory })',
-    tests: ['test/projects/projects.test.ts', 'test/agent/assignments.test.ts'],
+    tests: ['test/projects/redeploy-env.test.ts', 'test/projects/projects.test.ts', 'test/agent/assignments.test.ts'],
   },
   {
     name: "audit2: another operator's follow cursor reads the follow",
     file: 'src/projects/logs.ts',
     from: 'row.project !== project || row.requested_by !== who ||',
     to: 'row.project !== project ||',
-    tests: ['test/projects/local-logs.test.ts', 'test/e2e/logs.test.ts'],
+    tests: ['test/projects/log-follow-audit2.test.ts', 'test/projects/local-logs.test.ts', 'test/e2e/logs.test.ts'],
   },
   {
     name: "audit2: a follow's keep-alive is stored as a chunk (the lines sent next under its seq are lost)",
     file: 'src/projects/logs.ts',
     from: '    if (chunk.seq > 0 && chunk.lines.length === 0) return\n',
     to: '',
-    tests: ['test/projects/local-logs.test.ts', 'test/e2e/logs.test.ts'],
+    tests: ['test/projects/log-follow-audit2.test.ts', 'test/projects/local-logs.test.ts', 'test/e2e/logs.test.ts'],
   },
   // ---- bootstrap -------------------------------------------------------------------------------
   {
