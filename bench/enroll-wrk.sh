@@ -51,7 +51,19 @@ count_nodes() {
 echo "enroll-wrk: store $STORE; $BODIES distinct pre-made enrollments, wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency; $(nproc) cores, bun $(bun --version)"
 BEFORE=$(count_nodes)
 LOAD=$(cut -d' ' -f1 /proc/loadavg)
+# CPU seconds (user+system) of the engine, and of the PostgreSQL cluster's processes: the cost per enroll,
+# which other processes on the machine disturb far less than the rate.
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# The cluster's postmaster and its children (the backends live as long as the engine's pool).
+pg_cpu() {
+  if [ -z "$POSTGRES" ]; then echo 0; return; fi
+  local pm
+  pm=$(head -1 "$PGDIR/pg/data/postmaster.pid")
+  for p in "$pm" $(pgrep -P "$pm"); do awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null; done | awk '{s += $1} END {print s + 0}'
+}
+CPU_BEFORE=$(cpu "$ENGINE_PID") PG_BEFORE=$(pg_cpu)
 M=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s bench/wrk/enroll.lua "$URL" -- "$TMP/bodies" "$THREADS" | grep '^WRK ')
+CPU_AFTER=$(cpu "$ENGINE_PID") PG_AFTER=$(pg_cpu)
 AFTER=$(count_nodes)
 echo "muster load=$LOAD ${M#WRK }"
 LOAD=$(cut -d' ' -f1 /proc/loadavg)
@@ -60,4 +72,5 @@ echo "bare   load=$LOAD ${B#WRK }"
 ENROLLED=$((AFTER - BEFORE))
 RATE=$(echo "scale=1; $ENROLLED / $DURATION" | bc)
 BARE_RATE=$(echo "$B" | sed -n 's/.*rps=\([0-9.]*\).*/\1/p')
+echo "enroll-wrk: CPU per enroll: engine $(echo "scale=0; ($CPU_AFTER - $CPU_BEFORE) * 10000 / $ENROLLED" | bc) us$([ -n "$POSTGRES" ] && echo ", PostgreSQL $(echo "scale=0; ($PG_AFTER - $PG_BEFORE) * 10000 / $ENROLLED" | bc) us")"
 echo "enroll-wrk: $ENROLLED nodes enrolled in ${DURATION}s = $RATE enrolls/s (non-2xx and repeats excluded); bare $BARE_RATE req/s; ratio $(echo "scale=3; $RATE / $BARE_RATE" | bc); Platform peak RSS $(awk '/VmHWM/ {print int($2/1024)}' "/proc/$ENGINE_PID/status") MB"

@@ -1,125 +1,149 @@
-// Heartbeats per second across two Platforms on one PostgreSQL, next to one
-// Platform on SQLite, in the same run (SPEC §16.9, README "Running several
-// Platforms"). N enrolled nodes, each with its own credential; wrk drives the
-// load with a Lua script that rotates the credentials; for the pair one wrk
-// per Platform at the same time, each with half the nodes (as Agents spread
-// themselves: a node uses one Platform at a time).
-//   bun run build && bun bench/ha.ts [--nodes 1000] [--seconds 10] [--connections 64] [--also-one-on-postgres]
-// Needs wrk and PostgreSQL's server binaries (a throwaway cluster is started).
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+// Several Platforms on one PostgreSQL as one (SPEC §16.9), under a fleet:
+// N distinct enrolled nodes (bench/agents.ts: each with its own credential,
+// sending exactly what the Agent sends at its interval) spread over P
+// Platforms by the Agents' own first choice (a hash of the node's name), and,
+// halfway through, kill -9 of one Platform (its engine, then serve): its
+// nodes move to the next Platform of their list by themselves, as the Agent
+// does, and a heartbeat counts as an error only when no Platform answered it.
+//   bun run build && bun bench/ha.ts --platforms 3 --nodes 300000 --interval 30 --seconds 120 --seed
+// Options: --kill-at S (seconds into the run; default half of it, 0: no kill), --seed (write the
+// enrollments into the store instead of enrolling through the route: see bench/seed-fleet.ts),
+// --connections C (to each Platform; default min(N, 15000 / P)), --sources K, --fsync off
+// (the cluster's default is on).
+// Needs PostgreSQL's server binaries (a throwaway cluster is started and removed).
+// Ends with: ha: platforms=P nodes=N heartbeats/s=R p50=A ms p99=B ms errors=E
+import { firstChoice } from '../src/agent/platforms.ts'
+import { startThrowawayPostgres } from '../src/demo/postgres.ts'
+import { down, percentile, runAgents, up } from './agents.ts'
+import { adminToken, enrollNodes, fleetToken } from './enroll-nodes.ts'
+import { identities } from './identities.ts'
+import { ROOT, startServe, type Serving } from './lib.ts'
+import { seedFleet } from './seed-fleet.ts'
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { signEnrollProof } from '../src/crypto/enroll-proof.ts'
-import { generateKeyAndCert } from '../src/crypto/x509.ts'
-import { startThrowawayPostgres } from '../src/demo/postgres.ts'
-import { startPlatform } from './lib.ts'
 
 const arg = (name: string, dflt: number) => {
   const i = process.argv.indexOf(`--${name}`)
   return i > 0 ? Number(process.argv[i + 1]) : dflt
 }
-const nodes = arg('nodes', 1000)
-const seconds = arg('seconds', 10)
-const connections = arg('connections', 64)
+const P = arg('platforms', 2)
+const N = arg('nodes', 1000)
+const INTERVAL_MS = arg('interval', 30) * 1000
+const SECONDS = arg('seconds', 60)
+const KILL_AT = P > 1 ? arg('kill-at', Math.floor(SECONDS / 2)) : 0
+const CONNECTIONS = Math.max(1, Math.min(N, arg('connections', Math.floor(15_000 / P))))
+const SOURCES = arg('sources', 8)
+const SEED = process.argv.includes('--seed')
+const FSYNC_OFF = process.argv[process.argv.indexOf('--fsync') + 1] === 'off' && process.argv.includes('--fsync')
+const say = (s: string) => process.stderr.write(s)
+const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ')[0]!
+const cpuSeconds = (pid: number) => {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return (Number(f[11]) + Number(f[12])) / 100
+  } catch {
+    return Number.NaN
+  }
+}
+/** CPU seconds of the cluster: the postmaster and its children. */
+const pgCpu = (dir: string) => {
+  const pm = Number(readFileSync(join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0])
+  const kids = new TextDecoder().decode(Bun.spawnSync(['pgrep', '-P', String(pm)]).stdout).split('\n').filter(Boolean).map(Number)
+  return [pm, ...kids].map(cpuSeconds).filter((x) => !Number.isNaN(x)).reduce((a, b) => a + b, 0)
+}
+
+if (Bun.spawnSync(['sh', '-c', `[ -x ${ROOT}/dist/muster ] && [ -z "$(find ${ROOT}/src ${ROOT}/commands -newer ${ROOT}/dist/muster -print -quit)" ]`]).exitCode !== 0) {
+  say('building dist/muster… ')
+  if (Bun.spawnSync(['bun', 'run', 'build'], { cwd: ROOT, stdout: 'ignore' }).exitCode !== 0) throw new Error('build failed')
+}
+
 const work = mkdtempSync(join(tmpdir(), 'muster-bench-ha-'))
-const body = JSON.stringify({ version: '0.1.0', capacity: { cpuMillis: 2000, memoryMB: 4096 }, replicas: [] })
-
-async function enrollAll(url: string, token: string, prefix: string): Promise<string[]> {
-  const res = await fetch(`${url}/api/v1/join-tokens`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ maxUses: nodes }) })
-  const { token: join } = (await res.json()) as { token: string }
-  const out: string[] = []
-  for (let i = 0; i < nodes; i++) {
-    const { certPem, keyPem } = await generateKeyAndCert({ commonName: `${prefix}${i}`, dnsNames: [], ipAddresses: ['127.0.0.1'], days: 30 })
-    const nodeId = `${prefix}-${i}`
-    const proof = signEnrollProof({ keyPem, certPem, nodeId, token: join })
-    const r = await fetch(`${url}/api/v1/nodes/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: join, nodeId, certPem, version: '0.1.0', ...proof }) })
-    out.push(((await r.json()) as { credential: string }).credential)
-  }
-  return out
-}
-
-/** A wrk Lua script that sends heartbeats, each with the next node's credential. */
-function script(name: string, credentials: string[]): string {
-  const file = join(work, `${name}.lua`)
-  writeFileSync(
-    file,
-    `local creds = {${credentials.map((c) => `"${c}"`).join(',')}}
-local body = '${body}'
-local i = 0
-request = function()
-  i = i + 1
-  return wrk.format("POST", "/api/v1/nodes/register", { ["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. creds[(i % #creds) + 1] }, body)
-end
-`,
-  )
-  return file
-}
-
-interface Wrk {
-  perSecond: number
-  requests: number
-  non2xx: number
-  errors: number
-  p50: string
-  p99: string
-}
-
-async function wrk(url: string, lua: string, threads: number, conns: number): Promise<Wrk> {
-  const p = Bun.spawn(['wrk', `-t${threads}`, `-c${conns}`, `-d${seconds}s`, '--latency', '-s', lua, url], { stdout: 'pipe', stderr: 'pipe' })
-  const out = await new Response(p.stdout).text()
-  await p.exited
-  const num = (re: RegExp) => Number(out.match(re)?.[1] ?? 0)
-  const errors = (out.match(/Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/)?.slice(1) ?? []).reduce((a, b) => a + Number(b), 0)
-  return {
-    perSecond: num(/Requests\/sec:\s+([\d.]+)/),
-    requests: num(/(\d+) requests in/),
-    non2xx: num(/Non-2xx or 3xx responses: (\d+)/),
-    errors,
-    p50: out.match(/\s50%\s+(\S+)/)?.[1] ?? '?',
-    p99: out.match(/\s99%\s+(\S+)/)?.[1] ?? '?',
-  }
-}
-
-const line = (name: string, r: Wrk) => `${name.padEnd(34)} ${r.perSecond.toFixed(0).padStart(7)} heartbeats/s   p50 ${r.p50}   p99 ${r.p99}   (${r.requests} requests, ${r.non2xx} non-2xx, ${r.errors} socket errors)`
-
 // Its own directory: as root the cluster runs as the postgres user, who cannot enter `work` (0700).
 const pgDir = mkdtempSync(join(tmpdir(), 'muster-bench-pg-'))
-const pg = await startThrowawayPostgres(pgDir, ['max_connections=200'])
-const stops: (() => Promise<void>)[] = []
+chmodSync(pgDir, 0o755)
+const pg = await startThrowawayPostgres(join(pgDir, 'pg'), ['max_connections=400', ...(FSYNC_OFF ? ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off'] : [])])
+const platforms: Serving[] = []
+const dirs = Array.from({ length: P }, (_, i) => join(work, `platform-${String.fromCharCode(97 + i)}`))
 try {
-  // one Platform on SQLite
-  const sqlite = await startPlatform([])
-  stops.push(() => sqlite.stop())
-  const sqliteCreds = await enrollAll(sqlite.url, sqlite.token, 'sq')
-  // two Platforms on PostgreSQL, the second with a copy of the first's master key
-  const a = await startPlatform(['--database', pg.url])
-  stops.push(() => a.stop())
-  const bDir = join(work, 'b')
-  mkdirSync(join(bDir, 'platform'), { recursive: true, mode: 0o700 })
-  copyFileSync(join(a.dataDir, 'platform', 'master.key'), join(bDir, 'platform', 'master.key'))
-  const b = await startPlatform(['--database', pg.url], { dataDir: bDir })
-  stops.push(() => b.stop())
-  const pgCreds = await enrollAll(a.url, a.token, 'pg')
+  // The first Platform makes the store; the others start with a copy of its master key (README, several Platforms).
+  let a = await startServe(dirs[0]!, ['--database', pg.url])
+  const admin = await adminToken(dirs[0]!)
+  const names = Array.from({ length: N }, (_, i) => `node-${i}`)
+  let credentials: string[]
+  say(`ha: ${SEED ? 'seeding' : 'enrolling'} ${N} nodes (load ${loadavg()})… `)
+  const t0 = performance.now()
+  if (SEED) {
+    const ids = await identities(N, say)
+    const token = await fleetToken(a.url, admin, N)
+    await a.stop()
+    credentials = await seedFleet(dirs[0]!, token, names, ids, Date.now(), pg.url)
+    say(`${N} seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`)
+    a = await startServe(dirs[0]!, ['--database', pg.url])
+  } else {
+    credentials = await enrollNodes({ url: a.url, admin, count: N, log: say })
+    say(`ha: ${N} enrolls through one Platform on PostgreSQL at ${down(N / ((performance.now() - t0) / 1000), 0)}/s\n`)
+  }
+  platforms.push(a)
+  for (const dir of dirs.slice(1)) {
+    mkdirSync(join(dir, 'platform'), { recursive: true, mode: 0o700 })
+    copyFileSync(join(dirs[0]!, 'platform', 'master.key'), join(dir, 'platform', 'master.key'))
+    platforms.push(await startServe(dir, ['--database', pg.url]))
+  }
+  const urls = platforms.map((p) => p.url)
+  // The Agents' own choice (src/agent/platforms.ts firstChoice); a move goes to the next in this list.
+  const known = urls.map((url) => ({ url }))
+  const first = names.map((name) => urls.indexOf(firstChoice(name, known)!))
+  say(`ha: ${P} Platforms on one PostgreSQL${FSYNC_OFF ? ' (fsync off)' : ''}: ${urls.join(' ')}; first choices ${urls.map((_, t) => first.filter((f) => f === t).length).join(' / ')}\n`)
 
-  const one = await wrk(sqlite.url, script('sqlite', sqliteCreds), 2, connections)
-  // the same total connections, half to each Platform, at the same time
-  // As Agents do: each node uses one Platform (half the fleet on each)
-  const half = (odd: number) => pgCreds.filter((_, i) => i % 2 === odd)
-  const [ra, rb] = await Promise.all([wrk(a.url, script('pg-a', half(0)), 1, connections / 2), wrk(b.url, script('pg-b', half(1)), 1, connections / 2)])
-  // the same load on one of the two, for comparison: what the second Platform adds
-  // the whole load on platform-a while platform-b runs idle beside it: what sharing the store costs by itself
-  const alone = process.argv.includes('--also-one-on-postgres') ? await wrk(a.url, script('pg-alone', pgCreds), 2, connections) : undefined
-  const pair: Wrk = { perSecond: ra.perSecond + rb.perSecond, requests: ra.requests + rb.requests, non2xx: ra.non2xx + rb.non2xx, errors: ra.errors + rb.errors, p50: `${ra.p50}/${rb.p50}`, p99: `${ra.p99}/${rb.p99}` }
-  console.log(`heartbeats: ${nodes} enrolled nodes, credentials rotating per request, ${connections} connections, ${seconds}s per run (wrk)`)
-  console.log(line('one Platform, SQLite', one))
-  console.log(line('two Platforms, one PostgreSQL', pair))
-  console.log(line('  platform-a', ra))
-  console.log(line('  platform-b', rb))
-  if (alone) console.log(line('all load on a, b idle, PostgreSQL', alone))
-  console.log(`ratio two-on-PostgreSQL / one-on-SQLite: ${(pair.perSecond / one.perSecond).toFixed(2)}`)
+  const victim = 0
+  let killedAt = Number.NaN
+  const cpuBefore = platforms.map((p) => cpuSeconds(p.pid))
+  const pgBefore = pgCpu(join(pgDir, 'pg'))
+  const loadBefore = loadavg()
+  say(`ha: running ${N} nodes every ${INTERVAL_MS / 1000} s for ${SECONDS} s${KILL_AT > 0 ? `, kill -9 of ${urls[victim]} at ${KILL_AT} s` : ''} (load ${loadBefore})\n`)
+  let cpuVictim = Number.NaN
+  /** The killed Platform's nodes: when each was first answered by another Platform after the kill. */
+  const answeredElsewhere = new Map<number, number>()
+  const result = await runAgents({
+    targets: urls,
+    credentials,
+    names,
+    firstTarget: (i) => first[i]!,
+    intervalMs: INTERVAL_MS,
+    seconds: SECONDS,
+    connectionsPerTarget: CONNECTIONS,
+    sources: SOURCES,
+    log: say,
+    onAnswer: (node, target, atMs) => {
+      if (!Number.isNaN(killedAt) && first[node] === victim && target !== victim && !answeredElsewhere.has(node)) answeredElsewhere.set(node, atMs)
+    },
+    onSecond: async (second) => {
+      if (KILL_AT > 0 && second === KILL_AT) {
+        cpuVictim = cpuSeconds(platforms[victim]!.pid) - cpuBefore[victim]!
+        killedAt = performance.now()
+        await platforms[victim]!.kill9()
+        say(`ha: killed ${urls[victim]} (kill -9 of its engine, then serve) at ${second} s\n`)
+      }
+    },
+  })
+  const cpu = platforms.map((p, i) => (i === victim && !Number.isNaN(cpuVictim) ? cpuVictim : cpuSeconds(p.pid) - cpuBefore[i]!))
+  const pgUsed = pgCpu(join(pgDir, 'pg')) - pgBefore
+  const { latencies, okBeats } = result
+  say(`ha: expected ${result.expected} heartbeats, answered ${okBeats} with 200 (${result.perTarget.map((n, i) => `${urls[i]} ${n}`).join(', ')}); statuses ${JSON.stringify(result.statuses)}\n`)
+  say(`ha: CPU ${cpu.map((c, i) => `${String.fromCharCode(97 + i)} ${up(c / SECONDS, 2)}`).join(', ')} cores, PostgreSQL ${up(pgUsed / SECONDS, 2)} cores, load generator ${up(result.loadGeneratorCpuSeconds / SECONDS, 2)} cores; ${up(((cpu.reduce((x, y) => x + y, 0) + pgUsed) * 1e6) / Math.max(1, okBeats), 1)} us of Platform and PostgreSQL CPU a heartbeat; load ${loadBefore} before, ${loadavg()} after\n`)
+  if (!Number.isNaN(killedAt)) {
+    const killMs = killedAt - result.runStart
+    const theirs = first.map((f, i) => (f === victim ? i : -1)).filter((i) => i >= 0)
+    const moved = theirs.filter((i) => answeredElsewhere.has(i))
+    const last = moved.reduce((m, i) => Math.max(m, answeredElsewhere.get(i)! - killMs), 0)
+    say(`ha: the killed Platform's nodes: ${moved.length} of ${theirs.length} answered by another Platform after the kill, the last ${up(last / 1000, 1)} s after it; ${result.absorbed} heartbeats answered after a move (retries absorbed)\n`)
+  }
+  console.log(`ha: platforms=${P} nodes=${N} heartbeats/s=${down(okBeats / SECONDS, 0)} p50=${up(percentile(latencies, 0.5), 2)} ms p99=${up(percentile(latencies, 0.99), 2)} ms errors=${result.errors}`)
 } finally {
-  for (const stop of stops.reverse()) await stop().catch(() => {})
+  for (const p of platforms) await p.stop().catch(() => {})
   pg.stop()
   rmSync(pgDir, { recursive: true, force: true })
   rmSync(work, { recursive: true, force: true })
 }
+process.exit(0)

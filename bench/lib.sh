@@ -31,13 +31,13 @@ wait_url() {
   echo "server did not start:" >&2; cat "$1" >&2; exit 1
 }
 
-# Starts `muster serve` on $TMP/data with the given extra arguments and enroll limits out of the way;
+# Starts `muster serve` on $TMP/data with the given extra arguments and enroll and heartbeat limits out of the way;
 # sets URL, PLATFORM_PID and ENGINE_PID (serve supervises an engine child that does the serving:
 # the benches measure the engine).
 # shellcheck disable=SC2034 # URL, PLATFORM_PID and ENGINE_PID are for the sourcing script
 start_platform() {
   MUSTER_LOG_LEVEL=3 dist/muster serve --data-dir "$TMP/data" --port 0 --remote-dispatch --no-local-node "$@" \
-    --enroll-rate 1000000 --enroll-burst 1000000 --enroll-in-flight 100000 2>"$TMP/platform.log" &
+    --enroll-rate 1000000 --enroll-burst 1000000 --enroll-in-flight 100000 --heartbeat-rate 10000000 --heartbeat-burst 100000000 2>"$TMP/platform.log" &
   PIDS+=($!)
   PLATFORM_PID=$!
   URL=$(wait_url "$TMP/platform.log")

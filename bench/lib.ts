@@ -1,6 +1,8 @@
 // Shared bench plumbing: start the compiled Platform and the bare server as
-// separate processes and read their RSS. Load comes from wrk (see *-wrk.sh).
+// separate processes and read their RSS. Load comes from wrk (see *-wrk.sh)
+// or from simulated Agents (bench/agents.ts).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { killServeHard } from '../src/swap/kill.ts'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 
@@ -78,4 +80,45 @@ export function rssMB(pid: number): number {
 export function peakRssMB(pid: number): number {
   const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/)
   return m ? Number(m[1]) / 1024 : Number.NaN
+}
+
+export interface Serving {
+  url: string
+  /** The serving engine (serve's child), whose CPU and memory are measured. */
+  pid: number
+  stop(): Promise<void>
+  /** kill -9 of the engine, then of serve (a crash: no lease given up, no heartbeat flushed). */
+  kill9(): Promise<void>
+}
+
+/**
+ * `muster serve` from dist/muster on `dataDir`, port 0, nodes enabled, the enroll and heartbeat limits
+ * out of the way, with as many files as this process may open (one per connection); `extra` is appended.
+ */
+export async function startServe(dataDir: string, extra: string[] = []): Promise<Serving> {
+  const BIN = join(ROOT, 'dist', 'muster')
+  const quoted = extra.map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(' ')
+  const cmd = `ulimit -n "$(ulimit -Hn)"; exec "${BIN}" serve --data-dir "${dataDir}" --port 0 --remote-dispatch --no-local-node --enroll-rate 1000000 --enroll-burst 1000000 --enroll-in-flight 100000 --heartbeat-rate 10000000 --heartbeat-burst 100000000 ${quoted}`
+  const p = Bun.spawn(['sh', '-c', cmd], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', env: { ...process.env, MUSTER_LOG_LEVEL: '3' } })
+  let out = ''
+  void (async () => {
+    for await (const c of p.stderr) out += new TextDecoder().decode(c)
+  })()
+  const deadline = Date.now() + 120_000
+  while (!/listening on (http:\/\/\S+)/.test(out)) {
+    if (p.exitCode !== null || Date.now() > deadline) throw new Error(`serve did not start:\n${out}`)
+    await Bun.sleep(50)
+  }
+  // serve supervises an engine child that does the serving (README, engine swap): measure the engine.
+  const engine = Number(new TextDecoder().decode(Bun.spawnSync(['pgrep', '-n', '-P', String(p.pid)]).stdout).trim())
+  return {
+    url: out.match(/listening on (http:\/\/\S+)/)![1]!,
+    pid: engine > 0 ? engine : p.pid,
+    async stop() {
+      if (p.exitCode !== null) return
+      p.kill('SIGTERM')
+      await p.exited
+    },
+    kill9: () => killServeHard(p),
+  }
 }

@@ -15,8 +15,9 @@ import { VERSION } from '../src/version.ts'
 import type { Identity } from './identities.ts'
 import { tokenIdOf } from './identities.ts'
 
-export async function seedFleet(dataDir: string, token: string, names: string[], ids: Identity[], now = Date.now()): Promise<string[]> {
-  const store = await openStore(join(dataDir, 'muster.db'))
+/** `store`: the store's URL when it is not the data directory's SQLite file (a PostgreSQL store, bench/ha.ts). */
+export async function seedFleet(dataDir: string, token: string, names: string[], ids: Identity[], now = Date.now(), store_ = join(dataDir, 'muster.db')): Promise<string[]> {
+  const store = await openStore(store_)
   const tokenId = tokenIdOf(token)
   try {
     await store.tx(async (t) => {

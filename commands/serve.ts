@@ -25,6 +25,8 @@ export default defineCommand({
     'enroll-rate': { type: 'string', valueHint: 'N', default: '500', description: 'Enroll requests admitted per second' },
     'enroll-burst': { type: 'string', valueHint: 'N', default: '1000', description: 'Enroll burst size' },
     'enroll-in-flight': { type: 'string', valueHint: 'N', default: '256', description: 'Enroll requests handled at once' },
+    'heartbeat-rate': { type: 'string', valueHint: 'N', default: '50000', description: 'Heartbeats admitted per second' },
+    'heartbeat-burst': { type: 'string', valueHint: 'N', default: '100000', description: 'Heartbeat burst size' },
     'audit-max-entries': { type: 'string', valueHint: 'N', default: '100000', description: 'Audit entries kept per budget (actions; refusals such as failed logins have their own)' },
     'audit-max-days': { type: 'string', valueHint: 'DAYS', default: '365', description: 'Audit entries older than this are dropped' },
     database: { type: 'string', valueHint: 'URL', description: 'PostgreSQL store (postgres://…). A password here shows in `ps`: give such a URL in $MUSTER_DATABASE_URL or --database-file. Default: SQLite muster.db in the data directory' },
@@ -75,6 +77,11 @@ export default defineCommand({
         perSecond: intArg(args, 'enroll-rate', 1, 1_000_000) ?? 500,
         burst: intArg(args, 'enroll-burst', 1, 10_000_000) ?? 1000,
         maxInFlight: intArg(args, 'enroll-in-flight', 1, 100_000) ?? 256,
+      },
+      heartbeatLimit: {
+        perSecond: intArg(args, 'heartbeat-rate', 1, 10_000_000) ?? 50_000,
+        burst: intArg(args, 'heartbeat-burst', 1, 100_000_000) ?? 100_000,
+        maxInFlight: 4096,
       },
     }
     // `muster serve` itself supervises (src/swap/supervisor.ts): it holds the lock and runs this same command line as its engine.

@@ -31,6 +31,8 @@ export interface PlatformOptions {
   /** A node without a heartbeat for this long is unreachable (default 45 s). */
   nodeStaleAfterMs?: number
   enrollLimit?: RateLimitOptions
+  /** Heartbeats admitted (default 50,000/s, burst 100,000, 4,096 at once). */
+  heartbeatLimit?: RateLimitOptions
   /** How long an unreachable node keeps its replicas before they move (default 60 s). */
   rescheduleGraceMs?: number
   /** How long `projects logs` waits for a node to send a replica's output (default 30 s; tests shorten it). */

@@ -275,7 +275,7 @@ export class Platform implements Services {
       // like every request, so an engine swap holds and forwards heartbeats too.
       (fallback) => {
         const register = heartbeatRoutes(this, fallback)['/api/v1/nodes/register'].POST
-        return { '/api/v1/nodes/register': { POST: (req, server) => this.gate.handle(req, (r) => register(r, server)) } }
+        return { '/api/v1/nodes/register': { POST: (req, server) => this.gate.handle(req, register, server) } }
       },
     )
     const url = this.url

@@ -145,7 +145,8 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
       if (!placed) throw new TakenMeanwhile()
       await fabric.audit('enrolled', rebinding ? 'rebound to a new certificate' : null, body.nodeId, body.version, t)
       return 'enrolled'
-    }).catch((e) => {
+      // Concurrent enrolls share one commit (and the token row's lock) on PostgreSQL too (src/store/sql.ts).
+    }, { group: true }).catch((e) => {
       if (e instanceof TakenMeanwhile) return 'taken' as const
       throw e
     })

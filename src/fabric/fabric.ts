@@ -113,10 +113,10 @@ export class Fabric {
       fleetToken,
       staleAfterMs,
       enrollLimit: o.enrollLimit ?? DEFAULT_LIMITS.enroll,
-      heartbeatLimit: DEFAULT_LIMITS.heartbeat,
+      heartbeatLimit: o.heartbeatLimit ?? DEFAULT_LIMITS.heartbeat,
       trustLimit: DEFAULT_LIMITS.trust,
     }
-    return new Fabric(ctx, options, await Registry.load(ctx.store, ctx.now, staleAfterMs), platform, declared)
+    return new Fabric(ctx, options, await Registry.load(ctx.store, ctx.now, staleAfterMs, ctx.changes.origin), platform, declared)
   }
 
   /** Reads the nodes file again (SIGHUP): checked whole first, a bad one is logged and the running set kept; changes apply at once. */

@@ -2,7 +2,7 @@
 // kept apart from the rest of the fabric so it stays small and cheap.
 // - The credential check reads only memory and allocates nothing when the
 //   credential is a node's current one: the expected mac is computed once per
-//   node and generation, and compared character by character in constant time.
+//   node and generation (kept on its entry), and compared character by character in constant time.
 // - Anything unusual (a previous generation in its grace hour, a node this
 //   Platform has not loaded, the legacy fleet token, a malformed header)
 //   returns undefined, and the caller takes Fabric's general path, which
@@ -31,9 +31,6 @@ export interface HeartbeatAnswer {
   /** A request for a replica's log waits: the Agent fetches it (src/agent/log-relay.ts). */
   logs?: true
 }
-
-/** The mac a node's current credential carries, per node entry (entries are replaced when generation or certificate change). */
-const expected = new WeakMap<NodeEntry, { generation: number; certSha256: string; mac: string }>()
 
 const PREFIX = 'Bearer mnc_'
 const MAC_LENGTH = 43
@@ -73,13 +70,15 @@ export function currentNode(fabric: Fabric, authorization: string, nodeId: strin
   const n = fabric.registry.get(authorization.slice(PREFIX.length, nameEnd))
   if (n === undefined || n.certSha256 === null || n.revokedAt !== null || n.generation !== generation) return undefined
   if (nodeId !== undefined && nodeId !== '' && nodeId !== n.name) return undefined
-  let cached = expected.get(n)
-  if (cached === undefined || cached.generation !== n.generation || cached.certSha256 !== n.certSha256) {
-    cached = { generation: n.generation, certSha256: n.certSha256, mac: fabric.credentials.mac(n.name, n.certSha256, n.generation) }
-    expected.set(n, cached)
+  // The expected mac, computed once per node, generation and certificate (kept on the entry).
+  let mac = n.mac
+  if (mac === null || n.macGeneration !== n.generation || n.macCert !== n.certSha256) {
+    mac = fabric.credentials.mac(n.name, n.certSha256, n.generation)
+    n.mac = mac
+    n.macGeneration = n.generation
+    n.macCert = n.certSha256
   }
   // Constant time over the 43 characters, whatever they are.
-  const mac = cached.mac
   let diff = 0
   let shape = 0
   for (let k = 0; k < MAC_LENGTH; k++) {
@@ -90,19 +89,62 @@ export function currentNode(fabric: Fabric, authorization: string, nodeId: strin
   return diff === 0 && shape === 0 ? n : undefined
 }
 
-/** Records an authenticated node's heartbeat and makes the answer (both paths end here). */
+/** Records an authenticated node's heartbeat (both paths); what the answer says that is the node's own. */
+function record(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): void {
+  if (fabric.registry.heartbeat(n, body)) for (const l of fabric.heartbeatListeners) l(n)
+}
+
+/** A request for one of the node's replica logs waits (src/projects/logs.ts): the answer says `logs: true`. */
+const logsWanted = (fabric: Fabric, n: NodeEntry): boolean => fabric.logRequestsFor(n.name)
+
+/** The nodes file's drain wins over the node's own (Fabric.nodeSettings); one map look-up. */
+const drainedOf = (fabric: Fabric, n: NodeEntry): boolean => fabric.declared.get(n.name)?.drained ?? n.drained
+
+/** Records an authenticated node's heartbeat and makes the answer (the framework route; the dedicated one writes it as text). */
 export function acceptHeartbeat(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): HeartbeatAnswer {
-  const changed = fabric.registry.heartbeat(n, { version: body.version, cpuMillis: body.capacity?.cpuMillis, memoryMB: body.capacity?.memoryMB, replicas: body.replicas })
-  if (changed) for (const l of fabric.heartbeatListeners) l(n)
+  record(fabric, n, body)
   const { state, reason } = fabric.registry.state(n)
-  // The nodes file's drain wins over the node's own (Fabric.nodeSettings); one map look-up.
-  const drained = fabric.declared.get(n.name)?.drained ?? n.drained
-  // Built field by field, in this order, without spreads (this runs on every heartbeat).
+  const drained = drainedOf(fabric, n)
+  // Built field by field, in this order, without spreads.
   const answer: HeartbeatAnswer = reason ? { nodeId: n.name, state, reason, generation: n.generation, drained } : { nodeId: n.name, state, generation: n.generation, drained }
   const assignmentRevision = fabric.assignmentRevision(n.name)
   if (assignmentRevision !== undefined) answer.assignmentRevision = assignmentRevision
   const platforms = fabric.platforms()
   if (platforms.length > 0) answer.platforms = platforms
-  if (fabric.logRequestsFor(n.name)) answer.logs = true
+  if (logsWanted(fabric, n)) answer.logs = true
   return answer
+}
+
+/**
+ * The answer's tail, `,"assignmentRevision":R,"platforms":[…]`, by revision, per
+ * Platforms list: the list is the key (PlatformRegistry.nodeFacing hands out the same
+ * array until the live Platforms change), so a new list starts a new cache.
+ */
+const tails = new WeakMap<readonly NodeFacingPlatform[], Map<number | undefined, string>>()
+const NO_PLATFORMS: readonly NodeFacingPlatform[] = Object.freeze([])
+const MAX_TAILS = 4096
+
+function answerTail(platforms: readonly NodeFacingPlatform[], revision: number | undefined): string {
+  const key = platforms.length === 0 ? NO_PLATFORMS : platforms
+  let byRevision = tails.get(key)
+  if (byRevision === undefined) {
+    byRevision = new Map()
+    tails.set(key, byRevision)
+  }
+  let tail = byRevision.get(revision)
+  if (tail === undefined) {
+    tail = `${revision !== undefined ? `,"assignmentRevision":${JSON.stringify(revision)}` : ''}${platforms.length > 0 ? `,"platforms":${JSON.stringify(platforms)}` : ''}`
+    if (byRevision.size >= MAX_TAILS) byRevision.clear()
+    byRevision.set(revision, tail)
+  }
+  return tail
+}
+
+/** acceptHeartbeat's answer as JSON text, byte for byte what JSON.stringify makes of it (the dedicated route). */
+export function acceptHeartbeatText(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): string {
+  record(fabric, n, body)
+  const st = fabric.registry.state(n)
+  const reason = st.reason
+  const head = `{"nodeId":${JSON.stringify(n.name)},"state":"${st.state}"${reason ? `,"reason":${JSON.stringify(reason)}` : ''},"generation":${JSON.stringify(n.generation)},"drained":${drainedOf(fabric, n)}`
+  return head + answerTail(fabric.platforms(), fabric.assignmentRevision(n.name)) + (logsWanted(fabric, n) ? ',"logs":true}' : '}')
 }

@@ -8,7 +8,9 @@ import { NODE_NAME } from '../http/validate.ts'
 import { pendingEnrollments } from '../store/join-tokens.ts'
 import type { Fabric, NodeView } from './fabric.ts'
 import { LABEL_KEY, LABEL_VALUE, type Labels } from './labels.ts'
-import { compatibilityOf, type NodeEntry, type NodeStateName } from './registry.ts'
+import { compatibilityOf, type NodeEntry, type NodeStateName, type StateCounts } from './registry.ts'
+
+export type { StateCounts }
 
 export const NODE_STATES: readonly NodeStateName[] = ['enrolled', 'ready', 'unreachable', 'revoked']
 
@@ -22,7 +24,6 @@ export interface NodeQuery {
   q?: string
 }
 
-export type StateCounts = Record<NodeStateName, number> & { total: number }
 
 export interface NodePage {
   nodes: NodeView[]
@@ -101,11 +102,25 @@ export async function listNodes(fabric: Fabric, q: NodeQuery): Promise<NodePage>
     counts[local.state as NodeStateName]++
     if (q.after === undefined && (q.state === undefined || local.state === q.state)) nodes.push(local)
   }
-  // Counts over every node the prefix and label select (in the registry's own order: the fastest walk).
-  for (const n of registry.nodes.values()) {
-    if (!matches(n.name, labelsOf(n))) continue
-    counts.total++
-    counts[registry.state(n).state]++
+  // Counts over every node the prefix and label select: a prefix walks only its names (a look-up by name at a
+  // million nodes reads a handful, not all); no filter takes the registry's counts (cached from 50,000 nodes
+  // on, kept by Registry.stateCounts); a label walks every node in the registry's own order (the fastest walk).
+  if (q.q !== undefined) {
+    for (let i = indexFrom(names, q.q); i < names.length && names[i]!.startsWith(q.q); i++) {
+      const n = registry.get(names[i]!)
+      if (!n || !matches(n.name, labelsOf(n))) continue
+      counts.total++
+      counts[registry.state(n).state]++
+    }
+  } else if (q.label === undefined) {
+    const all = registry.stateCounts()
+    for (const k of ['total', ...NODE_STATES] as const) counts[k] += all[k]
+  } else {
+    for (const n of registry.nodes.values()) {
+      if (!matches(n.name, labelsOf(n))) continue
+      counts.total++
+      counts[registry.state(n).state]++
+    }
   }
   // The page: from the cursor (or the prefix) on, in name order, until it is full and one more is known.
   // `local` leads, out of name order: a cursor at it means "from the first name".

@@ -12,6 +12,7 @@ import { VERSION } from '../version.ts'
 /** How often a Platform records itself; it is live while seen within LIVE_MS (database clock). */
 export const RECORD_MS = 2_000
 export const LIVE_MS = 10_000
+const SELF_RECHECK_MS = 1_000
 
 /** One entry of `platforms` in enroll and heartbeat answers. */
 export interface NodeFacingPlatform {
@@ -83,16 +84,24 @@ export class PlatformRegistry {
 
   /** The live Platforms' node-facing URLs (this one always included). */
   nodeFacing(): NodeFacingPlatform[] {
-    // Every heartbeat answer carries this list: it is rebuilt only when the live rows or this Platform's URLs change.
-    const s = this.self()
+    // Every heartbeat answer carries this list: it is rebuilt only when the live rows or this Platform's URLs change
+    // (the URLs, which take a few getters to read, are looked at again at most once a second).
     const c = this.facing
-    if (c && c.live === this.live && c.apiUrl === s.apiUrl && c.enrollmentUrl === s.enrollmentUrl) return c.list
+    const now = Date.now()
+    if (c && c.live === this.live && now - c.at < SELF_RECHECK_MS && now >= c.at) return c.list
+    const s = this.self()
+    if (c && c.live === this.live && c.apiUrl === s.apiUrl && c.enrollmentUrl === s.enrollmentUrl) {
+      c.at = now
+      return c.list
+    }
     const rows = this.live.some((r) => r.id === this.id) ? this.live : [...this.live, { id: this.id, api_url: s.apiUrl, enrollment_url: s.enrollmentUrl } as PlatformRow]
-    const list = rows.map((r) => ({ id: r.id, url: r.api_url, ...(r.enrollment_url ? { enrollmentUrl: r.enrollment_url } : {}) }))
-    this.facing = { live: this.live, apiUrl: s.apiUrl, enrollmentUrl: s.enrollmentUrl, list }
+    let list = rows.map((r) => ({ id: r.id, url: r.api_url, ...(r.enrollment_url ? { enrollmentUrl: r.enrollment_url } : {}) }))
+    // The same list as before keeps its identity: heartbeat answers are cached per list (src/fabric/heartbeat.ts).
+    if (c && JSON.stringify(c.list) === JSON.stringify(list)) list = c.list
+    this.facing = { live: this.live, apiUrl: s.apiUrl, enrollmentUrl: s.enrollmentUrl, list, at: now }
     return list
   }
-  private facing: { live: PlatformRow[]; apiUrl: string; enrollmentUrl: string | null | undefined; list: NodeFacingPlatform[] } | undefined
+  private facing: { live: PlatformRow[]; apiUrl: string; enrollmentUrl: string | null | undefined; list: NodeFacingPlatform[]; at: number } | undefined
 
   /** For operators (`muster nodes platform`): the live Platforms and the loops each runs. */
   async view(): Promise<PlatformView[]> {

@@ -2,7 +2,7 @@
 // JSON 404 for unknown routes, and every route module mounted in one place.
 import { Elysia } from 'elysia'
 import { MusterError } from '../errors.ts'
-import { SESSION_COOKIE } from '../auth/auth.ts'
+import { SESSION_COOKIE, bearerToken } from '../auth/auth.ts'
 import { log } from '../log.ts'
 import type { Services } from '../services.ts'
 import { isJson, isPath, joinTokenAsBearer, malformedRequest, mediaType, sameOrigin } from './request.ts'
@@ -36,7 +36,7 @@ const FOREIGN_LOGIN = 'Login forms are accepted only from this Platform’s own 
  *   the attacker (login CSRF);
  * - a change made with the session cookie must come from this Platform's pages
  *   and be JSON (or bodiless).
- * API tokens in the Authorization header are not sent by browsers on their own.
+ * API tokens (Authorization: Bearer) are not sent by browsers on their own; other Authorization schemes are.
  * A malformed or opaque (`null`) Origin counts as foreign: 403, never a parse error.
  */
 function crossSiteWrite(request: Request, publicHost: string | undefined): MusterError | null {
@@ -44,7 +44,9 @@ function crossSiteWrite(request: Request, publicHost: string | undefined): Muste
   if (isPath(request, '/login')) {
     return request.method === 'POST' && !isJson(request) && !sameOrigin(request, publicHost) ? new MusterError('forbidden', FOREIGN_LOGIN) : null
   }
-  if (request.headers.has('authorization')) return null
+  // Only an API token (Bearer) replaces the cookie as the credential; any other Authorization (a proxy's Basic
+  // credentials, which the browser adds by itself, even to a form posted from a sibling site) leaves the cookie acting.
+  if (bearerToken(request.headers)) return null
   if (!request.headers.get('cookie')?.includes(`${SESSION_COOKIE}=`)) return null
   if (sameOrigin(request, publicHost) && (mediaType(request) === '' || isJson(request))) return null
   return new MusterError('forbidden', 'Cross-site request refused: changes made with a session must come from this Platform’s pages, as JSON.')

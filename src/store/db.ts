@@ -28,7 +28,7 @@ async function openPostgresStore(url: string): Promise<Store> {
   }
 }
 
-/** The SQLite DDL of a migration, as PostgreSQL spells it: 64-bit integers, identity keys, bytea, double precision. */
+/** The SQLite DDL of a migration, as PostgreSQL spells it: 64-bit integers, identity keys, bytea, double precision, no WITHOUT ROWID. */
 export function ddlFor(engine: Engine, sql: string): string {
   if (engine === 'sqlite') return sql
   return sql
@@ -36,6 +36,7 @@ export function ddlFor(engine: Engine, sql: string): string {
     .replace(/\bINTEGER\b/g, 'BIGINT')
     .replace(/\bREAL\b/g, 'DOUBLE PRECISION')
     .replace(/\bBLOB\b/g, 'BYTEA')
+    .replace(/\)\s*WITHOUT ROWID\b/g, ')')
 }
 
 // Several Platforms may start at once on one PostgreSQL: one migrates at a time.
@@ -57,7 +58,7 @@ export async function migrate(store: Db, migrations: readonly Migration[]): Prom
     const done = new Set(applied)
     const pending = [...migrations].sort((a, b) => a.id - b.id).filter((m) => !done.has(m.id))
     for (const m of pending) {
-      await db.script(ddlFor(db.engine, m.sql))
+      if (m.only === undefined || m.only === db.engine) await db.script(ddlFor(db.engine, m.sql))
       await db.run('INSERT INTO schema_migrations (id, name, applied_at) VALUES (?1, ?2, ?3)', m.id, m.name, new Date().toISOString())
     }
     return pending.map((m) => m.id)

@@ -13,6 +13,8 @@ export interface Migration {
   id: number
   name: string
   sql: string
+  /** Run on this engine only (recorded as applied on both, so the ids stay one list). */
+  only?: 'sqlite' | 'postgres'
 }
 
 export const MIGRATIONS: readonly Migration[] = [...AUTH_MIGRATIONS, ...FABRIC_MIGRATIONS, ...PROJECTS_MIGRATIONS, ...LOGS_MIGRATIONS, ...FEDERATION_MIGRATIONS, ...CLOUD_MIGRATIONS, ...PLATFORM_MIGRATIONS]

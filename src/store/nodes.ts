@@ -1,6 +1,21 @@
-// The nodes and node_tombstones tables. Heartbeat fields are written in
-// batches by the registry, never one synchronous write per heartbeat.
+// The nodes, node_heartbeats and node_tombstones tables. Heartbeat fields are
+// written in batches by the registry, never one synchronous write per
+// heartbeat, into node_heartbeats (one narrow row a node, src/store/heartbeats.ts);
+// a node is read with its heartbeat row joined, so NodeRow keeps its shape.
 import type { Db } from './db.ts'
+
+/**
+ * A node row with its heartbeat: the heartbeat table's fields win; a node without one reads the
+ * node row's own (never written by heartbeats since migration 150; set by seeding and older stores).
+ */
+export const NODE_COLUMNS = `n.name, n.auth, n.cert_sha256, n.cert_pem, n.url, n.token_id, n.generation, n.previous_valid_until,
+  CASE WHEN h.name IS NULL THEN n.version ELSE h.version END AS version, n.enrolled_at,
+  CASE WHEN h.name IS NULL THEN n.last_seen_at ELSE h.last_seen_at END AS last_seen_at,
+  CASE WHEN h.name IS NULL THEN n.cpu_millis ELSE h.cpu_millis END AS cpu_millis,
+  CASE WHEN h.name IS NULL THEN n.memory_mb ELSE h.memory_mb END AS memory_mb,
+  CASE WHEN h.name IS NULL THEN n.replicas ELSE h.replicas END AS replicas,
+  n.drained, n.revoked_at, n.labels`
+export const NODES_WITH_HEARTBEATS = 'nodes n LEFT JOIN node_heartbeats h ON h.name = n.name'
 
 export interface NodeRow {
   name: string
@@ -24,16 +39,16 @@ export interface NodeRow {
 }
 
 export async function allNodes(db: Db): Promise<NodeRow[]> {
-  return await db.all<NodeRow>('SELECT * FROM nodes ORDER BY name')
+  return await db.all<NodeRow>(`SELECT ${NODE_COLUMNS} FROM ${NODES_WITH_HEARTBEATS} ORDER BY n.name`)
 }
 
 export async function getNode(db: Db, name: string): Promise<NodeRow | null> {
-  return await db.get<NodeRow>('SELECT * FROM nodes WHERE name = ?1', name)
+  return await db.get<NodeRow>(`SELECT ${NODE_COLUMNS} FROM ${NODES_WITH_HEARTBEATS} WHERE n.name = ?1`, name)
 }
 
 /** The node named `name` and the node holding the certificate (the same row, or none), in one statement. */
 export async function nodesByNameOrCert(db: Db, name: string, certSha256: string): Promise<{ named: NodeRow | null; holder: NodeRow | null }> {
-  const rows = await db.all<NodeRow>('SELECT * FROM nodes WHERE name = ?1 OR cert_sha256 = ?2', name, certSha256)
+  const rows = await db.all<NodeRow>(`SELECT ${NODE_COLUMNS} FROM ${NODES_WITH_HEARTBEATS} WHERE n.name = ?1 OR n.cert_sha256 = ?2`, name, certSha256)
   return { named: rows.find((r) => r.name === name) ?? null, holder: rows.find((r) => r.cert_sha256 === certSha256) ?? null }
 }
 
@@ -55,10 +70,12 @@ export async function insertNode(db: Db, n: NewNode): Promise<boolean> {
 
 /** Binds a new certificate to a name being rebound (its cert was cleared by rebind). */
 export async function bindCertificate(db: Db, name: string, n: Pick<NodeRow, 'cert_sha256' | 'cert_pem' | 'url' | 'token_id' | 'version'> & { labels?: string | null }, now: number): Promise<boolean> {
-  return (
+  const bound =
     (await db.run(`UPDATE nodes SET cert_sha256 = ?2, cert_pem = ?3, url = ?4, token_id = ?5, version = ?6, enrolled_at = ?7, revoked_at = NULL, last_seen_at = NULL, labels = ?8
           WHERE name = ?1 AND cert_sha256 IS NULL`, name, n.cert_sha256, n.cert_pem, n.url, n.token_id, n.version, now, n.labels ?? null)) === 1
-  )
+  // The new certificate starts unseen: the old machine's last heartbeat is not its.
+  if (bound) await db.run('DELETE FROM node_heartbeats WHERE name = ?1', name)
+  return bound
 }
 
 export async function updateNodeFields(db: Db, name: string, fields: Partial<Omit<NodeRow, 'name'>>): Promise<void> {
@@ -69,28 +86,31 @@ export async function updateNodeFields(db: Db, name: string, fields: Partial<Omi
 }
 
 /**
- * Writes many heartbeats in one transaction. On PostgreSQL in one statement (one round trip, not one per
- * node), never moving a node's last heartbeat back (another Platform may have written a newer one).
+ * Writes heartbeats one statement a row, in one transaction: the reference the batched write
+ * (src/store/heartbeats.ts) is compared with. A node's last heartbeat never moves back.
  */
 export async function writeHeartbeats(db: Db, beats: HeartbeatRow[]): Promise<void> {
   if (beats.length === 0) return
-  if (db.engine === 'postgres') {
-    await db.run(
-      `UPDATE nodes SET last_seen_at = v.last_seen_at, version = v.version, cpu_millis = v.cpu_millis, memory_mb = v.memory_mb, replicas = v.replicas
-         FROM jsonb_to_recordset(CAST(?1::text AS jsonb)) AS v(name TEXT, last_seen_at BIGINT, version TEXT, cpu_millis BIGINT, memory_mb BIGINT, replicas TEXT)
-        WHERE nodes.name = v.name AND (nodes.last_seen_at IS NULL OR nodes.last_seen_at < v.last_seen_at)`,
-      JSON.stringify(beats),
-    )
-    return
-  }
   await db.tx(async (t) => {
-    for (const b of beats) await t.run('UPDATE nodes SET last_seen_at = ?2, version = ?3, cpu_millis = ?4, memory_mb = ?5, replicas = ?6 WHERE name = ?1', b.name, b.last_seen_at, b.version, b.cpu_millis, b.memory_mb, b.replicas)
+    for (const b of beats) {
+      if (!(await t.get('SELECT 1 AS one FROM nodes WHERE name = ?1', b.name))) continue
+      await t.run(
+        `INSERT INTO node_heartbeats (name, last_seen_at, version, cpu_millis, memory_mb, replicas) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (name) DO UPDATE SET last_seen_at = ?2, version = ?3, cpu_millis = ?4, memory_mb = ?5, replicas = ?6 WHERE node_heartbeats.last_seen_at < ?2`,
+        b.name, b.last_seen_at, b.version, b.cpu_millis, b.memory_mb, b.replicas,
+      )
+    }
   })
 }
 
-/** Heartbeats written at or after `since` (by any Platform on the store), with the fields an operator changes. */
-export async function heartbeatsSince(db: Db, since: number): Promise<(HeartbeatRow & Pick<NodeRow, 'generation' | 'revoked_at' | 'drained' | 'cert_sha256'>)[]> {
-  return db.all('SELECT name, last_seen_at, version, cpu_millis, memory_mb, replicas, generation, revoked_at, drained, cert_sha256 FROM nodes WHERE last_seen_at >= ?1', since)
+/** Heartbeats written at or after `since` by the Platforms on the store other than `except`, with the fields an operator changes. */
+export async function heartbeatsSince(db: Db, since: number, except: string | null = null): Promise<(HeartbeatRow & Pick<NodeRow, 'generation' | 'revoked_at' | 'drained' | 'cert_sha256'>)[]> {
+  return db.all(
+    `SELECT h.name, h.last_seen_at, h.version, h.cpu_millis, h.memory_mb, h.replicas, n.generation, n.revoked_at, n.drained, n.cert_sha256
+       FROM node_heartbeats h JOIN nodes n ON n.name = h.name WHERE h.last_seen_at >= ?1 AND (h.platform IS NULL OR h.platform <> ?2)`,
+    since,
+    except ?? '',
+  )
 }
 
 export interface HeartbeatRow {

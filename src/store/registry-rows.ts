@@ -1,21 +1,19 @@
 // The node registry's load at start (issue 16): every node but without its
 // certificate PEM (the registry keeps only its SHA-256; the prober reads the
-// PEM row by row), a page of rows at a time, so 100,000 nodes never sit in
+// PEM row by row) with its heartbeat row, a page of rows at a time, so 100,000 nodes never sit in
 // memory as one result of full rows.
 import type { Db } from './db.ts'
-import type { NodeRow } from './nodes.ts'
+import { NODE_COLUMNS, NODES_WITH_HEARTBEATS, type NodeRow } from './nodes.ts'
+
+/** Every column but the certificate PEM. */
+const COLUMNS = NODE_COLUMNS.replace('n.cert_pem', 'NULL AS cert_pem')
 
 const PAGE = 10_000
 
 export async function* registryRows(db: Db): AsyncGenerator<NodeRow[]> {
   let after = ''
   for (;;) {
-    const rows = await db.all<NodeRow>(
-      `SELECT name, auth, cert_sha256, NULL AS cert_pem, url, token_id, generation, previous_valid_until, version, enrolled_at,
-              last_seen_at, cpu_millis, memory_mb, replicas, drained, revoked_at, labels
-         FROM nodes WHERE name > ?1 ORDER BY name LIMIT ${PAGE}`,
-      after,
-    )
+    const rows = await db.all<NodeRow>(`SELECT ${COLUMNS} FROM ${NODES_WITH_HEARTBEATS} WHERE n.name > ?1 ORDER BY n.name LIMIT ${PAGE}`, after)
     if (rows.length === 0) return
     yield rows
     after = rows[rows.length - 1]!.name

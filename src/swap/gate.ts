@@ -15,7 +15,7 @@ import { peerAddress } from '../http/peer.ts'
 /** The client's address, from the old engine to the new one (honoured on the handover socket only: engine.ts). */
 export const PEER_HEADER = 'x-muster-swap-peer'
 
-type Handler = (req: Request) => Promise<Response> | Response
+type Handler<S = undefined> = (req: Request, server: S) => Promise<Response> | Response
 
 const HOP_BY_HOP = ['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']
 
@@ -26,14 +26,15 @@ export class RequestGate {
   private held: Promise<string | null> | undefined
   private settle: ((socket: string | null) => void) | undefined
 
-  handle(req: Request, local: Handler): Promise<Response> | Response {
+  /** `server` is passed on to `local` (a route's handler takes it; no closure per request). */
+  handle<S = undefined>(req: Request, local: Handler<S>, server?: S): Promise<Response> | Response {
     if (this.successor) return forward(req, this.successor)
     if (this.held) return this.held.then((to) => (to ? forward(req, to) : unavailable()))
     // The hot path: one counter and one callback, no extra async frame.
     this.inFlight++
     let res: Promise<Response> | Response
     try {
-      res = local(req)
+      res = local(req, server as S)
     } catch (e) {
       this.done()
       throw e

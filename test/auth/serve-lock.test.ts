@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { DataDir } from '../../src/datadir.ts'
 import { acquireServeLock, serveLockHolder } from '../../src/serve-lock.ts'
 import { tmpDir } from '../helpers/tmp.ts'
@@ -41,4 +41,14 @@ describe('serve.lock', () => {
       sleeper.kill()
     }
   })
+})
+
+test('a serve that stops removes its own lock file (a clean stop leaves nothing to take over)', () => {
+  using dir = tmpDir()
+  const d = new DataDir(dir.path)
+  const release = acquireServeLock(d)
+  expect(existsSync(d.path('platform/serve.lock'))).toBe(true)
+  release()
+  expect(existsSync(d.path('platform/serve.lock'))).toBe(false)
+  expect(serveLockHolder(d)).toBeNull()
 })

@@ -6,11 +6,11 @@ import { killServeHard, runMuster, startServe } from '../helpers/binary.ts'
 import { newCert, withProof } from '../helpers/certs.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
-/** last_seen_at of a node as written in the data directory's database (read beside the running Platform). */
+/** last_seen_at of a node as written in the data directory's database (its heartbeat row; read beside the running Platform). */
 function lastSeenOnDisk(data: string, name: string): number | null {
   const db = new Database(`${data}/muster.db`, { readonly: true })
   try {
-    return (db.query('SELECT last_seen_at FROM nodes WHERE name = ?').get(name) as { last_seen_at: number | null } | null)?.last_seen_at ?? null
+    return (db.query('SELECT last_seen_at FROM node_heartbeats WHERE name = ?').get(name) as { last_seen_at: number | null } | null)?.last_seen_at ?? null
   } finally {
     db.close()
   }

@@ -40,7 +40,7 @@ describe.each(ENGINES)('engine swap: quiesce and hand over, on %s', (engine) => 
       expect(Date.now() - quiescing).toBeLessThan(10_000)
       await quiesced
       const store = await openExistingStore(new DataDir(dir.path))
-      expect(Number((await store.get<{ last_seen_at: number }>("SELECT last_seen_at FROM nodes WHERE name = 'w1'"))?.last_seen_at)).toBe(seen!)
+      expect(Number((await store.get<{ last_seen_at: number }>("SELECT last_seen_at FROM node_heartbeats WHERE name = 'w1'"))?.last_seen_at)).toBe(seen!)
       await store.close()
       // The old engine's store is closed: nothing it still runs can write beside the next engine.
       await expect(old.platform.store.get('SELECT 1 AS one')).rejects.toThrow()

@@ -52,7 +52,10 @@ export const cloudRoutes = (platform: Services) => {
       const b = parseBody(Connect, body)
       return cloud().connect(b.provider, b.credentials, who)
     })
-    .delete('/connections/:provider', async ({ request, params }) => cloud().disconnect(providerParam(params.provider), await need(request, 'server.cloud.connect')))
+    .delete('/connections/:provider', async ({ request, params }) => {
+      const who = await need(request, 'server.cloud.connect')
+      return cloud().disconnect(providerParam(params.provider), who)
+    })
     .get('/providers/:provider/regions', ({ request, params }) => need(request, 'server.cloud.view').then(() => cloud().regions(providerParam(params.provider))))
     .get('/providers/:provider/sizes', async ({ request, params, query }) => {
       await need(request, 'server.cloud.view')

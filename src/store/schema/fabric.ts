@@ -67,4 +67,32 @@ export const FABRIC_MIGRATIONS: Migration[] = [
       CREATE INDEX enroll_audit_budget ON enroll_audit (budget, id);
     `,
   },
+  {
+    id: 150,
+    name: 'heartbeats in a narrow table of their own (a flush rewrites small rows, not whole node rows with their certificates)',
+    sql: `
+      CREATE TABLE node_heartbeats (
+        name TEXT PRIMARY KEY REFERENCES nodes (name) ON DELETE CASCADE,
+        last_seen_at INTEGER NOT NULL,
+        version TEXT,
+        cpu_millis INTEGER,
+        memory_mb INTEGER,
+        replicas TEXT
+      ) WITHOUT ROWID;
+      INSERT INTO node_heartbeats (name, last_seen_at, version, cpu_millis, memory_mb, replicas)
+        SELECT name, last_seen_at, version, cpu_millis, memory_mb, replicas FROM nodes WHERE last_seen_at IS NOT NULL;
+      DROP INDEX nodes_last_seen;
+    `,
+  },
+  {
+    id: 151,
+    name: 'heartbeats by time, for the Platforms sharing a PostgreSQL store to read each other\'s (SQLite has one Platform: no index to keep)',
+    only: 'postgres',
+    sql: `CREATE INDEX node_heartbeats_seen ON node_heartbeats (last_seen_at);`,
+  },
+  {
+    id: 152,
+    name: 'which Platform wrote each heartbeat (the others read only theirs: src/fabric/registry.ts)',
+    sql: `ALTER TABLE node_heartbeats ADD COLUMN platform TEXT;`,
+  },
 ]
