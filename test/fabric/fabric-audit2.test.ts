@@ -60,6 +60,18 @@ describe('enrollment authority (second self-audit)', () => {
     expect(fresh.status).toBe(200)
   })
 
+  test('a fleet token is listed active while it has uses left, used once they are spent', async () => {
+    await using p = await startPlatform({ remoteDispatch: true })
+    const fleet = await p.client.nodes.createJoinToken({ maxUses: 2, namePattern: 'f*' })
+    const shown = async () => (await p.client.nodes.listJoinTokens()).tokens.find((t) => t.id === fleet.id)!
+    expect(await shown()).toMatchObject({ uses: 0, maxUses: 2, status: 'active' })
+    expect((await enrollRaw(p.url, { token: fleet.token, nodeId: 'f1', certPem: (await newCert('f1')).certPem, version: VERSION })).status).toBe(200)
+    expect(await shown()).toMatchObject({ uses: 1, status: 'active' }) // one use left, and it works:
+    expect((await enrollRaw(p.url, { token: fleet.token, nodeId: 'f2', certPem: (await newCert('f2')).certPem, version: VERSION })).status).toBe(200)
+    expect(await shown()).toMatchObject({ uses: 2, status: 'used' })
+    expect((await enrollRaw(p.url, { token: fleet.token, nodeId: 'f3', certPem: (await newCert('f3')).certPem, version: VERSION })).status).toBe(403)
+  })
+
   test('a node idle for an hour still renews at most 3 times at once', async () => {
     await using p = await startPlatform({ remoteDispatch: true })
     const w1 = await enrolled(p, 'w1')

@@ -100,11 +100,12 @@ export default [
     tests: ['test/agent/standing.test.ts', 'test/fabric/credentials.test.ts', 'test/e2e/node-truth.test.ts'],
   },
   {
-    name: 'audit2: a rebind leaves earlier pending enrollments of the name usable',
-    file: 'src/fabric/fabric.ts',
-    from: '      await revokePendingEnrollments(db, name, now)\n      // The old credential dies now',
-    to: '      // The old credential dies now',
-    tests: ['test/fabric/fabric-audit2.test.ts', 'test/fabric/credentials.test.ts', 'test/fabric/enroll.test.ts'],
+    // Replaces "a rebind leaves earlier pending enrollments usable", planted here and by perms at once (perms.ts keeps it).
+    name: "audit2: a fleet token's name pattern is matched the wrong way round",
+    file: 'src/fabric/enroll.ts',
+    from: '!globMatch(token.name_pattern, body.nodeId)) return await refuse',
+    to: '!globMatch(body.nodeId, token.name_pattern)) return await refuse',
+    tests: ['test/fabric/enroll.test.ts', 'test/fabric/glob.test.ts', 'test/fabric/credentials.test.ts'],
   },
   {
     name: 'audit2: a new generation is not read back into the registry (the old one stays current here)',
@@ -114,16 +115,17 @@ export default [
     tests: ['test/fabric/renew.test.ts', 'test/fabric/credentials.test.ts', 'test/fabric/windows.test.ts'],
   },
   {
-    name: 'audit2: enroll-token --replace leaves the earlier token usable',
+    // Replaces "enroll-token --replace leaves the earlier token usable", planted here and by perms at once (perms.ts keeps it).
+    name: 'audit2: a fleet token with uses left is listed as used one use early',
     file: 'src/fabric/join-tokens.ts',
-    from: '    await revokePendingEnrollments(db, nodeId, now)\n    await clearTombstone',
-    to: '    await clearTombstone',
-    tests: ['test/fabric/enroll.test.ts', 'test/fabric/credentials.test.ts'],
+    from: "t.uses >= t.max_uses ? 'used' : 'active'",
+    to: "t.uses >= t.max_uses - 1 ? 'used' : 'active'",
+    tests: ['test/fabric/fabric-audit2.test.ts', 'test/fabric/enroll.test.ts', 'test/e2e/tokens.test.ts'],
   },
   {
     name: 'audit2: a node enrolled after the first listing is missing from later listings (sorted names not reset)',
     file: 'src/fabric/registry.ts',
-    from: '      if (!had) this.sorted = null\n',
+    from: '      if (!had) this.placeName(name, true)\n',
     to: '',
     tests: ['test/fabric/fabric-audit2.test.ts', 'test/fabric/listing.test.ts', 'test/e2e/listing.test.ts'],
   },
@@ -216,11 +218,12 @@ export default [
   },
   // ---- cloud -----------------------------------------------------------------------------------
   {
-    name: "audit2: a failed provision's first-boot token stays usable",
-    file: 'src/cloud/provisioner.ts',
-    from: '      await revokePendingEnrollments(this.db, row.name, this.cloud.now())\n      log.warn(',
-    to: '      log.warn(',
-    tests: ['test/cloud/provision.test.ts', 'test/cloud/resilience.test.ts', 'test/cloud/e2e-release-token.test.ts'],
+    // Replaces "a failed provision's first-boot token stays usable", planted here and by perms at once (perms.ts keeps it).
+    name: 'audit2: a create that is not idempotent is sent again after its answer was lost',
+    file: 'src/cloud/http.ts',
+    from: 'if (!o.idempotent || last || waited + wait > policy.maxWaitMs) throw e',
+    to: 'if (last || waited + wait > policy.maxWaitMs) throw e',
+    tests: ['test/cloud/resilience.test.ts', 'test/cloud/providers.test.ts', 'test/cloud/every-provider.test.ts'],
   },
   {
     name: 'audit2: a permanent refusal of a create is retried until the provision times out',
@@ -273,11 +276,13 @@ export default [
     tests: ['test/projects/redeploy-env.test.ts', 'test/projects/projects.test.ts', 'test/agent/assignments.test.ts'],
   },
   {
-    name: "audit2: another operator's follow cursor reads the follow",
-    file: 'src/projects/logs.ts',
-    from: 'row.project !== project || row.requested_by !== who ||',
-    to: 'row.project !== project ||',
-    tests: ['test/projects/log-follow-audit2.test.ts', 'test/projects/local-logs.test.ts', 'test/e2e/logs.test.ts'],
+    // Replaces "another operator's follow cursor reads the follow", planted here and by perms at once (perms.ts keeps it;
+    // projects/log-follow-audit2.test.ts kills both).
+    name: 'audit2: replicas leave an unreachable node before its grace ends (the stale window not counted)',
+    file: 'src/projects/service.ts',
+    from: "quietFor <= reg.staleAfterMs + this.graceMs",
+    to: 'quietFor <= this.graceMs',
+    tests: ['test/projects/grace-edge.test.ts', 'test/projects/projects.test.ts', 'test/projects/placement.test.ts'],
   },
   {
     name: "audit2: a follow's keep-alive is stored as a chunk (the lines sent next under its seq are lost)",
