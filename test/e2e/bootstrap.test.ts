@@ -91,4 +91,31 @@ describeAsRoot('the bootstrap script', () => {
     expect(existsSync(join(root, 'etc/muster'))).toBe(false)
     expect(existsSync(join(root, 'usr/local/bin/muster'))).toBe(false)
   })
+
+  test('an install.sh that is not the one the script names: refused at its SHA-256, never run', { timeout: 90_000 }, async () => {
+    using dir = tmpDir()
+    chmodSync(dir.path, 0o755)
+    const real = new Uint8Array(readFileSync(await musterBin()))
+    const install = readFileSync(resolve(import.meta.dir, '../../install.sh'), 'utf8')
+    const marker = join(dir.path, 'pwned')
+    const tampered = install.replace('\n', `\ntouch ${marker}\n`) // one line more, after the shebang
+    let script = ''
+    using platform = await impostor({
+      '/bootstrap/muster': () => new Response(real),
+      '/bootstrap/install.sh': () => new Response(tampered),
+      '/bootstrap/bootstrap.sh': () => new Response(script),
+    })
+    script = bootstrapScript({ url: platform.url, pin: `sha256:${'0'.repeat(64)}`, caPem: platform.caPem, binarySha256: sha256(real), installSha256: sha256(install), arch: unameArch() })
+    const root = join(dir.path, 'root')
+    mkdirSync(root, { mode: 0o755 })
+    const scriptFile = join(dir.path, 'bootstrap.sh')
+    await Bun.write(scriptFile, script)
+    const r = await sh(`sh ${scriptFile} --node-id w1 --root ${root}`, { MUSTER_ENROLLMENT_TOKEN: 'mjt_aaaaaaaaaaaaaaaa.bbbb' })
+    expect(r.stderr).toContain(`checksum mismatch for install.sh from ${platform.url}: expected ${sha256(install)}, got ${sha256(tampered)}; nothing was installed`)
+    expect(r.code).toBe(1)
+    expect(platform.seen).toEqual(['/bootstrap/muster', '/bootstrap/install.sh'])
+    expect(existsSync(marker)).toBe(false)
+    expect(existsSync(join(root, 'etc/muster'))).toBe(false)
+    expect(existsSync(join(root, 'usr/local/bin/muster'))).toBe(false)
+  })
 })

@@ -1,0 +1,24 @@
+// A vouch redeemed through its link (GET /office/vouch, what a controller's
+// dashboard opens) is a write like the POST: recorded in the audit with the
+// same action, on the refusals budget when refused (second self-audit,
+// test/mutants/audit2.ts: a read-method shortcut skipped it).
+import { expect, test } from 'bun:test'
+import { startPlatform } from '../helpers/platform.ts'
+
+test('a vouch link tried on this Platform is in the audit, like the POST', async () => {
+  await using p = await startPlatform()
+  const link = await fetch(`${p.url}/office/vouch?v=not-a-vouch`, { redirect: 'manual' })
+  expect(link.status).toBeGreaterThanOrEqual(400)
+  const post = await fetch(`${p.url}/api/office/vouch`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"vouch":"not-a-vouch"}' })
+  expect(post.status).toBe(link.status)
+  const { entries } = await p.client.audit.list({ action: 'federation.vouch.redeem' })
+  expect(entries.map((e) => [e.action, e.principal, e.principalKind, e.source])).toEqual([
+    ['federation.vouch.redeem', '(unknown)', 'anonymous', '127.0.0.1'],
+    ['federation.vouch.redeem', '(unknown)', 'anonymous', '127.0.0.1'],
+  ])
+  expect(entries[0]!.outcome).toBe(entries[1]!.outcome)
+  expect(entries[1]!.outcome).not.toBe('ok')
+  // An ordinary read is still not recorded.
+  await p.client.nodes.list()
+  expect((await p.client.audit.list()).entries.filter((e) => e.action.startsWith('GET'))).toEqual([])
+})
