@@ -159,7 +159,7 @@ export default [
   // survived before
   {
     name: "audit: store: the store's label keeps the PostgreSQL password (it reaches messages and logs)",
-    file: "src/store/sql.ts",
+    file: "src/store/sql-postgres.ts",
     from: "if (u.password) u.password = '***'",
     to: "void u.password",
     tests: ["test/store/edges.test.ts"],
@@ -169,7 +169,7 @@ export default [
   // survived before
   {
     name: "audit: store: a deadlock on PostgreSQL is not retried (the request fails)",
-    file: "src/store/sql.ts",
+    file: "src/store/sql-postgres.ts",
     from: "if (attempt >= 5 || !RETRYABLE.has(",
     to: "if (attempt >= 1 || !RETRYABLE.has(",
     tests: ["test/store/edges.test.ts"],
