@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto'
 import installScript from '../../install.sh' with { type: 'text' }
 import type { Services } from '../services.ts'
-import { servedBinary } from './binary.ts'
+import { servedBinary } from '../served-binary.ts'
 
 /** Where a machine bootstraps from: the enrollment listener, else an API serving HTTPS from the Platform CA. */
 export function bootstrapBase(p: Pick<Services, 'fabric' | 'apiCaPin' | 'publicUrl'>): { url: string; pin: string } | null {

@@ -19,20 +19,3 @@ export function binaryFromEnv(env: Record<string, string | undefined> = process.
   }
   return { url, sha256: sha }
 }
-
-/** The running executable when it is a compiled muster (not `bun` running sources). */
-export function ownExecutable(): string | null {
-  return import.meta.path.startsWith('/$bunfs/') || Bun.main.startsWith('/$bunfs/') ? process.execPath : null
-}
-
-let ownSha: Promise<string> | undefined
-
-/** SHA-256 of the running executable, computed once. */
-export function ownExecutableSha256(path: string): Promise<string> {
-  ownSha ??= (async () => {
-    const h = new Bun.CryptoHasher('sha256')
-    for await (const chunk of Bun.file(path).stream()) h.update(chunk)
-    return h.digest('hex')
-  })()
-  return ownSha
-}

@@ -13,7 +13,8 @@ import { issueEnrollment } from '../fabric/join-tokens.ts'
 import { dropFirstBoot, getFirstBoot, setFirstBoot } from '../store/cloud-first-boot.ts'
 import { revokePendingEnrollments } from '../store/join-tokens.ts'
 import type { ProvisionRow } from '../store/cloud-provisions.ts'
-import { BINARY_ROUTE, ownExecutable, ownExecutableSha256 } from './binary.ts'
+import { BINARY_ROUTE } from './binary.ts'
+import { servedBinary, servedBinarySha256 } from '../served-binary.ts'
 import type { CloudProvider, ProviderName } from './provider.ts'
 import { parseInbound } from './inbound.ts'
 import { FIRST_BOOT_PURPOSE, sealFor, sealKey, unsealFor } from './seal.ts'
@@ -104,8 +105,8 @@ export class FirstBootStore {
   }
 
   private async ownBinary() {
-    const exe = ownExecutable()
+    const exe = servedBinary()
     if (!exe) throw new MusterError('cloud-unavailable', 'No muster binary to install on the machine: set MUSTER_CLOUD_BINARY_URL and MUSTER_CLOUD_BINARY_SHA256.')
-    return { url: `${this.cloud.deps.publicUrl()}${BINARY_ROUTE}`, sha256: await ownExecutableSha256(exe) }
+    return { url: `${this.cloud.deps.publicUrl()}${BINARY_ROUTE}`, sha256: await servedBinarySha256(exe) }
   }
 }

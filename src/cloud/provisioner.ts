@@ -15,7 +15,8 @@ import { isUniqueViolation } from '../store/sql.ts'
 import { pendingEnrollments, revokePendingEnrollments } from '../store/join-tokens.ts'
 import { isTombstoned } from '../store/nodes.ts'
 import { audited, type Actor } from './audit.ts'
-import { BINARY_ROUTE, ownExecutable } from './binary.ts'
+import { BINARY_ROUTE } from './binary.ts'
+import { servedBinary } from '../served-binary.ts'
 import { unreachableReason } from './reachable.ts'
 import { FirstBootStore } from './first-boot.ts'
 import { inboundJson, parseInbound } from './inbound.ts'
@@ -74,7 +75,7 @@ export class Provisioner {
   }
 
   ownBinary(): string | null {
-    return ownExecutable()
+    return servedBinary()
   }
 
   /** Refuses what could never work, before anything is recorded or ordered. */

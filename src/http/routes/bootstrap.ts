@@ -5,7 +5,7 @@
 // muster binary (the script checks both SHA-256s before using them).
 import { Elysia } from 'elysia'
 import { bootstrapBase, INSTALL_SH, INSTALL_SH_SHA256 } from '../../bootstrap/commands.ts'
-import { servedBinary, servedBinarySha256 } from '../../bootstrap/binary.ts'
+import { servedBinary, servedBinarySha256 } from '../../served-binary.ts'
 import { bootstrapScript, unameArch } from '../../bootstrap/script.ts'
 import { MusterError } from '../../errors.ts'
 import type { Services } from '../../services.ts'

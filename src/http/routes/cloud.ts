@@ -2,7 +2,7 @@
 // automatic scale-out. Credentials go in and are never sent back.
 import { Elysia } from 'elysia'
 import * as v from 'valibot'
-import { ownExecutable } from '../../cloud/binary.ts'
+import { servedBinary } from '../../served-binary.ts'
 import { PROVIDERS, isProvider, type ProviderName } from '../../cloud/provider.ts'
 import { actorFrom } from '../../cloud/audit.ts'
 import { checkCidr, platformSource } from '../../cloud/inbound.ts'
@@ -80,7 +80,7 @@ export const cloudRoutes = (platform: Services) => {
     })
     // Anonymous on purpose: a machine being created downloads muster here, and checks its SHA-256 from its first-boot data.
     .get('/binary', () => {
-      const exe = ownExecutable()
+      const exe = servedBinary()
       if (!exe) throw new MusterError('not-found', 'This Platform is not a compiled muster binary; set MUSTER_CLOUD_BINARY_URL for created machines.')
       return new Response(Bun.file(exe), { headers: { 'content-type': 'application/octet-stream' } })
     })
