@@ -7,6 +7,13 @@ import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 const replica = (command: string[], more: Partial<AssignedReplica> = {}): AssignedReplica => ({ project: 'p', replica: 0, revision: 1, command, env: {}, cpu: 10, memory: 10, ...more })
 
+/** The child's pid once it has printed that its TERM trap is set (the log's header holds the command, not that line). */
+function childOnceTrapped(runner: Runner): number | undefined {
+  const log = readFileSync(runner.logFile('p', 0), 'utf8')
+  const child = /^child (\d+)$/m.exec(log)
+  return child && /^trap set$/m.test(log) ? Number(child[1]) : undefined
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0)
@@ -49,8 +56,9 @@ describe('runner', () => {
     using dir = tmpDir()
     const runner = new Runner({ logDir: dir.path, stopGraceMs: 300 })
     // the shell and its child both ignore TERM: only the SIGKILL after the grace ends them
-    runner.apply([replica(['sh', '-c', 'trap "" TERM; sh -c \'trap "" TERM; sleep 60\' & echo child $!; wait'])])
-    const child = Number((await waitFor(() => readFileSync(runner.logFile('p', 0), 'utf8').match(/child (\d+)/)))[1])
+    runner.apply([replica(['sh', '-c', 'trap "" TERM; sh -c \'trap "" TERM; echo tra""p set; exec sleep 60\' & echo child $!; wait'])])
+    // Stop only once the child has set its trap (a TERM before it would end it by itself).
+    const child = await waitFor(() => childOnceTrapped(runner))
     expect(alive(child)).toBe(true)
     const t0 = Date.now()
     runner.apply([])
@@ -63,8 +71,10 @@ describe('runner', () => {
     using dir = tmpDir()
     const runner = new Runner({ logDir: dir.path, stopGraceMs: 60_000 })
     // the replica exits on TERM at once; its child ignores TERM and would live on
-    runner.apply([replica(['sh', '-c', 'sh -c \'trap "" TERM; sleep 60\' & echo child $!; wait'])])
-    const child = Number((await waitFor(() => readFileSync(runner.logFile('p', 0), 'utf8').match(/child (\d+)/)))[1])
+    runner.apply([replica(['sh', '-c', 'sh -c \'trap "" TERM; echo tra""p set; exec sleep 60\' & echo child $!; wait'])])
+    // Stop only once the child has set its trap (a TERM before it would end it by itself, and the test would prove nothing).
+    const child = await waitFor(() => childOnceTrapped(runner))
+    expect(alive(child)).toBe(true)
     runner.apply([])
     await waitFor(() => runner.status().length === 0, { timeoutMs: 10_000, what: 'the replica stopped well before the grace' })
     await waitFor(() => !alive(child), { timeoutMs: 10_000, what: 'the child killed with the group' })
