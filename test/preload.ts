@@ -1,6 +1,6 @@
 // Runs before every test file: a private HOME and config dir, no inherited
 // muster or cloud settings, so tests never touch the operator's files.
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -17,5 +17,7 @@ process.env.MUSTER_LOG_LEVEL ??= '1'
 // Bun 1.4 ignores bunfig's timeout, and setDefaultTimeout here reaches only the FIRST file
 // bun loads: `bun run test` (and the mutants runner) pass --timeout 120000 for every file;
 // by hand, run `bun test --timeout 120000 A B` when a file after the first is slow.
-const { setDefaultTimeout } = await import('bun:test')
+const { afterAll, setDefaultTimeout } = await import('bun:test')
 setDefaultTimeout(120_000)
+// The private HOME goes when the run ends (bun test runs no 'exit' handler of a preload).
+afterAll(() => rmSync(home, { recursive: true, force: true }))
