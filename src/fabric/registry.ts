@@ -324,10 +324,12 @@ export class Registry {
     const before = had && this.counts ? this.state(had).state : null
     if (row) {
       const fresh = fromRow(row)
-      // A heartbeat this Platform holds but has not flushed is newer than the row.
-      if (had?.lastSeenAt && (fresh.lastSeenAt ?? 0) < had.lastSeenAt) Object.assign(fresh, { lastSeenAt: had.lastSeenAt, version: had.version, cpuMillis: had.cpuMillis, memoryMB: had.memoryMB, replicas: had.replicas })
+      // What this Platform holds of the same machine (its certificate): a heartbeat not flushed yet is newer
+      // than the row, and the last probe stands. A name rebound to a new certificate starts unseen and unprobed.
+      const same = had !== undefined && had.certSha256 === fresh.certSha256
+      if (same && had.lastSeenAt && (fresh.lastSeenAt ?? 0) < had.lastSeenAt) Object.assign(fresh, { lastSeenAt: had.lastSeenAt, version: had.version, cpuMillis: had.cpuMillis, memoryMB: had.memoryMB, replicas: had.replicas })
       if (!had) this.placeName(name, true)
-      if (had?.probe) fresh.probe = had.probe
+      if (same && had.probe) fresh.probe = had.probe
       this.nodes.set(name, fresh)
       if (this.counts) this.moveCount(before, this.state(fresh).state)
     } else if (this.nodes.delete(name)) {

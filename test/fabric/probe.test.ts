@@ -4,6 +4,7 @@
 // name is never dialled at all.
 import { afterEach, describe, expect, test } from 'bun:test'
 import { createServer, type Server } from 'node:net'
+import { Agent } from '../../src/agent/agent.ts'
 import { joinPlatform } from '../../src/agent/join.ts'
 import { clearPinCache } from '../../src/crypto/pin.ts'
 import { generateKeyAndCert } from '../../src/crypto/x509.ts'
@@ -94,4 +95,28 @@ describe('readiness probe', () => {
     const seen = { ...registry.get('fresh')!, lastSeenAt: Date.now(), probe: undefined }
     expect(registry.state(seen)).toEqual({ state: 'enrolled', reason: 'health probe pending' })
   })
+
+  test('a rebound name on a new machine is not ready on the old machine\'s last heartbeat and probe', async () => {
+    await using p = await startListenerPlatform({ probeIntervalMs: 3_600_000 })
+    using dir = tmpDir()
+    const port = await freePort()
+    const { token } = await p.client.nodes.createEnrollment({ nodeId: 'w1' })
+    await joinPlatform({ dataDir: `${dir.path}/old`, platformUrl: p.enrollUrl, nodeId: 'w1', fingerprint: p.fingerprint, addresses: ['127.0.0.1'], port, readToken: async () => token })
+    const old = new Agent({ dataDir: `${dir.path}/old`, host: '127.0.0.1', heartbeatMs: 60_000 })
+    await old.start()
+    try {
+      await p.platform.prober.probe('w1')
+      const registry = p.platform.fabric.registry
+      expect(registry.state(registry.get('w1')!).state).toBe('ready')
+    } finally {
+      await old.stop()
+    }
+    // The name moves to a new machine: rebind, and a join there with a new key and certificate.
+    const rebound = await p.client.nodes.rebind('w1')
+    await joinPlatform({ dataDir: `${dir.path}/new`, platformUrl: p.enrollUrl, nodeId: 'w1', fingerprint: p.fingerprint, addresses: ['127.0.0.1'], port, readToken: async () => rebound.token })
+    // Nothing of the new machine has been seen yet: neither a heartbeat nor a probe answered with its certificate.
+    const shown = (await p.client.nodes.list()).nodes.find((n) => n.name === 'w1')!
+    expect({ state: shown.state, lastSeenAt: shown.lastSeenAt }).toEqual({ state: 'enrolled', lastSeenAt: null })
+  })
 })
+

@@ -401,4 +401,12 @@ export default [
     to: 'if (now <= ready && !force) {',
     tests: ['test/pki/ca-promote-window.test.ts'],
   },
+  {
+    name: "a name rebound to a new machine is ready on the old machine's last heartbeat and probe (the registry keeps them across certificates)",
+    file: 'src/fabric/registry.ts',
+    from: 'const same = had !== undefined && had.certSha256 === fresh.certSha256',
+    to: 'const same = had !== undefined',
+    tests: ['test/fabric/probe.test.ts'],
+    filter: 'rebound name',
+  },
 ] satisfies Mutant[]
