@@ -62,8 +62,8 @@ function deleteNamespace(ns: string): void {
   ip(['netns', 'del', ns])
 }
 
-/** Namespaces of runs whose process is gone. */
-function sweepStale(): void {
+/** Removes the namespaces of test runs whose process is gone (a run killed before its afterAll: the mutants runner's timeout). */
+export function sweepStale(): void {
   for (const ns of namespaces()) {
     const m = ns.match(/^fleet-(\d+)-/)
     if (m && Number(m[1]) !== process.pid && !alive(Number(m[1]))) deleteNamespace(ns)

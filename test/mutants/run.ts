@@ -22,6 +22,7 @@ import { chmodSync, copyFileSync, cpSync, mkdirSync, existsSync, mkdtempSync, re
 import { tmpdir } from 'node:os'
 import { basename, join, resolve } from 'node:path'
 import type { Mutant } from './types.ts'
+import { sweepStale as sweepStaleNamespaces } from '../helpers/netns.ts'
 
 const ROOT = resolve(import.meta.dir, '../..')
 const COPIED = ['src', 'commands', 'test', 'bench', 'build.ts', 'package.json', 'bunfig.toml', 'tsconfig.json', 'install.sh']
@@ -147,6 +148,8 @@ async function runTests(dir: string, m: Mutant): Promise<{ code: number | null; 
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
   clearTimeout(timer)
   killGroup(p.pid) // whatever the tests left running in their group
+  // A run killed before its afterAll leaves its network namespaces (tests across hosts): remove them now.
+  if (process.getuid?.() === 0) sweepStaleNamespaces()
   return { code: timedOut ? null : code, output: out + err }
 }
 
