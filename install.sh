@@ -297,7 +297,11 @@ uninstall() {
 			rm -f "$R$path" || die "cannot remove $R$path"
 		fi
 	done <"$WORK/files"
-	[ "$LIVE_SYSTEMD" = 0 ] || systemctl daemon-reload || warn "systemctl daemon-reload failed"
+	if [ "$LIVE_SYSTEMD" = 1 ]; then
+		systemctl daemon-reload || warn "systemctl daemon-reload failed"
+		# A unit that had failed (a revoked node's Agent) stays listed as failed until this.
+		for u in $(receipt_list units); do systemctl reset-failed "$u" >/dev/null 2>&1 || true; done
+	fi
 
 	if [ "$(receipt_value accountCreated)" != true ]; then
 		say "kept account $ACCOUNT: it existed before install.sh ran"
@@ -735,7 +739,11 @@ say "  receipt  $RECEIPT"
 
 START_FAILED=0
 if [ "$NO_START" = 1 ]; then
-	[ "$LIVE_SYSTEMD" = 0 ] || systemctl daemon-reload || warn "systemctl daemon-reload failed"
+	if [ "$LIVE_SYSTEMD" = 1 ]; then
+		systemctl daemon-reload || warn "systemctl daemon-reload failed"
+		# A unit that had failed (a revoked node's Agent) stays listed as failed until this.
+		for u in $(receipt_list units); do systemctl reset-failed "$u" >/dev/null 2>&1 || true; done
+	fi
 	say "$UNITS was installed but neither enabled, started nor restarted (--no-start)"
 elif [ "$LIVE_SYSTEMD" = 1 ]; then
 	systemctl daemon-reload || warn "systemctl daemon-reload failed"
