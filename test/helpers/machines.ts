@@ -348,5 +348,6 @@ function initOf(nspawnPid: number): number {
 
 if (import.meta.main && process.argv.includes('--build')) {
   const root = await bookwormRoot()
-  process.stderr.write(`machines: ${root} ${lastBuild ? `built in ${(lastBuild.ms / 1000).toFixed(1)} s` : 'was cached'}\n`)
+  const built = lastBuild as { ms: number } | null
+  process.stderr.write(`machines: ${root} ${built ? `built in ${(built.ms / 1000).toFixed(1)} s` : 'was cached'}\n`)
 }
