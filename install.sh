@@ -566,7 +566,6 @@ PrivateDevices=yes
 ProtectKernelTunables=yes
 ProtectKernelModules=yes
 ProtectKernelLogs=yes
-ProtectControlGroups=yes
 RestrictSUIDSGID=yes
 LockPersonality=yes
 UMask=0077"
@@ -617,6 +616,7 @@ RestartSec=5s
 # One open file per connected Agent (each holds a keep-alive connection): room for a large fleet.
 LimitNOFILE=1048576
 $HARDENING
+ProtectControlGroups=yes
 $CAPS
 
 [Install]
@@ -641,11 +641,14 @@ Restart=on-failure
 RestartSec=5s
 # Replicas outlive the Agent (a restart or an update stops only the Agent; the next one adopts them).
 KillMode=process
+# The unit's cgroup is the Agent's to divide: each replica gets a cgroup of its own below it, with the
+# project's cpu.max and memory.max, and a stop kills everything in it (so no ProtectControlGroups= here).
+Delegate=yes
 # Exit status 3: the Platform refused this node's credential for good (revoked,
 # removed, rebound); restarting cannot help. \`muster worker join\` again, then start it.
 RestartPreventExitStatus=3
 $HARDENING
-# Replicas run as $RUN_ACCOUNT: the Agent switches to it and signals them (it clears these for every replica).
+# Replicas run as a uid of their project's (or --run-as USER): the Agent switches to it and signals them (it clears these for every replica).
 CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL
 AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_KILL
 

@@ -17,6 +17,7 @@ import { Runner } from './runner.ts'
 import { apiClient } from './connect.ts'
 import type { Agent } from './agent.ts'
 import { decideIsolation } from './isolation.ts'
+import { Cgroups } from '../replicas/cgroups.ts'
 import { DEFAULT_LOG_MAX_BYTES } from './log-files.ts'
 import { startNodeLogRelay } from './log-relay.ts'
 import { LOG_POLL_PATH } from '../projects/log-request.ts'
@@ -45,7 +46,11 @@ export async function startWorkloads(agent: Agent, opts: { runAs?: string } = {}
   if (other !== undefined && other !== process.pid) throw new MusterError('already-running', `An Agent (pid ${other}) already runs for ${agent.dataDir.root}; stop it first.`)
   // Before anything is adopted: `agent --stop-replicas` asks this process from now on.
   writeAgentPid(agent.dataDir)
-  const { runAs } = await decideIsolation(agent.dataDir, opts.runAs)
+  // Each replica's cgroup (where the Agent has a subtree of its own), then who replicas run as; both recorded for doctor.
+  const contained = Cgroups.find(agent.dataDir.root)
+  if (!contained.cgroups) log.warn(`replicas get no cgroup of their own (${contained.reason}): a stop reaches their process group and their project's uid`)
+  else if (contained.limitsReason) log.warn(`replicas each get a cgroup, but --cpu and --memory are not enforced: ${contained.limitsReason}`)
+  const { runAs } = await decideIsolation(agent.dataDir, opts.runAs, contained)
   const maxLogBytes = envNumber('MUSTER_AGENT_LOG_MAX_BYTES', DEFAULT_LOG_MAX_BYTES)
   const runner = new Runner({
     logDir: agent.dataDir.ensureDir(...LOG_DIR),
@@ -53,6 +58,7 @@ export async function startWorkloads(agent: Agent, opts: { runAs?: string } = {}
     maxLogBytes,
     stopGraceMs: envNumber('MUSTER_AGENT_STOP_GRACE_MS', 5000),
     runAs,
+    cgroups: contained.cgroups,
     onChange: () => agent.nudge(),
   })
   const relay = startNodeLogRelay(agent, { logFile: (p, r) => runner.logFile(p, r), maxLogBytes })
