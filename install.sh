@@ -9,7 +9,8 @@
 #   sh install.sh --uninstall [--purge] [--root DIR]
 #
 # It owns: the system account `muster` (and, for a worker, `muster-run`, the
-# account replicas run as, which cannot read the data directory), /usr/local/bin/muster, /etc/muster/
+# account replicas run as with agent --run-as muster-run; by default each project gets a uid of its own,
+# neither can read the data directory), /usr/local/bin/muster, /etc/muster/
 # (serve.env, receipt.json), the role's systemd unit, and /var/lib/muster, which
 # --uninstall keeps unless --purge. The receipt /etc/muster/receipt.json lists
 # every file and directory a run created, so --uninstall removes exactly those.
@@ -285,6 +286,16 @@ uninstall() {
 		if "$BIN_PATH" agent --stop-replicas --data-dir "$u_data" >"$WORK/out" 2>"$WORK/err"; then say "$(cat "$WORK/out")"
 		else warn "could not stop the replicas: $(errtext)"; fi
 	fi
+	# The cgroup the bootstrap line made for an Agent without systemd (empty once the Agent and its replicas are gone).
+	if [ "$u_role" = worker ]; then
+		u_sub=muster-agent
+		[ -z "$R" ] || u_sub=muster-agent-$(printf '%s' "$R" | stdin_sha256 | cut -c 1-12)
+		for u_cg in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+			[ -d "$u_cg/$u_sub" ] || continue
+			rmdir "$u_cg/$u_sub/agent" 2>/dev/null || true
+			rmdir "$u_cg/$u_sub" 2>/dev/null || true
+		done
+	fi
 	receipt_files >"$WORK/files"
 	while read -r path sum; do
 		safe_path "$path"
@@ -507,7 +518,8 @@ else
 fi
 account_ids
 
-# A worker's replicas run as $RUN_ACCOUNT, which cannot enter the data directory (issue 22 item 6).
+# A worker's replicas run as a uid of their project's (the Agent picks them), or as $RUN_ACCOUNT when the
+# Agent is given --run-as $RUN_ACCOUNT; neither can enter the data directory (docs/security.md).
 RUN_ACCOUNT_CREATED=false
 if [ "$ROLE" = worker ]; then
 	[ -z "$PREV_ROLE" ] || [ "$(receipt_value runAccountCreated)" != true ] || RUN_ACCOUNT_CREATED=true
@@ -733,7 +745,7 @@ else
 	say "installed muster $VERSION ($ROLE)${R:+ into $R}"
 fi
 say "  account  $ACCOUNT (uid $ACC_UID, $ACCOUNT_NOTE, no login shell)"
-[ "$ROLE" != worker ] || say "  replicas run as $RUN_ACCOUNT (no login shell; cannot read $DATA_DIR)"
+[ "$ROLE" != worker ] || say "  replicas run as a uid of their project's, each in its own cgroup (or as $RUN_ACCOUNT with agent --run-as $RUN_ACCOUNT); none can read $DATA_DIR"
 say "  binary   $BIN_PATH"
 say "  unit     $UNIT_DIR/$UNITS"
 [ "$ROLE" != platform ] || say "  flags    $SERVE_ENV"

@@ -28,7 +28,7 @@ import type { AssignedReplica } from '../projects/assignments.ts'
 import { log } from '../log.ts'
 import { writeFileAtomic } from '../datadir.ts'
 import type { RunAs } from './isolation.ts'
-import { cgroupMembers, killCgroup, oomKills, removeCgroup, enterCgroup, signalCgroup, type Cgroups, type ReplicaCgroup } from '../replicas/cgroups.ts'
+import { cgroupMembers, killCgroup, oomKills, removeCgroup, removeEmptySubtrees, enterCgroup, signalCgroup, type Cgroups, type ReplicaCgroup } from '../replicas/cgroups.ts'
 import { inMusterRange, killProcessesOf } from '../replicas/uids.ts'
 import { DEFAULT_LOG_MAX_BYTES, logFileName, openForAppend, rotateIfOver } from './log-files.ts'
 import { bootId, sameProcess, procStat, signalGroup } from './procs.ts'
@@ -135,7 +135,9 @@ export class Runner {
 
   /** Stops every replica (on purpose: `agent --stop-replicas`, or the Platform's own node stopping). */
   async stopAll(): Promise<void> {
+    const cgs = [...this.replicas.values()].flatMap((s) => (s.cgroup ? [s.cgroup] : []))
     await Promise.all([...this.replicas].map(([key, s]) => this.stop(key, s)))
+    removeEmptySubtrees(cgs)
     this.close()
   }
 
@@ -154,6 +156,7 @@ export class Runner {
   private close(): void {
     if (this.watch) clearInterval(this.watch)
     this.watch = undefined
+    this.opts.cgroups?.prune()
   }
 
   /** Takes over what the state file records: the same processes keep running, the gone ones are reported. */

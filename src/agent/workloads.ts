@@ -47,7 +47,7 @@ export async function startWorkloads(agent: Agent, opts: { runAs?: string } = {}
   // Before anything is adopted: `agent --stop-replicas` asks this process from now on.
   writeAgentPid(agent.dataDir)
   // Each replica's cgroup (where the Agent has a subtree of its own), then who replicas run as; both recorded for doctor.
-  const contained = Cgroups.find(agent.dataDir.root)
+  const contained = process.env.MUSTER_AGENT_CGROUPS === 'off' ? { cgroups: null, reason: 'MUSTER_AGENT_CGROUPS=off', limitsReason: 'no cgroups' } : Cgroups.find(agent.dataDir.root)
   if (!contained.cgroups) log.warn(`replicas get no cgroup of their own (${contained.reason}): a stop reaches their process group and their project's uid`)
   else if (contained.limitsReason) log.warn(`replicas each get a cgroup, but --cpu and --memory are not enforced: ${contained.limitsReason}`)
   const { runAs } = await decideIsolation(agent.dataDir, opts.runAs, contained)

@@ -17,6 +17,8 @@ export interface ReplicaStatus {
   state: 'pending' | 'running' | 'failed' | 'stopped'
   exitCode?: number | null
   revision?: number
+  /** Why it failed, when the Agent knows more than the exit status (killed for its memory limit). */
+  reason?: 'out-of-memory'
 }
 
 export interface NodeEntry {

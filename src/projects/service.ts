@@ -36,6 +36,8 @@ export interface PlacementView {
   node: string | null
   state: 'pending' | 'running' | 'failed' | 'stopped'
   exitCode?: number | null
+  /** Why it failed, when its node knows (killed for its memory limit). */
+  reason?: 'out-of-memory'
 }
 
 export type ProjectView = Omit<Project, 'previous' | 'deployerRole'> & {
@@ -212,7 +214,7 @@ export class Projects {
       .sort((a, b) => a.replica - b.replica)
       .map((x) => {
         const st = x.node ? this.replicaStates(x.node).find((r) => r.project === p.name && r.replica === x.replica && (r.revision ?? p.revision) === p.revision) : undefined
-        return { replica: x.replica, node: x.node, state: st?.state ?? 'pending', ...(st?.exitCode !== undefined ? { exitCode: st.exitCode } : {}) }
+        return { replica: x.replica, node: x.node, state: st?.state ?? 'pending', ...(st?.exitCode !== undefined ? { exitCode: st.exitCode } : {}), ...(st?.reason ? { reason: st.reason } : {}) }
       })
     return {
       name: p.name,

@@ -205,6 +205,11 @@ export class Cgroups {
   create(name: string, limits: Limits): ReplicaCgroup {
     if (!NAME.test(name)) throw new Error(`not a replica cgroup name: ${name}`)
     const cg = this.named(name)
+    // The subtree was removed when its last replica stopped (a root Agent's): made again, with its controllers.
+    if (!existsSync(this.base)) {
+      mkdirSync(this.base, { recursive: true, mode: 0o755 })
+      enable(this.base, ['memory', 'cpu', 'pids'])
+    }
     mkdirSync(cg.dir, { recursive: true })
     for (const d of cg.v1) mkdirSync(d, { recursive: true })
     const bytes = String(Math.max(1, limits.memory) * 1048576)
@@ -222,6 +227,16 @@ export class Cgroups {
       write(join(cpu, 'cpu.cfs_quota_us'), quota)
     }
     return cg
+  }
+
+  /** Removes a root Agent's subtree when no replica is left in it (made again by the next create). */
+  prune(): void {
+    if (!basename(this.base).startsWith('muster-replicas-')) return
+    for (const d of [this.base, ...this.v1Bases]) {
+      try {
+        rmdirSync(d)
+      } catch {}
+    }
   }
 
   /** The directories of replica `name` (whether or not they exist). */
@@ -300,6 +315,16 @@ export function oomKills(cg: ReplicaCgroup): number {
 /** Removes the (empty) cgroup directories of `cg`. */
 export function removeCgroup(cg: ReplicaCgroup): void {
   for (const d of [cg.dir, ...cg.v1]) {
+    try {
+      rmdirSync(d)
+    } catch {}
+  }
+}
+
+/** Once every replica is stopped: removes a root Agent's muster-replicas-… directories above `cgs` that are left empty. */
+export function removeEmptySubtrees(cgs: ReplicaCgroup[]): void {
+  const parents = new Set(cgs.flatMap((cg) => [cg.dir, ...cg.v1].map((d) => dirname(d))).filter((d) => basename(d).startsWith('muster-replicas-')))
+  for (const d of parents) {
     try {
       rmdirSync(d)
     } catch {}

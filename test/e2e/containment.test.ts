@@ -35,6 +35,7 @@ function processesOf(project: string): number[] {
   return out
 }
 
+const sessionOf = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]!.split(' ')[3]
 const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1])
 const cpuTicks = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'latin1').slice(readFileSync(`/proc/${pid}/stat`, 'latin1').lastIndexOf(')') + 2).split(' ')
@@ -82,10 +83,14 @@ describeAsRoot('replica containment', () => {
   test('a replica that calls setsid and double-forks dies with `projects remove`, and with `agent --stop-replicas` after the Agent restarted', { timeout: 240_000 }, async () => {
     const a = `escape-${tag}`
     expect((await cli(['projects', 'deploy', a, '--replicas', '1', '--cpu', '10', '--memory', '32', '--', 'sh', '-c', ESCAPE])).code).toBe(0)
-    const before = await placed(a, 3)
-    // the escapees really left the replica's process group and session
-    const sessions = new Set(before.map((pid) => readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]!.split(' ')[3]))
-    expect(sessions.size).toBeGreaterThan(1)
+    // the three sleeps, the escapees having left the replica's session
+    const before = await waitFor(() => {
+      const pids = processesOf(a).filter((pid) => /^sleep\x00(300[12]|3600)\x00/.test(readFileSync(`/proc/${pid}/cmdline`, 'latin1')))
+      return pids.length === 3 && new Set(pids.map(sessionOf)).size > 1 ? pids : null
+    }, { timeoutMs: 60_000, what: `${a}'s escaped processes` })
+    expect(before.length).toBe(3)
+    // all three in the replica's own cgroup
+    for (const pid of before) expect(readFileSync(`/proc/${pid}/cgroup`, 'utf8')).toMatch(new RegExp(`^0::/.*/${a}\\.0\\.\\d+\\.\\d+$`, 'm'))
     expect((await cli(['projects', 'remove', a])).code).toBe(0)
     await waitFor(() => processesOf(a).length === 0, { timeoutMs: 30_000, what: `every process of ${a} gone after projects remove (left: ${processesOf(a).join(' ')})` })
 
@@ -173,5 +178,26 @@ describeAsRoot('replica containment', () => {
     const doctor = JSON.parse((await runMuster(['doctor', '--data-dir', data, '--json'])).stdout) as { checks: { name: string; status: string; message: string }[] }
     expect(doctor.checks.find((c) => c.name === 'replica-isolation')).toMatchObject({ status: 'ok', message: expect.stringContaining('a uid of its own') })
     for (const p of [alice, mallory]) expect((await cli(['projects', 'remove', p])).code).toBe(0)
+  })
+  test('without cgroups (MUSTER_AGENT_CGROUPS=off) the escapees still die: every process of the project\'s own uid is killed with its last replica', { timeout: 240_000 }, async () => {
+    const { token } = JSON.parse((await cli(['nodes', 'enroll-token', 'c2', '--json'])).stdout) as { token: string }
+    const flat = `${dir.path}/c2`
+    expect((await runMuster(['worker', 'join', '--platform-url', serve.enrollUrl, '--node-id', 'c2', '--platform-fingerprint', serve.fingerprint, '--address', '127.0.0.1', '--port', String(await freePort()), '--data-dir', flat, '--label', 'pool=flat'], { env: { MUSTER_ENROLLMENT_TOKEN: token } })).code).toBe(0)
+    const second = await startMuster(['agent', '--data-dir', flat], { env: { ...agentEnv, MUSTER_AGENT_CGROUPS: 'off' } })
+    try {
+      await waitFor(async () => (JSON.parse((await cli(['nodes', 'list', '--json'])).stdout) as { nodes: { name: string; state: string }[] }).nodes.find((n) => n.name === 'c2')?.state === 'ready', { timeoutMs: 60_000, what: 'c2 ready' })
+      const c = `escape3-${tag}`
+      expect((await cli(['projects', 'deploy', c, '--replicas', '1', '--cpu', '10', '--memory', '32', '--node-label', 'pool=flat', '--', 'sh', '-c', ESCAPE])).code).toBe(0)
+      const pids = await waitFor(() => {
+        const p = processesOf(c).filter((pid) => /^sleep\x00(300[12]|3600)\x00/.test(readFileSync(`/proc/${pid}/cmdline`, 'latin1')))
+        return p.length === 3 && new Set(p.map(sessionOf)).size > 1 ? p : null
+      }, { timeoutMs: 60_000, what: `${c}'s escaped processes` })
+      expect(new Set(pids.map(uidOf)).size).toBe(1)
+      expect(JSON.parse(readFileSync(`${flat}/worker/isolation.json`, 'utf8'))).toMatchObject({ isolated: true, containment: 'process-group' })
+      expect((await cli(['projects', 'remove', c])).code).toBe(0)
+      await waitFor(() => processesOf(c).length === 0, { timeoutMs: 30_000, what: `every process of ${c} gone (left: ${processesOf(c).join(' ')})` })
+    } finally {
+      await second.stop()
+    }
   })
 })

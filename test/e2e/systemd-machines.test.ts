@@ -113,6 +113,20 @@ describeWithMachines(why, 'install.sh and the bootstrap line under systemd', () 
     const replicaPid = async () => (await m.run(['pgrep', '-u', replicaUid, '-x', 'sleep'])).stdout.trim()
     const pidBefore = await replicaPid()
     expect(pidBefore).toMatch(/^\d+$/)
+    // the replica in a cgroup of its own under the unit's delegated cgroup, the Agent in its leaf beside it
+    const cgroupOf = async (pid: string) => /^0::(.*)$/m.exec((await m.run(['cat', `/proc/${pid}/cgroup`])).stdout)?.[1]
+    expect(await cgroupOf(pidBefore)).toMatch(/^\/system\.slice\/muster-agent\.service\/web\.0\.\d+\.\d+$/)
+    expect(await cgroupOf(first.MainPID)).toBe('/system.slice/muster-agent.service/agent')
+    // a replica that leaves its session and double-forks dies with its project
+    const alive = async (project: string) => (await m.sh(`grep -l -a 'MUSTER_PROJECT=${project}' /proc/[0-9]*/environ 2>/dev/null | grep -v self || true`)).stdout.trim()
+    expect((await muster(['projects', 'deploy', 'esc', '--replicas', '1', '--cpu', '10', '--memory', '32', '--', 'sh', '-c', 'setsid sh -c "exec sleep 3001" & sh -c "sleep 3002 & exit 0"; exec sleep 3600'])).code).toBe(0)
+    await waitFor(async () => (await alive('esc')).split('\n').length >= 3, { timeoutMs: 60_000, what: "esc's three processes" })
+    expect((await muster(['projects', 'remove', 'esc'])).code).toBe(0)
+    await waitFor(async () => (await alive('esc')) === '', { timeoutMs: 30_000, what: 'every process of esc gone' })
+    // doctor on the machine: replicas cannot read the key; their containment is said as it is
+    const doctor = JSON.parse((await m.run(['muster', 'doctor', '--json'])).stdout) as { checks: { name: string; status: string; message: string }[] }
+    expect(doctor.checks.find((c) => c.name === 'replica-isolation')).toMatchObject({ status: 'ok' })
+    expect(doctor.checks.find((c) => c.name === 'replica-containment')?.message).toContain('each replica runs in its own cgroup under /sys/fs/cgroup/unified/system.slice/muster-agent.service')
 
     // 4. the Agent crashes: systemd restarts it and the replica keeps running, adopted by the new Agent
     expect((await m.run(['kill', '-9', first.MainPID])).code).toBe(0)
@@ -121,6 +135,7 @@ describeWithMachines(why, 'install.sh and the bootstrap line under systemd', () 
       return u.ActiveState === 'active' && u.MainPID !== first.MainPID && u.MainPID !== '0' ? u : null
     }, { timeoutMs: 30_000, what: 'muster-agent restarted by systemd' })
     expect(restarted.NRestarts).toBe('1')
+    await waitFor(async () => (await cgroupOf(restarted.MainPID)) === '/system.slice/muster-agent.service/agent', { timeoutMs: 30_000, what: 'the new Agent in its leaf' })
     await waitFor(async () => (await m.run(['journalctl', '-u', 'muster-agent', '--no-pager', '-o', 'cat'])).stdout.includes('replica web/0 (pid '), { timeoutMs: 30_000, what: 'the new Agent adopting web/0' })
     expect(await replicaPid()).toBe(pidBefore)
 

@@ -35,6 +35,7 @@ const ReplicaStatus = v.object({
   state: v.picklist(['pending', 'running', 'failed', 'stopped']),
   exitCode: v.optional(v.nullable(v.number())),
   revision: v.optional(v.number()),
+  reason: v.optional(v.picklist(['out-of-memory'])),
 })
 export const Register = v.object({
   nodeId: v.optional(NodeName),
