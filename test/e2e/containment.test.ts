@@ -50,6 +50,11 @@ describeAsRoot('replica containment', () => {
   let serve: Awaited<ReturnType<typeof startServeWithListener>>
   let agent: Daemon
   let data: string
+  /** The replica cgroups of `project` under the Agent's subtree (the one isolation.json names). */
+  const cgroupsOf = (project: string): string[] => {
+    const base = (JSON.parse(readFileSync(`${data}/worker/isolation.json`, 'utf8')) as { cgroup?: string }).cgroup
+    return base && existsSync(base) ? readdirSync(base).filter((n) => n.startsWith(`${project}.`)) : []
+  }
   const cli = (args: string[]) => runMuster(args, { env: serve.env, timeoutMs: 60_000 })
   const agentEnv = { MUSTER_AGENT_HOST: '127.0.0.1', MUSTER_AGENT_HEARTBEAT_MS: '300', MUSTER_AGENT_STOP_GRACE_MS: '2000' }
   const placed = (project: string, want: number) =>
@@ -93,6 +98,7 @@ describeAsRoot('replica containment', () => {
     for (const pid of before) expect(readFileSync(`/proc/${pid}/cgroup`, 'utf8')).toMatch(new RegExp(`^0::/.*/${a}\\.0\\.\\d+\\.\\d+$`, 'm'))
     expect((await cli(['projects', 'remove', a])).code).toBe(0)
     await waitFor(() => processesOf(a).length === 0, { timeoutMs: 30_000, what: `every process of ${a} gone after projects remove (left: ${processesOf(a).join(' ')})` })
+    await waitFor(() => cgroupsOf(a).length === 0, { timeoutMs: 10_000, what: `${a}'s cgroup removed (${cgroupsOf(a).join(' ')})` })
 
     // The same escape, then the Agent restarts (the replica is adopted with its cgroup), then --stop-replicas.
     const b = `escape2-${tag}`
@@ -101,10 +107,13 @@ describeAsRoot('replica containment', () => {
     await agent.stopLeavingReplicas()
     expect(processesOf(b).sort()).toEqual(running.sort()) // the replicas outlive their Agent
     agent = await startMuster(['agent', '--data-dir', data], { env: agentEnv })
-    await agent.waitForLog(new RegExp(`replica ${b}/0 \\(pid \\d+\\) is still running: adopted`))
+    await agent.waitForLog(new RegExp(`replica ${b}/0 \\(pid \\d+\\) is still running: adopted with its cgroup`))
+    await waitFor(async () => (JSON.parse((await cli(['projects', 'show', b, '--json'])).stdout) as { placements: { state: string }[] }).placements[0]?.state === 'running', { timeoutMs: 30_000, what: `${b} running under the new Agent` })
+    expect(processesOf(b).sort()).toEqual(running.sort()) // every one of them adopted, none killed as a stray
     const stopped = await runMuster(['agent', '--stop-replicas', '--data-dir', data], { timeoutMs: 60_000 })
     expect(stopped.code).toBe(0)
     await waitFor(() => processesOf(b).length === 0, { timeoutMs: 30_000, what: `every process of ${b} gone after --stop-replicas (left: ${processesOf(b).join(' ')})` })
+    expect(cgroupsOf(b)).toEqual([]) // found through the record, killed and removed
     agent = await startMuster(['agent', '--data-dir', data], { env: agentEnv })
   })
 
