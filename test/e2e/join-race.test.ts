@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { runMuster, startServeWithListener } from '../helpers/binary.ts'
 import { freePort } from '../helpers/node-side.ts'
 import { describeAsRoot } from '../helpers/root.ts'
-import { tmpDir } from '../helpers/tmp.ts'
+import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 const FILES = ['agent.key', 'agent.crt', 'node-credential', 'trust.json', 'agent.json', 'platforms.json']
 /** renameat2 on this architecture (x86_64, aarch64). */
@@ -23,25 +23,34 @@ const RENAMEAT2 = process.arch === 'arm64' ? 276 : 316
 
 // The other account's racer: find the join, plant the temporary names it would use, then swap the files it wrote.
 const RACER = `
-use strict; use Time::HiRes qw(time);
+use strict; use Time::HiRes qw(time); use POSIX qw(mkfifo); $| = 1;
 my ($dir, $victim, $data, @files) = @ARGV;
+mkfifo("$dir/agent.key", 0600) or die "mkfifo: $!";
+print "ready\\n";
+# Pids are handed out in order: watch the next ones (a full /proc scan each time would be too slow to be early).
 my $pid; my $end = time + 60;
+sub last_pid { open(my $l, "<", "/proc/sys/kernel/ns_last_pid") or die; my $n = <$l> + 0; close $l; $n }
+my $start = last_pid();
 while (!$pid) {
-  opendir(my $p, "/proc") or die;
-  for my $e (readdir $p) {
-    next unless $e =~ /^\\d+$/ && $e != $$;
+  my $last = last_pid();
+  for my $e (($last - 300 > $start ? $last - 300 : $start) .. $last) {
     open(my $f, "<", "/proc/$e/cmdline") or next; local $/; my $c = <$f>; close $f;
     if (defined $c && index($c, "join\\0") >= 0 && index($c, "$data\\0") >= 0) { $pid = $e; last }
   }
-  closedir $p;
   exit 2 if time > $end;
 }
-my $now = int(time * 1000);
-for my $t ($now - 20 .. $now + 4000) { symlink($victim, "$dir/$_.tmp-$pid-$t") for @files }
-print "planted\\n";
-# Once the last file is there, keep swapping each root-owned file with a symlink to the victim until the join ends.
-for my $f (@files) { symlink($victim, "$dir/.s-$f") }
+# The join names a temporary file FILE.tmp-PID-MILLISECONDS. It first reads the key it may already have, and
+# worker/agent.key is a FIFO the account made: the join waits there while the names of the next second are
+# planted, then goes on with whatever the account writes into it (not a key: it makes a new one at once).
+my @aims = ('agent.key', 'agent.crt');
+my $t = int(time * 1000) - 5;
+my $planted = 0;
+while ($t < int(time * 1000) + 1500) { for my $f (@aims) { symlink($victim, "$dir/$f.tmp-$pid-$t") and $planted++ } $t++ }
+open(my $w, ">", "$dir/agent.key") or die "fifo: $!"; print $w "not a key\\n"; close $w;
+print "planted $planted\\n";
 while (-e "/proc/$pid" && !-e "$dir/agent.json") { }
+# Then keep swapping each root-owned file with a symlink to the victim until the join ends.
+for my $f (@files) { symlink($victim, "$dir/.s-$f") }
 my $swaps = 0;
 while (-e "/proc/$pid") {
   for my $f (@files) { syscall(${RENAMEAT2}, -100, "$dir/$f", -100, "$dir/.s-$f", 2) == 0 and $swaps++ }
@@ -94,11 +103,16 @@ describeAsRoot('worker join as root into a directory another account owns', () =
       chownSync(data, uid, uid)
       plant(data)
       const r = race ? Bun.spawn(['setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', 'perl', racer, join(data, 'worker'), victim, data, ...FILES], { stdout: 'pipe', stderr: 'pipe', cwd: '/' }) : undefined
+      let said = ''
+      const heard = r ? (async () => {
+        for await (const c of r.stdout) said += new TextDecoder().decode(c)
+      })() : undefined
+      if (r) await waitFor(() => said.includes('ready') || r.exitCode !== null, { timeoutMs: 30_000, what: 'the racer ready' })
       const { token } = JSON.parse((await runMuster(['nodes', 'enroll-token', node, '--json'], { env: serve.env })).stdout) as { token: string }
-      const joined = await runMuster(['worker', 'join', '--platform-url', serve.enrollUrl, '--node-id', node, '--platform-fingerprint', serve.fingerprint, '--address', '127.0.0.1', '--port', String(await freePort()), '--data-dir', data], { env: { MUSTER_ENROLLMENT_TOKEN: token } })
+      const joined = await runMuster(['worker', 'join', '--platform-url', serve.enrollUrl, '--node-id', node, '--platform-fingerprint', serve.fingerprint, '--address', '127.0.0.1', '--port', String(await freePort()), '--data-dir', data], { env: { MUSTER_ENROLLMENT_TOKEN: token }, timeoutMs: 60_000 })
       if (r) {
         const timer = setTimeout(() => r.kill('SIGKILL'), 30_000)
-        const [said, err] = await Promise.all([new Response(r.stdout).text(), new Response(r.stderr).text(), r.exited])
+        const [err] = await Promise.all([new Response(r.stderr).text(), r.exited, heard])
         clearTimeout(timer)
         expect(err).toBe('')
         expect(said).toContain('planted') // the racer found the join in time
@@ -108,8 +122,9 @@ describeAsRoot('worker join as root into a directory another account owns', () =
     }
     const asAccount = (data: string, f: (d: string) => void) => f(data)
 
-    // 1. the temporary names the join's files would take are symlinks to the victim, planted as the join starts
-    //    (and, once the files are there, each is swapped with such a symlink over and over while the join runs)
+    // 1. the temporary names the join's files would take are symlinks to the victim, planted while the join waits
+    //    on a FIFO the account put where the key goes (and, once the files are there, each is swapped with such a
+    //    symlink over and over while the join runs)
     for (let i = 0; i < 2; i++) {
       const { data, joined } = await joinInto((d) => {
         mkdirSync(join(d, 'worker'), { mode: 0o700 })
