@@ -1,7 +1,9 @@
 // Root runs `muster worker join` into a data directory another account owns
 // (`sudo muster worker join` where install.sh made /var/lib/muster the muster
 // account's): that account races the join, performed through dist/muster. It
-// plants symlinks at the names the join's temporary files would take and, once
+// holds the join on a FIFO where the key goes (the join first reads a key it
+// may have) while it plants symlinks at the names the join's temporary files
+// would take and, once
 // the files are written, swaps each one with a symlink to a root-owned file
 // outside (renameat2 RENAME_EXCHANGE in a loop, a race it seldom wins) while
 // the join hands the files to the directory's owner; it makes worker/ a
