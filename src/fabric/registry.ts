@@ -17,8 +17,7 @@ export interface ReplicaStatus {
   state: 'pending' | 'running' | 'failed' | 'stopped'
   exitCode?: number | null
   revision?: number
-  /** Why it failed, when the Agent knows more than the exit status (killed for its memory limit). */
-  reason?: 'out-of-memory'
+  reason?: 'out-of-memory' // why it failed, when the Agent knows more than its exit status
 }
 
 export interface NodeEntry {
