@@ -2,9 +2,12 @@
 // (test/helpers/machines.ts): a Platform on one namespace host, a booted
 // Debian 12 on another. The printed bootstrap line runs inside the machine
 // as root: it installs the worker role, joins, and starts muster-agent.service,
-// which runs as `muster`; a project runs there with its logs, each replica as
-// its own user; a crashed Agent is restarted by systemd and adopts the replica
-// that kept running (KillMode=process); a revoked node's Agent exits with
+// which runs as `muster`; a project runs there with its logs, as a uid of its
+// own, in a cgroup of its own under the unit's delegated cgroup (Delegate=yes;
+// the Agent in its `agent` leaf); a replica that calls setsid and double-forks
+// dies with its project; doctor on the machine is content; a crashed Agent is
+// restarted by systemd and adopts the replica that kept running
+// (KillMode=process); a revoked node's Agent exits with
 // status 3 and systemd leaves it stopped; `install.sh --uninstall --purge`
 // leaves the machine as it found it. The line leaves nothing in /tmp.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
