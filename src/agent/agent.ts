@@ -24,7 +24,7 @@ import { credentialGeneration, readCredential, readTrustFile, requireJoined, WOR
 import { startAgentServer, type SignedHandler } from './server.ts'
 import { refreshTrust } from './trust.ts'
 import { signRenewProof } from '../crypto/enroll-proof.ts'
-import { isPlatformFailure, PlatformChoice } from './platforms.ts'
+import { isPlatformFailure, PlatformChoice } from './platform-choice.ts'
 import { startWorkloads, type Workloads } from './workloads.ts'
 import { askStanding, isDead, wayBack, type Standing } from './standing.ts'
 import { reconnectDelayMs } from './backoff.ts'
@@ -50,7 +50,7 @@ export interface AgentOptions {
   tickMs?: number
   /** Pull and run assignments (default true). */
   workloads?: boolean
-  /** `--run-as USER`: the account replicas run as (src/agent/isolation.ts). */
+  /** `--run-as USER`: the account replicas run as (src/replicas/isolation.ts). */
   runAs?: string
 }
 

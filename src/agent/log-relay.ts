@@ -9,7 +9,7 @@ import { log } from '../log.ts'
 import { checkLogRequest, type LogChunk, type LogRequestPayload } from '../projects/log-request.ts'
 import type { Agent } from './agent.ts'
 import { apiClient } from './connect.ts'
-import { LogFollower, readTail } from './log-files.ts'
+import { LogFollower, readTail } from '../replicas/log-files.ts'
 
 const FOLLOW_TICK_MS = 1000
 /** A follow with nothing new still tells the Platform it is there this often (and learns whether to go on). */

@@ -6,7 +6,7 @@ import { MusterError } from '../errors.ts'
 import type { TrustKey } from '../fabric/trust-keys.ts'
 import { log } from '../log.ts'
 import { VERSION } from '../version.ts'
-import { verifyAgentRequest } from './signing.ts'
+import { verifyAgentRequest } from '../signed/requests.ts'
 
 const MAX_BODY_BYTES = 4 * 1024 * 1024
 

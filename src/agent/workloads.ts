@@ -9,15 +9,15 @@
 // worker/replicas.json and the next Agent adopts them; stopping the Agent
 // leaves them running unless it is told to stop them (SIGUSR2, or
 // `muster agent --stop-replicas`). They run as another account where the
-// Agent can switch users (src/agent/isolation.ts). The log relay serves
+// Agent can switch users (src/replicas/isolation.ts). The log relay serves
 // their output to the Platform (src/agent/log-relay.ts).
 import { log } from '../log.ts'
-import { checkAssignments } from '../projects/assignments.ts'
-import { Runner } from './runner.ts'
+import { checkAssignments } from '../signed/documents.ts'
+import { Runner } from '../replicas/runner.ts'
 import { apiClient } from './connect.ts'
 import type { Agent } from './agent.ts'
-import { decideIsolation } from './isolation.ts'
-import { DEFAULT_LOG_MAX_BYTES } from './log-files.ts'
+import { decideIsolation } from '../replicas/isolation.ts'
+import { DEFAULT_LOG_MAX_BYTES } from '../replicas/log-files.ts'
 import { startNodeLogRelay } from './log-relay.ts'
 import { LOG_POLL_PATH } from '../projects/log-request.ts'
 import { clearAgentPid, runningAgentPid, writeAgentPid } from './agent-pid.ts'

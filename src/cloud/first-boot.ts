@@ -14,7 +14,7 @@ import { dropFirstBoot, getFirstBoot, setFirstBoot } from '../store/cloud-first-
 import { revokePendingEnrollments } from '../store/join-tokens.ts'
 import type { ProvisionRow } from '../store/cloud-provisions.ts'
 import { BINARY_ROUTE } from './binary.ts'
-import { servedBinary, servedBinarySha256 } from '../served-binary.ts'
+import { servedBinary, servedBinarySha256 } from '../bootstrap/served-binary.ts'
 import type { CloudProvider, ProviderName } from './provider.ts'
 import { parseInbound } from './inbound.ts'
 import { FIRST_BOOT_PURPOSE, sealFor, sealKey, unsealFor } from './seal.ts'

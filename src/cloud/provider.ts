@@ -2,7 +2,7 @@
 // each accepts, and where each API lives (overridable so tests use fakes).
 import * as v from 'valibot'
 import { MusterError } from '../errors.ts'
-import { invalid } from '../http/validate.ts'
+import { invalid } from '../wire/validate.ts'
 import type { RetryPolicy } from './retry.ts'
 
 export const PROVIDERS = ['hetzner', 'digitalocean', 'aws', 'azure', 'gcp'] as const

@@ -16,7 +16,7 @@ import { pendingEnrollments, revokePendingEnrollments } from '../store/join-toke
 import { isTombstoned } from '../store/nodes.ts'
 import { audited, type Actor } from './audit.ts'
 import { BINARY_ROUTE } from './binary.ts'
-import { servedBinary } from '../served-binary.ts'
+import { servedBinary } from '../bootstrap/served-binary.ts'
 import { unreachableReason } from './reachable.ts'
 import { FirstBootStore } from './first-boot.ts'
 import { inboundJson, parseInbound } from './inbound.ts'

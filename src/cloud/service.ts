@@ -4,7 +4,7 @@
 import type { Principal } from '../auth/auth.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
 import type { Projects } from '../projects/service.ts'
 import { deleteConnection, getConnection, listConnections, upsertConnection } from '../store/cloud-connections.ts'
@@ -83,7 +83,7 @@ export class Cloud {
       t.unref?.()
       this.timers.push(t)
     }
-    // One Platform among those sharing the store runs each loop (src/ha/leases.ts).
+    // One Platform among those sharing the store runs each loop (src/context/leases.ts).
     const reconcile = this.ctx.leases.lease('cloud-reconcile')
     const autoscale = this.ctx.leases.lease('cloud-autoscale')
     every(Number(process.env.MUSTER_CLOUD_RECONCILE_MS) || 5000, () => reconcile.run(() => this.provisioner.reconcile()))

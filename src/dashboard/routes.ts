@@ -3,7 +3,7 @@
 // scripts call the same JSON routes as the SDK, with the session cookie.
 import { Elysia } from 'elysia'
 import { MusterError } from '../errors.ts'
-import type { Services } from '../services.ts'
+import type { Services } from '../http/services.ts'
 import html from './ui/index.html' with { type: 'text' }
 import css from './ui/app.css' with { type: 'text' }
 import app from './ui/app.js' with { type: 'text' }

@@ -5,7 +5,7 @@ import { parseCertificate } from '../crypto/x509.ts'
 import { enrollProofMessage, verifyProof } from '../crypto/enroll-proof.ts'
 import { safeEqual } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
-import { invalid, issueField, NodeName } from '../http/validate.ts'
+import { invalid, issueField, NodeName } from '../wire/validate.ts'
 import { bindCertificate, insertNodeRow, isTombstoned, nodesByNameOrCert, type NodeRow } from '../store/nodes.ts'
 import { getJoinToken, takeTokenUse } from '../store/join-tokens.ts'
 import { isUniqueViolation } from '../store/sql.ts'
@@ -14,7 +14,7 @@ import type { Fabric, NodeAnchors } from './fabric.ts'
 import { globMatch } from './glob.ts'
 import { LabelsSchema, labelsToJson } from './labels.ts'
 import type { TrustKey } from './trust-keys.ts'
-import type { NodeFacingPlatform } from '../ha/platforms.ts'
+import type { NodeFacingPlatform } from '../ha/live-platforms.ts'
 
 export const EnrollBody = v.object({
   token: v.pipe(v.string(), v.maxLength(200)),

@@ -9,7 +9,7 @@
 //   answers exactly as before.
 import type { Fabric } from './fabric.ts'
 import type { NodeEntry, ReplicaStatus } from './registry.ts'
-import type { NodeFacingPlatform } from '../ha/platforms.ts'
+import type { NodeFacingPlatform } from '../ha/live-platforms.ts'
 
 export interface HeartbeatBody {
   nodeId?: string

@@ -3,8 +3,8 @@
 // label and prefix select (the page's state filter aside), so a dashboard can
 // show 100,000 nodes as a first page and a line of counts.
 import { MusterError } from '../errors.ts'
-import { encodeCursor, indexAfter, indexFrom, pageQuery, queryText } from '../http/paging.ts'
-import { NODE_NAME } from '../http/validate.ts'
+import { encodeCursor, indexAfter, indexFrom, pageQuery, queryText } from '../wire/paging.ts'
+import { NODE_NAME } from '../wire/validate.ts'
 import { pendingEnrollments } from '../store/join-tokens.ts'
 import type { Fabric, NodeView } from './fabric.ts'
 import { LABEL_KEY, LABEL_VALUE, type Labels } from './labels.ts'

@@ -7,11 +7,11 @@
 import { pinnedFetch, PinMismatchError } from '../crypto/pin.ts'
 import { certCovers, ipToBytes } from '../crypto/x509.ts'
 import { log } from '../log.ts'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import type { Fabric } from './fabric.ts'
 import { getNode } from '../store/nodes.ts'
 import { probesSince, writeProbes } from '../store/node-probes.ts'
-import type { Lease } from '../ha/leases.ts'
+import type { Lease } from '../context/leases.ts'
 import type { NodeEntry } from './registry.ts'
 
 const DEFAULT_INTERVAL_MS = 15_000

@@ -15,7 +15,7 @@
 import { generateSigningKey, signDomain } from '../crypto/ed25519.ts'
 import { b64url, fromB64url, sha256Hex } from '../crypto/tokens.ts'
 import { log } from '../log.ts'
-import type { Vault } from '../vault.ts'
+import type { Vault } from '../context/vault.ts'
 import { planTrustKeys, signingKey, type TrustPlan } from './trust-schedule.ts'
 
 export { KEY_LIFETIME_MS, SIGNING_MS } from './trust-schedule.ts'

@@ -10,9 +10,9 @@ import type { Controller } from './controller.ts'
 import { DOMAINS } from './formats.ts'
 import type { Membership } from './membership.ts'
 import { spendNonce } from './office-store.ts'
-import type { PlacedProjectSpec } from './placement.ts'
+import type { PlacedProjectSpec } from './placed-projects.ts'
 import { signProof, verifyProof } from './proofs.ts'
-import type { ControllerCall } from './wire.ts'
+import type { ControllerCall } from '../wire/federation.ts'
 
 /** A call older or newer than this is refused; clocks of federated Platforms should agree to within it. */
 export const CALL_WINDOW_MS = 120_000

@@ -8,14 +8,14 @@ import { randomSecret, safeEqual, sha256Hex } from '../crypto/tokens.ts'
 import { tokenDigester, type TokenDigest } from '../crypto/token-digest.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import * as store from './controller-store.ts'
 import { DOMAINS, formatOfficeToken, parseOfficeToken, tokenFingerprint } from './formats.ts'
 import { loadClusterKey, signProof } from './proofs.ts'
 import { mintVouch } from './vouch.ts'
 import { getAccount } from '../store/accounts.ts'
 import { isRole, lowerRole } from '../auth/permissions.ts'
-import type { HeartbeatBody, RegisterBody } from './wire.ts'
+import type { HeartbeatBody, RegisterBody } from '../wire/federation.ts'
 
 export const DEFAULT_HEARTBEAT_SECONDS = 15
 const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())

@@ -17,7 +17,7 @@ import { markBreakGlassReported, unreportedBreakGlass } from './office-store.ts'
 import { placedProjectStatuses } from './office.ts'
 import type { Federation } from './service.ts'
 import { verifyProof } from './proofs.ts'
-import { LeaseLost, type Lease } from '../ha/leases.ts'
+import { LeaseLost, type Lease } from '../context/leases.ts'
 
 const REQUEST_TIMEOUT_MS = 10_000
 

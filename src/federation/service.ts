@@ -2,13 +2,13 @@
 // becomes one by minting), an office when the environment or the stored token
 // says so. Installs the local-door gate on password login and starts the link.
 import type { Auth } from '../auth/auth.ts'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import { MusterError } from '../errors.ts'
 import type { Projects } from '../projects/service.ts'
 import { Controller, DEFAULT_HEARTBEAT_SECONDS } from './controller.ts'
 import { localAuthority, localDoor, localDoorRefusal, resolveOfficeConfig } from './membership.ts'
 import { OfficeLink } from './office-link.ts'
-import { workloadsRunner, type PlacedProjectRunner } from './placement.ts'
+import { workloadsRunner, type PlacedProjectRunner } from './placed-projects.ts'
 
 export interface Federation {
   readonly ctx: Context

@@ -7,10 +7,10 @@ import { readFileSync } from 'node:fs'
 import { defaultAddresses, isLoopback } from '../addresses.ts'
 import { assertPrivate } from '../datadir.ts'
 import { log } from '../log.ts'
-import type { PlatformOptions } from '../options.ts'
+import type { PlatformOptions } from '../context/options.ts'
 import type { Pki } from '../pki/pki.ts'
 import { ensureServerCert } from '../pki/server-cert.ts'
-import type { Vault } from '../vault.ts'
+import type { Vault } from '../context/vault.ts'
 import { ApiServer, type ApiHandler, type ApiRoutes, type ApiServerOptions, type ApiTls } from './api-server.ts'
 
 export class ApiEndpoint {

@@ -15,11 +15,11 @@ import * as v from 'valibot'
 import { MusterError } from '../errors.ts'
 import { acceptHeartbeatText, currentNode, type HeartbeatBody } from '../fabric/heartbeat.ts'
 import { log } from '../log.ts'
-import type { Services } from '../services.ts'
+import type { Services } from './services.ts'
 import { errorResponse } from './app.ts'
 import { joinTokenAsBearer, malformedRequest } from './request.ts'
 import { Register } from './routes/nodes.ts'
-import { invalid } from './validate.ts'
+import { invalid } from '../wire/validate.ts'
 
 /** How many heartbeats took the allocation-free credential check, and how many bodies the cache answered (tests read them). */
 export const hotPathStats = { fast: 0, cachedBodies: 0 }

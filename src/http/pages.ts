@@ -3,8 +3,8 @@
 // `limit` (default 1000, at most 5000) and `cursor` (from `nextCursor`).
 import type { Fabric } from '../fabric/fabric.ts'
 import { MusterError } from '../errors.ts'
-import { encodeCursor, pageOf, pageQuery, queryText } from './paging.ts'
-import { NODE_NAME } from './validate.ts'
+import { encodeCursor, pageOf, pageQuery, queryText } from '../wire/paging.ts'
+import { NODE_NAME } from '../wire/validate.ts'
 
 /** Projects in name order; `q` keeps the names that start with it. */
 export function projectPage<P extends { name: string }, V>(all: P[], query: Record<string, unknown>, view: (p: P) => V): { projects: V[]; nextCursor: string | null } {

@@ -19,17 +19,17 @@ import { httpsUrl } from '../addresses.ts'
 import { MusterError } from '../errors.ts'
 import type { EnrollmentEndpoint } from '../fabric/fabric.ts'
 import { log } from '../log.ts'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
-import type { PlatformOptions } from '../options.ts'
+import type { PlatformOptions } from '../context/options.ts'
 import type { Pki } from '../pki/pki.ts'
 import { joinTokenAsBearer, malformedRequest, requestPath } from '../http/request.ts'
 import { ensureServerCert, type ServerCert } from '../pki/server-cert.ts'
 import { FairShare, sourceKey } from './fair-share.ts'
-import { assertPortFree } from '../swap/ports.ts'
-import { steerToNewest } from '../swap/steer.ts'
+import { assertPortFree } from '../sockets/ports.ts'
+import { steerToNewest } from '../sockets/steer.ts'
 import { listenerPlan } from './plan.ts'
-import { ownConnections, untilListenersDrained } from '../swap/sockets.ts'
+import { ownConnections, untilListenersDrained } from '../sockets/sockets.ts'
 
 export const MAX_BODY_BYTES = 64 * 1024
 export const MAX_CONNECTIONS = 64
@@ -204,7 +204,7 @@ export class EnrollmentListener {
 
   /**
    * Engine swap, old side, after the new engine steered the port to itself:
-   * closes the listening socket once that resets nothing (src/swap/sockets.ts),
+   * closes the listening socket once that resets nothing (src/sockets/sockets.ts),
    * lets the connections it holds finish (their requests are forwarded to the
    * new engine, answered `Connection: close`), then stops. At most `deadlineMs`.
    */

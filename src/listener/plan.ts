@@ -10,7 +10,7 @@
 import { isIP } from 'node:net'
 import { defaultAddresses, isLoopback, normaliseAddresses } from '../addresses.ts'
 import { MusterError } from '../errors.ts'
-import type { PlatformOptions } from '../options.ts'
+import type { PlatformOptions } from '../context/options.ts'
 
 export interface ListenerPlan {
   /** Published (the first is the URL) and named by the certificate. */

@@ -9,7 +9,7 @@ import { generateCa, keyMatchesCert, spkiPin } from '../crypto/ca.ts'
 import { parseCertificate } from '../crypto/x509.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import type { Vault } from '../vault.ts'
+import type { Vault } from '../context/vault.ts'
 
 export const CA_SLOTS = { current: 'ca', next: 'ca-next', previous: 'ca-previous' } as const
 type Slot = keyof typeof CA_SLOTS

@@ -19,7 +19,7 @@ import { isIssuedBy, isSelfSigned, issueServerCert, keyMatchesCert } from '../cr
 import { certCovers, parseCertificate } from '../crypto/x509.ts'
 import { sha256Hex } from '../crypto/tokens.ts'
 import { log } from '../log.ts'
-import type { Vault } from '../vault.ts'
+import type { Vault } from '../context/vault.ts'
 import type { PlatformCa } from './platform-ca.ts'
 
 export const SERVER_CERT_DAYS = 365

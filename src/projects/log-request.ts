@@ -7,10 +7,10 @@
 // holds the Platform's trust key — as it runs only assignments signed by it.
 import { canonicalJson, verifyDomain } from '../crypto/ed25519.ts'
 import { fromB64url } from '../crypto/tokens.ts'
-import type { TrustKeyLike } from './assignments.ts'
+import type { TrustKeyLike } from '../signed/documents.ts'
 
 export const LOG_REQUEST_DOMAIN = 'muster log request v1'
-/** The Agent's route (a request signed by a trust key, src/agent/signing.ts) by which a Platform says a log request waits. */
+/** The Agent's route (a request signed by a trust key, src/signed/requests.ts) by which a Platform says a log request waits. */
 export const LOG_POLL_PATH = '/v1/logs/poll'
 /** A signed request is good this long either side of its issue time. */
 export const LOG_REQUEST_SKEW_MS = 5 * 60_000

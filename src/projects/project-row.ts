@@ -3,7 +3,7 @@
 // project's name and the column (SPEC §17.4): a reader of the store sees none.
 import { labelsFromJson, labelsToJson, type Labels } from '../fabric/labels.ts'
 import type { ProjectRow } from '../store/projects.ts'
-import type { FieldSeal } from '../vault.ts'
+import type { FieldSeal } from '../context/vault.ts'
 import type { PlacedProject, RollingPrevious } from './by-node.ts'
 
 export interface Project extends PlacedProject {

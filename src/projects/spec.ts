@@ -1,7 +1,7 @@
 // What a project is, as operators and controllers send it: one schema for the
 // projects route and for placements on an office.
 import * as v from 'valibot'
-import { NodeName } from '../http/validate.ts'
+import { NodeName } from '../wire/validate.ts'
 import { LabelsSchema } from '../fabric/labels.ts'
 
 export const ProjectSpec = v.object({

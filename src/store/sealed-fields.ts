@@ -1,4 +1,4 @@
-// Columns that carry project env values are sealed (src/vault.ts FieldSeal,
+// Columns that carry project env values are sealed (src/context/vault.ts FieldSeal,
 // SPEC §17.4). Rows an earlier version wrote in plain text are sealed in place
 // when a Platform of this version starts; readers accept both until then.
 import { log } from '../log.ts'

@@ -3,7 +3,7 @@
 import { describe, expect, test } from 'bun:test'
 import { DataDir } from '../../src/datadir.ts'
 import { MusterError } from '../../src/errors.ts'
-import { firstChoice, isPlatformFailure, PlatformChoice, PLATFORMS_FILE, rememberPlatforms, usablePlatforms } from '../../src/agent/platforms.ts'
+import { firstChoice, isPlatformFailure, PlatformChoice, PLATFORMS_FILE, rememberPlatforms, usablePlatforms } from '../../src/agent/platform-choice.ts'
 import type { AgentConfig } from '../../src/agent/files.ts'
 import { tmpDir } from '../helpers/tmp.ts'
 

@@ -4,7 +4,7 @@
 import { expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { DataDir } from '../../src/datadir.ts'
-import { Runner } from '../../src/agent/runner.ts'
+import { Runner } from '../../src/replicas/runner.ts'
 import { stopReplicas } from '../../src/agent/stop-replicas.ts'
 import { LOG_DIR, REPLICAS_FILE } from '../../src/agent/workloads.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'

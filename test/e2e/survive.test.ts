@@ -6,7 +6,7 @@
 // Agent running.
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
-import { procStat } from '../../src/agent/procs.ts'
+import { procStat } from '../../src/replicas/procs.ts'
 import { joinWorker, runMuster, startMuster, startServeWithListener, type Daemon } from '../helpers/binary.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 

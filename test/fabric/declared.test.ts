@@ -4,7 +4,7 @@
 import { describe, expect, test } from 'bun:test'
 import { writeFileSync } from 'node:fs'
 import { parseNodesFile } from '../../src/fabric/nodes-file.ts'
-import { Platform } from '../../src/platform.ts'
+import { Platform } from '../../src/platform/platform.ts'
 import { VERSION } from '../../src/version.ts'
 import { enrollRaw, newCert } from '../helpers/certs.ts'
 import { onEngine, startPlatform, type TestPlatform } from '../helpers/platform.ts'

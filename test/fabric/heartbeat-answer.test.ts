@@ -5,7 +5,7 @@
 // Platforms list the moment either moves.
 import { describe, expect, test } from 'bun:test'
 import { acceptHeartbeat, acceptHeartbeatText } from '../../src/fabric/heartbeat.ts'
-import type { NodeFacingPlatform } from '../../src/ha/platforms.ts'
+import type { NodeFacingPlatform } from '../../src/ha/live-platforms.ts'
 import { VERSION } from '../../src/version.ts'
 import { enrollRaw, newCert } from '../helpers/certs.ts'
 import { startPlatform, type TestPlatform } from '../helpers/platform.ts'

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { openStore, type Store } from '../../src/store/db.ts'
 import { acquireLease, checkFence } from '../../src/store/leases.ts'
-import { LeaseLost, Leases } from '../../src/ha/leases.ts'
+import { LeaseLost, Leases } from '../../src/context/leases.ts'
 import { freshDatabase } from '../helpers/postgres.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 

@@ -22,7 +22,7 @@ export default [
   },
   {
     name: 'the Platforms list keeps its old identity (and cached answers) after the live Platforms changed',
-    file: 'src/ha/platforms.ts',
+    file: 'src/ha/live-platforms.ts',
     from: 'if (c && JSON.stringify(c.list) === JSON.stringify(list)) list = c.list',
     to: 'if (c) list = c.list',
     tests: ['test/ha/followers.test.ts'],

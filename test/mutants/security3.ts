@@ -17,7 +17,7 @@ export default [
   {
     name: 'issue 22: no watch on the supervisor (a stuck engine keeps its ports after serve is killed)',
     ci: true,
-    file: 'src/serve.ts',
+    file: 'src/platform/serve.ts',
     from: '  watchSupervisor()\n',
     to: '',
     tests: ['test/swap/orphan.test.ts'],
@@ -141,7 +141,7 @@ export default [
   },
   {
     name: 'issue 22: a sealed env value opens in any row (the associated data leaves out the row)',
-    file: 'src/vault.ts',
+    file: 'src/context/vault.ts',
     from: 'return `${PURPOSE}:field\\n${table}\\n${row}\\n${column}`',
     to: 'return `${PURPOSE}:field\\n${table}\\n${column}`',
     tests: ['test/projects/env-sealed.test.ts'],

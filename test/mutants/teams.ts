@@ -121,7 +121,7 @@ export default [
   },
   {
     name: 'teams: writes are not audited at all',
-    file: 'src/platform.ts',
+    file: 'src/platform/platform.ts',
     from: 'this.auditedInstance ??= auditHook(this, (r) => app.handle(r))',
     to: 'this.auditedInstance ??= (r) => app.handle(r)',
     tests: AUDIT,

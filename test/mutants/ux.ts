@@ -80,7 +80,7 @@ export default [
   },
   {
     name: 'ux: a lone Platform on SQLite logs six lease lines at every start',
-    file: 'src/ha/leases.ts',
+    file: 'src/context/leases.ts',
     from: "log[this.owner.exclusive ? 'debug' : 'info']",
     to: "log['info']",
     tests: [NEWCOMER_E2E],

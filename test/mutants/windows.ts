@@ -7,7 +7,7 @@ import type { Mutant } from './types.ts'
 export default [
   {
     name: 'a Platform-to-Agent request stamped in the future is accepted (skew check one-sided)',
-    file: 'src/agent/signing.ts',
+    file: 'src/signed/requests.ts',
     from: 'if (Math.abs(now - timestamp) > MAX_SKEW_MS)',
     to: 'if (now - timestamp > MAX_SKEW_MS)',
     tests: ['test/agent/agent.test.ts'],
@@ -39,7 +39,7 @@ export default [
   },
   {
     name: 'the vault seals without the secret name (a copied row opens)',
-    file: 'src/vault.ts',
+    file: 'src/context/vault.ts',
     from: 'const sealedAs = (name: string) => `${PURPOSE}:${name}`',
     to: 'const sealedAs = (name: string) => `${PURPOSE}:${name.length >= 0 ? "" : name}`',
     tests: ['test/vault/name-binding.test.ts'],
@@ -60,10 +60,10 @@ export default [
     tests: ['test/projects/projects.test.ts'],
     filter: 'capacity shrinks',
   },
-  // ---- the Agent's signed-request gate (src/agent/signing.ts, src/agent/trust.ts, src/crypto/ed25519.ts)
+  // ---- the Agent's signed-request gate (src/signed/requests.ts, src/agent/trust.ts, src/crypto/ed25519.ts)
   {
     name: 'windows: a Platform-to-Agent request stamped exactly 5 minutes off is refused (the edge moves inside)',
-    file: 'src/agent/signing.ts',
+    file: 'src/signed/requests.ts',
     from: 'if (Math.abs(now - timestamp) > MAX_SKEW_MS)',
     to: 'if (Math.abs(now - timestamp) >= MAX_SKEW_MS)',
     tests: ['test/agent/windows.test.ts'],
@@ -71,7 +71,7 @@ export default [
   },
   {
     name: 'windows: the Agent request signature leaves out the method',
-    file: 'src/agent/signing.ts',
+    file: 'src/signed/requests.ts',
     from: 'canonicalJson({ method: r.method.toUpperCase(), path: r.path,',
     to: 'canonicalJson({ path: r.path,',
     tests: ['test/agent/windows.test.ts'],
@@ -79,7 +79,7 @@ export default [
   },
   {
     name: 'windows: the Agent request signature leaves out the timestamp (an old signature restamped passes)',
-    file: 'src/agent/signing.ts',
+    file: 'src/signed/requests.ts',
     from: 'node: r.node, timestamp })',
     to: 'node: r.node })',
     tests: ['test/agent/windows.test.ts'],
@@ -108,10 +108,10 @@ export default [
     tests: ['test/agent/windows.test.ts'],
     filter: 'notBefore',
   },
-  // ---- signed documents the Agent fetches (src/projects/assignments.ts, src/projects/log-request.ts)
+  // ---- signed documents the Agent fetches (src/signed/documents.ts, src/projects/log-request.ts)
   {
     name: 'windows: the Agent runs assignments signed by a key not yet valid',
-    file: 'src/projects/assignments.ts',
+    file: 'src/signed/documents.ts',
     from: 'if (Date.parse(key.notBefore) > now || Date.parse(key.notAfter) <= now)',
     to: 'if (Date.parse(key.notAfter) <= now)',
     tests: ['test/agent/windows-documents.test.ts'],
@@ -119,7 +119,7 @@ export default [
   },
   {
     name: 'windows: the Agent runs assignments signed by a key whose window has ended',
-    file: 'src/projects/assignments.ts',
+    file: 'src/signed/documents.ts',
     from: 'if (Date.parse(key.notBefore) > now || Date.parse(key.notAfter) <= now)',
     to: 'if (Date.parse(key.notBefore) > now)',
     tests: ['test/agent/windows-documents.test.ts'],
@@ -127,7 +127,7 @@ export default [
   },
   {
     name: 'windows: the Agent runs assignments signed for another node',
-    file: 'src/projects/assignments.ts',
+    file: 'src/signed/documents.ts',
     from: 'if (p.node !== node) return',
     to: 'if (p.node === undefined) return',
     tests: ['test/agent/windows-documents.test.ts'],
@@ -159,7 +159,7 @@ export default [
   },
   {
     name: 'windows: assignments signed by a key are refused at the millisecond of its notBefore',
-    file: 'src/projects/assignments.ts',
+    file: 'src/signed/documents.ts',
     from: 'if (Date.parse(key.notBefore) > now || Date.parse(key.notAfter) <= now)',
     to: 'if (Date.parse(key.notBefore) >= now || Date.parse(key.notAfter) <= now)',
     tests: ['test/agent/windows-documents.test.ts'],
@@ -167,7 +167,7 @@ export default [
   },
   {
     name: 'windows: assignments signed by a key still run at the millisecond of its notAfter',
-    file: 'src/projects/assignments.ts',
+    file: 'src/signed/documents.ts',
     from: 'if (Date.parse(key.notBefore) > now || Date.parse(key.notAfter) <= now)',
     to: 'if (Date.parse(key.notBefore) > now || Date.parse(key.notAfter) < now)',
     tests: ['test/agent/windows-documents.test.ts'],

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { isIssuedBy, spkiPin } from '../../src/crypto/ca.ts'
 import { probeChain } from '../../src/crypto/pin.ts'
 import { certCovers, certFingerprint, derToPem, generateKeyAndCert } from '../../src/crypto/x509.ts'
-import { Platform } from '../../src/platform.ts'
+import { Platform } from '../../src/platform/platform.ts'
 import { startListenerPlatform } from '../helpers/node-side.ts'
 import { tmpDir } from '../helpers/tmp.ts'
 

@@ -6,8 +6,8 @@ import { Accounts, NEW_ACCOUNT_NAME } from '../../auth/accounts.ts'
 import { ACCOUNT_NAME } from '../../auth/auth.ts'
 import { ROLES } from '../../auth/permissions.ts'
 import { MusterError } from '../../errors.ts'
-import type { Services } from '../../services.ts'
-import { parseBody } from '../validate.ts'
+import type { Services } from '../services.ts'
+import { parseBody } from '../../wire/validate.ts'
 
 const Role = v.picklist(ROLES, 'expected viewer, operator or superadmin')
 const AddAccount = v.object({

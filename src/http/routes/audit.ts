@@ -3,8 +3,8 @@
 // it, oldest first, which is how `muster audit --follow` streams.
 import { Elysia } from 'elysia'
 import { MusterError } from '../../errors.ts'
-import type { Services } from '../../services.ts'
-import { encodeCursor, pageQuery, queryText } from '../paging.ts'
+import type { Services } from '../services.ts'
+import { encodeCursor, pageQuery, queryText } from '../../wire/paging.ts'
 
 const ID = /^[1-9]\d{0,15}$/
 

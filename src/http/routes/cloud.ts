@@ -2,14 +2,14 @@
 // automatic scale-out. Credentials go in and are never sent back.
 import { Elysia } from 'elysia'
 import * as v from 'valibot'
-import { servedBinary } from '../../served-binary.ts'
+import { servedBinary } from '../../bootstrap/served-binary.ts'
 import { PROVIDERS, isProvider, type ProviderName } from '../../cloud/provider.ts'
 import { actorFrom } from '../../cloud/audit.ts'
 import { checkCidr, platformSource } from '../../cloud/inbound.ts'
 import { MusterError } from '../../errors.ts'
 import type { Permission } from '../../auth/permissions.ts'
-import type { Services } from '../../services.ts'
-import { NodeName, parseBody } from '../validate.ts'
+import type { Services } from '../services.ts'
+import { NodeName, parseBody } from '../../wire/validate.ts'
 
 const Provider = v.picklist(PROVIDERS, `expected one of ${PROVIDERS.join(', ')}`)
 const Slug = (what: string) => v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, `expected a ${what} id from \`muster cloud ${what === 'region' ? 'regions' : 'sizes'}\``))

@@ -2,9 +2,9 @@
 // nodes fetch the requests meant for them and send back what was asked for.
 import { Elysia } from 'elysia'
 import { MusterError } from '../../errors.ts'
-import type { Services } from '../../services.ts'
+import type { Services } from '../services.ts'
 import { DEFAULT_TAIL } from '../../projects/logs.ts'
-import { MAX_TAIL_LINES } from '../../agent/log-files.ts'
+import { MAX_TAIL_LINES } from '../../replicas/log-files.ts'
 
 const PROJECT = /^[a-z0-9][a-z0-9-]{0,62}$/
 

@@ -1,18 +1,18 @@
 // Enrollment authority routes (SPEC §6).
 import { Elysia } from 'elysia'
 import * as v from 'valibot'
-import type { Services } from '../../services.ts'
+import type { Services } from '../services.ts'
 import { enroll } from '../../fabric/enroll.ts'
 import { renewCredential } from '../../fabric/renew.ts'
 import { credentialState } from '../../fabric/node-state.ts'
 import { createFleetToken, issueEnrollment, listFleetTokenViews, revokeJoinTokenById } from '../../fabric/join-tokens.ts'
 import { NAME_PATTERN } from '../../fabric/glob.ts'
-import { NodeName, parseBody } from '../validate.ts'
+import { NodeName, parseBody } from '../../wire/validate.ts'
 import { nodeQuery } from '../../fabric/listing.ts'
 import { auditPage } from '../pages.ts'
 import { MusterError } from '../../errors.ts'
 import type { Permission } from '../../auth/permissions.ts'
-import { nodeCommands } from '../../bootstrap/commands.ts'
+import { nodeCommands } from '../../bootstrap/join-lines.ts'
 
 const CreateEnrollment = v.object({
   nodeId: NodeName,

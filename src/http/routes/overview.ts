@@ -2,7 +2,7 @@
 // with what runs on each. Aggregated on the Platform: the answer's size does
 // not grow with the fleet.
 import { Elysia } from 'elysia'
-import type { Services } from '../../services.ts'
+import type { Services } from '../services.ts'
 import { fleetOverview, overviewNodes } from '../../overview/fleet.ts'
 
 export const overviewRoutes = (platform: Services) =>

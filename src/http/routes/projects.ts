@@ -1,8 +1,8 @@
 // Workload routes (SPEC §9): projects for operators, signed assignments for nodes.
 import { Elysia } from 'elysia'
 import { MusterError } from '../../errors.ts'
-import type { Services } from '../../services.ts'
-import { parseBody } from '../validate.ts'
+import type { Services } from '../services.ts'
+import { parseBody } from '../../wire/validate.ts'
 import { ProjectSpec } from '../../projects/spec.ts'
 import { projectFor } from '../../projects/redact.ts'
 import { projectPage } from '../pages.ts'

@@ -9,8 +9,8 @@
 // checks the binary's and install.sh's SHA-256 in turn (src/bootstrap/bootstrap.sh).
 import { createHash } from 'node:crypto'
 import installScript from '../../install.sh' with { type: 'text' }
-import type { Services } from '../services.ts'
-import { servedBinary } from '../served-binary.ts'
+import type { Services } from '../http/services.ts'
+import { servedBinary } from './served-binary.ts'
 
 /** Where a machine bootstraps from: the enrollment listener, else an API serving HTTPS from the Platform CA. */
 export function bootstrapBase(p: Pick<Services, 'fabric' | 'apiCaPin' | 'publicUrl'>): { url: string; pin: string } | null {

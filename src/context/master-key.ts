@@ -1,9 +1,9 @@
 // platform/master.key: 32 random bytes, the root of every key the Platform
 // derives (node credentials, sealed secrets). Created on first start, 0600;
 // it never enters the store.
-import { randomBytes } from './crypto/tokens.ts'
-import type { DataDir } from './datadir.ts'
-import { MusterError } from './errors.ts'
+import { randomBytes } from '../crypto/tokens.ts'
+import type { DataDir } from '../datadir.ts'
+import { MusterError } from '../errors.ts'
 
 export const MASTER_KEY_FILE = 'platform/master.key'
 

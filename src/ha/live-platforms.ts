@@ -3,7 +3,7 @@
 // enrollment listener for joins and trust), and reads which others are live.
 // Enroll and heartbeat answers carry that list as `platforms`, so Agents fail
 // over between Platforms by themselves, with no load balancer in front.
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import { log } from '../log.ts'
 import { forgetPlatform, livePlatforms, recordPlatform, type PlatformRow } from '../store/platforms.ts'
 import { allLeases } from '../store/leases.ts'

@@ -1,8 +1,8 @@
 // The bodies offices and controllers send each other, validated on arrival.
 // Everything here came from the network: shapes are checked before use.
 import * as v from 'valibot'
-import { IDENTITY, OFFICE_ID } from './formats.ts'
-import { PlacedProjectSpec } from './placement.ts'
+import { IDENTITY, OFFICE_ID } from '../federation/formats.ts'
+import { PlacedProjectSpec } from '../federation/placed-projects.ts'
 
 const Nonce = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{43}$/, 'expected 32 random bytes, base64url'))
 const Url = v.pipe(v.string(), v.maxLength(2048), v.regex(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, 'expected an http(s) URL'))

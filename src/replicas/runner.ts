@@ -12,13 +12,13 @@
 // reported (its exit status could not be waited on, so it is unknown) and
 // restarted. `release` leaves everything running; `stopAll` stops it.
 import { appendFileSync, closeSync, mkdirSync } from 'node:fs'
-import type { AssignedReplica } from '../projects/assignments.ts'
+import type { AssignedReplica } from '../signed/documents.ts'
 import { log } from '../log.ts'
 import { writeFileAtomic } from '../datadir.ts'
 import type { RunAs } from './isolation.ts'
 import { DEFAULT_LOG_MAX_BYTES, logFileName, openForAppend, rotateIfOver } from './log-files.ts'
 import { bootId, sameProcess, procStat, signalGroup } from './procs.ts'
-import { readRecords, type ReplicaRecord } from './replica-records.ts'
+import { readRecords, type ReplicaRecord } from './records.ts'
 
 export type ReplicaState = 'pending' | 'running' | 'failed' | 'stopped'
 

@@ -1,7 +1,7 @@
 // The state file of the replica runner (worker/replicas.json): one record per
 // running replica — which one, its PID, the start time /proc gave for that
 // PID and the boot it ran in — written at every start, exit and stop, so the
-// next Agent adopts exactly the processes this one started (src/agent/runner.ts).
+// next Agent adopts exactly the processes this one started (src/replicas/runner.ts).
 import { readFileSync } from 'node:fs'
 
 export interface ReplicaRecord {

@@ -1,17 +1,17 @@
 // The services of a running Platform, as the HTTP layer sees them. Platform
-// (src/platform.ts) implements this; routes take it, so nothing below the HTTP
+// (src/platform/platform.ts) implements this; routes take it, so nothing below the HTTP
 // layer ever imports the Platform.
-import type { Audit } from './audit/audit.ts'
-import type { Auth } from './auth/auth.ts'
-import type { Cloud } from './cloud/service.ts'
-import type { Context } from './context.ts'
-import type { Fabric } from './fabric/fabric.ts'
-import type { Federation } from './federation/service.ts'
-import type { EnrollmentListener } from './listener/listener.ts'
-import type { PlatformOptions } from './options.ts'
-import type { Pki } from './pki/pki.ts'
-import type { Projects } from './projects/service.ts'
-import type { LogRelay } from './projects/logs.ts'
+import type { Audit } from '../audit/audit.ts'
+import type { Auth } from '../auth/auth.ts'
+import type { Cloud } from '../cloud/service.ts'
+import type { Context } from '../context/context.ts'
+import type { Fabric } from '../fabric/fabric.ts'
+import type { Federation } from '../federation/service.ts'
+import type { EnrollmentListener } from '../listener/listener.ts'
+import type { PlatformOptions } from '../context/options.ts'
+import type { Pki } from '../pki/pki.ts'
+import type { Projects } from '../projects/service.ts'
+import type { LogRelay } from '../projects/logs.ts'
 
 export interface Services {
   readonly ctx: Context

@@ -4,9 +4,9 @@
 // one holder among them, and a place to register shutdown work.
 // platform.ts composes the services on this; no service imports platform.ts.
 import type { Changes } from './changes.ts'
-import type { DataDir } from './datadir.ts'
-import type { Leases } from './ha/leases.ts'
-import type { Store } from './store/db.ts'
+import type { DataDir } from '../datadir.ts'
+import type { Leases } from './leases.ts'
+import type { Store } from '../store/db.ts'
 import type { Vault } from './vault.ts'
 
 export interface Context {
@@ -17,7 +17,7 @@ export interface Context {
   readonly vault: Vault
   readonly masterKey: Uint8Array
   readonly changes: Changes
-  /** One holder per background loop among the Platforms on the store (src/ha/leases.ts). */
+  /** One holder per background loop among the Platforms on the store (src/context/leases.ts). */
   readonly leases: Leases
   /** Registers something to stop when the Platform closes (run in reverse order). */
   onClose(fn: () => void | Promise<void>): void

@@ -5,7 +5,7 @@
 import { canonicalJson, verifyDomain } from '../crypto/ed25519.ts'
 import { fromB64url, sha256Hex } from '../crypto/tokens.ts'
 import type { TrustKey } from '../fabric/trust-keys.ts'
-import { keysValidAt } from './trust.ts'
+import { keysValidAt } from '../agent/trust.ts'
 
 export const AGENT_REQUEST_DOMAIN = 'muster agent request v1'
 export const MAX_SKEW_MS = 5 * 60_000

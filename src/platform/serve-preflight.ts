@@ -5,14 +5,14 @@
 // are made only after every check passed.
 import { accessSync, constants, existsSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { DataDir } from './datadir.ts'
-import { MusterError } from './errors.ts'
-import { listenerPlan, refuseUnreachableApi } from './listener/plan.ts'
-import type { PlatformOptions } from './options.ts'
+import { DataDir } from '../datadir.ts'
+import { MusterError } from '../errors.ts'
+import { listenerPlan, refuseUnreachableApi } from '../listener/plan.ts'
+import type { PlatformOptions } from '../context/options.ts'
 import { refuseInsecureNodeTraffic } from './platform.ts'
-import { serveLockHolder } from './serve-lock.ts'
+import { serveLockHolder } from '../serve-lock.ts'
 import { preflight as checkFiles } from './serve.ts'
-import { assertPortFree } from './swap/ports.ts'
+import { assertPortFree } from '../sockets/ports.ts'
 
 /** `command`: how serve was started, for the command line a refusal suggests. */
 export async function preflightServe(o: PlatformOptions, command: string[]): Promise<void> {

@@ -1,6 +1,6 @@
 // How `muster serve` (or a test) configures a Platform.
-import type { RateLimitOptions } from './fabric/rate-limit.ts'
-import type { AuditRetention } from './store/audit-log.ts'
+import type { RateLimitOptions } from '../fabric/rate-limit.ts'
+import type { AuditRetention } from '../store/audit-log.ts'
 
 
 export interface PlatformOptions {

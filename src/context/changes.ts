@@ -3,9 +3,9 @@
 // every other within a second, through the store's notification channel
 // (PostgreSQL LISTEN/NOTIFY; in-process on SQLite). Subscribers drop or reload
 // what they cache. A notice carries the topic and a short key, never a secret.
-import { randomId } from './crypto/tokens.ts'
-import { log } from './log.ts'
-import type { Store } from './store/db.ts'
+import { randomId } from '../crypto/tokens.ts'
+import { log } from '../log.ts'
+import type { Store } from '../store/db.ts'
 
 export type Topic = 'node' | 'nodes' | 'project' | 'join-token' | 'api-token' | 'session' | 'account' | 'trust-keys' | 'secrets' | 'platforms' | 'federation' | 'cloud' | 'assignments' | 'probes' | 'logs'
 

@@ -4,17 +4,17 @@
 // quiesce before it opens the store; as the old engine it quiesces, forwards
 // and drains when told (src/swap/engine.ts).
 import { readFileSync } from 'node:fs'
-import { assertPrivate, DataDir } from './datadir.ts'
-import { MusterError } from './errors.ts'
-import { log } from './log.ts'
+import { assertPrivate, DataDir } from '../datadir.ts'
+import { MusterError } from '../errors.ts'
+import { log } from '../log.ts'
 import { Platform, type PlatformOptions } from './platform.ts'
-import { serveLockHolder } from './serve-lock.ts'
-import { DeclaredNodes } from './fabric/nodes-file.ts'
-import { untilStopSignal } from './shutdown.ts'
-import { handOver, quiesce, seedProbes, startHandoverServer, SupervisorLink } from './swap/engine.ts'
-import { watchSupervisor } from './swap/orphan-watch.ts'
-import type { ProbeState } from './swap/protocol.ts'
-import { VERSION } from './version.ts'
+import { serveLockHolder } from '../serve-lock.ts'
+import { DeclaredNodes } from '../fabric/nodes-file.ts'
+import { untilStopSignal } from '../shutdown.ts'
+import { handOver, quiesce, seedProbes, startHandoverServer, SupervisorLink } from '../swap/engine.ts'
+import { watchSupervisor } from '../swap/orphan-watch.ts'
+import type { ProbeState } from '../swap/protocol.ts'
+import { VERSION } from '../version.ts'
 
 /** Runs one engine. `role` is set when a supervisor started this process. */
 export async function serve(options: PlatformOptions, role?: 'first' | 'takeover'): Promise<void> {

@@ -1,15 +1,15 @@
 // Host-local access to a Platform's data directory for `muster admin …`:
 // the store and the services that work without a running server (and while one runs).
-import { Auth } from './auth/auth.ts'
-import { Audit, type Outcome, type Who } from './audit/audit.ts'
+import { Auth } from '../auth/auth.ts'
+import { Audit, type Outcome, type Who } from '../audit/audit.ts'
 import { userInfo } from 'node:os'
-import { MusterError } from './errors.ts'
-import { DataDir } from './datadir.ts'
-import { openExistingStore } from './store/open.ts'
+import { MusterError } from '../errors.ts'
+import { DataDir } from '../datadir.ts'
+import { openExistingStore } from '../store/open.ts'
 import { readMasterKey } from './master-key.ts'
 import { StoreVault } from './vault.ts'
-import { rekeyTokenDigests } from './store/token-digests.ts'
-import type { Store } from './store/db.ts'
+import { rekeyTokenDigests } from '../store/token-digests.ts'
+import type { Store } from '../store/db.ts'
 
 export interface HostStore {
   dataDir: DataDir

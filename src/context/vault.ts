@@ -8,13 +8,13 @@
 // database alone reveals none of them. master.key itself stays a file.
 // FieldSeal seals single columns of other tables (project env) with the same key.
 import { readdirSync, statSync, unlinkSync } from 'node:fs'
-import type { DataDir } from './datadir.ts'
-import { b64url, deriveKey, fromB64url } from './crypto/tokens.ts'
-import { sealBytes, unsealBytes } from './crypto/seal.ts'
-import { MusterError } from './errors.ts'
-import { log } from './log.ts'
-import type { Db, Store } from './store/db.ts'
-import { deleteSecret, getSecret, insertSecret, listSecretNames, upsertSecret } from './store/secrets.ts'
+import type { DataDir } from '../datadir.ts'
+import { b64url, deriveKey, fromB64url } from '../crypto/tokens.ts'
+import { sealBytes, unsealBytes } from '../crypto/seal.ts'
+import { MusterError } from '../errors.ts'
+import { log } from '../log.ts'
+import type { Db, Store } from '../store/db.ts'
+import { deleteSecret, getSecret, insertSecret, listSecretNames, upsertSecret } from '../store/secrets.ts'
 
 export interface Vault {
   /** The secret stored under `name`, or null. */
