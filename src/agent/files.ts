@@ -3,7 +3,7 @@
 // node-credential and trust.json. Every one is 0600 in a 0700 folder.
 import { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
-import type { TrustKey } from '../fabric/trust-keys.ts'
+import type { TrustKey } from '../wire/nodes.ts'
 
 export const WORKER = {
   dir: 'worker',

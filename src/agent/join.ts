@@ -17,7 +17,7 @@ import { readAgentConfig, WORKER, writeAgentConfig, writeCredential, writeTrustF
 import { authenticatePlatform, checkPlatformApi, checkTokenShape } from './join-checks.ts'
 import { askStandingOf, isDead, type Standing } from './standing.ts'
 import { PLATFORMS_FILE } from './platform-choice.ts'
-import { checkTrustSet } from './trust.ts'
+import { checkTrustSet } from '../signed/keys.ts'
 import { rememberPlatforms } from './platform-choice.ts'
 
 export const AGENT_CERT_DAYS = 3650

@@ -6,7 +6,8 @@
 // that the request is gone. The node needs no inbound port for any of it.
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import { checkLogRequest, type LogChunk, type LogRequestPayload } from '../projects/log-request.ts'
+import { checkLogRequest } from '../signed/documents.ts'
+import type { LogChunk, LogRequestPayload } from '../wire/projects.ts'
 import type { Agent } from './agent.ts'
 import { apiClient } from './connect.ts'
 import { LogFollower, readTail } from '../replicas/log-files.ts'

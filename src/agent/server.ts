@@ -3,7 +3,7 @@
 // request must be signed by a current trust key, else 401.
 import type { Server } from 'bun'
 import { MusterError } from '../errors.ts'
-import type { TrustKey } from '../fabric/trust-keys.ts'
+import type { TrustKey } from '../wire/nodes.ts'
 import { log } from '../log.ts'
 import { VERSION } from '../version.ts'
 import { verifyAgentRequest } from '../signed/requests.ts'

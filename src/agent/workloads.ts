@@ -19,7 +19,7 @@ import type { Agent } from './agent.ts'
 import { decideIsolation } from '../replicas/isolation.ts'
 import { DEFAULT_LOG_MAX_BYTES } from '../replicas/log-files.ts'
 import { startNodeLogRelay } from './log-relay.ts'
-import { LOG_POLL_PATH } from '../projects/log-request.ts'
+import { LOG_POLL_PATH } from '../wire/projects.ts'
 import { clearAgentPid, runningAgentPid, writeAgentPid } from './agent-pid.ts'
 import { MusterError } from '../errors.ts'
 

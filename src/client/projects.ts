@@ -4,12 +4,11 @@ import { allPages, queryString, type PageOptions } from './paging.ts'
 import type { InferInput } from 'valibot'
 import type { ProjectSpec } from '../projects/spec.ts'
 import type { ProjectView as Project } from '../projects/service.ts'
-import type { SignedAssignments as Assignments } from '../signed/documents.ts'
 import type { ProjectLogs } from '../projects/logs.ts'
-import type { LogChunk, SignedLogRequest } from '../projects/log-request.ts'
+import type { LogChunk, SignedAssignments as Assignments, SignedLogRequest } from '../wire/projects.ts'
 
 export type { PlacementView as ProjectPlacement, ProjectView as Project } from '../projects/service.ts'
-export type { SignedAssignments as Assignments } from '../signed/documents.ts'
+export type { SignedAssignments as Assignments } from '../wire/projects.ts'
 export type { ProjectLogs } from '../projects/logs.ts'
 export interface LogOptions {
   /** Which replica (default 0). */

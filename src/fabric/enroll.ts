@@ -13,7 +13,7 @@ import { compareVersions, isVersion, VERSION } from '../version.ts'
 import type { Fabric, NodeAnchors } from './fabric.ts'
 import { globMatch } from './glob.ts'
 import { LabelsSchema, labelsToJson } from './labels.ts'
-import type { TrustKey } from './trust-keys.ts'
+import type { TrustKey } from '../wire/nodes.ts'
 import type { NodeFacingPlatform } from '../ha/live-platforms.ts'
 
 export const EnrollBody = v.object({

@@ -15,18 +15,13 @@
 import { generateSigningKey, signDomain } from '../crypto/ed25519.ts'
 import { b64url, fromB64url, sha256Hex } from '../crypto/tokens.ts'
 import { log } from '../log.ts'
+import type { TrustKey } from '../wire/nodes.ts'
 import type { Vault } from '../context/vault.ts'
 import { planTrustKeys, signingKey, type TrustPlan } from './trust-schedule.ts'
 
 export { KEY_LIFETIME_MS, SIGNING_MS } from './trust-schedule.ts'
 const TICK_MS = 10_000
 
-export interface TrustKey {
-  kid: string
-  publicKey: string
-  notBefore: string
-  notAfter: string
-}
 
 interface StoredKey extends TrustKey {
   privateKey: string

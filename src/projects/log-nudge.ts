@@ -11,7 +11,7 @@ import { urlNamedByCertificate } from '../fabric/probe.ts'
 import { signAgentRequest } from '../signed/requests.ts'
 import { log } from '../log.ts'
 import { getNode } from '../store/nodes.ts'
-import { LOG_POLL_PATH } from './log-request.ts'
+import { LOG_POLL_PATH } from '../wire/projects.ts'
 
 const TIMEOUT_MS = 3000
 

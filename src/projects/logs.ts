@@ -19,7 +19,9 @@ import type { NodeEntry } from '../fabric/registry.ts'
 import { log } from '../log.ts'
 import { countLogRequests, deleteLogChunksUpTo, deleteLogRequest, insertLogChunk, insertLogRequest, logChunksAfter, logRequest, nodesWithLogRequests, pickLogRequests, renewLogRequest, sweepLogRelay } from '../store/log-relay.ts'
 import { LogFollower, MAX_LINE_CHARS, MAX_TAIL_LINES, readTail } from '../replicas/log-files.ts'
-import { LOG_REQUEST_DOMAIN, logRequestBytes, type LogChunk, type LogRequestPayload, type SignedLogRequest } from './log-request.ts'
+import { LOG_REQUEST } from '../signed/documents.ts'
+import { signDocument } from '../signed/signed.ts'
+import type { LogChunk, LogRequestPayload, SignedLogRequest } from '../wire/projects.ts'
 import type { Projects } from './service.ts'
 import { nudgeNode } from './log-nudge.ts'
 
@@ -236,7 +238,7 @@ export class LogRelay {
     return {
       requests: rows.map((r) => {
         const payload: LogRequestPayload = { id: r.id, node: r.node, project: r.project, replica: r.replica, tail: r.tail, follow: r.follow === 1, issuedAt }
-        return { payload, ...this.fabric.trust.sign(LOG_REQUEST_DOMAIN, logRequestBytes(payload)) }
+        return signDocument(LOG_REQUEST, (d, m) => this.fabric.trust.sign(d, m), payload)
       }),
     }
   }

@@ -19,7 +19,9 @@ import type { Db } from '../store/db.ts'
 import { allNodeAssignments, bumpNodeAssignment } from '../store/node-assignments.ts'
 import { allPlacements, allProjects, deleteProject, replacePlacements, setPrevious, upsertProject } from '../store/projects.ts'
 import { projectFromRow, projectToRow, type Project } from './project-row.ts'
-import { ASSIGNMENTS_DOMAIN, assignmentBytes, type AssignedReplica, type AssignmentPayload, type SignedAssignments } from '../signed/documents.ts'
+import { ASSIGNMENTS } from '../signed/documents.ts'
+import { signDocument } from '../signed/signed.ts'
+import type { AssignedReplica, AssignmentPayload, SignedAssignments } from '../wire/projects.ts'
 import { FieldSeal } from '../context/vault.ts'
 import { assignmentDigest, assignmentsByNode, runsCheck, type RollingPrevious } from './by-node.ts'
 import type { ProjectSpec } from './spec.ts'
@@ -354,8 +356,7 @@ export class Projects {
     // Written by an earlier version, which kept no replicas: the placing Platform rewrites it at once.
     if (w && w.replicas === null) throw new MusterError('store-unavailable', 'This node\'s assignments are being rewritten; try again shortly.')
     const payload: AssignmentPayload = { node, revision, issuedAt: new Date(this.now()).toISOString(), replicas: w?.replicas ?? [] }
-    const { kid, signature } = this.fabric.trust.sign(ASSIGNMENTS_DOMAIN, assignmentBytes(payload))
-    const doc = { payload, kid, signature }
+    const doc = signDocument(ASSIGNMENTS, (d, m) => this.fabric.trust.sign(d, m), payload)
     this.signed.set(node, doc)
     return doc
   }

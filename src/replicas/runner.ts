@@ -12,7 +12,7 @@
 // reported (its exit status could not be waited on, so it is unknown) and
 // restarted. `release` leaves everything running; `stopAll` stops it.
 import { appendFileSync, closeSync, mkdirSync } from 'node:fs'
-import type { AssignedReplica } from '../signed/documents.ts'
+import type { AssignedReplica } from '../wire/projects.ts'
 import { log } from '../log.ts'
 import { writeFileAtomic } from '../datadir.ts'
 import type { RunAs } from './isolation.ts'

@@ -1,66 +1,53 @@
-// Signed assignments: the document a node pulls to learn what to run, signed
-// with the Platform's current trust key over the node name, a revision that
-// only grows, and the replicas. The Agent runs nothing it cannot verify.
-import { canonicalJson, verifyDomain } from '../crypto/ed25519.ts'
-import { fromB64url } from '../crypto/tokens.ts'
+// The documents the Platform signs with its trust keys for one node, and the
+// node's checks of them (the Agent's and the Platform's local node's alike):
+//  - assignments: what a node runs, over the node name, a revision that only
+//    grows, and the replicas. The Agent runs nothing it cannot verify.
+//  - log requests: a replica's log, over the node, the replica, how many
+//    lines, whether to follow and when it was issued, so the Agent sends
+//    output only to whoever holds the Platform's trust key. The node fetches
+//    them over its own authenticated connection, so no port on it needs to be
+//    reachable.
+import * as v from 'valibot'
+import type { TrustKey } from '../wire/nodes.ts'
+import type { AssignmentPayload, LogRequestPayload, SignedAssignments } from '../wire/projects.ts'
+import { purpose, verifyDocument } from './signed.ts'
 
-export const ASSIGNMENTS_DOMAIN = 'muster assignments v1'
+export const ASSIGNMENTS = purpose<AssignmentPayload>('muster assignments v1', 'document', v.looseObject({ node: v.string(), replicas: v.array(v.unknown()) }))
 
-export interface AssignedReplica {
-  project: string
-  replica: number
-  /** The project's revision: a redeploy makes a new one. */
-  revision: number
-  command: string[]
-  env: Record<string, string>
-  cpu: number
-  memory: number
-}
-
-export interface AssignmentPayload {
-  node: string
-  revision: number
-  issuedAt: string
-  replicas: AssignedReplica[]
-}
-
-export interface SignedAssignments {
-  payload: AssignmentPayload
-  kid: string
-  signature: string
-}
-
-export interface TrustKeyLike {
-  kid: string
-  publicKey: string
-  notBefore: string
-  notAfter: string
-}
-
-export function assignmentBytes(payload: AssignmentPayload): string {
-  return canonicalJson(payload)
-}
+export const LOG_REQUEST = purpose<LogRequestPayload>(
+  'muster log request v1',
+  'log request',
+  v.looseObject({
+    id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{16,64}$/)),
+    project: v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]{0,62}$/)),
+    replica: v.pipe(v.number(), v.integer(), v.minValue(0)),
+    tail: v.pipe(v.number(), v.integer(), v.minValue(0)),
+    follow: v.boolean(),
+  }),
+)
+/** A signed log request is good this long either side of its issue time. */
+export const LOG_REQUEST_SKEW_MS = 5 * 60_000
 
 /** `unknownKey`: signed by a kid not among the keys valid now (a trust refresh may help). */
 export type AssignmentsCheck = { ok: true; doc: SignedAssignments } | { ok: false; reason: string; unknownKey?: true }
 
 /** Why a document is refused, or ok when it verifies and is not older than `current`. */
-export function checkAssignments(doc: unknown, trust: TrustKeyLike[], node: string, current: number, now = Date.now()): AssignmentsCheck {
-  const d = doc as Partial<SignedAssignments> | null
-  if (!d || typeof d !== 'object' || !d.payload || typeof d.kid !== 'string' || typeof d.signature !== 'string') return { ok: false, reason: 'unsigned or malformed document' }
-  const key = trust.find((k) => k.kid === d.kid)
-  if (!key) return { ok: false, reason: `signed by unknown key ${d.kid}`, unknownKey: true }
-  if (Date.parse(key.notBefore) > now || Date.parse(key.notAfter) <= now) return { ok: false, reason: `key ${d.kid} is not valid now`, unknownKey: true }
-  let bytes: string
-  try {
-    bytes = assignmentBytes(d.payload)
-  } catch {
-    return { ok: false, reason: 'malformed payload' }
-  }
-  if (!verifyDomain(ASSIGNMENTS_DOMAIN, fromB64url(key.publicKey), bytes, fromB64url(d.signature))) return { ok: false, reason: 'bad signature' }
-  const p = d.payload
-  if (p.node !== node) return { ok: false, reason: `document is for node ${String(p.node)}, not ${node}` }
+export function checkAssignments(doc: unknown, trust: readonly TrustKey[], node: string, current: number, now = Date.now()): AssignmentsCheck {
+  const r = verifyDocument(ASSIGNMENTS, doc, trust, node, now)
+  if (!r.ok) return r
+  const p = r.value.payload
   if (!Number.isInteger(p.revision) || p.revision < current) return { ok: false, reason: `revision ${p.revision} is older than the running ${current}` }
-  if (!Array.isArray(p.replicas)) return { ok: false, reason: 'malformed replicas' }
-  return { ok: true, doc: d as SignedAssignments }
+  return { ok: true, doc: r.value }
+}
+
+export type LogRequestCheck = { ok: true; payload: LogRequestPayload } | { ok: false; reason: string; unknownKey?: true }
+
+/** Why the node refuses `doc`, or the request it may serve. */
+export function checkLogRequest(doc: unknown, trust: readonly TrustKey[], node: string, now: number): LogRequestCheck {
+  const r = verifyDocument(LOG_REQUEST, doc, trust, node, now)
+  if (!r.ok) return r
+  const p = r.value.payload
+  const issued = Date.parse(p.issuedAt)
+  if (!Number.isFinite(issued) || Math.abs(now - issued) > LOG_REQUEST_SKEW_MS) return { ok: false, reason: 'log request issued outside ±5 minutes' }
+  return { ok: true, payload: p }
 }

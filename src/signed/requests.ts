@@ -1,11 +1,11 @@
-// Requests the Platform makes to an Agent (SPEC §7): signed with a current
-// trust key over method, path, body digest, node name and a timestamp, so a
-// request is good for one node, one body and five minutes. The Platform signs
-// with signAgentRequest; the Agent checks with verifyAgentRequest.
-import { canonicalJson, verifyDomain } from '../crypto/ed25519.ts'
-import { fromB64url, sha256Hex } from '../crypto/tokens.ts'
-import type { TrustKey } from '../fabric/trust-keys.ts'
-import { keysValidAt } from '../agent/trust.ts'
+// Requests the Platform makes to an Agent: signed with a current trust key
+// over method, path, body digest, node name and a timestamp, so a request is
+// good for one node, one body and five minutes. The Platform signs with
+// signAgentRequest; the Agent checks with verifyAgentRequest.
+import { canonicalJson } from '../crypto/ed25519.ts'
+import { sha256Hex } from '../crypto/tokens.ts'
+import type { TrustKey } from '../wire/nodes.ts'
+import { verifySignature, type TrustSigner } from './signed.ts'
 
 export const AGENT_REQUEST_DOMAIN = 'muster agent request v1'
 export const MAX_SKEW_MS = 5 * 60_000
@@ -25,9 +25,6 @@ export function agentRequestMessage(r: AgentRequest, timestamp: number): string 
   return canonicalJson({ method: r.method.toUpperCase(), path: r.path, bodySha256: sha256Hex(body), node: r.node, timestamp })
 }
 
-/** A signer shaped like the Platform's TrustKeys.sign. */
-export type TrustSigner = (domain: string, message: string) => { kid: string; signature: string }
-
 /** The headers that authenticate `r` to the Agent of `r.node`. */
 export function signAgentRequest(sign: TrustSigner, r: AgentRequest, now: number): Record<string, string> {
   const { kid, signature } = sign(AGENT_REQUEST_DOMAIN, agentRequestMessage(r, now))
@@ -35,10 +32,10 @@ export function signAgentRequest(sign: TrustSigner, r: AgentRequest, now: number
 }
 
 /** `unknownKey`: the kid is not among the keys valid now (a refresh may help). */
-export type Verdict = { ok: true; kid: string } | { ok: false; reason: string; unknownKey?: true }
+export type RequestVerdict = { ok: true; kid: string } | { ok: false; reason: string; unknownKey?: true }
 
 /** Checks the signature headers against the node's current trust keys. */
-export function verifyAgentRequest(keys: TrustKey[], headers: Headers, r: AgentRequest, now: number): Verdict {
+export function verifyAgentRequest(keys: readonly TrustKey[], headers: Headers, r: AgentRequest, now: number): RequestVerdict {
   const kid = headers.get(SIGNATURE_HEADERS.kid)
   const ts = headers.get(SIGNATURE_HEADERS.timestamp)
   const sig = headers.get(SIGNATURE_HEADERS.signature)
@@ -46,9 +43,7 @@ export function verifyAgentRequest(keys: TrustKey[], headers: Headers, r: AgentR
   if (!/^\d{1,16}$/.test(ts)) return { ok: false, reason: 'bad timestamp' }
   const timestamp = Number(ts)
   if (Math.abs(now - timestamp) > MAX_SKEW_MS) return { ok: false, reason: 'timestamp outside ±5 minutes' }
-  const key = keysValidAt(keys, now).find((k) => k.kid === kid)
-  if (!key) return { ok: false, reason: 'unknown or expired key', unknownKey: true }
-  if (!/^[A-Za-z0-9_-]{86}$/.test(sig)) return { ok: false, reason: 'bad signature' }
-  const good = verifyDomain(AGENT_REQUEST_DOMAIN, fromB64url(key.publicKey), agentRequestMessage(r, timestamp), fromB64url(sig))
-  return good ? { ok: true, kid } : { ok: false, reason: 'bad signature' }
+  const v = verifySignature(AGENT_REQUEST_DOMAIN, 'request', keys, kid, sig, () => agentRequestMessage(r, timestamp), now)
+  if (v.ok) return { ok: true, kid: v.kid }
+  return v.unknownKey ? { ok: false, reason: 'unknown or expired key', unknownKey: true } : v
 }

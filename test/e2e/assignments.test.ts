@@ -12,7 +12,7 @@ import { ASSIGNMENTS_PATH, platformProxy, type PlatformProxy } from '../helpers/
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { newCert, withProof } from '../helpers/certs.ts'
 import { VERSION } from '../../src/version.ts'
-import type { SignedAssignments } from '../../src/signed/documents.ts'
+import type { SignedAssignments } from '../../src/wire/projects.ts'
 
 /** A Platform (no local node) whose public URL is the proxy, and w1 joined through its enrollment listener; the Agent is not started. */
 async function setUp(dir: string, proxy: PlatformProxy) {

@@ -79,7 +79,7 @@ export default [
   },
   {
     name: 'audit2: a trust answer holding only keys not valid yet replaces the working set',
-    file: 'src/agent/trust.ts',
+    file: 'src/signed/keys.ts',
     from: "if (keysValidAt(live, now).length === 0) throw new Error('no key in the answer is valid now')",
     to: "if (live.length === 0) throw new Error('no key in the answer is valid now')",
     tests: ['test/agent/trust.test.ts', 'test/agent/refresh.test.ts'],

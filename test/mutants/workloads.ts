@@ -37,14 +37,14 @@ export default [
   },
   {
     name: 'logs: the Agent serves a log request whatever signed it',
-    file: 'src/projects/log-request.ts',
-    from: "if (!verifyDomain(LOG_REQUEST_DOMAIN, fromB64url(key.publicKey), bytes, fromB64url(d.signature))) return { ok: false, reason: 'log request with a bad signature' }",
+    file: 'src/signed/signed.ts',
+    from: "if (!verifyDomain(domain, fromB64url(key.publicKey), bytes, fromB64url(signature))) return { ok: false, reason: 'bad signature' }",
     to: '',
     tests: ['test/projects/log-request.test.ts'],
   },
   {
     name: 'logs: the Agent serves a log request made for another node',
-    file: 'src/projects/log-request.ts',
+    file: 'src/signed/signed.ts',
     from: 'if (p.node !== node) return',
     to: 'if (false) return',
     tests: ['test/projects/log-request.test.ts'],
