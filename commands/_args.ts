@@ -62,7 +62,7 @@ export function afterDashes(rawArgs: string[]): string[] {
 
 /** Every `--FLAG KEY=VALUE` as labels (SPEC §16.11); a bad one is a usage error. */
 export async function labelArgs(rawArgs: string[], flag: string): Promise<Record<string, string>> {
-  const { parseLabelArgs } = await import('../src/fabric/labels.ts')
+  const { parseLabelArgs } = await import('../src/wire/labels.ts')
   try {
     return parseLabelArgs(multiArg(rawArgs, flag), `--${flag}`)
   } catch (e) {

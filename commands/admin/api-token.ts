@@ -13,7 +13,7 @@ export default defineCommand({
     ...jsonArg,
   },
   async run({ args }) {
-    const { isRole } = await import('../../src/auth/permissions.ts')
+    const { isRole } = await import('../../src/wire/permissions.ts')
     if (!isRole(args.role)) throw new UsageError(`--role must be superadmin, operator or viewer, got "${args.role}"`)
     const role = args.role
     if (!/^[\w .@-]{1,64}$/.test(args.name)) throw new UsageError('--name must be 1–64 letters, digits, spaces or ._@-')

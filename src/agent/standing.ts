@@ -3,7 +3,7 @@
 // of the agent certificate (src/fabric/node-state.ts answers). doctor fails on
 // a dead credential, the Agent stops for good on one, and `worker join`
 // enrolls again over one; each names the way back.
-import type { CredentialState } from '../fabric/node-state.ts'
+import type { CredentialState } from '../wire/nodes.ts'
 import { certFingerprint } from '../crypto/x509.ts'
 import type { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'

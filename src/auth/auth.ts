@@ -11,7 +11,7 @@ import { getApiToken, insertApiToken, type ApiTokenOrigin } from '../store/api-t
 import { touchApiToken } from '../store/token-lifecycle.ts'
 import { endAccountSessions, recordTokenParent } from '../store/account-admin.ts'
 import { endSession, markSessionMembership, sessionMembership } from '../store/session-door.ts'
-import { isRole, lowerRole, roleCan, type Permission, type Role } from './permissions.ts'
+import { isRole, lowerRole, roleCan, type Permission, type Role } from '../wire/permissions.ts'
 import { log } from '../log.ts'
 import { LoginThrottle } from './throttle.ts'
 

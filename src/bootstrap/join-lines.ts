@@ -9,11 +9,23 @@
 // checks the binary's and install.sh's SHA-256 in turn (src/bootstrap/bootstrap.sh).
 import { createHash } from 'node:crypto'
 import installScript from '../../install.sh' with { type: 'text' }
-import type { Services } from '../http/services.ts'
+import type { Fabric } from '../fabric/fabric.ts'
+import type { Pki } from '../pki/pki.ts'
 import { servedBinary } from './served-binary.ts'
+import type { JoinCommands } from '../wire/nodes.ts'
+
+/** What the lines are made from (the routes pass the Platform's services). */
+export interface JoinLineSources {
+  readonly fabric: Pick<Fabric, 'enrollment'>
+  /** The Platform CA pin when the API serves a certificate from that CA; else null. */
+  readonly apiCaPin: string | null
+  /** The URL operators and nodes use to reach the API. */
+  readonly publicUrl: string
+  readonly pki: Pick<Pki, 'ca'>
+}
 
 /** Where a machine bootstraps from: the enrollment listener, else an API serving HTTPS from the Platform CA. */
-export function bootstrapBase(p: Pick<Services, 'fabric' | 'apiCaPin' | 'publicUrl'>): { url: string; pin: string } | null {
+export function bootstrapBase(p: Omit<JoinLineSources, 'pki'>): { url: string; pin: string } | null {
   const ep = p.fabric.enrollment
   // A listener still presenting its certificate from before the CA cannot be verified with the CA.
   if (ep) return ep.fingerprint === ep.caFingerprint ? { url: ep.url, pin: ep.fingerprint } : null
@@ -28,15 +40,9 @@ export const sha256Hex = (text: string): string => createHash('sha256').update(t
 export const INSTALL_SH = installScript
 export const INSTALL_SH_SHA256 = sha256Hex(installScript)
 
-export interface NodeCommands {
-  /** `muster worker join …` for a machine with muster installed; the token comes from stdin or the prompt. */
-  joinCommand: string | null
-  /** The curl-and-sh line; null when this Platform cannot serve a binary or has no https endpoint from its CA. */
-  bootstrapCommand: string | null
-}
 
 /** `nodeId` null: a fleet token, which leaves the name open (a literal NAME). */
-export function nodeCommands(p: Pick<Services, 'fabric' | 'apiCaPin' | 'publicUrl' | 'pki'>, nodeId: string | null): NodeCommands {
+export function nodeCommands(p: JoinLineSources, nodeId: string | null): JoinCommands {
   const base = bootstrapBase(p)
   if (!base) return { joinCommand: null, bootstrapCommand: null }
   const name = nodeId ?? 'NAME'

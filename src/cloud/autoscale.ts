@@ -10,6 +10,7 @@ import { getScaling, updateScaling, type ScalingRow } from '../store/cloud-scali
 import { audited, AUTOSCALER, type Actor } from './audit.ts'
 import type { ProviderName } from './provider.ts'
 import type { Cloud } from './service.ts'
+import type { CloudScaling } from '../wire/cloud.ts'
 
 export const HOLD_MS = 2 * 60_000
 
@@ -39,7 +40,7 @@ export class Autoscaler {
 
   constructor(private readonly cloud: Cloud) {}
 
-  async view() {
+  async view(): Promise<CloudScaling> {
     const s = await getScaling(this.cloud.db)
     return {
       enabled: s.enabled === 1,
@@ -55,7 +56,7 @@ export class Autoscaler {
   }
 
   /** Changes consent or limits; audited (an unwritable audit refuses the change). */
-  async configure(input: ScalingInput, actor: Actor) {
+  async configure(input: ScalingInput, actor: Actor): Promise<CloudScaling> {
     const s = await getScaling(this.cloud.db)
     const next: Partial<ScalingRow> = { updated_at: this.cloud.now() }
     if (input.maxMachines !== undefined) next.max_machines = input.maxMachines

@@ -4,28 +4,9 @@ import * as v from 'valibot'
 import { MusterError } from '../errors.ts'
 import { invalid } from '../wire/validate.ts'
 import type { RetryPolicy } from './retry.ts'
+import type { ProviderName, Region, Size } from '../wire/cloud.ts'
 
-export const PROVIDERS = ['hetzner', 'digitalocean', 'aws', 'azure', 'gcp'] as const
-export type ProviderName = (typeof PROVIDERS)[number]
-
-export function isProvider(value: string): value is ProviderName {
-  return (PROVIDERS as readonly string[]).includes(value)
-}
-
-export interface Region {
-  id: string
-  name: string
-  available: boolean
-}
-
-export interface Size {
-  id: string
-  cpus: number
-  memoryMB: number
-  diskGB: number | null
-  /** Only where the provider's own list answers it (Hetzner, DigitalOcean). */
-  priceMonthly: number | null
-}
+export { PROVIDERS, isProvider, type ProviderName, type Region, type Size } from '../wire/cloud.ts'
 
 /** What muster needs to know of a machine; `providerStatus` is the provider's own word. */
 export type MachineStatus = 'pending' | 'running' | 'stopped' | 'failed' | 'deleting'

@@ -22,6 +22,7 @@ import { FirstBootStore } from './first-boot.ts'
 import { inboundJson, parseInbound } from './inbound.ts'
 import { CLOSED, type Inbound, type Machine, type ProviderName } from './provider.ts'
 import type { Cloud } from './service.ts'
+import type { ProvisionView } from '../wire/cloud.ts'
 
 export interface ProvisionInput {
   provider: ProviderName
@@ -289,7 +290,7 @@ export class Provisioner {
     return { provisions: (await listProvisions(this.db)).map((r) => this.view(r)) }
   }
 
-  view(r: ProvisionRow) {
+  view(r: ProvisionRow): ProvisionView {
     const node = this.fabric.registry.get(r.name)
     const inbound = parseInbound(r.inbound)
     return {
@@ -321,4 +322,3 @@ export class Provisioner {
   }
 }
 
-export type ProvisionView = ReturnType<Provisioner['view']>

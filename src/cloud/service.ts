@@ -18,6 +18,7 @@ import { createProvider } from './providers/index.ts'
 import { Provisioner } from './provisioner.ts'
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.ts'
 import { seal, sealKey, unseal } from './seal.ts'
+import type { CloudAudit, CloudConnection, CloudDisconnected, CloudStatus, RegionList, SizeList } from '../wire/cloud.ts'
 
 /** What the cloud area uses of its siblings. */
 export interface CloudDeps {
@@ -110,7 +111,7 @@ export class Cloud {
   }
 
   /** 1. parse  2. audit  3. prove by a list call  4. seal and keep. Nothing is stored when the provider refuses. */
-  async connect(name: ProviderName, input: unknown, actor: Principal) {
+  async connect(name: ProviderName, input: unknown, actor: Principal): Promise<CloudConnection> {
     const creds = parseCredentials(name, input)
     const form = 'roleArn' in creds ? 'role' : 'ambient' in creds ? 'ambient' : 'federatedTokenFile' in creds ? 'workload identity' : 'key'
     return audited(this.db, () => this.now(), actorFrom(actor), 'connect', { provider: name, detail: `credentials: ${form}` }, async () => {
@@ -122,7 +123,7 @@ export class Cloud {
   }
 
   /** Refused while machines it created exist: releasing them needs the credentials. Also withdraws scaling consent for it. */
-  async disconnect(name: ProviderName, actor: Principal) {
+  async disconnect(name: ProviderName, actor: Principal): Promise<CloudDisconnected> {
     if (!(await getConnection(this.db, name))) throw new MusterError('cloud-not-connected', `${name} is not connected.`)
     const machines = await existingMachines(this.db, name)
     if (machines.length > 0) {
@@ -136,11 +137,11 @@ export class Cloud {
     })
   }
 
-  audit(limit?: number) {
+  audit(limit?: number): Promise<CloudAudit> {
     return auditView(this.db, limit)
   }
 
-  async connectionView(name: ProviderName) {
+  async connectionView(name: ProviderName): Promise<CloudConnection> {
     const row = (await listConnections(this.db)).find((c) => c.provider === name)
     return {
       provider: name,
@@ -152,11 +153,11 @@ export class Cloud {
     }
   }
 
-  async regions(name: ProviderName) {
+  async regions(name: ProviderName): Promise<RegionList> {
     return { provider: name, regions: await (await this.provider(name)).regions() }
   }
 
-  async sizes(name: ProviderName, region?: string) {
+  async sizes(name: ProviderName, region?: string): Promise<SizeList> {
     return { provider: name, region: region ?? null, sizes: await (await this.provider(name)).sizes(region) }
   }
 
@@ -167,7 +168,7 @@ export class Cloud {
     return null
   }
 
-  async status() {
+  async status(): Promise<CloudStatus> {
     const rows = (await listProvisions(this.db)).filter((r) => r.state !== 'released')
     const why = this.unavailableReason()
     return {

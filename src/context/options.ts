@@ -1,7 +1,13 @@
 // How `muster serve` (or a test) configures a Platform.
-import type { RateLimitOptions } from '../fabric/rate-limit.ts'
 import type { AuditRetention } from '../store/audit-log.ts'
 
+
+/** A token bucket with a cap on requests in flight (src/fabric/rate-limit.ts applies it). */
+export interface RateLimitOptions {
+  perSecond: number
+  burst: number
+  maxInFlight: number
+}
 
 export interface PlatformOptions {
   dataDir: string

@@ -29,8 +29,9 @@ import { NODE_NAME } from '../wire/validate.ts'
 import { log } from '../log.ts'
 import { bearerToken } from '../auth/auth.ts'
 import { assertPrivate } from '../datadir.ts'
-import type { Labels } from './labels.ts'
+import type { Labels } from '../wire/labels.ts'
 import { DeclaredNodes, type NodesFileReload } from './nodes-file.ts'
+import type { EnrollmentToken, NodeDrained, NodeRemoved, NodeRevoked, NodeRotated, PlatformInfo, TrustAnswer } from '../wire/nodes.ts'
 
 export * from './types.ts'
 
@@ -173,7 +174,7 @@ export class Fabric {
     }
   }
 
-  async trustKeys() {
+  async trustKeys(): Promise<TrustAnswer> {
     this.requireNodesEnabled()
     const release = this.limits.trust.admit()
     try {
@@ -297,7 +298,7 @@ export class Fabric {
     return n
   }
 
-  async revoke(name: string) {
+  async revoke(name: string): Promise<NodeRevoked> {
     this.requireNode(name)
     await this.registry.update(name, { revoked_at: this.now() })
     await this.changed(name)
@@ -305,14 +306,14 @@ export class Fabric {
     return { nodeId: name, state: 'revoked' }
   }
 
-  async rotate(name: string) {
+  async rotate(name: string): Promise<NodeRotated> {
     const n = this.requireNode(name)
     if (n.certSha256 === null) throw new MusterError('conflict', `${name} has no certificate to rotate a credential for.`)
     const { generation } = await this.nextGeneration(name)
     return { nodeId: name, generation, previousValidUntil: new Date(this.now() + PREVIOUS_GENERATION_GRACE_MS).toISOString() }
   }
 
-  async rebind(name: string, ttlMinutes = 60) {
+  async rebind(name: string, ttlMinutes = 60): Promise<EnrollmentToken> {
     const n = this.requireNode(name)
     const now = this.now()
     const expiresAt = now + ttlMinutes * 60_000
@@ -328,7 +329,7 @@ export class Fabric {
     return { nodeId: name, token: token.token, expiresAt: new Date(expiresAt).toISOString() }
   }
 
-  async drain(name: string, drained = true) {
+  async drain(name: string, drained = true): Promise<NodeDrained> {
     this.requireNode(name)
     const declared = this.declared.get(name)?.drained
     if (declared !== undefined && declared !== drained) throw new MusterError('conflict', `Node ${name} is declared ${declared ? 'drained' : 'not drained'} in the nodes file ${this.declared.file}; change it there and reload the Platform.`)
@@ -338,7 +339,7 @@ export class Fabric {
   }
 
   /** Removes a node; a healthy one only with `force` (a working machine is stopped first: revoke or drain). */
-  async remove(name: string, force = false) {
+  async remove(name: string, force = false): Promise<NodeRemoved> {
     const n = this.requireNode(name)
     for (const check of this.inUseChecks) {
       const why = check(name)
@@ -372,7 +373,7 @@ export class Fabric {
   localNode: (() => NodeView) | null = null
 
   /** `nodes platform`: where nodes enroll, the pins, the CA's lifetime and warnings (a CA with a year or less left). */
-  async platformInfo() {
+  async platformInfo(): Promise<PlatformInfo> {
     const pki = this.platform.pki
     const about = (ca: { pin: string; notAfter: Date }) => ({ fingerprint: ca.pin, notAfter: ca.notAfter.toISOString() })
     const warning = caWarning(pki.ca, this.now())

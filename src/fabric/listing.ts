@@ -6,11 +6,12 @@ import { MusterError } from '../errors.ts'
 import { encodeCursor, indexAfter, indexFrom, pageQuery, queryText } from '../wire/paging.ts'
 import { NODE_NAME } from '../wire/validate.ts'
 import { pendingEnrollments } from '../store/join-tokens.ts'
-import type { Fabric, NodeView } from './fabric.ts'
-import { LABEL_KEY, LABEL_VALUE, type Labels } from './labels.ts'
-import { compatibilityOf, type NodeEntry, type NodeStateName, type StateCounts } from './registry.ts'
+import type { Fabric } from './fabric.ts'
+import type { NodePage, NodeView, StateCounts } from '../wire/nodes.ts'
+import { LABEL_KEY, LABEL_VALUE, type Labels } from '../wire/labels.ts'
+import { compatibilityOf, type NodeEntry, type NodeStateName } from './registry.ts'
 
-export type { StateCounts }
+export type { NodePage, StateCounts } from '../wire/nodes.ts'
 
 export const NODE_STATES: readonly NodeStateName[] = ['enrolled', 'ready', 'unreachable', 'revoked']
 
@@ -25,14 +26,6 @@ export interface NodeQuery {
 }
 
 
-export interface NodePage {
-  nodes: NodeView[]
-  pendingEnrollments: { nodeId: string; expiresAt: string }[]
-  /** Pass back as `cursor` for the next page; null on the last page. */
-  nextCursor: string | null
-  counts: StateCounts
-}
-
 const bad = (field: string, what: string) => new MusterError('invalid-request', `Invalid ${field}: ${what}`, { field })
 
 /** The query of GET /api/v1/nodes, checked. */
@@ -46,7 +39,7 @@ export function nodeQuery(query: Record<string, unknown>): NodeQuery {
   }
   const label = queryText(query, 'label')
   if (label !== undefined) {
-    // The same keys and values as node labels (src/fabric/labels.ts).
+    // The same keys and values as node labels (src/wire/labels.ts).
     const i = label.indexOf('=')
     const key = label.slice(0, i)
     const value = label.slice(i + 1)

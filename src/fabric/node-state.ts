@@ -8,18 +8,7 @@ import { MusterError } from '../errors.ts'
 import { bearerToken } from '../auth/auth.ts'
 import { parseCredential } from './credentials.ts'
 import type { Fabric } from './fabric.ts'
-import type { NodeStateName } from './registry.ts'
-
-/** `valid`: the credential works. The others are refusals for good: the node must join again. */
-export type CredentialState = 'valid' | 'revoked' | 'removed' | 'rebound' | 'superseded'
-
-export interface CredentialAnswer {
-  nodeId: string
-  credential: CredentialState
-  /** The node's state as `nodes list` shows it, for a valid credential. */
-  state?: NodeStateName
-  reason?: string
-}
+import type { CredentialAnswer } from '../wire/nodes.ts'
 
 const HEX64 = /^[0-9a-f]{64}$/
 

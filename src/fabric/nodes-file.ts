@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import { NODE_NAME } from '../wire/validate.ts'
-import { labelsProblem, type Labels } from './labels.ts'
+import { labelsProblem, type Labels } from '../wire/labels.ts'
 
 export interface DeclaredNode {
   name: string

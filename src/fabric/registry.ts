@@ -6,18 +6,12 @@ import { writeHeartbeatBatch } from '../store/heartbeats.ts'
 import { registryRows } from '../store/registry-rows.ts'
 import { log } from '../log.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
-import { labelsFromJson, type Labels } from './labels.ts'
+import { labelsFromJson, type Labels } from '../wire/labels.ts'
+import type { NodeStateName, ReplicaStatus, StateCounts } from '../wire/nodes.ts'
 
-export type NodeStateName = 'enrolled' | 'ready' | 'unreachable' | 'revoked'
+export type { NodeStateName, ReplicaStatus, StateCounts } from '../wire/nodes.ts'
+
 export type Compatibility = 'current' | 'behind' | 'newer' | 'unknown'
-
-export interface ReplicaStatus {
-  project: string
-  replica: number
-  state: 'pending' | 'running' | 'failed' | 'stopped'
-  exitCode?: number | null
-  revision?: number
-}
 
 export interface NodeEntry {
   name: string
@@ -126,7 +120,6 @@ const COUNT_REFRESH_MS = 2_000
 /** Nodes counted between two turns of the event loop (about 2–5 ms). */
 const COUNT_SLICE = 10_000
 
-export type StateCounts = Record<NodeStateName, number> & { total: number }
 
 export class Registry {
   readonly nodes = new Map<string, NodeEntry>()

@@ -6,8 +6,9 @@ import type { LocalDoor } from '../auth/auth.ts'
 import type { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
 import type { Db } from '../store/db.ts'
-import { fingerprintOfToken, parseOfficeToken, type OfficeToken } from './formats.ts'
+import { fingerprintOfToken, parseOfficeToken, type OfficeToken } from '../wire/federation-formats.ts'
 import { breakGlassInForce, getMembership, lastDetach, saveMembership, type BreakGlassRow } from './office-store.ts'
+import type { LocalAuthority } from '../wire/federation.ts'
 
 export const OFFICE_TOKEN_FILE = 'platform/office-join-token'
 
@@ -76,15 +77,6 @@ export async function resolveOfficeConfig(dataDir: DataDir, db: Db, env: Record<
   if (controllerUrl && advertiseUrl && (controllerUrl !== stored?.controller_url || advertiseUrl !== stored?.advertise_url)) await saveMembership(db, controllerUrl, advertiseUrl, now)
   const m = membership!
   return { ...m, controllerUrl, advertiseUrl, officeId: env.MUSTER_OFFICE_ID?.trim() || m.token.officeId }
-}
-
-export interface LocalAuthority {
-  joined: boolean
-  officeId: string | null
-  localLoginAllowed: boolean
-  /** The recorded break-glass that holds the door open under the current membership. */
-  breakGlass: { id: string; account: string | null; at: string; reportedAt: string | null } | null
-  detachedAt: string | null
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())

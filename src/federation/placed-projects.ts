@@ -3,22 +3,16 @@
 // ordinary projects of this Platform's workloads service (origin 'controller'),
 // so they are placed, signed and supervised like any other, and keep running
 // with the controller gone. Tests (or another runtime) can register a runner.
-import { ProjectSpec } from '../projects/spec.ts'
+import { ProjectSpec } from '../wire/projects.ts'
 import { MusterError } from '../errors.ts'
 import type { Projects } from '../projects/service.ts'
+import type { OfficeProjectStatus as PlacedProjectStatus } from '../wire/federation.ts'
 
 // A placed project is a project spec like any other.
 export const PlacedProjectSpec = ProjectSpec
 export type PlacedProjectSpec = ProjectSpec
 
-export interface PlacedProjectStatus {
-  name: string
-  replicas: number
-  state: 'pending' | 'running' | 'failed' | 'stopped'
-  /** Replicas running now. */
-  running: number
-  detail?: string
-}
+export type { OfficeProjectStatus as PlacedProjectStatus } from '../wire/federation.ts'
 
 /** Runs what the controller placed. `apply` is called once per placement; the runner keeps what it runs across restarts. */
 export interface PlacedProjectRunner {

@@ -8,33 +8,14 @@ import { log } from '../log.ts'
 import { forgetPlatform, livePlatforms, recordPlatform, type PlatformRow } from '../store/platforms.ts'
 import { allLeases } from '../store/leases.ts'
 import { VERSION } from '../version.ts'
+import type { NodeFacingPlatform, PlatformView } from '../wire/nodes.ts'
+
+export type { NodeFacingPlatform, PlatformView } from '../wire/nodes.ts'
 
 /** How often a Platform records itself; it is live while seen within LIVE_MS (database clock). */
 export const RECORD_MS = 2_000
 export const LIVE_MS = 10_000
 const SELF_RECHECK_MS = 1_000
-
-/** One entry of `platforms` in enroll and heartbeat answers. */
-export interface NodeFacingPlatform {
-  id: string
-  /** The Platform API: heartbeats, renewals, assignments. */
-  url: string
-  /** Its enrollment listener (joins, trust refresh), when it has one. */
-  enrollmentUrl?: string
-}
-
-export interface PlatformView {
-  id: string
-  url: string
-  enrollmentUrl: string | null
-  fingerprint: string | null
-  version: string
-  startedAt: string
-  lastSeenAt: string
-  self: boolean
-  /** The background loops it runs now. */
-  runs: string[]
-}
 
 export class PlatformRegistry {
   private live: PlatformRow[] = []

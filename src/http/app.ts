@@ -97,5 +97,5 @@ export function createApp(platform: Services) {
     .use(cloudRoutes(platform))
   // routes: overview (dashboard)
     .use(overviewRoutes(platform))
-    .use(dashboardRoutes(platform))
+    .use(dashboardRoutes())
 }

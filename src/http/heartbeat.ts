@@ -18,7 +18,7 @@ import { log } from '../log.ts'
 import type { Services } from './services.ts'
 import { errorResponse } from './app.ts'
 import { joinTokenAsBearer, malformedRequest } from './request.ts'
-import { Register } from './routes/nodes.ts'
+import { Register } from '../wire/nodes.ts'
 import { invalid } from '../wire/validate.ts'
 
 /** How many heartbeats took the allocation-free credential check, and how many bodies the cache answered (tests read them). */

@@ -7,7 +7,6 @@ import type { Cloud } from '../cloud/service.ts'
 import type { Context } from '../context/context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
 import type { Federation } from '../federation/service.ts'
-import type { EnrollmentListener } from '../listener/listener.ts'
 import type { PlatformOptions } from '../context/options.ts'
 import type { Pki } from '../pki/pki.ts'
 import type { Projects } from '../projects/service.ts'
@@ -25,7 +24,6 @@ export interface Services {
   readonly logs: LogRelay
   readonly federation: Federation
   readonly cloud: Cloud
-  readonly listener: EnrollmentListener | undefined
   /** The API is served over HTTPS. */
   readonly secure: boolean
   /** The URL operators and nodes use to reach the API. */

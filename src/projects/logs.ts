@@ -21,20 +21,9 @@ import { countLogRequests, deleteLogChunksUpTo, deleteLogRequest, insertLogChunk
 import { LogFollower, MAX_LINE_CHARS, MAX_TAIL_LINES, readTail } from '../replicas/log-files.ts'
 import { LOG_REQUEST } from '../signed/documents.ts'
 import { signDocument } from '../signed/signed.ts'
-import type { LogChunk, LogRequestPayload, SignedLogRequest } from '../wire/projects.ts'
+import type { LogChunk, LogRequestPayload, ProjectLogs, SignedLogRequest } from '../wire/projects.ts'
 import type { Projects } from './service.ts'
 import { nudgeNode } from './log-nudge.ts'
-
-/** What GET /api/v1/projects/:name/logs answers (the dashboard shows exactly this). */
-export interface ProjectLogs {
-  project: string
-  replica: number
-  node: string
-  lines: string[]
-  truncated: boolean
-  /** Following: where the next poll goes on from; null when the follow has ended. */
-  cursor?: string | null
-}
 
 /** The Platform's own node reads its replicas' logs in place. */
 export interface LocalLogs {

@@ -24,27 +24,16 @@ import { signDocument } from '../signed/signed.ts'
 import type { AssignedReplica, AssignmentPayload, SignedAssignments } from '../wire/projects.ts'
 import { FieldSeal } from '../context/vault.ts'
 import { assignmentDigest, assignmentsByNode, runsCheck, type RollingPrevious } from './by-node.ts'
-import type { ProjectSpec } from './spec.ts'
-import { place, type Placement, type PlacementNode, type PlacementResult, type ShortfallReason } from './placement.ts'
+import { place, type Placement, type PlacementNode, type PlacementResult } from './placement.ts'
+import type { ProjectRemoved, ProjectSpec, ProjectView, Shortfall } from '../wire/projects.ts'
+
+export type { PlacementView, ProjectView } from '../wire/projects.ts'
 
 /**
  * A project as deployed; `origin` says who placed it (local, or controller),
  * `deployedBy` the operator who deployed it here (none: placed by a controller).
  */
 export type ProjectInput = ProjectSpec & { origin?: string; deployedBy?: { name: string; role: string } }
-
-export interface PlacementView {
-  replica: number
-  node: string | null
-  state: 'pending' | 'running' | 'failed' | 'stopped'
-  exitCode?: number | null
-}
-
-export type ProjectView = Omit<Project, 'previous' | 'deployerRole'> & {
-  shortfall: number
-  reason: ShortfallReason | null
-  placements: PlacementView[]
-}
 
 /** The in-process Agent of the Platform's own node. */
 export interface LocalNodeHooks {
@@ -164,7 +153,7 @@ export class Projects {
     return this.view(p)
   }
 
-  async remove(name: string): Promise<{ name: string; removed: true }> {
+  async remove(name: string): Promise<ProjectRemoved> {
     if (!this.projects.has(name)) throw new MusterError('not-found', `No project named ${name}.`)
     await deleteProject(this.db, name)
     this.projects.delete(name)
@@ -198,7 +187,7 @@ export class Projects {
   }
 
   /** Replicas that fit nowhere although nodes were eligible (the autoscaler's signal). */
-  shortfall(): { total: number; projects: Record<string, number> } {
+  shortfall(): Shortfall {
     const projects = Object.fromEntries(this.result.shortfall)
     return { total: Object.values(projects).reduce((a, b) => a + b, 0), projects }
   }

@@ -28,7 +28,7 @@ export default [
   },
   {
     name: 'teams: the operator role holds server.accounts.manage',
-    file: 'src/auth/permissions.ts',
+    file: 'src/wire/permissions.ts',
     from: "    'server.federation.vouch',\n  ]),",
     to: "    'server.federation.vouch',\n    'server.accounts.manage',\n  ]),",
     tests: ACCOUNTS,

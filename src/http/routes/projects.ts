@@ -3,7 +3,7 @@ import { Elysia } from 'elysia'
 import { MusterError } from '../../errors.ts'
 import type { Services } from '../services.ts'
 import { parseBody } from '../../wire/validate.ts'
-import { ProjectSpec } from '../../projects/spec.ts'
+import { ProjectSpec } from '../../wire/projects.ts'
 import { projectFor } from '../../projects/redact.ts'
 import { projectPage } from '../pages.ts'
 

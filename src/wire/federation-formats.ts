@@ -3,7 +3,7 @@
 // functions only, so both sides and the tests share one definition.
 import { MusterError } from '../errors.ts'
 import { b64url, fromB64url, sha256Hex } from '../crypto/tokens.ts'
-import { isRole, type Role } from '../auth/permissions.ts'
+import { isRole, type Role } from './permissions.ts'
 
 export const OFFICE_ID = /^[a-z0-9][a-z0-9-]{0,62}$/
 /** Identities are account names on both sides; no colon, so a vouch splits unambiguously. */
