@@ -2,6 +2,7 @@ import { defineCommand } from 'citty'
 import { dataDirArg, intArg, multiArg, UsageError } from './_args.ts'
 import { consola } from 'consola'
 import { ENGINE_ENV } from '../src/swap/protocol.ts'
+import { tunable } from '../src/tunables.ts'
 
 export default defineCommand({
   meta: { name: 'serve', description: 'Run a Platform: the node registry, enrollment authority and API (SIGHUP swaps in the binary on disk without closing a port)' },
@@ -85,7 +86,7 @@ export default defineCommand({
       },
     }
     // `muster serve` itself supervises (src/swap/supervisor.ts): it holds the lock and runs this same command line as its engine.
-    const role = process.env[ENGINE_ENV]
+    const role = tunable(ENGINE_ENV)
     delete process.env[ENGINE_ENV]
     if (role !== 'first' && role !== 'takeover') {
       const password = args.database ? db.databasePassword(args.database) : undefined

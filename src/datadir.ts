@@ -3,11 +3,12 @@
 import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { MusterError } from './errors.ts'
+import { TUNABLES, tunable } from './tunables.ts'
 
-export const DEFAULT_DATA_DIR = '/var/lib/muster'
+export const DEFAULT_DATA_DIR = TUNABLES.MUSTER_DATA_DIR.default
 
 export function resolveDataDir(flag?: string): string {
-  return resolve(flag || process.env.MUSTER_DATA_DIR || DEFAULT_DATA_DIR)
+  return resolve(flag || tunable('MUSTER_DATA_DIR') || DEFAULT_DATA_DIR)
 }
 
 /** Refuses a file or folder that group or others can read or write. */

@@ -23,6 +23,7 @@ import { inboundJson, parseInbound } from './inbound.ts'
 import { CLOSED, type Inbound, type Machine, type ProviderName } from './provider.ts'
 import type { Cloud } from './service.ts'
 import type { ProvisionView } from '../wire/cloud.ts'
+import { tunableNumber } from '../tunables.ts'
 
 export interface ProvisionInput {
   provider: ProviderName
@@ -55,7 +56,7 @@ export function machineFailure(provider: string, m: Machine): string {
 
 export class Provisioner {
   /** A provision not ready this long after it was requested has failed. */
-  timeoutMs = Number(process.env.MUSTER_CLOUD_PROVISION_TIMEOUT_MS) || 20 * 60_000
+  timeoutMs = tunableNumber('MUSTER_CLOUD_PROVISION_TIMEOUT_MS')
   /** How long a provision request waits for the provider before answering with the state so far. */
   answerWithinMs = 20_000
   private readonly inFlight = new Map<string, Promise<void>>()

@@ -19,6 +19,7 @@ import { Provisioner } from './provisioner.ts'
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.ts'
 import { seal, sealKey, unseal } from './seal.ts'
 import type { CloudAudit, CloudConnection, CloudDisconnected, CloudStatus, RegionList, SizeList } from '../wire/cloud.ts'
+import { tunableNumber } from '../tunables.ts'
 
 /** What the cloud area uses of its siblings. */
 export interface CloudDeps {
@@ -87,8 +88,8 @@ export class Cloud {
     // One Platform among those sharing the store runs each loop (src/context/leases.ts).
     const reconcile = this.ctx.leases.lease('cloud-reconcile')
     const autoscale = this.ctx.leases.lease('cloud-autoscale')
-    every(Number(process.env.MUSTER_CLOUD_RECONCILE_MS) || 5000, () => reconcile.run(() => this.provisioner.reconcile()))
-    every(Number(process.env.MUSTER_CLOUD_AUTOSCALE_MS) || 10_000, () => autoscale.run(() => this.autoscaler.tick()))
+    every(tunableNumber('MUSTER_CLOUD_RECONCILE_MS'), () => reconcile.run(() => this.provisioner.reconcile()))
+    every(tunableNumber('MUSTER_CLOUD_AUTOSCALE_MS'), () => autoscale.run(() => this.autoscaler.tick()))
   }
 
   async stop(): Promise<void> {

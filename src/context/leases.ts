@@ -20,16 +20,12 @@ import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import type { Db, Store } from '../store/db.ts'
 import { acquireLease, checkFence, releaseLease } from '../store/leases.ts'
+import { tunableNumber } from '../tunables.ts'
 
 export type LeaseName = 'placement' | 'trust-keys' | 'probes' | 'cloud-reconcile' | 'cloud-autoscale' | 'audit-prune' | 'federation-heartbeat'
 
-const envMs = (name: string, fallback: number) => {
-  const v = Number(process.env[name])
-  return Number.isFinite(v) && v > 0 ? v : fallback
-}
-
 /** A lease lasts this long after its last renewal (MUSTER_LEASE_TTL_MS for tests). */
-export const LEASE_TTL_MS = envMs('MUSTER_LEASE_TTL_MS', 10_000)
+export const LEASE_TTL_MS = tunableNumber('MUSTER_LEASE_TTL_MS')
 
 /** A leader-only write refused because this Platform no longer holds the lease. */
 export class LeaseLost extends MusterError {

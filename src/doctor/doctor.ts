@@ -20,6 +20,7 @@ import { checkIsolation } from './isolation.ts'
 import { VERSION } from '../version.ts'
 import { MusterError } from '../errors.ts'
 import { checkReceiptFiles, readReceipt, type Receipt } from './receipt.ts'
+import { tunable } from '../tunables.ts'
 
 export type Status = 'ok' | 'warn' | 'fail'
 export interface Check {
@@ -47,7 +48,7 @@ export async function runDoctor(opts: { dataDir?: string; root?: string }): Prom
   // receipt first: it names the role and, absent a flag, the data directory
   const rr = readReceipt(root)
   const receipt = rr.state === 'ok' ? rr.receipt : undefined
-  const dataDir = new DataDir(opts.dataDir ?? process.env.MUSTER_DATA_DIR ?? (receipt ? join(root, receipt.dataDir) : DEFAULT_DATA_DIR))
+  const dataDir = new DataDir(opts.dataDir ?? tunable('MUSTER_DATA_DIR') ?? (receipt ? join(root, receipt.dataDir) : DEFAULT_DATA_DIR))
   const inferred = dataDir.exists(WORKER.config) || dataDir.exists(WORKER.key) ? 'worker' : dataDir.exists('platform/master.key') ? 'platform' : undefined
   const role = receipt?.role ?? inferred ?? 'unknown'
   if (receipt && inferred && receipt.role !== inferred) add('role', 'warn', `the receipt says ${receipt.role}, but ${dataDir.root} holds ${inferred} data`)

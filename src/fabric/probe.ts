@@ -13,8 +13,8 @@ import { getNode } from '../store/nodes.ts'
 import { probesSince, writeProbes } from '../store/node-probes.ts'
 import type { Lease } from '../context/leases.ts'
 import type { NodeEntry } from './registry.ts'
+import { tunableNumber } from '../tunables.ts'
 
-const DEFAULT_INTERVAL_MS = 15_000
 const TIMEOUT_MS = 5_000
 const CONCURRENCY = 16
 /** How often the probing Platform looks for due probes (and the others read results). */
@@ -85,8 +85,7 @@ export class ReadinessProber {
     private readonly fabric: Fabric,
     intervalMs?: number,
   ) {
-    const env = Number(process.env.MUSTER_PROBE_INTERVAL_MS)
-    this.intervalMs = intervalMs ?? (env > 0 ? env : DEFAULT_INTERVAL_MS)
+    this.intervalMs = intervalMs ?? tunableNumber('MUSTER_PROBE_INTERVAL_MS')
     this.lease = ctx.leases.lease('probes')
   }
 

@@ -17,8 +17,9 @@ import { getAccount } from '../store/accounts.ts'
 import { isRole, lowerRole } from '../wire/permissions.ts'
 import type { OfficeHeartbeatBody, OfficeRegisterBody } from '../wire/federation.ts'
 import type { OfficeBreakGlassReport, OfficeInfo, OfficeProjectStatus, OfficeTokenInfo, OfficeTokenMinted, OfficeTokenRevoked, VouchMinted } from '../wire/federation.ts'
+import { TUNABLES } from '../tunables.ts'
 
-export const DEFAULT_HEARTBEAT_SECONDS = 15
+export const DEFAULT_HEARTBEAT_SECONDS = TUNABLES.MUSTER_FEDERATION_HEARTBEAT_SECONDS.default
 const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())
 
 export class Controller {

@@ -9,6 +9,7 @@ import type { Db } from '../store/db.ts'
 import { fingerprintOfToken, parseOfficeToken, type OfficeToken } from '../wire/federation-formats.ts'
 import { breakGlassInForce, getMembership, lastDetach, saveMembership, type BreakGlassRow } from './office-store.ts'
 import type { LocalAuthority } from '../wire/federation.ts'
+import { tunable } from '../tunables.ts'
 
 export const OFFICE_TOKEN_FILE = 'platform/office-join-token'
 
@@ -51,7 +52,7 @@ function checkUrl(name: string, value: string): string {
  * than overwrite either.
  */
 export async function resolveOfficeConfig(dataDir: DataDir, db: Db, env: Record<string, string | undefined>, now: number): Promise<OfficeConfig | undefined> {
-  const fromEnv = env.MUSTER_JOIN_TOKEN?.trim() || undefined
+  const fromEnv = tunable('MUSTER_JOIN_TOKEN', env)?.trim() || undefined
   const envToken = fromEnv ? parseOfficeToken(fromEnv, 'MUSTER_JOIN_TOKEN') : undefined
   let membership = readMembership(dataDir)
   if (envToken && membership && fingerprintOfToken(envToken) !== membership.fingerprint) {
@@ -64,8 +65,8 @@ export async function resolveOfficeConfig(dataDir: DataDir, db: Db, env: Record<
     )
   }
   if (!envToken && !membership) return undefined
-  const controllerEnv = env.MUSTER_CONTROLLER_URL?.trim() || undefined
-  const advertiseEnv = env.MUSTER_ADVERTISE_URL?.trim() || undefined
+  const controllerEnv = tunable('MUSTER_CONTROLLER_URL', env)?.trim() || undefined
+  const advertiseEnv = tunable('MUSTER_ADVERTISE_URL', env)?.trim() || undefined
   if (envToken && !membership) {
     if (!controllerEnv || !advertiseEnv) throw new MusterError('not-configured', 'Joining as an office needs MUSTER_CONTROLLER_URL and MUSTER_ADVERTISE_URL as well as MUSTER_JOIN_TOKEN.')
     dataDir.writeSecret(OFFICE_TOKEN_FILE, `${fromEnv}\n`)
@@ -76,7 +77,7 @@ export async function resolveOfficeConfig(dataDir: DataDir, db: Db, env: Record<
   const advertiseUrl = advertiseEnv ? checkUrl('MUSTER_ADVERTISE_URL', advertiseEnv) : (stored?.advertise_url ?? undefined)
   if (controllerUrl && advertiseUrl && (controllerUrl !== stored?.controller_url || advertiseUrl !== stored?.advertise_url)) await saveMembership(db, controllerUrl, advertiseUrl, now)
   const m = membership!
-  return { ...m, controllerUrl, advertiseUrl, officeId: env.MUSTER_OFFICE_ID?.trim() || m.token.officeId }
+  return { ...m, controllerUrl, advertiseUrl, officeId: tunable('MUSTER_OFFICE_ID', env)?.trim() || m.token.officeId }
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())

@@ -9,6 +9,7 @@ import { Controller, DEFAULT_HEARTBEAT_SECONDS } from './controller.ts'
 import { localAuthority, localDoor, localDoorRefusal, resolveOfficeConfig } from './membership.ts'
 import { OfficeLink } from './office-link.ts'
 import { workloadsRunner, type PlacedProjectRunner } from './placed-projects.ts'
+import { tunable } from '../tunables.ts'
 
 export interface Federation {
   readonly ctx: Context
@@ -21,7 +22,7 @@ export interface Federation {
 }
 
 function heartbeatMs(env: Record<string, string | undefined>): number {
-  const raw = env.MUSTER_FEDERATION_HEARTBEAT_SECONDS?.trim()
+  const raw = tunable('MUSTER_FEDERATION_HEARTBEAT_SECONDS', env)?.trim()
   if (!raw) return DEFAULT_HEARTBEAT_SECONDS * 1000
   const s = Number(raw)
   if (!Number.isFinite(s) || s < 0.05 || s > 3600) throw new MusterError('not-configured', `MUSTER_FEDERATION_HEARTBEAT_SECONDS must be a number of seconds between 0.05 and 3600, got "${raw}".`)

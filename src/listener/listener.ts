@@ -30,6 +30,7 @@ import { assertPortFree } from '../sockets/ports.ts'
 import { steerToNewest } from '../sockets/steer.ts'
 import { listenerPlan } from './plan.ts'
 import { ownConnections, untilListenersDrained } from '../sockets/sockets.ts'
+import { tunableNumber } from '../tunables.ts'
 
 export const MAX_BODY_BYTES = 64 * 1024
 export const MAX_CONNECTIONS = 64
@@ -38,11 +39,7 @@ export const MAX_WAITING = 256
 /** Of the MAX_CONNECTIONS, at most this many from one source address (SPEC §16.7). */
 export const MAX_PER_SOURCE = 16
 /** How long a connection may wait unserved before it is closed (MUSTER_LISTENER_WAIT_MS for tests). */
-const WAIT_MS = 30_000
-const waitMs = () => {
-  const v = Number(process.env.MUSTER_LISTENER_WAIT_MS)
-  return Number.isFinite(v) && v > 0 ? v : WAIT_MS
-}
+const waitMs = () => tunableNumber('MUSTER_LISTENER_WAIT_MS')
 /**
  * The allow-list: exactly these reach the application, by method. Enroll and
  * trust for nodes; the four anonymous GETs a new machine bootstraps from

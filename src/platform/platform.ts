@@ -38,13 +38,14 @@ import { FieldSeal, openVault, type Vault } from '../context/vault.ts'
 import { Leases } from '../context/leases.ts'
 import { PlatformRegistry } from '../ha/live-platforms.ts'
 import { RequestGate } from '../swap/gate.ts'
+import { tunableNumber } from '../tunables.ts'
 
 export type { PlatformOptions }
 
 export { loadMasterKey, MASTER_KEY_FILE } from '../context/master-key.ts'
 /** The Platform CA's certificate (public), for --platform-ca-file. */
 export const CA_CERT_FILE = 'platform/ca.pem'
-const CERT_CHECK_MS = Number(process.env.MUSTER_CERT_CHECK_MS) > 0 ? Number(process.env.MUSTER_CERT_CHECK_MS) : 2_000
+const CERT_CHECK_MS = tunableNumber('MUSTER_CERT_CHECK_MS')
 /** Every this many ticks the vault is read again (a CA replaced on purpose, another Platform's work). */
 const CA_RELOAD_TICKS = 15
 

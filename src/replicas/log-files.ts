@@ -6,8 +6,9 @@
 // most about twice the cap on disk. The tail is read for the log relay.
 import { closeSync, copyFileSync, fstatSync, openSync, readSync, statSync, truncateSync } from 'node:fs'
 import { join } from 'node:path'
+import { TUNABLES } from '../tunables.ts'
 
-export const DEFAULT_LOG_MAX_BYTES = 1024 * 1024
+export const DEFAULT_LOG_MAX_BYTES = TUNABLES.MUSTER_AGENT_LOG_MAX_BYTES.default
 /** A line longer than this is cut (the rest is dropped) when read for the relay. */
 export const MAX_LINE_CHARS = 4096
 /** At most this many bytes of lines go in one answer. */

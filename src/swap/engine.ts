@@ -38,6 +38,7 @@ import { socketCallsAvailable } from '../sockets/libc.ts'
 import { ownConnections, untilListenersDrained } from '../sockets/sockets.ts'
 import { PEER_HEADER } from './gate.ts'
 import { rememberPeer } from '../http/peer.ts'
+import { tunableNumber } from '../tunables.ts'
 
 /** What a swap needs of the engine's Platform (src/platform/platform.ts is one). */
 export interface Platform {
@@ -59,8 +60,7 @@ const QUIESCE_WAIT_MS = 30_000
 const LISTENER_DRAIN_MS = 75_000
 
 function lingerMs(): number {
-  const s = Number(process.env.MUSTER_SWAP_LINGER_SECONDS)
-  return Number.isFinite(s) && s >= 0 ? s * 1000 : 30_000
+  return tunableNumber('MUSTER_SWAP_LINGER_SECONDS') * 1000
 }
 
 /** The IPC channel to the supervisor. */

@@ -47,9 +47,9 @@ export default [
   },
   {
     name: 'leases last 30 s: takeover after a kill -9 takes longer than 15 s',
-    file: 'src/context/leases.ts',
-    from: "envMs('MUSTER_LEASE_TTL_MS', 10_000)",
-    to: "envMs('MUSTER_LEASE_TTL_MS', 30_000)",
+    file: 'src/tunables.ts',
+    from: "MUSTER_LEASE_TTL_MS: { reader: 'serve', default: 10_000,",
+    to: "MUSTER_LEASE_TTL_MS: { reader: 'serve', default: 30_000,",
     tests: ['test/e2e/ha.test.ts'],
     filter: 'kill -9 of each in turn',
   },

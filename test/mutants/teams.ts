@@ -69,7 +69,7 @@ export default [
   },
   {
     name: 'teams: account names are not checked',
-    file: 'src/auth/accounts.ts',
+    file: 'src/wire/accounts.ts',
     from: 'export const NEW_ACCOUNT_NAME = /^[a-z0-9][a-z0-9._@-]{0,63}$/',
     to: 'export const NEW_ACCOUNT_NAME = /^.{1,200}$/',
     tests: ACCOUNTS,

@@ -34,13 +34,11 @@ export const nodeRoutes = (platform: Services) => {
       const b = parseBody(CreateEnrollment, body)
       const e = await issueEnrollment(fabric, b.nodeId, b.ttlMinutes, b.replace)
       // What to run on the machine (SPEC §17.1): the join line and the bootstrap line, without the token.
-      const answer: Enrollment = { ...e, ...nodeCommands(platform, e.nodeId) }
-      return answer
+      return { ...e, ...nodeCommands(platform, e.nodeId) } satisfies Enrollment
     })
     .post('/join-tokens', async ({ request, body }) => {
       await need(request, 'server.nodes.enroll')
-      const answer: FleetToken = { ...(await createFleetToken(fabric, parseBody(CreateJoinToken, body))), ...nodeCommands(platform, null) }
-      return answer
+      return { ...(await createFleetToken(fabric, parseBody(CreateJoinToken, body))), ...nodeCommands(platform, null) } satisfies FleetToken
     })
     .get('/join-tokens', ({ request }) => need(request, 'server.nodes.view').then(() => listFleetTokenViews(fabric)))
     .delete('/join-tokens/:id', ({ request, params }) => need(request, 'server.nodes.enroll').then(() => revokeJoinTokenById(fabric, params.id)))
@@ -61,8 +59,7 @@ export const nodeRoutes = (platform: Services) => {
       await need(request, 'server.nodes.manage')
       const r = await fabric.rebind(name(params), parseBody(Rebind, body).ttlMinutes)
       // The way back for the machine: the same two lines as a new enrollment (SPEC §17.1).
-      const answer: Enrollment = { ...r, ...nodeCommands(platform, r.nodeId) }
-      return answer
+      return { ...r, ...nodeCommands(platform, r.nodeId) } satisfies Enrollment
     })
     .post('/nodes/:name/drain', async ({ request, params, body }) => {
       await need(request, 'server.nodes.manage')
