@@ -1,4 +1,4 @@
-// Several Platforms on one PostgreSQL as one (SPEC §16.9), under a fleet:
+// Several Platforms on one PostgreSQL as one (docs/storage-ha.md), under a fleet:
 // N distinct enrolled nodes (bench/agents.ts: each with its own credential,
 // sending exactly what the Agent sends at its interval) spread over P
 // Platforms by the Agents' own first choice (a hash of the node's name), and,

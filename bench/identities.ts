@@ -1,7 +1,7 @@
 // Agent identities for the benches: an ECDSA P-256 key and a self-signed
 // certificate per simulated node, made exactly as `worker join` makes them
 // (generateKeyAndCert), cached on disk because 100,000 of them take minutes;
-// and the enroll body a real Agent sends, with its proof of key (SPEC §16.4).
+// and the enroll body a real Agent sends, with its proof of key (docs/security.md).
 import { sign } from 'node:crypto'
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -47,7 +47,7 @@ export async function identities(count: number, log: (s: string) => void = () =>
   return have
 }
 
-/** The proof of key (SPEC §16.4): DER ECDSA-SHA256 over the enroll statement, base64url. */
+/** The proof of key (docs/security.md): DER ECDSA-SHA256 over the enroll statement, base64url. */
 export function enrollProof(keyPem: string, nodeId: string, tokenId: string, certSha256: string, proofTime: number): string {
   const statement = `muster-enroll-v1\n${nodeId}\n${tokenId}\n${certSha256}\n${proofTime}`
   return sign('sha256', Buffer.from(statement), keyPem).toString('base64url')

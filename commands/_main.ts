@@ -21,7 +21,7 @@ export class ExitStatus extends Error {
 
 /**
  * The CLI's whole life: runs the command, then ends the process only once
- * its output has left (a pipe to a slow reader gets every byte; SPEC §17.5).
+ * its output has left (a pipe to a slow reader gets every byte; docs/operations.md).
  */
 export async function runCli(root: AnyCommand, argv: string[]): Promise<never> {
   trackOutput()

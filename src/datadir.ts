@@ -1,4 +1,4 @@
-// The data directory (SPEC §3): where it is, its 0700 folders and 0600 secret
+// The data directory (docs/operations.md): where it is, its 0700 folders and 0600 secret
 // files, and the refusal to use a secret that others can read.
 import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'

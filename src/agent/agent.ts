@@ -1,4 +1,4 @@
-// The Agent (SPEC §7, §16.2): serves its HTTPS port, heartbeats to the
+// The Agent (docs/nodes.md, docs/security.md): serves its HTTPS port, heartbeats to the
 // Platform with its node credential (version, capacity, replica status),
 // renews the credential daily (and once on a 401), refreshes trust keys at
 // start, daily, and at once when it meets a signature by a kid it does not
@@ -282,7 +282,7 @@ export class Agent {
   /**
    * Trades the node credential for the next generation (one at a time), with a
    * proof of the agent key: the Platform renews no credential without it, so a
-   * copy of the credential cannot renew this node out (SPEC §16.5, issue 22).
+   * copy of the credential cannot renew this node out (docs/security.md).
    * A 429 is retried once its Retry-After has passed.
    */
   renew(): Promise<boolean> {

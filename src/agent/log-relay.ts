@@ -1,4 +1,4 @@
-// The node's side of the log relay (issue 24 item 3): when a heartbeat answer
+// The node's side of the log relay: when a heartbeat answer
 // says a log request waits, fetch the node's requests over its authenticated
 // connection, verify each against the trust keys (a request not signed by the
 // Platform is never served), and upload the replica's tail; a follow then

@@ -1,4 +1,4 @@
-// The Platforms this node can use (SPEC §16.9): several Platforms on one store
+// The Platforms this node can use (docs/storage-ha.md): several Platforms on one store
 // act as one, and every enroll and heartbeat answer lists the live ones
 // (`platforms`). The Agent keeps that list in worker/platforms.json, talks to
 // one of them, and moves to the next when its current one fails — so no load

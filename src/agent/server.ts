@@ -1,4 +1,4 @@
-// The Agent's HTTPS server (SPEC §7): its own certificate; GET /health answers
+// The Agent's HTTPS server (docs/nodes.md): its own certificate; GET /health answers
 // the node's name to anyone (the Platform's readiness probe); every other
 // request must be signed by a current trust key, else 401.
 import type { Server } from 'bun'

@@ -1,4 +1,4 @@
-// The node's standing with its Platform (SPEC §17.2): asked over the same
+// The node's standing with its Platform (docs/operations.md): asked over the same
 // pinned connection the Agent uses, with the node credential and the SHA-256
 // of the agent certificate (src/fabric/node-state.ts answers). doctor fails on
 // a dead credential, the Agent stops for good on one, and `worker join`

@@ -1,4 +1,4 @@
-// The node's trust keys (SPEC §7): what counts as a usable set, and the
+// The node's trust keys (docs/nodes.md): what counts as a usable set, and the
 // refresh that replaces the set only with one that holds a key valid now, so
 // a failed or hostile answer never leaves the node trusting nothing.
 import type { DataDir } from '../datadir.ts'

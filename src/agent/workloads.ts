@@ -1,11 +1,11 @@
 // The Agent's workloads: fetch the node's signed assignments when the
-// heartbeat answer says their revision moved (issue 16: no request held open
+// heartbeat answer says their revision moved (no request held open
 // per node, so a Platform serves 100,000 nodes on heartbeats alone), verify
 // them against the trust set, run them with the runner, and report replica
 // state in heartbeats. Nothing unsigned, wrongly signed, for another node or
 // older than what runs is ever applied.
 //
-// Replicas outlive the Agent (issue 24 item 4): the runner records them in
+// Replicas outlive the Agent: the runner records them in
 // worker/replicas.json and the next Agent adopts them; stopping the Agent
 // leaves them running unless it is told to stop them (SIGUSR2, or
 // `muster agent --stop-replicas`). They run as another account where the

@@ -1,4 +1,4 @@
-// One audit of every action (issue 24): who (an account, or a token's name,
+// One audit of every action: who (an account, or a token's name,
 // and its kind), from where, what, on what, and how it ended. An action is
 // written before it runs, and does not run when that write fails; its outcome
 // is written after. Secrets are never handed to it: targets are names and ids.

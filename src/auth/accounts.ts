@@ -1,4 +1,4 @@
-// Accounts for people (issue 24): add with a role, list, change role, disable
+// Accounts for people: add with a role, list, change role, disable
 // and enable, remove. A demotion, a disable or a removal ends the account's
 // sessions and the tokens its logins made (with their descendants) at once;
 // its other tokens never act above the account's current role (auth.ts). The

@@ -1,4 +1,4 @@
-// Operator API tokens over the API (SPEC §16.5): minting with least privilege
+// Operator API tokens over the API (docs/security.md): minting with least privilege
 // and a lifetime that follows where the caller's credential came from,
 // listing the caller's own (all of them for server.accounts.manage), and
 // revocation that holds at once (every request reads the store).
@@ -27,7 +27,7 @@ export function tokenView(r: ApiTokenRow): ApiTokenView {
  *   2. the role is the caller's or a lesser one; another role needs server.accounts.manage
  *   3. the lifetime: a password session's token is a login token (30 days at most);
  *      a token's child inherits its origin, ends no later than it, and names it as its
- *      parent: revoking the parent revokes the child (issue 22, item 7)
+ *      parent: revoking the parent revokes the child (item 7)
  */
 export async function mintForCaller(auth: Auth, p: Principal, now: number, b: { name?: string; role?: Role; ttlDays?: number }): Promise<MintedApiToken> {
   if ((await auth.door()).membership) throw new MusterError('local-login-disabled', 'This Platform has joined a controller as an office: API tokens are not minted over its API. Reach it through the controller (a vouch), or mint one on its host with `muster admin api-token --break-glass` (recorded and reported to the controller).')

@@ -1,4 +1,4 @@
-// What to run on a new machine (SPEC §17.1): the `muster worker join` line and
+// What to run on a new machine (docs/operations.md): the `muster worker join` line and
 // the one-line bootstrap, printed by `nodes join-token create`, `nodes
 // enroll-token` and the dashboard's "Add a machine". Neither holds the token.
 //

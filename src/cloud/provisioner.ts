@@ -33,7 +33,7 @@ export interface ProvisionInput {
   role: 'general' | 'build'
 }
 
-/** How long a machine the provider does not show yet after its create counts as still coming (SPEC §16.11). */
+/** How long a machine the provider does not show yet after its create counts as still coming (docs/cloud.md). */
 export const VISIBILITY_GRACE_MS = 3 * 60_000
 
 const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString())

@@ -1,4 +1,4 @@
-// A machine created at a provider must reach this Platform (issue 23 item 5):
+// A machine created at a provider must reach this Platform:
 // a Platform whose enrollment listener, node-facing API or binary download is
 // on a loopback address would have the machine billed and never joined, so
 // provisioning refuses it before anything is ordered, with the flag that

@@ -16,7 +16,7 @@
 // - Azure: @azure/core-rest-pipeline (throttlingRetryStrategy: 429/503 with retry-after-ms,
 //   x-ms-retry-after-ms or Retry-After; exponentialRetryStrategy: 408 and 5xx but 501/505), and
 //   ARM's 409 AnotherOperationInProgress / RetryableError, which ask to come back.
-import type { ProviderName } from './provider.ts'
+import type { ProviderName } from '../wire/cloud.ts'
 import { tunableNumber } from '../tunables.ts'
 
 export interface RetryPolicy {

@@ -1,6 +1,7 @@
 // The cloud area on a Platform: provider connections (credentials proved by a
 // list call, then sealed), regions and sizes, the provisioner and the
 // autoscaler, and the status the dashboard shows.
+// import-circle: a hub; the provisioner, first boot and autoscaler take the Cloud.
 import type { Principal } from '../auth/auth.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'

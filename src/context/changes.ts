@@ -1,4 +1,4 @@
-// Change notices between the Platforms that share a store (SPEC §16.9): a
+// Change notices between the Platforms that share a store (docs/storage-ha.md): a
 // revoke, rotate, drain, deploy or token revoke made on one Platform reaches
 // every other within a second, through the store's notification channel
 // (PostgreSQL LISTEN/NOTIFY; in-process on SQLite). Subscribers drop or reload

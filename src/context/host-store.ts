@@ -35,7 +35,7 @@ export function hostSource(): string {
 
 /**
  * Runs a host act with its audit entry written first (the act does not run
- * when that fails) and its outcome after (issue 24).
+ * when that fails) and its outcome after.
  */
 export async function auditedHostAct<T>(host: HostStore, who: Who, action: string, target: string | null, act: () => Promise<T>, detail?: (r: T) => string | null): Promise<T> {
   const id = await host.audit.begin(who, { source: hostSource(), action, target })

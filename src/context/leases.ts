@@ -1,12 +1,12 @@
 // One holder for each background loop among the Platforms sharing a store
-// (SPEC §16.9): placement, the trust-key schedule, probes, cloud reconcile and
+// (docs/storage-ha.md): placement, the trust-key schedule, probes, cloud reconcile and
 // autoscale, audit pruning, an office's federation heartbeat.
 //
 // Every Platform runs one timer that renews what it holds and tries to take
 // what has expired. A holder that dies (kill -9) stops renewing; its lease
 // expires TTL after its last renewal and another Platform takes it at its next
 // try, so takeover comes within TTL + RENEW (12 s by default, under the 15 s
-// SPEC §16.9 asks for). A clean stop gives every lease up at once.
+// docs/storage-ha.md asks for). A clean stop gives every lease up at once.
 //
 // Holding a lease locally is only a hint for *whether to run* a loop (checked
 // against a local monotonic deadline computed from when the renewal was sent,

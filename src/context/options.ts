@@ -32,7 +32,7 @@ export interface PlatformOptions {
   localNode?: boolean
   nodeAuth?: 'legacy' | 'both' | 'enrolled'
   fleetTokenFile?: string
-  /** Operator-declared nodes: JSON {"nodes":[{"name","labels"?,"drained"?}]} (SPEC §16.8). */
+  /** Operator-declared nodes: JSON {"nodes":[{"name","labels"?,"drained"?}]} (docs/nodes.md). */
   nodesFile?: string
   /** A node without a heartbeat for this long is unreachable (default 45 s). */
   nodeStaleAfterMs?: number

@@ -3,7 +3,7 @@
 // paths such as `trust/<kid>.json` or `tls/key.pem`; values are text.
 //
 // They live in the store, each sealed with AES-256-GCM under a key derived
-// from platform/master.key (SPEC §16.9), so every Platform on one PostgreSQL
+// from platform/master.key (docs/storage-ha.md), so every Platform on one PostgreSQL
 // presents the same pin and signs with the same keys, and a copy of the
 // database alone reveals none of them. master.key itself stays a file.
 // FieldSeal seals single columns of other tables (project env) with the same key.
@@ -107,7 +107,7 @@ export const SEALED_FIELD = 'sealed1:'
  * Columns of ordinary tables that hold secrets (project env, the assignments that
  * carry it): text sealed with the vault key, the associated data naming the
  * table, the row and the column, so a value cannot be moved to another row or
- * column and opened there (SPEC §17.4).
+ * column and opened there (docs/security.md).
  */
 export class FieldSeal {
   private readonly key: Uint8Array

@@ -1,4 +1,4 @@
-// `muster doctor` (SPEC §7): inspects a Platform or a worker from the machine
+// `muster doctor` (docs/nodes.md): inspects a Platform or a worker from the machine
 // it runs on — role, install receipt, data directory ownership and modes,
 // joined or not, the Agent port, the Platform over the pinned connection,
 // trust key expiry. One line per check: ok, warn or fail.
@@ -150,7 +150,7 @@ function explainStoppedAgent(checks: Check[]): void {
   port.message = `${port.message.split(':')[0]}: the Agent stopped because the Platform refuses this node's credential; join again as the credential check below says, then start it`
 }
 
-/** The node's credential as the Platform holds it (SPEC §17.2): a dead one fails, naming the way back. */
+/** The node's credential as the Platform holds it (docs/operations.md): a dead one fails, naming the way back. */
 async function checkCredential(dataDir: DataDir, config: AgentConfig, connection: AgentConfig, add: Add): Promise<void> {
   try {
     const r = await askStandingOf(dataDir, connection)

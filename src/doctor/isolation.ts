@@ -1,4 +1,4 @@
-// doctor's line about who a worker's replicas run as (issue 22 item 6), from
+// doctor's line about who a worker's replicas run as, from
 // what the Agent recorded at its last start (worker/isolation.json).
 import type { DataDir } from '../datadir.ts'
 import { readIsolation } from '../replicas/isolation.ts'

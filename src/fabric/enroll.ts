@@ -1,4 +1,4 @@
-// The enroll pipeline (SPEC §6): one linear flow per request. The caller sees
+// The enroll pipeline (docs/nodes.md): one linear flow per request. The caller sees
 // one refusal for every bad token; the audit log gets the reason.
 import * as v from 'valibot'
 import { parseCertificate } from '../crypto/x509.ts'
@@ -75,7 +75,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     if (token.kind === 'enrollment' && token.node_id !== body.nodeId) return await refuse('token bound to another name')
     if (token.kind === 'fleet' && token.name_pattern && !globMatch(token.name_pattern, body.nodeId)) return await refuse('name not allowed by the token pattern')
     if (body.nodeId === 'local') return await refuse('reserved name')
-    // A name the operator declared enrolls only with an enrollment issued for it (SPEC §16.8).
+    // A name the operator declared enrolls only with an enrollment issued for it (docs/nodes.md).
     if (token.kind !== 'enrollment' && fabric.declared.has(body.nodeId)) return await refuse('declared name needs an enrollment for it')
     const { named: existing, holder } = await nodesByNameOrCert(db, body.nodeId, certSha256)
     // A repeat of a finished enrollment (same token, name, certificate) gets the

@@ -1,5 +1,7 @@
 // The enrollment authority: join tokens, the node registry, node credentials,
 // trust keys, the audit log and rate limits, behind one service.
+// import-circle: a hub; its steps (enroll, renew, heartbeat, listing, join
+// tokens, background) live in files of their own that take the Fabric.
 import { readFileSync } from 'node:fs'
 import type { Context } from '../context/context.ts'
 import { safeEqual, sha256Hex } from '../crypto/tokens.ts'
@@ -44,7 +46,7 @@ export class Fabric {
   /** Digests of join-token secrets, keyed under master.key (src/crypto/token-digest.ts). */
   readonly digest: TokenDigest
   readonly limits: { enroll: RateLimiter; heartbeat: RateLimiter; trust: RateLimiter }
-  /** Renewals per node (SPEC §16.5). */
+  /** Renewals per node (docs/security.md). */
   readonly renewLimit: KeyedLimit
   readonly inUseChecks: NodeInUseCheck[] = []
   /** Called after an accepted heartbeat that changed liveness, capacity or replica status (workloads listen here). */

@@ -1,4 +1,4 @@
-// The heartbeat's hot path (issue 16): what every node does every few seconds,
+// The heartbeat's hot path: what every node does every few seconds,
 // kept apart from the rest of the fabric so it stays small and cheap.
 // - The credential check reads only memory and allocates nothing when the
 //   credential is a node's current one: the expected mac is computed once per

@@ -1,4 +1,4 @@
-// The node listing (issue 16): one page at a time, in name order, filtered by
+// The node listing: one page at a time, in name order, filtered by
 // state, label and name prefix, with counts by state over everything the
 // label and prefix select (the page's state filter aside), so a dashboard can
 // show 100,000 nodes as a first page and a line of counts.
@@ -88,7 +88,7 @@ export async function listNodes(fabric: Fabric, q: NodeQuery): Promise<NodePage>
   const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
   const nodes: NodeView[] = []
   // The Platform's own node leads the first page.
-  // The local node is listed only when it runs (serve --local-node; SPEC §16.6).
+  // The local node is listed only when it runs (serve --local-node; docs/security.md).
   const local = fabric.localNode?.()
   if (local && matches(local.name, local.labels)) {
     counts.total++

@@ -1,4 +1,4 @@
-// What a node may learn about its own credential (SPEC §17.2): `doctor`, the
+// What a node may learn about its own credential (docs/operations.md): `doctor`, the
 // Agent and `worker join` ask the Platform whether the credential they hold
 // still works and, when it does not, why. The caller sends its credential and
 // the SHA-256 of the certificate it enrolled with: the credential's MAC covers

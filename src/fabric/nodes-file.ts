@@ -1,4 +1,4 @@
-// Operator-declared nodes (SPEC §16.8): `serve --nodes-file F` holds
+// Operator-declared nodes (docs/nodes.md): `serve --nodes-file F` holds
 // {"nodes":[{"name","labels"?,"drained"?}]}. A declared name is reserved: it
 // enrolls only with an enrollment issued for it (never a fleet token, never the
 // legacy shared token), and the fields the file gives win over what the node

@@ -1,4 +1,4 @@
-// Readiness probes (SPEC §6, §16.7): the Platform asks each node that gave an
+// Readiness probes (docs/nodes.md, docs/security.md): the Platform asks each node that gave an
 // address for GET /health over HTTPS, trusting only the certificate that node
 // enrolled with, and expects the node's own name back. It dials only an
 // address that certificate names, and the node list gets one generic reason
@@ -22,7 +22,7 @@ const TICK_MS = 1_000
 
 export interface ProbeResult {
   ok: boolean
-  /** What the node list shows: generic, so the probe tells nobody whether some port is open (SPEC §16.7). */
+  /** What the node list shows: generic, so the probe tells nobody whether some port is open (docs/security.md). */
   reason?: string
   /** What went wrong, for the Platform log only. */
   detail?: string
@@ -118,7 +118,7 @@ export class ReadinessProber {
    * Probes, CONCURRENCY at a time, every node with an address whose last
    * probe is older than the interval. Not a node that never heartbeated: its
    * Agent has not started, so a probe would only fail and mark a new node
-   * unreachable (SPEC §17.2); its first heartbeat probes it at once.
+   * unreachable (docs/operations.md); its first heartbeat probes it at once.
    */
   async probeDue(): Promise<void> {
     const now = this.ctx.now()

@@ -43,7 +43,7 @@ export interface NodeEntry {
   macCert: string | null
 }
 
-// A million nodes are a million entries (issue 26): what most of them hold alike is one
+// A million nodes are a million entries: what most of them hold alike is one
 // value, not one each. The empty replica list and label set are shared and frozen (nothing
 // changes them in place: a heartbeat replaces the list), and the few distinct token ids,
 // versions and label texts are kept once (`same`).
@@ -107,7 +107,7 @@ export function fromRow(r: NodeRow): NodeEntry {
 export function compatibilityOf(version: string | null): Compatibility {
   if (!version || !isVersion(version)) return 'unknown'
   const order = compareVersions(version, VERSION)
-  // A node newer than the Platform is not current (SPEC §16.8); enroll refuses it outright (worker-newer).
+  // A node newer than the Platform is not current (docs/nodes.md); enroll refuses it outright (worker-newer).
   return order < 0 ? 'behind' : order > 0 ? 'newer' : 'current'
 }
 
@@ -368,7 +368,7 @@ export class Registry {
     return changed
   }
 
-  /** Ready, or heartbeating within the stale window, with a credential that still works (SPEC §16.8). */
+  /** Ready, or heartbeating within the stale window, with a credential that still works (docs/nodes.md). */
   healthy(n: NodeEntry): boolean {
     if (n.revokedAt !== null || (n.auth === 'enrolled' && n.certSha256 === null)) return false
     return n.lastSeenAt !== null && this.now() - n.lastSeenAt <= this.staleAfterMs
@@ -379,7 +379,7 @@ export class Registry {
     if (n.lastSeenAt === null) return { state: 'enrolled', reason: 'no heartbeat yet' }
     if (this.now() - n.lastSeenAt > this.staleAfterMs) return { state: 'unreachable', reason: `no heartbeat for ${Math.round((this.now() - n.lastSeenAt) / 1000)}s` }
     if (n.url) {
-      // Heartbeating, not probed yet: still coming up, not unreachable (SPEC §17.2).
+      // Heartbeating, not probed yet: still coming up, not unreachable (docs/operations.md).
       if (!n.probe) return { state: 'enrolled', reason: 'health probe pending' }
       if (!n.probe.ok) return { state: 'unreachable', reason: n.probe.reason ?? 'health probe failed' }
     }

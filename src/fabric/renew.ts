@@ -1,4 +1,4 @@
-// Renewing a node credential (SPEC §16.5, issue 22), one linear flow:
+// Renewing a node credential (docs/security.md), one linear flow:
 //   1. authenticate: the current generation, or the previous one in its grace hour
 //   2. every renewal carries a fresh proof of the agent key over the node's name,
 //      the generation presented and the node's CURRENT certificate (the Agent signs

@@ -108,7 +108,7 @@ export class Controller {
   /**
    * A vouch names the caller's own account, never anyone else's, and carries the
    * lower of the caller's role (a viewer token of a superadmin account is a viewer)
-   * and its account's role now (SPEC §16.6).
+   * and its account's role now (docs/security.md).
    */
   async vouch(officeId: string, caller: Principal): Promise<VouchMinted> {
     const o = await this.activeOffice(officeId)

@@ -101,7 +101,7 @@ export async function localAuthority(dataDir: DataDir, db: Db): Promise<LocalAut
 }
 
 /**
- * The local door for every local credential (issue 22, item 5): closed while
+ * The local door for every local credential (item 5): closed while
  * joined with no break-glass in force under the current membership. Read from
  * disk and the store on each call, like the login gate.
  */

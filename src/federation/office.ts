@@ -29,7 +29,7 @@ export const UNROLED_VOUCH_ROLE: Role = 'viewer'
  *      or create one with no usable password, at most the vouch's role and never
  *      superadmin; either write is logged
  *   8. open a session with the lower of the vouch's role and the account's:
- *      at most 12 hours, and it cannot mint API tokens (SPEC §16.6)
+ *      at most 12 hours, and it cannot mint API tokens (docs/security.md)
  */
 export async function redeemVouch(fed: Federation, text: string): Promise<{ sessionId: string; account: string; created: boolean; role: Role }> {
   const now = fed.ctx.now()
@@ -59,7 +59,7 @@ export async function identityWrites(fed: Federation): Promise<{ writes: OfficeI
   }
 }
 
-/** A placed spec carries the project's env: sealed in the store like a project's own (SPEC §17.4). */
+/** A placed spec carries the project's env: sealed in the store like a project's own (docs/security.md). */
 const SPEC_COLUMN = ['office_placed_projects', 'spec_json'] as const
 
 async function storedSpecs(fed: Federation): Promise<PlacedProjectSpec[]> {

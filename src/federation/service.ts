@@ -1,6 +1,7 @@
 // Federation's service on a Platform: always a potential controller (it
 // becomes one by minting), an office when the environment or the stored token
 // says so. Installs the local-door gate on password login and starts the link.
+// import-circle: a hub; the office side (office.ts, office-link.ts) takes the Federation.
 import type { Auth } from '../auth/auth.ts'
 import type { Context } from '../context/context.ts'
 import { MusterError } from '../errors.ts'
@@ -37,7 +38,7 @@ export async function startFederation(ctx: Context, deps: { auth: Auth; projects
     const la = await localAuthority(ctx.dataDir, ctx.store)
     return la.localLoginAllowed ? null : localDoorRefusal(la.officeId!)
   })
-  // Local API tokens and password sessions follow the same door (issue 22, item 5).
+  // Local API tokens and password sessions follow the same door (item 5).
   deps.auth.door = () => localDoor(ctx.dataDir, ctx.store)
   const fed: Federation = { ctx, auth: deps.auth, controller: new Controller(ctx), placedRunner: workloadsRunner(deps.projects) }
   if (config) {

@@ -1,4 +1,4 @@
-// The Platforms sharing a store (SPEC §16.9): each records itself every few
+// The Platforms sharing a store (docs/storage-ha.md): each records itself every few
 // seconds with the URLs nodes use (the API for heartbeats and assignments, the
 // enrollment listener for joins and trust), and reads which others are live.
 // Enroll and heartbeat answers carry that list as `platforms`, so Agents fail

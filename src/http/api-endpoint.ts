@@ -1,4 +1,4 @@
-// The API's listening endpoint (SPEC §16.3): where it binds, whether it is
+// The API's listening endpoint (docs/security.md): where it binds, whether it is
 // HTTPS and with which certificate (the operator's, one the Platform CA
 // issues when it binds off loopback, or none on loopback), the URL nodes and
 // operators are told, and the certificate's renewal by the wall clock.

@@ -1,4 +1,4 @@
-// The API's HTTP server (SPEC §16.3). It listens with SO_REUSEPORT, so that
+// The API's HTTP server (docs/security.md). It listens with SO_REUSEPORT, so that
 // the next engine of an engine swap can bind beside it (src/swap/engine.ts) and
 // so that a renewed certificate (Bun.serve cannot swap its certificate) is put
 // in place with no gap: a new server binds beside the old one, new connections

@@ -1,11 +1,11 @@
-// The heartbeat's own route, ahead of the framework (issue 16): Bun's router
+// The heartbeat's own route, ahead of the framework: Bun's router
 // sends `POST /api/v1/nodes/register` here; every other request, and any
 // heartbeat whose shape is not the ordinary one (no credential, a body that is
 // not JSON), goes to the framework, whose route answers as it always has.
 // What this route answers is byte for byte what the framework route answers
 // (test/http/heartbeat-route.test.ts compares the two for every shape).
 //
-// Why it is cheap (issue 26): an Agent sends the same body beat after beat, so
+// Why it is cheap: an Agent sends the same body beat after beat, so
 // a body's text, once the valibot Register schema (the one set of rules, shared
 // with the framework route) has accepted it, maps to its parsed output; the
 // next beat with that text skips JSON.parse and the schema. The answer is

@@ -1,4 +1,4 @@
-// Paged listings of projects and of the enrollment audit (issue 16); the
+// Paged listings of projects and of the enrollment audit; the
 // node listing pages in src/fabric/listing.ts. Same parameters everywhere:
 // `limit` (default 1000, at most 5000) and `cursor` (from `nextCursor`).
 import type { Fabric } from '../fabric/fabric.ts'

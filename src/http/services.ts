@@ -16,7 +16,7 @@ export interface Services {
   readonly ctx: Context
   readonly options: PlatformOptions
   readonly auth: Auth
-  /** One audit of every action (issue 24). */
+  /** One audit of every action. */
   readonly audit: Audit
   readonly fabric: Fabric
   readonly projects: Projects

@@ -1,9 +1,9 @@
-// The enrollment listener (SPEC §8, §16.1): an HTTPS port, with a certificate
+// The enrollment listener (docs/nodes.md, docs/security.md): an HTTPS port, with a certificate
 // from the Platform CA sent with its chain, that forwards exactly
 // the routes of its allow-list (FORWARDED_ROUTES: enroll, trust, and the
 // anonymous bootstrap downloads) into the Platform's application, nothing else.
 //
-// Two parts, because Bun.serve has no connection limit (BUN-NOTES):
+// Two parts, because Bun.serve has no limit on open connections:
 //   front  node:net on the public port; holds at most 64 connections open, at
 //          most 16 from one source address (src/listener/fair-share.ts), and
 //          queues the next ones unread (they are never served while waiting);
@@ -36,7 +36,7 @@ export const MAX_BODY_BYTES = 64 * 1024
 export const MAX_CONNECTIONS = 64
 /** Connections queued beyond the limit; more are closed at once. */
 export const MAX_WAITING = 256
-/** Of the MAX_CONNECTIONS, at most this many from one source address (SPEC §16.7). */
+/** Of the MAX_CONNECTIONS, at most this many from one source address (docs/security.md). */
 export const MAX_PER_SOURCE = 16
 /** How long a connection may wait unserved before it is closed (MUSTER_LISTENER_WAIT_MS for tests). */
 const waitMs = () => tunableNumber('MUSTER_LISTENER_WAIT_MS')

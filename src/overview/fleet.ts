@@ -1,4 +1,4 @@
-// The fleet at a glance (issue 24 #5): GET /api/v1/overview answers "is my
+// The fleet at a glance: GET /api/v1/overview answers "is my
 // fleet healthy" in one small document whatever the fleet's size — nodes by
 // state, capacity reported and requested, replicas placed and running,
 // heartbeat ages in buckets, the projects that do not run all they ask for,

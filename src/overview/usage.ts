@@ -1,6 +1,6 @@
 // What the projects take of each node: the CPU and memory their placed
 // replicas request, how many are placed there and how many the node reports
-// running (issue 24 #5). One pass over the projects as placed, on the Platform:
+// running. One pass over the projects as placed, on the Platform:
 // the dashboard never sees more than the totals and one page of nodes.
 import type { ProjectView } from '../projects/service.ts'
 import type { ProjectHealth } from '../wire/overview.ts'

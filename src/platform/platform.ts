@@ -50,7 +50,7 @@ const CERT_CHECK_MS = tunableNumber('MUSTER_CERT_CHECK_MS')
 const CA_RELOAD_TICKS = 15
 
 /**
- * SPEC §16.3: a node is never told to send its credential over plain http to
+ * docs/security.md: a node is never told to send its credential over plain http to
  * another machine. Remote dispatch with a plain-http public URL off loopback
  * needs the operator to say a TLS-terminating proxy carries it.
  */
@@ -88,7 +88,7 @@ export class Platform implements Services {
   cloud!: Cloud
   listener: EnrollmentListener | undefined
   prober!: ReadinessProber
-  /** The Platforms sharing this store (several Platforms, SPEC §16.9). */
+  /** The Platforms sharing this store (several Platforms, docs/storage-ha.md). */
   platforms!: PlatformRegistry
   /** Every request to either port passes here; an engine swap holds and forwards them (src/swap/gate.ts). */
   readonly gate = new RequestGate()
@@ -135,7 +135,7 @@ export class Platform implements Services {
         const vault = await openVault(store, dataDir, masterKey)
         // Digests older versions wrote are keyed once, before any service looks a token up.
         await rekeyTokenDigests(store, masterKey, options.clock?.() ?? Date.now())
-        // Env values an earlier version stored in plain text are sealed (SPEC §17.4).
+        // Env values an earlier version stored in plain text are sealed (docs/security.md).
         const fields = new FieldSeal(masterKey)
         await sealPlainFields(store, (table, row, column, text) => fields.seal(table, row, column, text))
         const changes = new Changes(store)
@@ -267,7 +267,7 @@ export class Platform implements Services {
     }
     await this.api.start(
       fetch,
-      // Elysia maps every error itself; this is the last net, and a 5xx is a bug (SPEC §16.7).
+      // Elysia maps every error itself; this is the last net, and a 5xx is a bug (docs/security.md).
       (e) => {
         log.error(`unhandled server error: ${e.stack ?? e.message}`)
         return Response.json({ error: { code: 'internal', message: 'Internal error; see the Platform log.' } }, { status: 500 })

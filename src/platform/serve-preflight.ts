@@ -1,4 +1,4 @@
-// What `muster serve` checks before it creates anything (SPEC §17.1): the
+// What `muster serve` checks before it creates anything (docs/operations.md): the
 // configuration holds together, the data directory can be written, the API and
 // enrollment ports are free, and the files the flags name are usable. A refusal
 // is one line; the CA, the keys, the superadmin account and its password file

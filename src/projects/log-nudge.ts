@@ -1,4 +1,4 @@
-// A nudge for a node that can be dialled (issue 24 item 3): the log request
+// A nudge for a node that can be dialled: the log request
 // waits in the store for the node's next heartbeat either way, but a node that
 // gave an address is also told at once, with a request signed by the trust key
 // (src/signed/requests.ts) to the address its certificate names — the same rule

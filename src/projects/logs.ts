@@ -1,4 +1,4 @@
-// The log relay on the Platform (issue 24 item 3): `muster projects logs`
+// The log relay on the Platform: `muster projects logs`
 // reads a replica's output on its node without dialling the node. The
 // Platform asked stores a request; the node learns from a heartbeat answer
 // (`logs: true`) that one waits, fetches it over its own authenticated
@@ -9,7 +9,7 @@
 // the store every second meanwhile, so any Platform relays for any node.
 //
 // Reading logs needs server.projects.manage: output often carries what the
-// env holds, and env values are shown only to that permission (SPEC §16.6).
+// env holds, and env values are shown only to that permission (docs/security.md).
 import { deriveKey, randomId } from '../crypto/tokens.ts'
 import { sealBytes, unsealBytes } from '../crypto/seal.ts'
 import { MusterError } from '../errors.ts'

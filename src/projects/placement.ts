@@ -29,7 +29,7 @@ export interface PlacementNode {
   labels?: Labels
 }
 
-/** Whether `node` may run replicas of `spec` at all (SPEC §16.6, §16.11). */
+/** Whether `node` may run replicas of `spec` at all (docs/security.md, docs/cloud.md). */
 export function eligible(spec: PlacementSpec, node: PlacementNode): boolean {
   if (node.name === 'local' && !spec.allowLocal) return false
   return labelsAdmit(node.labels ?? {}, spec.nodeLabels ?? {})

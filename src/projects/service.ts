@@ -1,7 +1,7 @@
 // Workloads on the Platform: projects, their placement on nodes, and each
 // node's signed assignments (long-polled by its Agent).
 //
-// Several Platforms may share the store (SPEC §16.9). A deploy or remove on
+// Several Platforms may share the store (docs/storage-ha.md). A deploy or remove on
 // any of them writes the store and tells the others. One Platform, the holder
 // of the `placement` lease, places: it reconciles whenever projects or nodes
 // change (and on a timer for nodes that go quiet) and writes placements and
@@ -49,7 +49,7 @@ interface Wanted {
   replicas: AssignedReplica[] | null
 }
 
-/** Only a superadmin's own deploy may run on `local`, with the Platform's privileges (SPEC §16.6). */
+/** Only a superadmin's own deploy may run on `local`, with the Platform's privileges (docs/security.md). */
 const mayRunOnLocal = (p: Project) => p.origin === 'local' && p.deployerRole === 'superadmin'
 
 /** An old revision's replicas run until the new ones do, or this long at most. */
@@ -73,7 +73,7 @@ export class Projects {
   private queue: Promise<void> = Promise.resolve()
   private readonly now: () => number
   private readonly lease: Lease
-  /** Env values are sealed in the store (projects, their previous revision, node assignments): SPEC §17.4. */
+  /** Env values are sealed in the store (projects, their previous revision, node assignments): docs/security.md. */
   private readonly fields: FieldSeal
   private readonly digestOf: (replicas: AssignedReplica[]) => string
   local: LocalNodeHooks | undefined

@@ -1,4 +1,4 @@
-// Who a node's replicas run as (issue 22 item 6). A replica must not read the
+// Who a node's replicas run as. A replica must not read the
 // node's key or credential: where the Agent can switch users (root, or
 // CAP_SETUID + CAP_SETGID + CAP_KILL as install.sh's unit grants), replicas run
 // as a separate unprivileged account — `--run-as USER`, else `muster-run` when

@@ -3,7 +3,7 @@
 // restarted with exponential backoff. `apply` makes the running set match the
 // assignments.
 //
-// Replicas outlive their Agent (issue 24 item 4): nothing ties them to the
+// Replicas outlive their Agent: nothing ties them to the
 // Agent's process (no pipes, their own session), and every start is recorded
 // (PID, start time from /proc, boot id) in the state file. The next Agent
 // adopts each recorded replica that is still the same process — a recycled

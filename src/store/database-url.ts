@@ -1,5 +1,5 @@
 // How `muster serve` is given a PostgreSQL URL without its password on any
-// process's argv (issue 22, SPEC §17.4): from $MUSTER_DATABASE_URL or
+// process's argv (docs/security.md): from $MUSTER_DATABASE_URL or
 // `--database-file F` (mode 0600). `--database URL` still works, but serve
 // warns, hides the password in its own command line as well as it can, and
 // gives its engines the URL in their environment (which only this account and

@@ -9,7 +9,7 @@ import { resolve } from 'node:path'
 import type { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
 import { openStore, type Store } from './db.ts'
-import { isPostgresUrl } from './sql.ts'
+import { isPostgresUrl } from './sql-postgres.ts'
 import { tunable } from '../tunables.ts'
 
 export const DATABASE_URL_FILE = 'platform/database-url'

@@ -1,4 +1,4 @@
-// The engine's side of a swap (SPEC §16.8): the old engine quiesces and then
+// The engine's side of a swap (docs/nodes.md): the old engine quiesces and then
 // drains toward the new one; the new one takes the ports and serves what the
 // old one forwards until the old one is gone.
 //

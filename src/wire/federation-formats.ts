@@ -1,4 +1,4 @@
-// The federation's wire formats (SPEC §4): the office join token, the vouch,
+// The federation's wire formats (docs/security.md): the office join token, the vouch,
 // the token fingerprint both sides compute, and the signature domains. Pure
 // functions only, so both sides and the tests share one definition.
 import { MusterError } from '../errors.ts'

@@ -1,4 +1,4 @@
-// Node labels (SPEC §16.11, Role): KEY=VALUE pairs a node carries (from
+// Node labels (docs/cloud.md; Role): KEY=VALUE pairs a node carries (from
 // `worker join --label`, the nodes file, or its provision) and a project may
 // ask for (`projects deploy --node-label`). A project runs only on nodes that
 // carry every label it asks for, and a node labelled role=build takes only

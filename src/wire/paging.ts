@@ -1,4 +1,4 @@
-// Listings that page (issue 16): `limit` (default 1000, at most 5000) and an
+// Listings that page: `limit` (default 1000, at most 5000) and an
 // opaque `cursor` (the key of the last item a page held, base64url), checked
 // before anything is read. A bad value is 400 naming the parameter.
 import { MusterError } from '../errors.ts'

@@ -1,4 +1,4 @@
-// Roles and the permissions they grant (SPEC §5).
+// Roles and the permissions they grant (docs/accounts-audit.md).
 export const PERMISSIONS = [
   'server.nodes.view',
   'server.nodes.enroll',

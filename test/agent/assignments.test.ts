@@ -1,6 +1,6 @@
 // The Agent's assignments across a restart, with a man in the middle on the
 // Platform API: the revision it runs is kept on disk, so a genuinely signed
-// but older document replayed after a restart is refused (SPEC §9).
+// but older document replayed after a restart is refused (docs/workloads.md).
 import { afterEach, describe, expect, test } from 'bun:test'
 import { Agent } from '../../src/agent/agent.ts'
 import { joinPlatform } from '../../src/agent/join.ts'

@@ -1,4 +1,4 @@
-// The Agent's list of Platforms (SPEC §16.9): what it takes from an answer,
+// The Agent's list of Platforms (docs/storage-ha.md): what it takes from an answer,
 // how it spreads its first choice, when it moves, and what it keeps on disk.
 import { describe, expect, test } from 'bun:test'
 import { DataDir } from '../../src/datadir.ts'

@@ -1,4 +1,4 @@
-// When the Agent refreshes trust (SPEC §16.2): at start, when the wall clock
+// When the Agent refreshes trust (docs/security.md): at start, when the wall clock
 // says a day has passed (checked on a short tick, so a jumped clock counts),
 // and at once when a signature names a kid it does not hold (at most once a
 // minute), verifying again before it refuses anything.

@@ -1,5 +1,5 @@
-// `muster agent --stop-replicas` with no Agent running (issue 27 item 1,
-// cleanups observed): the replicas the last Agent recorded — and what they
+// `muster agent --stop-replicas` with no Agent running
+// (cleanups, observed): the replicas the last Agent recorded — and what they
 // started in their process group — are gone afterwards, not merely asked to go.
 import { expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'

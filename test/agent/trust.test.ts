@@ -1,4 +1,4 @@
-// Trust refresh (SPEC §7): follows a full key rotation with a moved clock, and
+// Trust refresh (docs/nodes.md): follows a full key rotation with a moved clock, and
 // a failed or hostile answer never replaces the keys the node has.
 import { afterEach, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'

@@ -1,4 +1,4 @@
-// Signed documents a real Agent fetches over its own connection (issue 27):
+// Signed documents a real Agent fetches over its own connection:
 // assignments and log requests signed by the Platform's own trust key, handed
 // over by a man in the middle on the Platform API, with the Agent's clock set
 // at each edge of the key's window and of the log request's ±5 minutes, and a

@@ -1,5 +1,5 @@
 // The Agent's signed-request gate at the edges of its windows and with each
-// bound field swapped (issue 27): a real joined Agent on its HTTPS port, its
+// bound field swapped: a real joined Agent on its HTTPS port, its
 // clock held still, requests signed by the Platform's own trust key.
 import { afterEach, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'

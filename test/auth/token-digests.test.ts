@@ -1,4 +1,4 @@
-// Issue 22, item 3b: whoever can write the store but does not hold
+// whoever can write the store but does not hold
 // platform/master.key cannot make a working credential. Digests of API tokens,
 // sessions, join tokens and office tokens are HMACs under a key derived from
 // master.key: a row holding the plain SHA-256 of a secret the writer chose

@@ -1,4 +1,4 @@
-// The Agent's verification loop through dist/muster (SPEC §9): a man in the
+// The Agent's verification loop through dist/muster (docs/workloads.md): a man in the
 // middle on the plain-http Platform API hands a running Agent a document it
 // must not run — another node's genuine document, or its own edited after
 // signing. The Agent refuses it, runs nothing, and reports nothing running.

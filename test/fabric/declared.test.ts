@@ -1,4 +1,4 @@
-// Operator-declared nodes (SPEC §16.8): serve --nodes-file reserves names,
+// Operator-declared nodes (docs/nodes.md): serve --nodes-file reserves names,
 // declared fields win, a bad file is refused with its line and reason, and a
 // reload keeps the running set when the new file is bad.
 import { describe, expect, test } from 'bun:test'

@@ -1,4 +1,4 @@
-// Issue 22, item 1: a fleet token's name pattern is matched in linear time. A
+// a fleet token's name pattern is matched in linear time. A
 // pattern of many `*` sent the RegExp it used to build into exponential
 // backtracking on the event loop: one enroll froze the API, the listener and
 // every heartbeat.

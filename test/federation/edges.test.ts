@@ -1,4 +1,4 @@
-// Federation at its edges (issue 27), through real controller and office
+// Federation at its edges, through real controller and office
 // Platforms on loopback, each with a clock the test sets: a controller call
 // replayed at the very end of its window, a vouch from a controller whose
 // clock is ahead or behind (on both sides of each limit), an office stopping

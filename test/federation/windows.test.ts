@@ -1,4 +1,4 @@
-// Federation at the edges of its windows (issue 27): controller calls within
+// Federation at the edges of its windows: controller calls within
 // ±120 s and their nonces kept for as long as a replay could land inside that
 // window; vouches whose nonce is kept to the last millisecond of their life,
 // and whose expiry no controller clock may push past 120 s plus 300 s of skew.

@@ -1,4 +1,4 @@
-// Lease deadlines on both sides (issue 27), on PostgreSQL as Platforms sharing
+// Lease deadlines on both sides, on PostgreSQL as Platforms sharing
 // a store use them: a Platform runs a leader loop only until TTL − renew after
 // it *sent* its last successful renewal (never past the database's expiry,
 // however late the answer came), and a fenced write is refused once the lease

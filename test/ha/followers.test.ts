@@ -1,4 +1,4 @@
-// Two Platforms on one PostgreSQL act as one (SPEC §16.9): a change made on
+// Two Platforms on one PostgreSQL act as one (docs/storage-ha.md): a change made on
 // either takes effect on both within a second; the Platform holding the
 // placement lease places, and both serve every node's signed assignments from
 // the store, waking the long polls of the nodes connected to them.

@@ -1,4 +1,4 @@
-// Issue 27 item 2: bugs planted by the project's own audit, written from the
+// bugs planted by the project's own audit, written from the
 // source of src/ha, src/store, src/context/vault.ts, src/crypto/seal.ts, src/swap,
 // src/listener and src/federation without reading the tests first (the list as
 // first recorded, with the nearest and the wider area's test files for each:

@@ -1,4 +1,4 @@
-// Issue 27 item 2, second self-audit (worktree audit2): one-line bugs of the
+// second self-audit (worktree audit2): one-line bugs of the
 // kind a tired developer makes, planted by reading the source of agent,
 // fabric, auth, http, cloud, projects, bootstrap and the CLI — before looking
 // at which tests would catch them. Every entry stays, killed by the test named

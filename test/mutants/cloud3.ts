@@ -1,4 +1,4 @@
-// Planted bugs for cloud, round three (issue 25 items 1-9, issue 22 item 9): each breaks one
+// Planted bugs for cloud, round three: each breaks one
 // guarantee, and the named tests must fail for it. `bun run mutants --only 'cloud3:'`.
 import type { Mutant } from './types.ts'
 

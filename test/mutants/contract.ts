@@ -1,4 +1,4 @@
-// Planted bugs in the node rules from the seeds (SPEC §16.6, §16.8, §16.11):
+// Planted bugs in the node rules from the seeds (docs/security.md, docs/nodes.md, docs/cloud.md):
 // removing a healthy node, `newer` compatibility, the local node's superadmin
 // rule, join tokens as bearers, declared names, label placement, the build
 // rule, and the enroll in-flight cap.

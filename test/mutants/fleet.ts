@@ -1,4 +1,4 @@
-// Planted bugs for machines across a network (SPEC §17.1, issue 23): the
+// Planted bugs for machines across a network (docs/operations.md): the
 // refused setup, addresses that bind what they say, the checks before serve
 // creates anything, the listener's allow-list, and the bootstrap's checks.
 import type { Mutant } from './types.ts'

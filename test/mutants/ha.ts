@@ -1,4 +1,4 @@
-// Planted bugs in several Platforms as one (SPEC §16.9): lease takeover and
+// Planted bugs in several Platforms as one (docs/storage-ha.md): lease takeover and
 // its timing, fencing of a paused holder, and change propagation between
 // Platforms (notices, assignments served from the store, woken long polls).
 import type { Mutant } from './types.ts'

@@ -1,5 +1,5 @@
-// Planted bugs for issue 11 (years unattended: the Platform CA, the CA pin,
-// the trust-key schedule) and issue 17 item 5 (the pin's second comparison).
+// Planted bugs for years unattended (the Platform CA, the CA pin, the
+// trust-key schedule) and the pin's second comparison.
 import type { Mutant } from './types.ts'
 
 export default [

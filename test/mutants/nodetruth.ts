@@ -1,5 +1,5 @@
 // Planted bugs for "a node's state is the truth", "errors say what to do" and
-// "CLI output a script can trust" (SPEC §17.2, §17.5; issue 23 items 3–5).
+// "CLI output a script can trust" (docs/operations.md).
 import type { Mutant } from './types.ts'
 
 const STANDING_TEST = 'test/agent/standing.test.ts'

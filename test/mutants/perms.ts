@@ -1,4 +1,4 @@
-// Permission checks and cleanups (issue 27 item 1): for each, the check dropped
+// Permission checks and cleanups: for each, the check dropped
 // or widened to a lesser permission, or the cleanup skipped. The tests that
 // kill them attack through the real routes (a viewer, an operator, a node
 // credential, a join token, another account's token, a vouched session) and

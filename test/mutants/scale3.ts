@@ -1,4 +1,4 @@
-// Planted bugs in what issue 26 added: the heartbeat route's body cache and
+// Planted bugs in the heartbeat at a million nodes: the heartbeat route's body cache and
 // its answer written as text (the tail cached per assignment revision and
 // Platforms list), the heartbeat table and its batched flush, the mac kept on
 // the node entry, PostgreSQL group commit, and the heartbeat limit flags.

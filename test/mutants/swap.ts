@@ -1,5 +1,5 @@
-// Planted bugs for the engine swap (SPEC §16.8) and the listener's per-source
-// share (SPEC §16.7): each must make the named tests fail.
+// Planted bugs for the engine swap (docs/nodes.md) and the listener's per-source
+// share (docs/security.md): each must make the named tests fail.
 import type { Mutant } from './types.ts'
 
 export default [

@@ -1,6 +1,6 @@
 // Planted bugs for accounts for people, the audit of every action, the
-// office's local door for tokens and sessions, and token lineage (issues 24
-// and 22): each breaks one guarantee, and the named tests must fail for it.
+// office's local door for tokens and sessions, and token lineage: each
+// breaks one guarantee, and the named tests must fail for it.
 import type { Mutant } from './types.ts'
 
 const ACCOUNTS = ['test/auth/accounts.test.ts']

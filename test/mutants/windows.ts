@@ -1,4 +1,4 @@
-// Issue 27: time windows checked on both sides and bindings no test separated
+// time windows checked on both sides and bindings no test separated
 // before. Each entry is killed by a test that performs the violation through
 // the path users hit (the Agent's HTTPS port, an office's call route, a
 // Platform starting on its store).

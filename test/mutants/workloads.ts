@@ -1,5 +1,5 @@
-// Planted bugs for issue 24 items 3 (workload logs) and 4 (workloads outlive
-// their Agent) and issue 22 item 6 (replicas cannot read their node's key).
+// Planted bugs for workload logs, workloads that outlive their Agent, and
+// replicas that cannot read their node's key.
 import type { Mutant } from './types.ts'
 
 export default [

@@ -1,4 +1,4 @@
-// The Platform CA and the server certificates it issues (SPEC §16.1): the CA
+// The Platform CA and the server certificates it issues (docs/security.md): the CA
 // is made once and kept; the listener's certificate is kept while it fits and
 // renewed from the same CA when the addresses change or 30 days remain, so
 // the pin nodes hold never changes.

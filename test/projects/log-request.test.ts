@@ -1,4 +1,4 @@
-// The signed log request (issue 24 item 3): an Agent serves a request only when
+// The signed log request: an Agent serves a request only when
 // the Platform's trust key signed it, for this node, lately.
 import { describe, expect, test } from 'bun:test'
 import { generateSigningKey, signDomain } from '../../src/crypto/ed25519.ts'

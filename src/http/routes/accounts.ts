@@ -1,4 +1,4 @@
-// Accounts for people (issue 24), under server.accounts.manage: list, add with
+// Accounts for people, under server.accounts.manage: list, add with
 // a role, change role, disable/enable, remove.
 import { Elysia } from 'elysia'
 import { Accounts } from '../../auth/accounts.ts'

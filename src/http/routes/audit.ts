@@ -1,4 +1,4 @@
-// The audit (issue 24), for server.audit.view: newest first, paged by the id
+// The audit, for server.audit.view: newest first, paged by the id
 // of the last entry given; `after` (an entry id) gives the entries newer than
 // it, oldest first, which is how `muster audit --follow` streams.
 import { Elysia } from 'elysia'

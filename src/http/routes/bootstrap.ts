@@ -1,4 +1,4 @@
-// What a new machine downloads to join (SPEC §17.1), anonymous on purpose and
+// What a new machine downloads to join (docs/operations.md), anonymous on purpose and
 // served on the API and through the enrollment listener (its allow-list names
 // these four): the Platform CA certificate (public; the bootstrap line checks
 // its SHA-256 before trusting it), the bootstrap script, install.sh and the

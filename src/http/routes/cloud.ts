@@ -1,4 +1,4 @@
-// Cloud routes (SPEC §11): connections, regions and sizes, provisions, and
+// Cloud routes (docs/cloud.md): connections, regions and sizes, provisions, and
 // automatic scale-out. Credentials go in and are never sent back.
 import { Elysia } from 'elysia'
 import * as v from 'valibot'

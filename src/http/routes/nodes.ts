@@ -1,4 +1,4 @@
-// Enrollment authority routes (SPEC §6).
+// Enrollment authority routes (docs/nodes.md).
 import { Elysia } from 'elysia'
 import type { Services } from '../services.ts'
 import { enroll } from '../../fabric/enroll.ts'
@@ -33,7 +33,7 @@ export const nodeRoutes = (platform: Services) => {
       await need(request, 'server.nodes.enroll')
       const b = parseBody(CreateEnrollment, body)
       const e = await issueEnrollment(fabric, b.nodeId, b.ttlMinutes, b.replace)
-      // What to run on the machine (SPEC §17.1): the join line and the bootstrap line, without the token.
+      // What to run on the machine (docs/operations.md): the join line and the bootstrap line, without the token.
       return { ...e, ...nodeCommands(platform, e.nodeId) } satisfies Enrollment
     })
     .post('/join-tokens', async ({ request, body }) => {
@@ -58,7 +58,7 @@ export const nodeRoutes = (platform: Services) => {
     .post('/nodes/:name/rebind', async ({ request, params, body }) => {
       await need(request, 'server.nodes.manage')
       const r = await fabric.rebind(name(params), parseBody(Rebind, body).ttlMinutes)
-      // The way back for the machine: the same two lines as a new enrollment (SPEC §17.1).
+      // The way back for the machine: the same two lines as a new enrollment (docs/operations.md).
       return { ...r, ...nodeCommands(platform, r.nodeId) } satisfies Enrollment
     })
     .post('/nodes/:name/drain', async ({ request, params, body }) => {
