@@ -7,7 +7,7 @@
 // public file), checks its SHA-256 against the value in the line, and only then
 // uses it as curl's one trust anchor (--cacert) to fetch the script, which
 // checks the binary's and install.sh's SHA-256 in turn (src/bootstrap/bootstrap.sh).
-import { createHash } from 'node:crypto'
+import { sha256Hex } from '../crypto/tokens.ts'
 import installScript from '../../install.sh' with { type: 'text' }
 import type { Fabric } from '../fabric/fabric.ts'
 import type { Pki } from '../pki/pki.ts'
@@ -33,8 +33,6 @@ export function bootstrapBase(p: Omit<JoinLineSources, 'pki'>): { url: string; p
   if (p.apiCaPin && api?.protocol === 'https:' && api.pathname === '/') return { url: api.origin, pin: p.apiCaPin }
   return null
 }
-
-export const sha256Hex = (text: string): string => createHash('sha256').update(text).digest('hex')
 
 /** SHA-256 of the install.sh this Platform serves (the one built into it). */
 export const INSTALL_SH = installScript

@@ -8,6 +8,11 @@
 import installScript from '../../install.sh' with { type: 'text' }
 import { MusterError } from '../errors.ts'
 
+/** `text` gzipped as cloud-init reads it (level 9: the same bytes for the same text). */
+export function gzipText(text: string): Uint8Array {
+  return Bun.gzipSync(new TextEncoder().encode(text), { level: 9 })
+}
+
 export interface FirstBoot {
   provider: string
   nodeId: string
@@ -128,7 +133,7 @@ export function firstBootData(f: FirstBoot): string {
     ...(f.binaryPin ? [envLine('MUSTER_BINARY_PIN', f.binaryPin)] : []),
   ].join('\n')
   // Compressed for AWS's 16 KB (cloud-init writes gz+b64 files decoded).
-  const gz = (text: string) => Buffer.from(Bun.gzipSync(new TextEncoder().encode(text), { level: 9 })).toString('base64')
+  const gz = (text: string) => Buffer.from(gzipText(text)).toString('base64')
   return [
     '#cloud-config',
     `# muster: install the worker role and join as ${f.nodeId}`,

@@ -8,6 +8,7 @@ import { log } from '../log.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
 import { labelsFromJson, type Labels } from '../wire/labels.ts'
 import type { NodeStateName, ReplicaStatus, StateCounts } from '../wire/nodes.ts'
+import { indexFrom } from '../wire/paging.ts'
 
 export type { NodeStateName, ReplicaStatus, StateCounts } from '../wire/nodes.ts'
 
@@ -242,13 +243,7 @@ export class Registry {
   private placeName(name: string, present: boolean): void {
     const s = this.sorted
     if (s === null) return
-    let lo = 0
-    let hi = s.length
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      if (s[mid]! < name) lo = mid + 1
-      else hi = mid
-    }
+    const lo = indexFrom(s, name)
     if (present && s[lo] !== name) s.splice(lo, 0, name)
     else if (!present && s[lo] === name) s.splice(lo, 1)
   }
