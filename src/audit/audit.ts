@@ -9,8 +9,6 @@ import type { Db } from '../store/db.ts'
 import { DEFAULT_AUDIT_RETENTION, finishAuditEntry, insertAuditEntry, listAuditEntries, pruneAuditLog, type AuditBudget, type AuditFilter, type AuditLogRow, type AuditRetention } from '../store/audit-log.ts'
 import type { AuditEntry } from '../wire/accounts.ts'
 
-export type { AuditEntry } from '../wire/accounts.ts'
-
 export type { AuditRetention }
 export { DEFAULT_AUDIT_RETENTION }
 

@@ -11,8 +11,6 @@ import { hashPassword } from './auth.ts'
 import { isRole, lowerRole, type Role } from '../wire/permissions.ts'
 import { NEW_ACCOUNT_NAME, type AccountChange, type AccountRemoved, type AccountView } from '../wire/accounts.ts'
 
-export { NEW_ACCOUNT_NAME } from '../wire/accounts.ts'
-
 export const MIN_PASSWORD_LENGTH = 12
 
 const iso = (t: number | null) => (t === null ? null : new Date(Number(t)).toISOString())

@@ -8,9 +8,8 @@ import { log } from '../log.ts'
 import { existingMachines, provisionByRequestId, provisionsIn, STARTING_STATES } from '../store/cloud-provisions.ts'
 import { getScaling, updateScaling, type ScalingRow } from '../store/cloud-scaling.ts'
 import { audited, AUTOSCALER, type Actor } from './audit.ts'
-import type { ProviderName } from './provider.ts'
 import type { Cloud } from './service.ts'
-import type { CloudScaling } from '../wire/cloud.ts'
+import type { CloudScaling, ProviderName } from '../wire/cloud.ts'
 
 export const HOLD_MS = 2 * 60_000
 

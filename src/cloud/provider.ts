@@ -7,8 +7,6 @@ import type { RetryPolicy } from './retry.ts'
 import type { ProviderName, Region, Size } from '../wire/cloud.ts'
 import { TUNABLES, tunable, type TunableName } from '../tunables.ts'
 
-export { PROVIDERS, isProvider, type ProviderName, type Region, type Size } from '../wire/cloud.ts'
-
 /** What muster needs to know of a machine; `providerStatus` is the provider's own word. */
 export type MachineStatus = 'pending' | 'running' | 'stopped' | 'failed' | 'deleting'
 

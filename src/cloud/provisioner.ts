@@ -20,9 +20,9 @@ import { servedBinary } from '../bootstrap/served-binary.ts'
 import { unreachableReason } from './reachable.ts'
 import { FirstBootStore } from './first-boot.ts'
 import { inboundJson, parseInbound } from './inbound.ts'
-import { CLOSED, type Inbound, type Machine, type ProviderName } from './provider.ts'
+import { CLOSED, type Inbound, type Machine } from './provider.ts'
 import type { Cloud } from './service.ts'
-import type { ProvisionView } from '../wire/cloud.ts'
+import type { ProviderName, ProvisionView } from '../wire/cloud.ts'
 import { tunableNumber } from '../tunables.ts'
 
 export interface ProvisionInput {

@@ -5,7 +5,8 @@
 // fixes it. A provider endpoint on this machine (a local emulator or a test's
 // fake) runs its "machines" here, where loopback is reachable.
 import { isLoopback } from '../addresses.ts'
-import type { CloudEndpoints, ProviderName } from './provider.ts'
+import type { CloudEndpoints } from './provider.ts'
+import type { ProviderName } from '../wire/cloud.ts'
 
 const hostOf = (url: string) => (URL.canParse(url) ? new URL(url).hostname.replace(/^\[(.*)\]$/, '$1') : '')
 const loopbackUrl = (url: string | undefined) => url !== undefined && isLoopback(hostOf(url))

@@ -13,7 +13,8 @@ export function gzipText(text: string): Uint8Array {
   return Bun.gzipSync(new TextEncoder().encode(text), { level: 9 })
 }
 
-export interface FirstBoot {
+/** What a created machine's first boot is made from. */
+export interface FirstBootInputs {
   provider: string
   nodeId: string
   token: string
@@ -115,7 +116,7 @@ function file(path: string, mode: string, content: string, encoding?: 'gz+b64'):
 }
 
 /** The cloud-config document (plain text; each provider encodes it its own way). */
-export function firstBootData(f: FirstBoot): string {
+export function firstBootData(f: FirstBootInputs): string {
   if (!/^mjt_[a-z2-7]{16}\.[A-Za-z0-9_-]{43}$/.test(f.token)) throw new MusterError('internal', 'Unexpected join token shape.')
   if (!/^sha256:[0-9a-f]{64}$/.test(f.fingerprint) || !/^[0-9a-f]{64}$/.test(f.binarySha256)) throw new MusterError('internal', 'Unexpected fingerprint or checksum shape.')
   if (f.binaryPin !== undefined && !/^sha256:[0-9a-f]{64}$/.test(f.binaryPin)) throw new MusterError('internal', 'Unexpected pin shape.')

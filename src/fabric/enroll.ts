@@ -15,8 +15,6 @@ import { globMatch } from './glob.ts'
 import { labelsToJson } from '../wire/labels.ts'
 import { EnrollBody, type EnrollAnswer } from '../wire/nodes.ts'
 
-export type { EnrollAnswer } from '../wire/nodes.ts'
-
 class TakenMeanwhile extends Error {}
 /** A rebind whose certificate another node took meanwhile: the unique key refused it. */
 const lostRace = (e: unknown): false => {

@@ -11,8 +11,6 @@ import type { Fabric } from './fabric.ts'
 import type { NodeEntry } from './registry.ts'
 import type { HeartbeatAnswer, HeartbeatBody, NodeFacingPlatform } from '../wire/nodes.ts'
 
-export type { HeartbeatAnswer, HeartbeatBody } from '../wire/nodes.ts'
-
 const PREFIX = 'Bearer mnc_'
 const MAC_LENGTH = 43
 

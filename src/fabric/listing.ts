@@ -7,11 +7,9 @@ import { encodeCursor, indexAfter, indexFrom, pageQuery, queryText } from '../wi
 import { NODE_NAME } from '../wire/validate.ts'
 import { pendingEnrollments } from '../store/join-tokens.ts'
 import type { Fabric } from './fabric.ts'
-import type { NodePage, NodeView, StateCounts } from '../wire/nodes.ts'
+import type { NodePage, NodeStateName, NodeView, StateCounts } from '../wire/nodes.ts'
 import { LABEL_KEY, LABEL_VALUE, type Labels } from '../wire/labels.ts'
-import { compatibilityOf, type NodeEntry, type NodeStateName } from './registry.ts'
-
-export type { NodePage, StateCounts } from '../wire/nodes.ts'
+import { compatibilityOf, type NodeEntry } from './registry.ts'
 
 export const NODE_STATES: readonly NodeStateName[] = ['enrolled', 'ready', 'unreachable', 'revoked']
 
@@ -24,7 +22,6 @@ export interface NodeQuery {
   /** Name prefix. */
   q?: string
 }
-
 
 const bad = (field: string, what: string) => new MusterError('invalid-request', `Invalid ${field}: ${what}`, { field })
 
@@ -75,7 +72,6 @@ export function nodeView(fabric: Fabric, n: NodeEntry, st = fabric.registry.stat
     capacity: n.cpuMillis !== null ? { cpuMillis: n.cpuMillis, memoryMB: n.memoryMB } : null,
   }
 }
-
 
 export async function listNodes(fabric: Fabric, q: NodeQuery): Promise<NodePage> {
   const registry = fabric.registry

@@ -4,8 +4,6 @@
 import type { RateLimitOptions } from '../context/options.ts'
 import { MusterError } from '../errors.ts'
 
-export type { RateLimitOptions } from '../context/options.ts'
-
 export class RateLimiter {
   private tokens: number
   private last: number

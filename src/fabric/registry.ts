@@ -10,8 +10,6 @@ import { labelsFromJson, type Labels } from '../wire/labels.ts'
 import type { NodeStateName, ReplicaStatus, StateCounts } from '../wire/nodes.ts'
 import { indexFrom } from '../wire/paging.ts'
 
-export type { NodeStateName, ReplicaStatus, StateCounts } from '../wire/nodes.ts'
-
 export type Compatibility = 'current' | 'behind' | 'newer' | 'unknown'
 
 export interface NodeEntry {
@@ -120,7 +118,6 @@ const COUNT_CACHE_FROM = 50_000
 const COUNT_REFRESH_MS = 2_000
 /** Nodes counted between two turns of the event loop (about 2–5 ms). */
 const COUNT_SLICE = 10_000
-
 
 export class Registry {
   readonly nodes = new Map<string, NodeEntry>()

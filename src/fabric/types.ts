@@ -4,8 +4,6 @@ import type { Pki } from '../pki/pki.ts'
 import type { RateLimitOptions } from '../context/options.ts'
 import type { NodeAnchors } from '../wire/nodes.ts'
 
-export type { EnrollmentEndpoint, NodeAnchors, NodeView } from '../wire/nodes.ts'
-
 export type NodeAuthMode = 'legacy' | 'both' | 'enrolled'
 
 export interface FabricOptions {

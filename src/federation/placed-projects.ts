@@ -12,8 +12,6 @@ import type { OfficeProjectStatus as PlacedProjectStatus } from '../wire/federat
 export const PlacedProjectSpec = ProjectSpec
 export type PlacedProjectSpec = ProjectSpec
 
-export type { OfficeProjectStatus as PlacedProjectStatus } from '../wire/federation.ts'
-
 /** Runs what the controller placed. `apply` is called once per placement; the runner keeps what it runs across restarts. */
 export interface PlacedProjectRunner {
   apply(spec: PlacedProjectSpec): void | Promise<void>

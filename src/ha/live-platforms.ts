@@ -10,8 +10,6 @@ import { allLeases } from '../store/leases.ts'
 import { VERSION } from '../version.ts'
 import type { NodeFacingPlatform, PlatformView } from '../wire/nodes.ts'
 
-export type { NodeFacingPlatform, PlatformView } from '../wire/nodes.ts'
-
 /** How often a Platform records itself; it is live while seen within LIVE_MS (database clock). */
 export const RECORD_MS = 2_000
 export const LIVE_MS = 10_000

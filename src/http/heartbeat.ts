@@ -13,12 +13,12 @@
 // revision, Platforms list): src/fabric/heartbeat.ts.
 import * as v from 'valibot'
 import { MusterError } from '../errors.ts'
-import { acceptHeartbeatText, currentNode, type HeartbeatBody } from '../fabric/heartbeat.ts'
+import { acceptHeartbeatText, currentNode } from '../fabric/heartbeat.ts'
 import { log } from '../log.ts'
 import type { Services } from './services.ts'
 import { errorResponse } from './app.ts'
 import { joinTokenAsBearer, malformedRequest } from './request.ts'
-import { Register } from '../wire/nodes.ts'
+import { type HeartbeatBody, Register } from '../wire/nodes.ts'
 import { invalid } from '../wire/validate.ts'
 
 /** How many heartbeats took the allocation-free credential check, and how many bodies the cache answered (tests read them). */

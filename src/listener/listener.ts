@@ -17,7 +17,7 @@ import { connect, createServer, type Server as NetServer, type Socket } from 'no
 import type { Server } from 'bun'
 import { httpsUrl } from '../addresses.ts'
 import { MusterError } from '../errors.ts'
-import type { EnrollmentEndpoint } from '../fabric/fabric.ts'
+import type { EnrollmentEndpoint } from '../wire/nodes.ts'
 import { log } from '../log.ts'
 import type { Context } from '../context/context.ts'
 import type { Fabric } from '../fabric/fabric.ts'

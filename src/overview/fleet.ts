@@ -12,7 +12,7 @@
 import { hostname } from 'node:os'
 import { roleCan, type Role } from '../wire/permissions.ts'
 import { nodeQuery } from '../fabric/listing.ts'
-import type { NodeEntry, NodeStateName } from '../fabric/registry.ts'
+import type { NodeEntry } from '../fabric/registry.ts'
 import { encodeCursor, indexAfter, indexFrom } from '../wire/paging.ts'
 import type { Context } from '../context/context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
@@ -21,7 +21,7 @@ import { allLeases } from '../store/leases.ts'
 import { VERSION } from '../version.ts'
 import { needingAttention, NO_USAGE, usageOf, type NodeUsage } from './usage.ts'
 import type { FleetOverview, HeartbeatAges, OverviewNode, OverviewNodePage, ProjectHealth, Resources } from '../wire/overview.ts'
-import type { StateCounts } from '../wire/nodes.ts'
+import type { NodeStateName, StateCounts } from '../wire/nodes.ts'
 
 /** How many projects needing attention the overview names (the Projects page has them all). */
 export const ATTENTION_SHOWN = 10

@@ -2,8 +2,8 @@
 // replicas request, how many are placed there and how many the node reports
 // running. One pass over the projects as placed, on the Platform:
 // the dashboard never sees more than the totals and one page of nodes.
-import type { ProjectView } from '../projects/service.ts'
 import type { ProjectHealth } from '../wire/overview.ts'
+import type { ProjectView } from '../wire/projects.ts'
 
 export interface NodeUsage {
   /** Millicores and MB requested by the replicas placed on the node. */

@@ -3,7 +3,8 @@
 // check as a remote Agent.
 import { cpus, totalmem } from 'node:os'
 import type { Context } from '../context/context.ts'
-import type { Fabric, NodeView } from '../fabric/fabric.ts'
+import type { Fabric } from '../fabric/fabric.ts'
+import type { NodeView } from '../wire/nodes.ts'
 import { Runner } from '../replicas/runner.ts'
 import { log } from '../log.ts'
 import { checkAssignments } from '../signed/documents.ts'

@@ -41,8 +41,6 @@ export interface Placement {
   node: string | null
 }
 
-export type { ShortfallReason } from '../wire/projects.ts'
-
 export interface PlacementResult {
   placements: Placement[]
   /** Per project: replicas that fit nowhere although nodes were eligible. */

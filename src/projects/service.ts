@@ -12,7 +12,6 @@ import { canonicalJson } from '../crypto/ed25519.ts'
 import { MusterError } from '../errors.ts'
 import type { Context } from '../context/context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
-import type { ReplicaStatus } from '../fabric/registry.ts'
 import { LeaseLost, type Lease } from '../context/leases.ts'
 import { log } from '../log.ts'
 import type { Db } from '../store/db.ts'
@@ -26,8 +25,7 @@ import { FieldSeal } from '../context/vault.ts'
 import { assignmentDigest, assignmentsByNode, runsCheck, type RollingPrevious } from './by-node.ts'
 import { place, type Placement, type PlacementNode, type PlacementResult } from './placement.ts'
 import type { ProjectRemoved, ProjectSpec, ProjectView, Shortfall } from '../wire/projects.ts'
-
-export type { PlacementView, ProjectView } from '../wire/projects.ts'
+import type { ReplicaStatus } from '../wire/nodes.ts'
 
 /**
  * A project as deployed; `origin` says who placed it (local, or controller),

@@ -4,8 +4,6 @@
 // node and `muster doctor` alike.
 import type { TrustKey } from '../wire/nodes.ts'
 
-export type { TrustKey } from '../wire/nodes.ts'
-
 const MAX_KEYS = 32
 const KID = /^[A-Za-z0-9_-]{1,64}$/
 const B64URL_32 = /^[A-Za-z0-9_-]{43}$/

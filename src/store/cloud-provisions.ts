@@ -3,7 +3,6 @@
 import type { Db } from './db.ts'
 import type { ProvisionState } from '../wire/cloud.ts'
 
-export type { ProvisionState } from '../wire/cloud.ts'
 export const LIVE_STATES: readonly ProvisionState[] = ['creating', 'booting', 'enrolling', 'ready']
 export const STARTING_STATES: readonly ProvisionState[] = ['creating', 'booting', 'enrolling']
 
