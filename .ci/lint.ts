@@ -34,7 +34,7 @@ for (const f of await files('commands/**/*.ts')) {
 }
 // A MUSTER_* variable read anywhere but src/tunables.ts (env.MUSTER_X, env['MUSTER_X']).
 const ENV_READ = /(?:\benv|process\.env|Bun\.env)\s*(?:\.\s*MUSTER_|\[\s*['"`]MUSTER_)/
-for (const f of [...(await files('src/**/*.ts')), ...(await files('commands/**/*.ts'))]) {
+for (const f of [...(await files('src/**/*.ts')), ...(await files('commands/**/*.ts')), ...(await files('bench/**/*.ts'))]) {
   if (f === 'src/tunables.ts') continue
   const lines = (await Bun.file(`${import.meta.dir}/../${f}`).text()).split('\n')
   lines.forEach((line, i) => {

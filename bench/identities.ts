@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { generateKeyAndCert } from '../src/crypto/x509.ts'
 import { VERSION } from '../src/version.ts'
+import { tunable } from '../src/tunables.ts'
 
 export interface Identity {
   keyPem: string
@@ -16,7 +17,7 @@ export interface Identity {
   sha256: string
 }
 
-export const CACHE_DIR = process.env.MUSTER_BENCH_CACHE ?? join(tmpdir(), 'muster-bench-cache')
+export const CACHE_DIR = tunable('MUSTER_BENCH_CACHE') ?? join(tmpdir(), 'muster-bench-cache')
 
 /** `count` distinct identities: read from the cache, the missing ones made and appended. */
 export async function identities(count: number, log: (s: string) => void = () => {}): Promise<Identity[]> {

@@ -10,7 +10,7 @@ interface Tunable {
   /** The value when unset; null: none (the behaviour the meaning describes). */
   readonly default: number | string | null
   /** Who reads it. */
-  readonly reader: 'serve' | 'agent' | 'cli' | 'any'
+  readonly reader: 'serve' | 'agent' | 'cli' | 'any' | 'bench'
   /** A number: `ms` and `bytes` and `seconds` name the unit. */
   readonly unit?: 'ms' | 'seconds' | 'bytes' | 'level'
   /** Zero is a value of its own (else only positive numbers count). */
@@ -69,6 +69,8 @@ export const TUNABLES = {
   MUSTER_PLATFORM_FINGERPRINT: { reader: 'cli', default: null, meaning: 'The Platform CA pin when --platform-fingerprint is not given.' },
   MUSTER_PLATFORM_CA_FILE: { reader: 'cli', default: null, meaning: 'The Platform CA certificate file when --platform-ca-file is not given.' },
   MUSTER_ENROLLMENT_TOKEN: { reader: 'cli', default: null, meaning: 'The join token for `worker join` and `nodes enroll` (else a file, stdin or a prompt; never an argument).' },
+  // ---- the benchmarks (bench/) ---------------------------------------------
+  MUSTER_BENCH_CACHE: { reader: 'bench', default: null, meaning: 'Where the benchmarks keep the node identities they made (slow to make); unset: muster-bench-cache in the temp directory.' },
 } as const satisfies Record<`MUSTER_${string}`, Tunable>
 
 export type TunableName = keyof typeof TUNABLES
