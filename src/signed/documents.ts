@@ -12,6 +12,8 @@ import type { TrustKey } from '../wire/nodes.ts'
 import type { AssignmentPayload, LogRequestPayload, SignedAssignments } from '../wire/projects.ts'
 import { purpose, verifyDocument } from './signed.ts'
 
+// The node checks what it relies on before the revision check (the replicas a list); the
+// replicas themselves are the runner's to read, as every earlier Platform wrote them.
 export const ASSIGNMENTS = purpose<AssignmentPayload>('muster assignments v1', 'document', v.looseObject({ node: v.string(), replicas: v.array(v.unknown()) }))
 
 export const LOG_REQUEST = purpose<LogRequestPayload>(
