@@ -3,7 +3,7 @@
 // can read its key fails), and how they are contained (their own cgroups, and
 // whether --cpu and --memory are enforced). docs/security.md.
 import type { DataDir } from '../datadir.ts'
-import { readIsolation } from '../agent/isolation.ts'
+import { readIsolation } from '../replicas/isolation.ts'
 
 type Add = (name: string, status: 'ok' | 'warn' | 'fail', message: string) => void
 

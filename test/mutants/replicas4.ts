@@ -38,7 +38,7 @@ export default [
   },
   {
     name: 'replicas4: a replica that ended leaves its cgroup (and what is in it) behind',
-    file: 'src/agent/runner.ts',
+    file: 'src/replicas/runner.ts',
     from: '    const cg = s.cgroup\n    if (cg) {\n      if (!(await killCgroup(cg)))',
     to: '    const cg = null as ReplicaCgroup | null\n    if (cg) {\n      if (!(await killCgroup(cg)))',
     tests: ['test/e2e/containment.test.ts'],
@@ -46,7 +46,7 @@ export default [
   },
   {
     name: "replicas4: the record leaves out the replica's cgroup (the next Agent takes its processes for strays)",
-    file: 'src/agent/runner.ts',
+    file: 'src/replicas/runner.ts',
     from: '...(s.cgroup ? { cgroup: s.cgroup } : {})',
     to: '...({})',
     tests: ['test/e2e/containment.test.ts'],
@@ -55,7 +55,7 @@ export default [
   {
     name: "replicas4: without cgroups a project's escaped processes are not killed by its uid",
     ci: true,
-    file: 'src/agent/runner.ts',
+    file: 'src/replicas/runner.ts',
     from: '    if (!others) await killProcessesOf(uid)',
     to: '    if (!others && others) await killProcessesOf(uid)',
     tests: ['test/e2e/containment.test.ts'],
@@ -80,7 +80,7 @@ export default [
   },
   {
     name: 'replicas4: a kill for the memory limit is not reported',
-    file: 'src/agent/runner.ts',
+    file: 'src/replicas/runner.ts',
     from: '      const oom = cg !== null && oomKills(cg) > 0\n',
     to: '      const oom = cg !== null && oomKills(cg) < 0\n',
     tests: ['test/e2e/containment.test.ts'],
@@ -89,7 +89,7 @@ export default [
   {
     name: 'replicas4: every project runs as one shared uid',
     ci: true,
-    file: 'src/agent/isolation.ts',
+    file: 'src/replicas/isolation.ts',
     from: '      const uid = uids.uidFor(project)\n',
     to: "      const uid = uids.uidFor('shared')\n",
     tests: ['test/e2e/containment.test.ts'],
@@ -97,7 +97,7 @@ export default [
   },
   {
     name: 'replicas4: a root Agent given no account runs replicas as root',
-    file: 'src/agent/isolation.ts',
+    file: 'src/replicas/isolation.ts',
     from: '  if (can && dataDir) {\n',
     to: '  if (can && dataDir && false) {\n',
     tests: ['test/e2e/containment.test.ts'],
@@ -121,7 +121,7 @@ export default [
   {
     name: 'replicas4: the bootstrap line leaves its CA file in /tmp',
     ci: true,
-    file: 'src/bootstrap/commands.ts',
+    file: 'src/bootstrap/join-lines.ts',
     from: '/bootstrap/bootstrap.sh; rm -f "$c"; }',
     to: '/bootstrap/bootstrap.sh; }',
     tests: ['test/e2e/bootstrap.test.ts'],
