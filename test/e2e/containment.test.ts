@@ -62,6 +62,12 @@ describeAsRoot('replica containment', () => {
       const pids = processesOf(project)
       return pids.length >= want ? pids : null
     }, { timeoutMs: 60_000, what: `${project}'s processes` })
+  /** ESCAPE's three sleeps once they run, the escapees having left the replica's session. */
+  const escaped = (project: string) =>
+    waitFor(() => {
+      const pids = processesOf(project).filter((pid) => /^sleep\x00(300[12]|3600)\x00/.test(readFileSync(`/proc/${pid}/cmdline`, 'latin1')))
+      return pids.length === 3 && new Set(pids.map(sessionOf)).size > 1 ? pids : null
+    }, { timeoutMs: 60_000, what: `${project}'s escaped processes` })
   const logLines = async (project: string, has: string) =>
     waitFor(async () => {
       const r = await cli(['projects', 'logs', project, '--replica', '0', '--json'])
@@ -88,11 +94,7 @@ describeAsRoot('replica containment', () => {
   test('a replica that calls setsid and double-forks dies with `projects remove`, and with `agent --stop-replicas` after the Agent restarted', { timeout: 240_000 }, async () => {
     const a = `escape-${tag}`
     expect((await cli(['projects', 'deploy', a, '--replicas', '1', '--cpu', '10', '--memory', '32', '--', 'sh', '-c', ESCAPE])).code).toBe(0)
-    // the three sleeps, the escapees having left the replica's session
-    const before = await waitFor(() => {
-      const pids = processesOf(a).filter((pid) => /^sleep\x00(300[12]|3600)\x00/.test(readFileSync(`/proc/${pid}/cmdline`, 'latin1')))
-      return pids.length === 3 && new Set(pids.map(sessionOf)).size > 1 ? pids : null
-    }, { timeoutMs: 60_000, what: `${a}'s escaped processes` })
+    const before = await escaped(a)
     expect(before.length).toBe(3)
     // all three in the replica's own cgroup
     for (const pid of before) expect(readFileSync(`/proc/${pid}/cgroup`, 'utf8')).toMatch(new RegExp(`^0::/.*/${a}\\.0\\.\\d+\\.\\d+$`, 'm'))
@@ -103,7 +105,7 @@ describeAsRoot('replica containment', () => {
     // The same escape, then the Agent restarts (the replica is adopted with its cgroup), then --stop-replicas.
     const b = `escape2-${tag}`
     expect((await cli(['projects', 'deploy', b, '--replicas', '1', '--cpu', '10', '--memory', '32', '--', 'sh', '-c', ESCAPE])).code).toBe(0)
-    const running = await placed(b, 3)
+    const running = await escaped(b)
     await agent.stopLeavingReplicas()
     expect(processesOf(b).sort()).toEqual(running.sort()) // the replicas outlive their Agent
     agent = await startMuster(['agent', '--data-dir', data], { env: agentEnv })
@@ -197,10 +199,7 @@ describeAsRoot('replica containment', () => {
       await waitFor(async () => (JSON.parse((await cli(['nodes', 'list', '--json'])).stdout) as { nodes: { name: string; state: string }[] }).nodes.find((n) => n.name === 'c2')?.state === 'ready', { timeoutMs: 60_000, what: 'c2 ready' })
       const c = `escape3-${tag}`
       expect((await cli(['projects', 'deploy', c, '--replicas', '1', '--cpu', '10', '--memory', '32', '--node-label', 'pool=flat', '--', 'sh', '-c', ESCAPE])).code).toBe(0)
-      const pids = await waitFor(() => {
-        const p = processesOf(c).filter((pid) => /^sleep\x00(300[12]|3600)\x00/.test(readFileSync(`/proc/${pid}/cmdline`, 'latin1')))
-        return p.length === 3 && new Set(p.map(sessionOf)).size > 1 ? p : null
-      }, { timeoutMs: 60_000, what: `${c}'s escaped processes` })
+      const pids = await escaped(c)
       expect(new Set(pids.map(uidOf)).size).toBe(1)
       expect(JSON.parse(readFileSync(`${flat}/worker/isolation.json`, 'utf8'))).toMatchObject({ isolated: true, containment: 'process-group' })
       expect((await cli(['projects', 'remove', c])).code).toBe(0)
