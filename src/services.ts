@@ -3,6 +3,7 @@
 // layer ever imports the Platform.
 import type { Audit } from './audit/audit.ts'
 import type { Auth } from './auth/auth.ts'
+import type { Sso } from './auth/oidc/signin.ts'
 import type { Cloud } from './cloud/service.ts'
 import type { Context } from './context.ts'
 import type { Fabric } from './fabric/fabric.ts'
@@ -17,6 +18,8 @@ export interface Services {
   readonly ctx: Context
   readonly options: PlatformOptions
   readonly auth: Auth
+  /** Sign-in with the identity provider (serve --oidc-issuer); null when none is set up. */
+  readonly sso: Sso | null
   /** One audit of every action (issue 24). */
   readonly audit: Audit
   readonly fabric: Fabric

@@ -35,6 +35,10 @@ export interface OidcProviderHandle {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+// oidc-provider's Koa context (the package ships no types).
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Ctx = any
+
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
 const page = (title: string, body: string) => `<!doctype html><html><head><meta charset="utf-8"><title>${esc(title)}</title></head><body><main><h1>${esc(title)}</h1>${body}</main></body></html>`
@@ -81,21 +85,21 @@ export async function startOidcProvider(opts: { users: Record<string, TestUser>;
         devInteractions: { enabled: false },
         deviceFlow: {
           enabled: true,
-          userCodeInputSource: async (ctx, form, _out, err) => {
+          userCodeInputSource: async (ctx: Ctx, form: string, _out: unknown, err: unknown) => {
             ctx.body = page('Device sign-in', `${err ? '<p class="error">The code is not right.</p>' : '<p>Enter the code your device shows.</p>'}${form}<button type="submit" form="op.deviceInputForm">Continue</button>`)
           },
-          userCodeConfirmSource: async (ctx, form, _client, _info, userCode) => {
+          userCodeConfirmSource: async (ctx: Ctx, form: string, _client: unknown, _info: unknown, userCode: string) => {
             ctx.body = page('Confirm device', `<p>Code <code id="user-code">${esc(userCode)}</code></p>${form}<button type="submit" form="op.deviceConfirmForm" id="confirm">Continue</button>`)
           },
-          successSource: async (ctx) => {
+          successSource: async (ctx: Ctx) => {
             ctx.body = page('Signed in', '<p id="device-done">You may close this window and go back to your device.</p>')
           },
         },
         rpInitiatedLogout: { enabled: false },
       },
-      interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+      interactions: { url: (_ctx: Ctx, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
       // Consent is given by the test users' company: every scope asked for, at once.
-      loadExistingGrant: async (ctx) => {
+      loadExistingGrant: async (ctx: Ctx) => {
         const o = ctx.oidc
         const grantId = o.result?.consent?.grantId || o.session?.grantIdFor(o.client!.clientId)
         if (grantId) return o.provider.Grant.find(grantId)
@@ -105,12 +109,12 @@ export async function startOidcProvider(opts: { users: Record<string, TestUser>;
         await grant.save()
         return grant
       },
-      findAccount: async (_ctx, id) => {
+      findAccount: async (_ctx: Ctx, id: string) => {
         const u = users.get(id)
         if (!u) return undefined
         return { accountId: id, claims: async () => ({ sub: id, email: u.email, email_verified: true, name: u.name ?? id, preferred_username: id, groups: [...u.groups] }) }
       },
-      renderError: async (ctx, out) => {
+      renderError: async (ctx: Ctx, out: unknown) => {
         ctx.type = 'html'
         ctx.body = page('Provider error', `<pre id="op-error">${esc(JSON.stringify(out))}</pre>`)
       },
