@@ -26,7 +26,7 @@ import { randomSecret } from '../../crypto/tokens.ts'
 import { getAccount } from '../../store/accounts.ts'
 import { createSsoAccount, deleteSsoFlow, insertSsoFlow, insertSsoGrant, peekSsoFlow, ssoAccountOf, takeSsoFlow, takeSsoGrant } from '../../store/sso.ts'
 import { isRole, lowerRole } from '../permissions.ts'
-import { mapIdentity } from './identity.ts'
+import { accountNameFor, mapIdentity } from './identity.ts'
 import { OidcClient, SignInRefused, type VerifiedIdentity } from './rp.ts'
 
 export const FLOW_COOKIE = 'muster_sso'
@@ -205,7 +205,8 @@ export class Sso {
     const now = this.deps.now()
     const mapped = mapIdentity(id.claims, this.client.settings)
     const known = await ssoAccountOf(this.db, id.issuer, id.subject)
-    const who: Who = { principal: known ?? (mapped.ok ? mapped.name : '(unknown)'), kind: 'anonymous' }
+    // The name comes from the provider's verified claims (never from a typed field): the audit may name it.
+    const who: Who = { principal: known ?? (mapped.ok ? mapped.name : (accountNameFor(id.claims) ?? '(unknown)')), kind: 'anonymous' }
     if (!mapped.ok) return this.refuse(who, source, mapped.reason, id)
     let name = known
     if (!name) {
