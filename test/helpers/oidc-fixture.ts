@@ -31,6 +31,8 @@ export interface OidcPlatform {
   dataDir: string
   callback: string
   serve: Awaited<ReturnType<typeof startServe>>
+  /** Stops serve; `between` runs with it stopped (host commands); then serve starts again with the same flags. */
+  restart(between?: () => Promise<void>): Promise<void>
   close(): Promise<void>
 }
 
@@ -47,23 +49,31 @@ export async function startOidcPlatform(opts: { extra?: string[]; users?: Record
   writeFileSync(secretFile, `${CLIENT_SECRET}\n`)
   chmodSync(secretFile, 0o600)
   let serve: OidcPlatform['serve']
+  const flags = ['--port', String(port), '--oidc-issuer', op.issuer, '--oidc-client-id', CLIENT_ID, '--oidc-client-secret-file', secretFile, '--oidc-role-map', ROLE_MAP, '--oidc-display-name', 'Example SSO', ...(opts.extra ?? [])]
   try {
-    serve = await startServe(dataDir, ['--port', String(port), '--oidc-issuer', op.issuer, '--oidc-client-id', CLIENT_ID, '--oidc-client-secret-file', secretFile, '--oidc-role-map', ROLE_MAP, '--oidc-display-name', 'Example SSO', ...(opts.extra ?? [])])
+    serve = await startServe(dataDir, flags)
   } catch (e) {
     await op.close()
     rmSync(dir, { recursive: true, force: true })
     throw e
   }
-  return {
+  const handle: OidcPlatform = {
     op,
     url,
     dataDir,
     callback,
     serve,
+    async restart(between) {
+      await serve.stop()
+      await between?.()
+      serve = await startServe(dataDir, flags)
+      handle.serve = serve
+    },
     async close() {
       await serve.stop()
       await op.close()
       rmSync(dir, { recursive: true, force: true })
     },
   }
+  return handle
 }

@@ -77,7 +77,7 @@ export class OidcClient {
       const why = (e as { cause?: { code?: string } }).cause?.code ?? (e as { code?: string }).code
       const what = why === 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED'
         ? 'its discovery document names another issuer (give --oidc-issuer exactly as the provider states it, trailing slash included)'
-        : `${(e as Error).message.slice(0, 160)}`
+        : `${(e as Error).message.slice(0, 160).replace(/[.\s]+$/, '')}`
       throw new MusterError('not-configured', `Cannot use the identity provider ${s.issuer}: ${what}. Check --oidc-issuer (${new URL('.well-known/openid-configuration', s.issuer.endsWith('/') ? s.issuer : `${s.issuer}/`).href} must answer from this host).`)
     }
     const meta = config.serverMetadata()
