@@ -61,7 +61,7 @@ describe('serve refuses a provider it cannot use, saying what to do', () => {
 
 describe('--oidc-only and the session lifetime', () => {
   test('password login is off, host-made tokens and break-glass remain; an SSO session ends with the ID token', { timeout: 150_000 }, async () => {
-    const p = await startOidcPlatform({ extra: ['--oidc-only'], idTokenTtlSeconds: 120 })
+    const p = await startOidcPlatform({ extra: ['--oidc-only', '--oidc-allowed-domains', 'example.com'], idTokenTtlSeconds: 120 })
     try {
       const pw = readFileSync(join(p.dataDir, 'platform/initial-superadmin-password'), 'utf8').trim()
       const login = () => fetch(`${p.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: 'superadmin', password: pw }) })
@@ -85,6 +85,14 @@ describe('--oidc-only and the session lifetime', () => {
       const minted = await fetch(`${p.url}/api/v1/api-tokens`, { method: 'POST', headers: { cookie, 'content-type': 'application/json', origin: p.url }, body: '{"ttlDays":30}' })
       expect(minted.status).toBe(200)
       expect(Date.parse(((await minted.json()) as { expiresAt: string }).expiresAt)).toBeLessThanOrEqual(Date.now() + 120_000)
+
+      // --oidc-allowed-domains: dave (other.example) is refused though his group maps.
+      const d = new ScriptedBrowser()
+      const dStart = await d.request(`${p.url}/auth/oidc/start`)
+      const dBack = await d.request(await d.signIn(dStart.headers.get('location')!, 'dave', 'dave-pass', p.callback))
+      expect(dBack.headers.get('location')).toBe('/?sso=refused')
+      const denied = JSON.parse((await runMuster(['audit', '--action', 'sso.login', '--json'], { env: { MUSTER_URL: p.url, MUSTER_TOKEN: host } })).stdout).entries.find((e: { outcome: string }) => e.outcome === 'denied')
+      expect(denied.detail).toBe(`domain not allowed (other.example); sub=dave iss=${p.op.issuer}`)
 
       // Break-glass (serve stopped) opens password login for superadmin; it never gives an sso account a password.
       let password = ''

@@ -105,7 +105,8 @@ describe('the redirect flow (what the dashboard does)', () => {
     expect((await finish(b, back)).session).toBeDefined()
     const again = await finish(b, back)
     expect(again).toEqual({ location: '/?sso=refused', session: undefined })
-    expect((await audit('sso.login')).some((e) => e.outcome === 'denied' && e.detail === 'state mismatch (unknown, used or expired flow)')).toBe(true)
+    // muster refused it itself (the flow is taken once), before the provider would have.
+    expect((await audit('sso.login')).find((e) => e.outcome === 'denied')?.detail).toBe('state mismatch (unknown, used or expired flow)')
   })
 
   test('a code injected into another browser (login CSRF) is refused: the flow answers only the browser that started it', async () => {
@@ -126,6 +127,15 @@ describe('the redirect flow (what the dashboard does)', () => {
     swapped.searchParams.set('state', new URL(two).searchParams.get('state')!)
     expect((await finish(b, swapped.href)).session).toBeUndefined()
     expect((await audit('sso.login')).some((e) => e.outcome === 'denied' && /invalid_grant/.test(e.detail ?? ''))).toBe(true)
+  })
+
+  test('a provider user whose name a local account holds is refused: SSO never takes over a local account', async () => {
+    const made = await api('/api/v1/accounts', { method: 'POST', token: admin, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'dave@other.example', role: 'viewer', password: 'dave-local-password' }) })
+    expect(made.status).toBe(200)
+    const b = new ScriptedBrowser()
+    expect((await finish(b, await startAndSignIn(b, 'dave', 'dave-pass'))).session).toBeUndefined()
+    expect(await account('dave@other.example')).toMatchObject({ origin: 'local', role: 'viewer' })
+    expect((await audit('sso.login')).find((e) => e.principal === 'dave@other.example')?.detail).toBe(`account name dave@other.example is taken by an account that is not this provider subject’s; sub=dave iss=${p.op.issuer}`)
   })
 
   test('an sso account has no password: admin passwd refuses it, and password login never opens it', async () => {
@@ -175,6 +185,21 @@ describe('muster login --sso', () => {
     expect(redeem.status).toBe(401)
     expect(redeem.headers.get('set-cookie')).toBeNull()
     expect((await audit('sso.login')).some((e) => e.detail === 'cli grant: PKCE verifier mismatch')).toBe(true)
+  })
+
+  test('a CLI grant works once, with the verifier of its challenge', async () => {
+    const verifier = 'v'.repeat(43)
+    const challenge = new Bun.CryptoHasher('sha256').update(verifier).digest('base64url')
+    const res = await api('/auth/oidc/cli', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirectUri: 'http://127.0.0.1:40001/callback', state: 'S'.repeat(43), codeChallenge: challenge }) })
+    const b = new ScriptedBrowser()
+    const toLoopback = await b.request(await b.signIn((await res.json()).url, 'bob', 'bob-pass', p.callback))
+    const back = new URL(toLoopback.headers.get('location')!)
+    expect(back.searchParams.get('state')).toBe('S'.repeat(43))
+    const redeem = () => api('/auth/oidc/cli/redeem', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant: back.searchParams.get('grant'), codeVerifier: verifier }) })
+    const first = await redeem()
+    expect(first.status).toBe(200)
+    expect(await first.json()).toMatchObject({ ok: true, account: 'bob@example.com', role: 'operator' })
+    expect((await redeem()).status).toBe(401)
     // A redirect off loopback is never accepted.
     const off = await api('/auth/oidc/cli', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirectUri: 'http://attacker.example/cb', state: 'A'.repeat(43), codeChallenge: 'B'.repeat(43) }) })
     expect(off.status).toBe(400)
