@@ -30,7 +30,8 @@ const SSO = (issuer: string) => ['--oidc-issuer', issuer, '--oidc-client-id', CL
 
 describe('serve refuses a provider it cannot use, saying what to do', () => {
   test('plain http off loopback, an unreachable issuer, a secret readable by others, a bad role map, the secret on argv', async () => {
-    expect(await refusedStart(SSO('http://login.example.com/realms/acme'))).toContain('is plain http: an issuer must be https')
+    // 0.0.0.0 is no loopback name: refused as plain http (and, were it not, nothing would leave this machine).
+    expect(await refusedStart(SSO('http://0.0.0.0:1/realms/acme'))).toContain('is plain http: an issuer must be https')
     const port = freePort()
     expect(await refusedStart(SSO(`http://127.0.0.1:${port}`))).toContain(`Cannot use the identity provider http://127.0.0.1:${port}`)
     const open = join(dir, 'open-secret')

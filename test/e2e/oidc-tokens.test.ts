@@ -64,8 +64,14 @@ test.each([
   ['other-key', 'ID token signature not made by the issuer’s keys'],
   ['expired', 'ID token expired or not yet valid (exp)'],
   ['other-audience', 'ID token for another client (aud)'],
+  // The nonce of the sign-in before this one: an ID token issued for another flow.
   ['other-nonce', 'nonce mismatch'],
 ] as const)('an ID token %s is refused, and the audit says why', async (mischief, reason) => {
+  if (mischief === 'other-nonce') {
+    // Another sign-in reaches the provider first (it is never finished): its nonce is the one the spoiled token carries.
+    const other = new ScriptedBrowser()
+    expect((await other.follow((await other.request(`${url}/auth/oidc/start`)).headers.get('location')!, `${url}/auth/oidc/callback`)).stoppedAt).toBeDefined()
+  }
   const issued = op.issued
   expect(await signInWith(mischief)).toBeUndefined()
   // The provider did issue it: muster read it and said no.

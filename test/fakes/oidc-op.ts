@@ -31,6 +31,9 @@ export async function startFakeOp(opts: { clientId: string; clientSecret: string
   const rogue = await generateKeyPair('ES256', { extractable: true })
   const jwk = { ...(await exportJWK(good.publicKey)), kid: 'good', alg: 'ES256', use: 'sig' }
   const codes = new Map<string, Pending>()
+  // The nonce of the authorization before the current one: 'other-nonce' puts it in the token (an ID token of another sign-in).
+  let previousNonce: string | undefined
+  let lastNonce: string | undefined
   const state: FakeOp = { issuer: '', mischief: 'none', issued: 0, close: () => server.stop(true) }
   const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store' } })
 
@@ -39,7 +42,7 @@ export async function startFakeOp(opts: { clientId: string; clientSecret: string
     const m = state.mischief
     const key: CryptoKey = m === 'other-key' ? rogue.privateKey : good.privateKey
     // A key the JWKS does not hold still says kid "good": only the signature tells.
-    return new SignJWT({ nonce: m === 'other-nonce' ? 'not-the-nonce' : p.nonce, email: opts.email, email_verified: true, groups: opts.groups })
+    return new SignJWT({ nonce: m === 'other-nonce' ? (previousNonce ?? 'not-the-nonce') : p.nonce, email: opts.email, email_verified: true, groups: opts.groups })
       .setProtectedHeader({ alg: 'ES256', kid: 'good', typ: 'JWT' })
       .setIssuer(state.issuer)
       .setSubject(p.sub)
@@ -74,6 +77,8 @@ export async function startFakeOp(opts: { clientId: string; clientSecret: string
         const q = url.searchParams
         if (q.get('client_id') !== opts.clientId || q.get('response_type') !== 'code' || q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge')) return json({ error: 'invalid_request' }, 400)
         const code = randomBytes(16).toString('base64url')
+        previousNonce = lastNonce
+        lastNonce = q.get('nonce') ?? undefined
         codes.set(code, { clientId: opts.clientId, redirectUri: q.get('redirect_uri')!, nonce: q.get('nonce') ?? undefined, challenge: q.get('code_challenge')!, sub: opts.sub })
         const back = new URL(q.get('redirect_uri')!)
         back.searchParams.set('code', code)
