@@ -156,7 +156,7 @@ describe('muster login --sso', () => {
     chmodSync(opener, 0o755)
     const cli = startMuster(['login', '--sso', '--platform-url', p.url, '--json'], { env: { BROWSER: opener } })
     const d = await cli
-    const opened = await waitFor(() => existsSync(urls) && readFileSync(urls, 'utf8').trim(), { timeoutMs: 30_000, what: 'the CLI to open the browser' })
+    const opened = await waitFor(() => (existsSync(urls) ? readFileSync(urls, 'utf8').trim() || null : null), { timeoutMs: 30_000, what: 'the CLI to open the browser' })
     // The browser: signs in at the provider, then follows the Platform's redirect to the CLI's loopback.
     const b = new ScriptedBrowser()
     const back = await b.signIn(opened, 'alice', 'alice-pass', p.callback)

@@ -26,6 +26,7 @@ import { randomSecret } from '../../crypto/tokens.ts'
 import { getAccount } from '../../store/accounts.ts'
 import { createSsoAccount, deleteSsoFlow, insertSsoFlow, insertSsoGrant, peekSsoFlow, ssoAccountOf, takeSsoFlow, takeSsoGrant } from '../../store/sso.ts'
 import { isRole, lowerRole } from '../permissions.ts'
+import { RateLimiter } from '../../fabric/rate-limit.ts'
 import { accountNameFor, mapIdentity } from './identity.ts'
 import { OidcClient, SignInRefused, type VerifiedIdentity } from './rp.ts'
 
@@ -57,12 +58,17 @@ const refused = () => new MusterError('login-refused', 'Sign-in refused by muste
 
 export class Sso {
   private readonly accounts: Accounts
+  /** Anonymous requests that write a flow or call the provider: a flood is refused (429) before the store or the provider sees it. */
+  private readonly starts: RateLimiter
+  private readonly polls: RateLimiter
 
   constructor(
     readonly client: OidcClient,
     private readonly deps: { auth: Auth; audit: Audit; publicUrl: () => string; now: () => number },
   ) {
     this.accounts = new Accounts(deps.auth.store, deps.now)
+    this.starts = new RateLimiter('sign-in starts', { perSecond: 10, burst: 100, maxInFlight: 32 }, deps.now)
+    this.polls = new RateLimiter('device sign-in polls', { perSecond: 20, burst: 100, maxInFlight: 32 }, deps.now)
   }
 
   get redirectUri(): string {
@@ -84,6 +90,15 @@ export class Sso {
   }
 
   private async newFlow(kind: 'web' | 'cli', extra: { binding?: string; cli_redirect?: string; cli_state?: string; cli_challenge?: string }): Promise<string> {
+    const release = this.starts.admit()
+    try {
+      return await this.insertFlow(kind, extra)
+    } finally {
+      release()
+    }
+  }
+
+  private async insertFlow(kind: 'web' | 'cli', extra: { binding?: string; cli_redirect?: string; cli_state?: string; cli_challenge?: string }): Promise<string> {
     const state = randomSecret()
     const nonce = randomSecret()
     const verifier = randomSecret()
@@ -160,7 +175,13 @@ export class Sso {
   async startDevice(): Promise<{ handle: string; userCode: string; verificationUri: string; verificationUriComplete: string | null; expiresIn: number; interval: number }> {
     await this.assertOpen()
     if (!this.client.deviceFlow) throw new MusterError('not-configured', `The identity provider ${this.client.settings.issuer} offers no device sign-in (no device_authorization_endpoint); run \`muster login --sso\` where a browser can open.`)
-    const d = await this.client.deviceStart()
+    const release = this.starts.admit()
+    let d: Awaited<ReturnType<OidcClient['deviceStart']>>
+    try {
+      d = await this.client.deviceStart()
+    } finally {
+      release()
+    }
     const handle = randomSecret()
     const now = this.deps.now()
     await insertSsoFlow(this.db, this.deps.auth.digestSecret(handle), { kind: 'device', device_code: d.deviceCode, expires_at: now + Math.min(d.expiresIn * 1000, FLOW_TTL_MS) }, now)
@@ -174,12 +195,15 @@ export class Sso {
     const flow = await peekSsoFlow(this.db, key, this.deps.now())
     if (!flow || flow.kind !== 'device' || !flow.device_code) throw new MusterError('not-found', 'No device sign-in with this handle is in progress (it expired or finished); run `muster login --sso` again.')
     let r: VerifiedIdentity | 'pending' | 'slow-down'
+    const release = this.polls.admit()
     try {
       r = await this.client.devicePoll(flow.device_code)
     } catch (e) {
       await deleteSsoFlow(this.db, key)
       if (e instanceof SignInRefused) return this.refuse({ principal: '(unknown)', kind: 'anonymous' }, source, e.reason)
       throw e
+    } finally {
+      release()
     }
     if (typeof r === 'string') return { pending: true, slowDown: r === 'slow-down' }
     // Only one poll turns a confirmed device code into a session.

@@ -34,6 +34,7 @@ const SSO_MESSAGES = {
   refused: 'Sign-in with the identity provider was refused. An administrator finds the reason in the audit.',
   office: 'This Platform is an office of a controller: sign in on the controller and reach this office with a vouch.',
   off: 'Sign-in with an identity provider is not set up on this Platform.',
+  busy: 'Too many sign-ins are starting right now; try again in a moment.',
 }
 
 function showLogin(message, kind) {

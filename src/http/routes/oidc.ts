@@ -45,7 +45,7 @@ export const oidcRoutes = (platform: Services) => {
       try {
         started = await sso().startWeb()
       } catch (e) {
-        if (e instanceof MusterError) return redirect(`/?sso=${e.code === 'local-login-disabled' ? 'office' : 'off'}`)
+        if (e instanceof MusterError) return redirect(`/?sso=${e.code === 'local-login-disabled' ? 'office' : e.code === 'rate-limited' ? 'busy' : 'off'}`)
         throw e
       }
       return redirect(started.url, [flowCookie(started.cookie, platform.secure, 600)])
