@@ -79,6 +79,23 @@ test('a user with no mapped group comes back to the login page, told it was refu
   await page.context().close()
 })
 
+test('under --oidc-only the login page offers the provider alone', SLOW, async () => {
+  const only = await startOidcPlatform({ extra: ['--oidc-only', '--oidc-display-name', 'Acme Okta'] })
+  try {
+    const page = await newPage(420)
+    await page.goto(only.url)
+    await page.locator('#sso-login').waitFor()
+    expect(await page.locator('#sso-login').textContent()).toBe('Sign in with Acme Okta')
+    expect(await page.locator('#login-form input[name=password]').isVisible()).toBe(false)
+    expect(await page.locator('#password-login').isVisible()).toBe(false)
+    expect(await page.locator('#sso-or').isVisible()).toBe(false)
+    await page.screenshot({ path: '/tmp/muster-sso-only-420.png' })
+    await page.context().close()
+  } finally {
+    await only.close()
+  }
+})
+
 test('no page error on the way', () => {
   expect(pageErrors).toEqual([])
 })
