@@ -209,16 +209,7 @@ describe('muster login --sso', () => {
     const d = await startMuster(['login', '--sso', '--device', '--platform-url', p.url, '--json'], { env: { BROWSER: undefined, DISPLAY: undefined, WAYLAND_DISPLAY: undefined } })
     const m = await d.waitForLog(/\(or open (http\S+)\)/, 30_000)
     expect(d.log()).toMatch(/enter the code [A-Z]{4}-[A-Z]{4}/)
-    const b = new ScriptedBrowser()
-    const confirm = await b.follow(m[1]!)
-    const html = await confirm.res.text()
-    const action = /<form[^>]*action="([^"]+)"/.exec(html)![1]!
-    const fields = Object.fromEntries([...html.matchAll(/<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g)].map((x) => [x[1]!, x[2]!]))
-    const posted = await b.request(new URL(action, confirm.url).href, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ ...fields, confirm: 'yes' }).toString() })
-    const login = await b.follow(new URL(posted.headers.get('location')!, confirm.url).href)
-    const form = /action="([^"]+\/login)"/.exec(await login.res.text())![1]!
-    const done = await b.request(new URL(form, login.url).href, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'login=bob&password=bob-pass' })
-    expect(await (await b.follow(new URL(done.headers.get('location')!, login.url).href)).res.text()).toContain('device-done')
+    expect(await new ScriptedBrowser().confirmDevice(m[1]!, 'bob', 'bob-pass')).toContain('device-done')
     expect(await d.proc.exited).toBe(0)
     expect(JSON.parse(d.log().trim().split('\n').at(-1)!)).toMatchObject({ account: 'bob@example.com', role: 'operator' })
   })

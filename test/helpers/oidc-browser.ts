@@ -52,6 +52,25 @@ export class ScriptedBrowser {
     throw new Error(`too many redirects from ${url}`)
   }
 
+  /**
+   * The device flow at the test provider: the verification page with the code filled in,
+   * its confirmation form, then the login. The provider's last page (its "done" page).
+   */
+  async confirmDevice(verificationUriComplete: string, login: string, password: string): Promise<string> {
+    const confirm = await this.follow(verificationUriComplete)
+    const html = await confirm.res.text()
+    const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1]
+    if (!action) throw new Error(`no confirmation form at ${confirm.url} (status ${confirm.res.status})`)
+    const fields = Object.fromEntries([...html.matchAll(/<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g)].map((x) => [x[1]!, x[2]!]))
+    const form = { 'content-type': 'application/x-www-form-urlencoded' }
+    const posted = await this.request(new URL(action, confirm.url).href, { method: 'POST', headers: form, body: new URLSearchParams({ ...fields, confirm: 'yes' }).toString() })
+    const page = await this.follow(new URL(posted.headers.get('location')!, confirm.url).href)
+    const loginAction = /action="([^"]+\/login)"/.exec(await page.res.text())?.[1]
+    if (!loginAction) throw new Error(`no login form at ${page.url}`)
+    const done = await this.request(new URL(loginAction, page.url).href, { method: 'POST', headers: form, body: new URLSearchParams({ login, password }).toString() })
+    return (await this.follow(new URL(done.headers.get('location')!, page.url).href)).res.text()
+  }
+
   /** Signs in at the test provider: from the authorization URL to the redirect to `stopAt`. */
   async signIn(authorizationUrl: string, login: string, password: string, stopAt: string): Promise<string> {
     const first = await this.follow(authorizationUrl, stopAt)

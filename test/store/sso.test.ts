@@ -2,23 +2,11 @@
 // (two takers race, one wins), an sso account never lands on a taken name, and
 // a break-glass under --oidc-only counts for its account (or every one) only.
 import { describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
-import { openStore } from '../../src/store/db.ts'
 import { insertAccount, getAccount } from '../../src/store/accounts.ts'
 import { createSsoAccount, insertPasswordBreakGlass, insertSsoFlow, insertSsoGrant, passwordBreakGlassSince, ssoAccountOf, takeSsoFlow, takeSsoGrant } from '../../src/store/sso.ts'
-import { tmpDir } from '../helpers/tmp.ts'
-import { ENGINES, freshDatabase, type Engine } from '../helpers/postgres.ts'
+import { ENGINES, freshStore } from '../helpers/postgres.ts'
 
-async function fresh(engine: Engine) {
-  if (engine === 'postgres') {
-    const db = await freshDatabase({ empty: true })
-    const store = await openStore(db.url)
-    return { store, [Symbol.asyncDispose]: async () => (await store.close(), await db.drop()) }
-  }
-  const dir = tmpDir()
-  const store = await openStore(join(dir.path, 'muster.db'))
-  return { store, [Symbol.asyncDispose]: async () => (await store.close(), dir[Symbol.dispose]()) }
-}
+const fresh = freshStore
 
 describe.each(ENGINES)('sso store on %s', (engine) => {
   test('a flow and a grant are taken once, even by two at the same moment; an expired one is gone', async () => {

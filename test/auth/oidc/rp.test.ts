@@ -60,17 +60,7 @@ test('the device flow: pending until the user confirms, then the identity', asyn
   expect(rp.deviceFlow).toBe(true)
   const d = await rp.deviceStart()
   expect(await rp.devicePoll(d.deviceCode)).toBe('pending')
-  const b = new ScriptedBrowser()
-  // The verification page with the code filled in, then the confirmation form, then the login.
-  const confirm = await b.follow(d.verificationUriComplete!)
-  const html = await confirm.res.text()
-  const action = /<form[^>]*action="([^"]+)"/.exec(html)![1]!
-  const fields = Object.fromEntries([...html.matchAll(/<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]))
-  const posted = await b.request(new URL(action, confirm.url).href, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ ...fields, confirm: 'yes' }).toString() })
-  const login = await b.follow(new URL(posted.headers.get('location')!, confirm.url).href)
-  const form = /action="([^"]+\/login)"/.exec(await login.res.text())![1]!
-  const done = await b.request(new URL(form, login.url).href, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'login=alice&password=alice-pass' })
-  await b.follow(new URL(done.headers.get('location')!, login.url).href)
+  expect(await new ScriptedBrowser().confirmDevice(d.verificationUriComplete!, 'alice', 'alice-pass')).toContain('device-done')
   let r = await rp.devicePoll(d.deviceCode)
   for (let i = 0; i < 10 && typeof r === 'string'; i++) {
     await Bun.sleep(d.interval * 1000)
