@@ -50,8 +50,9 @@ export async function mintForCaller(auth: Auth, p: Principal, now: number, b: { 
   let origin: 'login' | 'api'
   if (p.kind === 'session') {
     origin = 'login'
+    expiresAt = Math.min(asked ?? Infinity, now + LOGIN_TOKEN_TTL_DAYS * DAY_MS)
     // A session from the identity provider ends when its ID token does: so does what it mints.
-    expiresAt = Math.min(asked ?? Infinity, now + LOGIN_TOKEN_TTL_DAYS * DAY_MS, p.sso?.expiresAt ?? Infinity)
+    if (p.sso) expiresAt = Math.min(expiresAt, p.sso.expiresAt)
   } else {
     origin = p.token?.origin === 'login' ? 'login' : 'api'
     const parent = p.token?.expiresAt ?? null

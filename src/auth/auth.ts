@@ -246,10 +246,10 @@ export class Auth {
     if (row.account) {
       const acct = await getAccount(this.db, row.account)
       if (!acct || acct.disabled || expired(acct.expires_at, now) || !isRole(acct.role)) return null
-      // Under --oidc-only a local account's login tokens are its password's: they wait for a break-glass.
-      if (this.passwordOff && row.origin === 'login' && acct.origin !== 'sso' && !(await this.passwordOpen(acct.name))) throw new MusterError('unauthorized', this.passwordOffRefusal().message)
       // A token never does more than its account may now: a demotion holds at once for every token of the account.
       role = lowerRole(row.role, acct.role)
+      // Under --oidc-only a local account's login tokens are its password's: they wait for a break-glass.
+      if (this.passwordOff && row.origin === 'login' && acct.origin !== 'sso' && !(await this.passwordOpen(acct.name))) throw new MusterError('unauthorized', this.passwordOffRefusal().message)
     }
     await touchApiToken(this.db, row.id, now)
     return { kind: 'api-token', name: row.name, account: row.account, role, token: { id: row.id, origin: row.origin, expiresAt: row.expires_at === null ? null : Number(row.expires_at) } }
@@ -275,9 +275,10 @@ export class Auth {
       if (door.closed) throw suspended(door.closed)
       return null
     }
+    // An SSO session is local too: behind a closed door it is suspended like a password session.
+    if (row.origin === 'sso' && !door.closed) return { kind: 'session', name: acct.name, account: acct.name, role: acct.role, sso: { expiresAt: Number(row.expires_at) } }
+    if (this.passwordOff && row.origin !== 'sso' && !(await this.passwordOpen(acct.name))) return null
     if (door.closed) throw suspended(door.closed)
-    if (row.origin === 'sso') return { kind: 'session', name: acct.name, account: acct.name, role: acct.role, sso: { expiresAt: Number(row.expires_at) } }
-    if (this.passwordOff && !(await this.passwordOpen(acct.name))) return null
     return { kind: 'session', name: acct.name, account: acct.name, role: acct.role, ...(openedUnder ? { breakGlass: true } : {}) }
   }
 }
