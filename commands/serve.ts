@@ -4,8 +4,7 @@ import { consola } from 'consola'
 import { ENGINE_ENV } from '../src/swap/protocol.ts'
 
 /** The --oidc-* flags, or --oidc-config FILE (one or the other). */
-async function oidcOptions(args: Record<string, unknown>, rawArgs: string[]) {
-  if (rawArgs.some((a) => a === '--oidc-client-secret' || a.startsWith('--oidc-client-secret='))) throw new UsageError('The client secret never goes on the command line (any local user reads it with ps): put it in a file only this user can read and give --oidc-client-secret-file FILE')
+async function oidcOptions(args: Record<string, unknown>) {
   const flag = (k: string) => (typeof args[k] === 'string' && args[k] !== '' ? (args[k] as string) : undefined)
   const given = ['oidc-issuer', 'oidc-client-id', 'oidc-client-secret-file', 'oidc-groups-claim', 'oidc-role-map', 'oidc-allowed-domains', 'oidc-display-name'].filter((k) => flag(k))
   if (flag('oidc-config')) {
@@ -111,7 +110,7 @@ export default defineCommand({
       nodeStaleAfterMs: (intArg(args, 'node-stale-seconds', 1, 86400) ?? 45) * 1000,
       rescheduleGraceMs: (intArg(args, 'reschedule-grace-seconds', 0, 86400) ?? 60) * 1000,
       database,
-      ...(await oidcOptions(args, rawArgs)),
+      ...(await oidcOptions(args)),
       auditRetention: { maxEntries: intArg(args, 'audit-max-entries', 10, 100_000_000) ?? 100_000, maxAgeMs: (intArg(args, 'audit-max-days', 1, 36_500) ?? 365) * 86_400_000 },
       enrollLimit: {
         perSecond: intArg(args, 'enroll-rate', 1, 1_000_000) ?? 500,

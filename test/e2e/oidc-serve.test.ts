@@ -40,7 +40,7 @@ describe('serve refuses a provider it cannot use, saying what to do', () => {
     expect(await refusedStart(['--oidc-issuer', 'https://login.example.com', '--oidc-client-id', 'x', '--oidc-client-secret-file', open, '--oidc-role-map', 'a=superadmin'])).toContain(`chmod 600 ${open}`)
     expect(await refusedStart(['--oidc-issuer', 'https://login.example.com', '--oidc-client-id', 'x', '--oidc-client-secret-file', secret, '--oidc-role-map', 'admins=root'])).toContain('"root" for group "admins" is no role')
     expect(await refusedStart(['--oidc-issuer', 'https://login.example.com', '--oidc-client-id', 'x', '--oidc-role-map', 'a=viewer'])).toContain('--oidc-issuer needs --oidc-client-secret-file')
-    expect(await refusedStart(['--oidc-issuer', 'https://login.example.com', '--oidc-client-id', 'x', '--oidc-client-secret', 'hunter2', '--oidc-role-map', 'a=viewer'])).toContain('The client secret never goes on the command line')
+    expect(await refusedStart(['--oidc-issuer', 'https://login.example.com', '--oidc-client-id', 'x', '--oidc-client-secret', 'hunter2', '--oidc-role-map', 'a=viewer'])).toContain('unknown flag --oidc-client-secret for `muster serve` (did you mean --oidc-client-secret-file?)')
   })
 
   test('an issuer whose discovery names another issuer is refused', async () => {
