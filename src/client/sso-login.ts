@@ -35,7 +35,7 @@ export async function ssoLoginLoopback(url: string, tokenName: string, open: (au
       if (u.searchParams.get('state') !== state) return new Response('Unknown sign-in', { status: 400 })
       const grant = u.searchParams.get('grant')
       settle(grant ? { grant } : { error: u.searchParams.get('error') ?? 'no grant' })
-      return new Response(DONE_PAGE(Boolean(grant)), { headers: { 'content-type': 'text/html; charset=utf-8' } })
+      return new Response(DONE_PAGE(Boolean(grant)), { headers: { 'content-type': 'text/html; charset=utf-8', connection: 'close' } })
     },
   })
   try {
@@ -50,6 +50,8 @@ export async function ssoLoginLoopback(url: string, tokenName: string, open: (au
     const signed = await call<SsoSignedIn>('POST', '/auth/oidc/cli/redeem', { grant: r.grant, codeVerifier: verifier })
     return { account: signed.account, ...(await mintWithSession(url, jar.cookie, tokenName, fetchImpl)) }
   } finally {
+    // The browser gets its page first (a refusal ends this function at once), then the port closes.
+    await Promise.race([server.stop(), Bun.sleep(2000)])
     server.stop(true)
   }
 }

@@ -18,7 +18,8 @@ let admin: string
 const scratch = mkdtempSync(join(tmpdir(), 'muster-oidc-e2e-'))
 
 beforeAll(async () => {
-  p = await startOidcPlatform()
+  // ID tokens that live two days: muster's sessions still end after 12 hours.
+  p = await startOidcPlatform({ idTokenTtlSeconds: 2 * 86400 })
   const minted = await runMuster(['admin', 'api-token', '--data-dir', p.dataDir, '--name', 'test-admin', '--role', 'superadmin', '--json'])
   expect(minted.code).toBe(0)
   admin = JSON.parse(minted.stdout).token
@@ -49,20 +50,24 @@ async function startAndSignIn(b: ScriptedBrowser, login: string, password: strin
   return b.signIn(start.headers.get('location')!, login, password, p.callback)
 }
 
-/** The callback in this browser: the session cookie and where it lands. */
-async function finish(b: ScriptedBrowser, callbackUrl: string): Promise<{ location: string; session: string | undefined }> {
+/** The callback in this browser: the session cookie (and its Max-Age) and where it lands. */
+async function finish(b: ScriptedBrowser, callbackUrl: string): Promise<{ location: string; session: string | undefined; maxAge?: number }> {
   const res = await b.request(callbackUrl)
   expect(res.status).toBe(303)
   const session = res.headers.getSetCookie().find((c) => c.startsWith('muster_session=') && !c.startsWith('muster_session=;'))
-  return { location: res.headers.get('location')!, session: session?.split(';')[0] }
+  if (!session) return { location: res.headers.get('location')!, session: undefined }
+  return { location: res.headers.get('location')!, session: session.split(';')[0], maxAge: Number(/Max-Age=(\d+)/.exec(session)?.[1]) }
 }
 
 describe('the redirect flow (what the dashboard does)', () => {
   test('the first sign-in creates an sso account with the mapped role and an ordinary session; the audit names subject and issuer', async () => {
     const b = new ScriptedBrowser()
-    const { location, session } = await finish(b, await startAndSignIn(b, 'alice', 'alice-pass'))
+    const { location, session, maxAge } = await finish(b, await startAndSignIn(b, 'alice', 'alice-pass'))
     expect(location).toBe('/')
     expect(session).toBeDefined()
+    // The provider's token lives two days; the session 12 hours at most.
+    expect(maxAge).toBeGreaterThan(12 * 3600 - 60)
+    expect(maxAge).toBeLessThanOrEqual(12 * 3600)
     const who = await (await api('/api/v1/whoami', { headers: { cookie: session! } })).json()
     expect(who).toMatchObject({ account: 'alice@example.com', role: 'superadmin', kind: 'session' })
     expect(await account('alice@example.com')).toMatchObject({ role: 'superadmin', origin: 'sso', hasPassword: false })
@@ -166,11 +171,26 @@ describe('muster login --sso', () => {
     expect(await d.proc.exited).toBe(0)
     const out = JSON.parse(d.log().trim().split('\n').at(-1)!)
     expect(out).toMatchObject({ url: p.url, account: 'alice@example.com', role: 'superadmin' })
-    // An SSO login's token ends no later than its session (the ID token's lifetime, 12 h at most).
-    expect(Date.parse(out.expiresAt)).toBeLessThanOrEqual(Date.now() + 3600_000 + 5_000)
+    // An SSO login's token ends no later than its session (the ID token's lifetime, 12 h at most), not after 30 days.
+    expect(Date.parse(out.expiresAt)).toBeLessThanOrEqual(Date.now() + 12 * 3600_000)
     const list = await runMuster(['accounts', 'list', '--json'])
     expect(list.code).toBe(0)
     expect(JSON.parse(list.stdout).accounts.some((a: { name: string }) => a.name === 'alice@example.com')).toBe(true)
+  })
+
+  test('a refused sign-in reaches the waiting CLI at once: it says so and saves nothing', async () => {
+    const urls = join(scratch, 'opened-refused')
+    const opener = join(scratch, 'browser-refused.sh')
+    writeFileSync(opener, `#!/bin/sh\nprintf '%s\\n' "$1" >> '${urls}'\n`)
+    chmodSync(opener, 0o755)
+    const d = await startMuster(['login', '--sso', '--platform-url', p.url], { env: { BROWSER: opener, XDG_CONFIG_HOME: join(scratch, 'refused-config') } })
+    const opened = await waitFor(() => (existsSync(urls) ? readFileSync(urls, 'utf8').trim() || null : null), { timeoutMs: 30_000, what: 'the CLI to open the browser' })
+    const b = new ScriptedBrowser()
+    const landed = await b.follow(await b.signIn(opened, 'carol', 'carol-pass', p.callback))
+    expect(landed.url).toMatch(/\/callback\?error=access_denied/)
+    expect(await d.proc.exited).toBe(1)
+    expect(d.log()).toContain('Sign-in refused by muster')
+    expect(existsSync(join(scratch, 'refused-config'))).toBe(false)
   })
 
   test('a grant injected into the CLI loopback without the CLI verifier buys nothing', async () => {

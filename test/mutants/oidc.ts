@@ -81,6 +81,14 @@ export default [
     filter: 'oidc-only',
   },
   {
+    name: 'oidc: an SSO session lives as long as a two-day ID token (no 12 h cap)',
+    file: 'src/auth/oidc/signin.ts',
+    from: 'const expiresAt = Math.min(id.expiresAt, now + SSO_SESSION_MAX_MS)',
+    to: 'const expiresAt = id.expiresAt',
+    tests: FLOWS,
+    filter: 'first sign-in',
+  },
+  {
     name: 'oidc: a token minted by an SSO session outlives it (30 days)',
     file: 'src/auth/api-tokens.ts',
     from: 'if (p.sso) expiresAt = Math.min(expiresAt, p.sso.expiresAt)',
