@@ -184,8 +184,9 @@ export class Sso {
     }
     const handle = randomSecret()
     const now = this.deps.now()
-    await insertSsoFlow(this.db, this.deps.auth.digestSecret(handle), { kind: 'device', device_code: d.deviceCode, expires_at: now + Math.min(d.expiresIn * 1000, FLOW_TTL_MS) }, now)
-    return { handle, userCode: d.userCode, verificationUri: d.verificationUri, verificationUriComplete: d.verificationUriComplete, expiresIn: d.expiresIn, interval: d.interval }
+    const expiresIn = Math.min(d.expiresIn, FLOW_TTL_MS / 1000)
+    await insertSsoFlow(this.db, this.deps.auth.digestSecret(handle), { kind: 'device', device_code: d.deviceCode, expires_at: now + expiresIn * 1000 }, now)
+    return { handle, userCode: d.userCode, verificationUri: d.verificationUri, verificationUriComplete: d.verificationUriComplete, expiresIn, interval: d.interval }
   }
 
   /** (device) One poll: pending, or the session. */
