@@ -143,6 +143,12 @@ describe('the redirect flow (what the dashboard does)', () => {
     expect((await audit('sso.login')).find((e) => e.principal === 'dave@other.example')?.detail).toBe(`account name dave@other.example is taken by an account that is not this provider subject’s; sub=dave iss=${p.op.issuer}`)
   })
 
+  test('the provider rotates its signing key: the next sign-in works at once (the JWKS is fetched again for the unknown kid)', async () => {
+    await p.op.rotateKeys()
+    const b = new ScriptedBrowser()
+    expect((await finish(b, await startAndSignIn(b, 'alice', 'alice-pass'))).session).toBeDefined()
+  })
+
   test('an sso account has no password: admin passwd refuses it, and password login never opens it', async () => {
     const r = await runMuster(['admin', 'passwd', 'alice@example.com', '--data-dir', p.dataDir], { stdin: 'a-new-password-123\n' })
     expect(r.code).not.toBe(0)

@@ -51,8 +51,8 @@ export default [
     file: 'src/auth/oidc/rp.ts',
     from: '{ cooldownDuration: 0, timeoutDuration: TIMEOUT_S * 1000 }',
     to: '{ timeoutDuration: TIMEOUT_S * 1000 }',
-    tests: RP,
-    filter: 'rotates its key',
+    tests: [...RP, ...FLOWS],
+    filter: 'rotates its',
   },
   {
     name: 'oidc: a user with no mapped group gets viewer',
