@@ -22,7 +22,7 @@ export default [
   },
   {
     name: 'oidc: a web flow answers any browser (login CSRF: a code injected into a victim’s browser)',
-    file: 'src/auth/oidc/signin.ts',
+    file: 'src/sso/signin.ts',
     from: "if (flow.kind === 'web' && (!flowCookie || flow.binding !== this.deps.auth.digestSecret(flowCookie)))",
     to: "if (flow.kind === 'web' && false)",
     tests: FLOWS,
@@ -31,7 +31,7 @@ export default [
   {
     // openid-client refuses a nonce when none is expected: what muster owns is one nonce per flow.
     name: 'oidc: every flow has the same nonce (an ID token of another sign-in passes)',
-    file: 'src/auth/oidc/signin.ts',
+    file: 'src/sso/signin.ts',
     from: 'const nonce = randomSecret()',
     to: "const nonce = 'one-nonce-for-every-flow'",
     tests: TOKENS,
@@ -65,7 +65,7 @@ export default [
   },
   {
     name: 'oidc: a later sign-in keeps the old role (the groups changed)',
-    file: 'src/auth/oidc/signin.ts',
+    file: 'src/sso/signin.ts',
     from: 'if (acct.role !== mapped.role) {',
     to: 'if (false) {',
     tests: FLOWS,
@@ -74,7 +74,7 @@ export default [
   {
     name: 'oidc: an SSO session lasts 12 h whatever the ID token says',
     ci: true,
-    file: 'src/auth/oidc/signin.ts',
+    file: 'src/sso/signin.ts',
     from: 'const expiresAt = Math.min(id.expiresAt, now + SSO_SESSION_MAX_MS)',
     to: 'const expiresAt = now + SSO_SESSION_MAX_MS',
     tests: SERVE,
@@ -82,7 +82,7 @@ export default [
   },
   {
     name: 'oidc: an SSO session lives as long as a two-day ID token (no 12 h cap)',
-    file: 'src/auth/oidc/signin.ts',
+    file: 'src/sso/signin.ts',
     from: 'const expiresAt = Math.min(id.expiresAt, now + SSO_SESSION_MAX_MS)',
     to: 'const expiresAt = id.expiresAt',
     tests: FLOWS,
@@ -124,7 +124,7 @@ export default [
   {
     name: 'oidc: a joined office signs people in with SSO (its closed door open)',
     ci: true,
-    file: 'src/auth/oidc/signin.ts',
+    file: 'src/sso/signin.ts',
     from: 'if (door.membership) throw new MusterError',
     to: 'if (door.membership && false) throw new MusterError',
     tests: SERVE,
@@ -133,7 +133,7 @@ export default [
   {
     name: 'oidc: a CLI grant is redeemed without its PKCE verifier',
     ci: true,
-    file: 'src/auth/oidc/signin.ts',
+    file: 'src/sso/signin.ts',
     from: "|| s256(b.codeVerifier) !== g.cli_challenge) {",
     to: ') {',
     tests: FLOWS,
@@ -149,7 +149,7 @@ export default [
   },
   {
     name: 'oidc: the CLI flow redirects anywhere (not only to loopback)',
-    file: 'src/auth/oidc/signin.ts',
+    file: 'src/sso/signin.ts',
     from: 'const LOOPBACK_REDIRECT = /^http:\\/\\/(127\\.0\\.0\\.1|\\[::1\\]):(\\d{1,5})\\/[\\w\\-./]{0,100}$/',
     to: 'const LOOPBACK_REDIRECT = /^https?:\\/\\/([^/:]+)(?::(\\d{1,5}))?\\/[\\w\\-./]{0,100}$/',
     tests: FLOWS,
@@ -173,7 +173,7 @@ export default [
   },
   {
     name: 'oidc: the audit of a sign-in leaves out the provider subject and issuer',
-    file: 'src/auth/oidc/signin.ts',
+    file: 'src/sso/signin.ts',
     from: "detail: `role=${mapped.role} sub=${id.subject.slice(0, 80)} iss=${id.issuer.slice(0, 120)}`",
     to: 'detail: `role=${mapped.role}`',
     tests: FLOWS,

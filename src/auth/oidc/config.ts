@@ -5,7 +5,7 @@
 import { readFileSync, statSync } from 'node:fs'
 import * as v from 'valibot'
 import { MusterError } from '../../errors.ts'
-import { ROLES, type Role } from '../permissions.ts'
+import { ROLES, type Role } from '../../wire/permissions.ts'
 
 export interface OidcSettings {
   issuer: string

@@ -1,8 +1,8 @@
 // From verified ID token claims to a muster account: which name, which role
 // (the highest any of the user's groups maps to), or why not. Pure: the
 // sign-in pipeline (signin.ts) records the refusal's reason in the audit.
-import { NEW_ACCOUNT_NAME } from '../accounts.ts'
-import { lowerRole, type Role } from '../permissions.ts'
+import { NEW_ACCOUNT_NAME } from '../../wire/accounts.ts'
+import { lowerRole, type Role } from '../../wire/permissions.ts'
 import type { OidcSettings } from './config.ts'
 
 export type Claims = Record<string, unknown>

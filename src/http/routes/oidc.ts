@@ -2,11 +2,11 @@
 // redirects (start, callback) and the CLI's loopback and device flows. Each
 // ends in an ordinary muster session cookie.
 import { Elysia } from 'elysia'
-import { FLOW_COOKIE, type SsoSession } from '../../auth/oidc/signin.ts'
+import { FLOW_COOKIE, type SsoSession } from '../../sso/signin.ts'
 import { readCookie } from '../../auth/auth.ts'
 import { MusterError } from '../../errors.ts'
-import type { Services } from '../../services.ts'
-import { parseBody } from '../validate.ts'
+import type { Services } from '../services.ts'
+import { parseBody } from '../../wire/validate.ts'
 import { peerAddress } from '../peer.ts'
 import { PollDeviceSignIn, RedeemCliSignIn, StartCliSignIn, type SsoInfo } from '../../wire/oidc.ts'
 import { sessionCookie } from './auth.ts'
