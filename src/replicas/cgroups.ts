@@ -198,14 +198,17 @@ export class Cgroups {
         limitsReason = `the cgroup v2 tree here has no ${missing.join(' or ')} controller for the Agent's subtree${uid !== 0 && v1.some((d) => d) ? ' (cgroup v1 has them, but only root may move processes there)' : ''}`
       }
     }
-    return { cgroups: new Cgroups(base, limitsVia, v1Bases), reason: null, limitsReason }
+    const cgroups = new Cgroups(base, limitsVia, v1Bases)
+    // A root Agent's subtree exists only while it holds replicas (each create makes it again): none is left by an Agent that ran none.
+    cgroups.prune()
+    return { cgroups, reason: null, limitsReason }
   }
 
   /** The cgroup named `name` (one start of a replica), made if missing, with `limits` applied. */
   create(name: string, limits: Limits): ReplicaCgroup {
     if (!NAME.test(name)) throw new Error(`not a replica cgroup name: ${name}`)
     const cg = this.named(name)
-    // The subtree was removed when its last replica stopped (a root Agent's): made again, with its controllers.
+    // A root Agent's subtree is removed whenever it is empty: made again, with its controllers.
     if (!existsSync(this.base)) {
       mkdirSync(this.base, { recursive: true, mode: 0o755 })
       enable(this.base, ['memory', 'cpu', 'pids'])
@@ -312,22 +315,14 @@ export function oomKills(cg: ReplicaCgroup): number {
   return 0
 }
 
-/** Removes the (empty) cgroup directories of `cg`. */
+/** Removes the (empty) cgroup directories of `cg`, and a root Agent's subtree above them once it is empty (the next create makes it again). */
 export function removeCgroup(cg: ReplicaCgroup): void {
   for (const d of [cg.dir, ...cg.v1]) {
-    try {
-      rmdirSync(d)
-    } catch {}
-  }
-}
-
-/** Once every replica is stopped: removes a root Agent's muster-replicas-… directories above `cgs` that are left empty. */
-export function removeEmptySubtrees(cgs: ReplicaCgroup[]): void {
-  const parents = new Set(cgs.flatMap((cg) => [cg.dir, ...cg.v1].map((d) => dirname(d))).filter((d) => basename(d).startsWith('muster-replicas-')))
-  for (const d of parents) {
-    try {
-      rmdirSync(d)
-    } catch {}
+    for (const dir of basename(dirname(d)).startsWith('muster-replicas-') ? [d, dirname(d)] : [d]) {
+      try {
+        rmdirSync(dir)
+      } catch {}
+    }
   }
 }
 

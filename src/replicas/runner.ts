@@ -28,7 +28,7 @@ import type { AssignedReplica } from '../wire/projects.ts'
 import { log } from '../log.ts'
 import { writeFileAtomic } from '../datadir.ts'
 import type { RunAs } from './isolation.ts'
-import { cgroupMembers, killCgroup, oomKills, removeCgroup, removeEmptySubtrees, enterCgroup, signalCgroup, type Cgroups, type ReplicaCgroup } from './cgroups.ts'
+import { cgroupMembers, killCgroup, oomKills, removeCgroup, enterCgroup, signalCgroup, type Cgroups, type ReplicaCgroup } from './cgroups.ts'
 import { inMusterRange, killProcessesOf } from './uids.ts'
 import { DEFAULT_LOG_MAX_BYTES, logFileName, openForAppend, rotateIfOver } from './log-files.ts'
 import { bootId, sameProcess, procStat, signalGroup } from './procs.ts'
@@ -135,9 +135,7 @@ export class Runner {
 
   /** Stops every replica (on purpose: `agent --stop-replicas`, or the Platform's own node stopping). */
   async stopAll(): Promise<void> {
-    const cgs = [...this.replicas.values()].flatMap((s) => (s.cgroup ? [s.cgroup] : []))
     await Promise.all([...this.replicas].map(([key, s]) => this.stop(key, s)))
-    removeEmptySubtrees(cgs)
     this.close()
   }
 

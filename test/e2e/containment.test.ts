@@ -18,21 +18,45 @@ import { freePort } from '../helpers/node-side.ts'
 import { describeAsRoot } from '../helpers/root.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
-const tag = crypto.randomUUID().slice(0, 6)
+// Project names end in -<pid>t<random>: a run killed before its afterAll (replicas outlive their Agent) is swept by the next.
+const tag = `${process.pid}t${crypto.randomUUID().slice(0, 4)}`
 
-/** Live processes whose environment names `project` (a replica and everything it started). */
-function processesOf(project: string): number[] {
-  const needle = `MUSTER_PROJECT=${project}\0`
+/** Live processes whose environment names a project `match` accepts (a replica and everything it started). */
+function processesWhere(match: (project: string) => boolean): number[] {
   const out: number[] = []
   for (const e of readdirSync('/proc')) {
     const pid = Number(e)
     if (!pid) continue
     try {
       if (/^State:\s+[ZX]/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))) continue
-      if (readFileSync(`/proc/${pid}/environ`, 'latin1').includes(needle)) out.push(pid)
+      const project = /(?:^|\0)MUSTER_PROJECT=([a-z0-9-]+)\0/.exec(readFileSync(`/proc/${pid}/environ`, 'latin1'))?.[1]
+      if (project && match(project)) out.push(pid)
     } catch {}
   }
   return out
+}
+const processesOf = (project: string) => processesWhere((p) => p === project)
+
+/** Kills what earlier runs of this file left (their pid is gone), or this run (`all`). */
+function sweep(all = false): void {
+  const left = processesWhere((p) => {
+    const m = /-(\d+)t[0-9a-f]{4}$/.exec(p)
+    if (!m) return false
+    if (all) return p.endsWith(`-${tag}`)
+    const pid = Number(m[1])
+    if (pid === process.pid) return false
+    try {
+      process.kill(pid, 0)
+      return false
+    } catch {
+      return true
+    }
+  })
+  for (const pid of left) {
+    try {
+      process.kill(pid, 'SIGKILL')
+    } catch {}
+  }
 }
 
 const sessionOf = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]!.split(' ')[3]
@@ -76,6 +100,7 @@ describeAsRoot('replica containment', () => {
     }, { timeoutMs: 60_000, what: `"${has}" in ${project}'s log` })
 
   beforeAll(async () => {
+    sweep()
     chmodSync(dir.path, 0o711)
     serve = await startServeWithListener(`${dir.path}/platform`, ['--no-local-node'])
     const { token } = JSON.parse((await cli(['nodes', 'enroll-token', 'c1', '--json'])).stdout) as { token: string }
@@ -88,6 +113,7 @@ describeAsRoot('replica containment', () => {
   afterAll(async () => {
     await agent?.stop()
     await serve?.stop()
+    sweep(true)
     dir[Symbol.dispose]()
   })
 
