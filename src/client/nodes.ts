@@ -133,7 +133,11 @@ export function nodesApi(call: Transport) {
     listJoinTokens: () => call<{ tokens: FleetTokenInfo[] }>('GET', '/api/v1/join-tokens'),
     revokeJoinToken: (id: string) => call<{ id: string; revoked: boolean }>('DELETE', `/api/v1/join-tokens/${enc(id)}`),
     /** `proofTime` and `proof` come from signEnrollProof (src/crypto/enroll-proof.ts) with the agent key. */
-    enroll: (body: { token: string; nodeId: string; certPem: string; url?: string; version?: string; labels?: Record<string, string>; proofTime: number; proof: string }) => call<EnrollResult>('POST', '/api/v1/nodes/enroll', body),
+    /** A join token, or a cloud identity (`identity`, docs/cloud.md); `machineId` is the server id a bound first-boot token needs. */
+    enroll: (body: { token?: string; identity?: { provider: 'aws' | 'gcp' | 'azure'; document: string }; machineId?: string; nodeId: string; certPem: string; url?: string; version?: string; labels?: Record<string, string>; proofTime: number; proof: string }) =>
+      call<EnrollResult>('POST', '/api/v1/nodes/enroll', body),
+    /** The nonce an Azure machine's attested data must carry for its identity join. */
+    identityChallenge: (nodeId: string) => call<{ nonce: string; expiresAt: string }>('POST', '/api/v1/nodes/identity-challenge', { nodeId }),
     /** Heartbeat; authenticate the client with the node credential. */
     register: (body: HeartbeatBody = {}) => call<HeartbeatAnswer>('POST', '/api/v1/nodes/register', body),
     /** Renew the node credential; a rotated-away (previous-generation) credential needs signRenewProof's fields. */

@@ -2,22 +2,28 @@
 // one refusal for every bad token; the audit log gets the reason.
 import * as v from 'valibot'
 import { parseCertificate } from '../crypto/x509.ts'
-import { enrollProofMessage, verifyProof } from '../crypto/enroll-proof.ts'
+import { enrollProofMessage, identityProofId, verifyProof } from '../crypto/enroll-proof.ts'
 import { safeEqual } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import { invalid, issueField, NodeName } from '../http/validate.ts'
 import { bindCertificate, insertNodeRow, isTombstoned, nodesByNameOrCert, type NodeRow } from '../store/nodes.ts'
 import { getJoinToken, takeTokenUse } from '../store/join-tokens.ts'
 import { isUniqueViolation } from '../store/sql.ts'
+import type { Db } from '../store/db.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
 import type { Fabric, NodeAnchors } from './fabric.ts'
 import { globMatch } from './glob.ts'
 import { LabelsSchema, labelsToJson } from './labels.ts'
 import type { TrustKey } from './trust-keys.ts'
 import type { NodeFacingPlatform } from '../ha/platforms.ts'
+import { IdentityRefused, IDENTITY_PROVIDERS } from './identity-join.ts'
 
 export const EnrollBody = v.object({
-  token: v.pipe(v.string(), v.maxLength(200)),
+  /** A join token, or `identity` (a cloud's signed document; docs/cloud.md): exactly one. */
+  token: v.optional(v.pipe(v.string(), v.maxLength(200))),
+  identity: v.optional(v.object({ provider: v.picklist(IDENTITY_PROVIDERS), document: v.pipe(v.string(), v.minLength(1), v.maxLength(32768)) })),
+  /** The server id the node's metadata service gives (Hetzner, DigitalOcean): a first-boot token is bound to it. */
+  machineId: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9-]{1,64}$/, 'expected a server id'))),
   nodeId: NodeName,
   certPem: v.pipe(v.string(), v.minLength(1), v.maxLength(16384)),
   url: v.optional(v.pipe(v.string(), v.maxLength(300), v.url('expected an https URL'), v.startsWith('https://', 'expected an https URL'))),
@@ -79,6 +85,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     const certSha256 = cert.fingerprint.slice('sha256:'.length)
     const db = fabric.db
     const now = fabric.now()
+    if (body.identity !== undefined || body.token === undefined) return await enrollByIdentity(fabric, body, certSha256, now, audit)
     // 3. find the token, 4. verify its secret (constant time)
     const m = JOIN_TOKEN.exec(body.token)
     const token = m ? await getJoinToken(db, m[1]!) : null
@@ -114,6 +121,44 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     if (token.expires_at <= now) return await refuse('token expired')
     if (token.uses >= token.max_uses) return await refuse('token used up')
     if (token.kind === 'fleet' && (await isTombstoned(db, body.nodeId))) return await refuse('name was removed (tombstoned)')
+    // A first-boot token of a provider that signs nothing is bound to the server the Platform created.
+    if (token.provision_id) {
+      const problem = fabric.identity ? await fabric.identity.tokenMachineProblem(token.provision_id, body.machineId) : 'the cloud area is not running'
+      if (problem) return await refuse(problem)
+    }
+    const rebinding = existing !== null && existing.cert_sha256 === null && token.kind === 'enrollment'
+    return await register(fabric, body, certSha256, now, audit, { tokenId: token.id, existing, holder, rebinding, take: (t) => takeTokenUse(t, token.id, now), spent: 'token used up' })
+
+    async function refuse(reason: string): Promise<never> {
+      await audit('refused', reason, body.nodeId, body.version)
+      throw REFUSED()
+    }
+  } finally {
+    release()
+  }
+}
+
+type Audit = (outcome: string, reason: string | null, nodeId?: unknown, version?: unknown) => Promise<void>
+type Body = v.InferOutput<typeof EnrollBody>
+
+/** How the registration is admitted: what it consumes in its transaction, and what the name may replace. */
+interface Admission {
+  tokenId: string
+  existing: NodeRow | null
+  holder: NodeRow | null
+  rebinding: boolean
+  /** Takes the use (a token's, an expected machine's) in the registration's transaction; false when none is left. */
+  take: (t: Db) => Promise<boolean>
+  /** The audit reason when `take` finds nothing left. */
+  spent: string
+  note?: string
+}
+
+/** Steps 7-12, the same for a token and a cloud identity: version, free name and certificate, one transaction, the credential. */
+async function register(fabric: Fabric, body: Body, certSha256: string, now: number, audit: Audit, a: Admission): Promise<EnrollAnswer> {
+  const db = fabric.db
+  const { existing, holder, rebinding } = a
+  {
     // 7. check version: a newer node is told so, without spending the token
     if (body.version && compareVersions(body.version, VERSION) > 0) {
       await audit('worker-newer', `node ${body.version} is newer than Platform ${VERSION}`, body.nodeId, body.version)
@@ -123,7 +168,6 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
       })
     }
     // 8. the name and the certificate must be free (or the name being rebound)
-    const rebinding = existing !== null && existing.cert_sha256 === null && token.kind === 'enrollment'
     if (existing && !rebinding) {
       await audit('node-exists', 'name enrolled with another certificate', body.nodeId, body.version)
       throw new MusterError('node-exists', `A node named ${body.nodeId} is already enrolled with another certificate.`)
@@ -136,21 +180,24 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     // (The use is a compare-and-set, so racing enrolls never exceed max uses; a racing
     // insert of the same name or certificate loses on the primary key, and its whole
     // transaction, the use included, rolls back.)
-    const fields = { cert_sha256: certSha256, cert_pem: body.certPem, url: body.url ?? null, token_id: token.id, version: body.version ?? null, labels: labelsToJson(body.labels) }
+    const fields = { cert_sha256: certSha256, cert_pem: body.certPem, url: body.url ?? null, token_id: a.tokenId, version: body.version ?? null, labels: labelsToJson(body.labels) }
     // The new row comes back from the insert (a rebind reads it again after).
     let inserted: NodeRow | null = null
     const outcome = await db.tx(async (t): Promise<'enrolled' | 'used-up' | 'taken'> => {
-      if (!(await takeTokenUse(t, token.id, now))) return 'used-up'
+      if (!(await a.take(t))) return 'used-up'
       const placed = rebinding ? await bindCertificate(t, body.nodeId, fields, now).catch(lostRace) : (inserted = await insertNodeRow(t, { name: body.nodeId, auth: 'enrolled', enrolled_at: now, ...fields })) !== null
       if (!placed) throw new TakenMeanwhile()
-      await fabric.audit('enrolled', rebinding ? 'rebound to a new certificate' : null, body.nodeId, body.version, t)
+      await fabric.audit('enrolled', [rebinding ? 'rebound to a new certificate' : null, a.note ?? null].filter(Boolean).join('; ') || null, body.nodeId, body.version, t)
       return 'enrolled'
       // Concurrent enrolls share one commit (and the token row's lock) on PostgreSQL too (src/store/sql.ts).
     }, { group: true }).catch((e) => {
       if (e instanceof TakenMeanwhile) return 'taken' as const
       throw e
     })
-    if (outcome === 'used-up') return await refuse('token used up')
+    if (outcome === 'used-up') {
+      await audit('refused', a.spent, body.nodeId, body.version)
+      throw REFUSED()
+    }
     if (outcome === 'taken') {
       await audit('node-exists', 'name or certificate enrolled meanwhile', body.nodeId, body.version)
       throw new MusterError('node-exists', `A node named ${body.nodeId} is already enrolled with another certificate.`)
@@ -160,12 +207,58 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     await fabric.changed(body.nodeId)
     // 12. issue the credential
     return await fabric.enrollAnswer(body.nodeId, certSha256, node?.generation ?? 1)
-
-    async function refuse(reason: string): Promise<never> {
-      await audit('refused', reason, body.nodeId, body.version)
-      throw REFUSED()
-    }
-  } finally {
-    release()
   }
+}
+
+/**
+ * Steps 3-6 for a cloud identity (docs/cloud.md): the proof of the agent key,
+ * then the document verified and matched to the one machine the Platform
+ * created under this name; its record is consumed with the registration. A
+ * node that joined proves itself with its own key from then on: a document
+ * is never accepted again for it (a rebind of a cloud node makes a new record).
+ */
+async function enrollByIdentity(fabric: Fabric, body: Body, certSha256: string, now: number, audit: Audit): Promise<EnrollAnswer> {
+  const refuse = async (reason: string): Promise<never> => {
+    await audit('refused', reason, body.nodeId, body.version)
+    throw REFUSED()
+  }
+  const id = body.identity
+  if (!id) return await refuse('malformed token')
+  if (body.token !== undefined) return await refuse('both a token and a cloud identity')
+  const cert = parseCertificate(body.certPem)
+  const message = enrollProofMessage({ nodeId: body.nodeId, tokenId: identityProofId(id.provider), certSha256, proofTime: body.proofTime as number })
+  if (!verifyProof(cert.publicKeyDer, message, body.proof, body.proofTime, now)) return await refuse('no proof of key')
+  if (body.nodeId === 'local') return await refuse('reserved name')
+  if (!fabric.identity) return await refuse('identity: cloud identity joins need the cloud area (it is not running)')
+  let match
+  try {
+    match = await fabric.identity.match(body.nodeId, id)
+  } catch (e) {
+    if (e instanceof IdentityRefused) return await refuse(e.message)
+    throw e
+  }
+  const tokenId = `cid:${match.expectedId}`
+  const { named: existing, holder } = await nodesByNameOrCert(fabric.db, body.nodeId, certSha256)
+  if (match.consumedBy !== null) {
+    // A repeat of the finished join (a lost response): the same node key, within 24 hours. Anything else is a replay.
+    if (existing && existing.token_id === tokenId && existing.cert_sha256 === certSha256 && match.consumedBy === certSha256) {
+      if (existing.revoked_at !== null) return await refuse('node revoked')
+      if (now - existing.enrolled_at > REPEAT_WINDOW_MS) return await refuse('repeat more than 24 hours after the enrollment')
+      await audit('enrolled', 'repeat of a finished enrollment', body.nodeId, body.version)
+      return await fabric.enrollAnswer(body.nodeId, certSha256, existing.generation)
+    }
+    return await refuse(`identity: ${match.machine} already joined`)
+  }
+  const rebinding = existing !== null && existing.cert_sha256 === null
+  if (existing && !rebinding) return await refuse(`identity: ${body.nodeId} already joined and proves itself with its own key`)
+  const identity = fabric.identity
+  return await register(fabric, body, certSha256, now, audit, {
+    tokenId,
+    existing,
+    holder,
+    rebinding,
+    take: (t) => identity.consume(t, match, body.nodeId, certSha256, now),
+    spent: `identity: ${match.machine} already joined`,
+    note: `identity: ${match.machine}`,
+  })
 }

@@ -50,6 +50,7 @@ const waitMs = () => {
  */
 export const FORWARDED_ROUTES: ReadonlyMap<string, 'POST' | 'GET'> = new Map([
   ['/api/v1/nodes/enroll', 'POST'],
+  ['/api/v1/nodes/identity-challenge', 'POST'],
   ['/api/v1/nodes/trust', 'POST'],
   ['/bootstrap/ca.pem', 'GET'],
   ['/bootstrap/bootstrap.sh', 'GET'],

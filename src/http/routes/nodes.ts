@@ -25,6 +25,8 @@ const CreateJoinToken = v.object({
   ttlMinutes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(43200, 'at most 43200 minutes (30 days)'))),
   label: v.optional(v.pipe(v.string(), v.maxLength(100))),
 })
+/** A node about to fetch Azure's attested data asks for the nonce it must carry (docs/cloud.md). */
+const IdentityChallenge = v.object({ nodeId: NodeName })
 const Capacity = v.object({
   cpuMillis: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(10_000_000)),
   memoryMB: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1_000_000_000)),
@@ -77,6 +79,17 @@ export const nodeRoutes = (platform: Services) => {
     .post('/nodes/enroll', async ({ body }) => {
       fabric.requireEnrollment()
       return enroll(fabric, body)
+    })
+    .post('/nodes/identity-challenge', async ({ body }) => {
+      fabric.requireEnrollment()
+      const { nodeId } = parseBody(IdentityChallenge, body)
+      if (!fabric.identity) throw new MusterError('not-configured', 'Cloud identity joins are not available on this Platform.')
+      const release = fabric.limits.enroll.admit()
+      try {
+        return await fabric.identity.challenge(nodeId)
+      } finally {
+        release()
+      }
     })
     .post('/nodes/register', ({ request, body }) => fabric.heartbeat(request.headers, parseBody(Register, body)))
     .post('/nodes/renew', ({ request, body }) => renewCredential(fabric, request.headers, body))
