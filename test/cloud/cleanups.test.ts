@@ -25,8 +25,10 @@ async function hetzner(p: ListenerPlatform) {
 
 const firstBootOf = async (p: ListenerPlatform, id: string) => (await p.platform.store.get<{ first_boot: Uint8Array | null }>('SELECT first_boot FROM cloud_provisions WHERE id = ?1', id))!.first_boot
 
+/** Enrolls as the machine of the provision `name` would: its first-boot token, from the server it is bound to. */
 async function enrollFrom(p: ListenerPlatform, name: string, token: string) {
-  return enrollRaw(p.url, { token, nodeId: name, certPem: (await newCert(name)).certPem, version: VERSION })
+  const row = await p.platform.store.get<{ machine_id: string | null }>('SELECT machine_id FROM cloud_provisions WHERE name = ?1 ORDER BY created_at DESC LIMIT 1', name)
+  return enrollRaw(p.url, { token, nodeId: name, certPem: (await newCert(name)).certPem, version: VERSION, ...(row?.machine_id ? { machineId: row.machine_id } : {}) })
 }
 
 describe('a provision that stops starting', () => {
@@ -35,7 +37,7 @@ describe('a provision that stops starting', () => {
     const { cloud, s } = await hetzner(p)
     await using _fake = s.fake
     const prv = await p.client.cloud.provision({ provider: 'hetzner', name: 'slow-1', region: s.region, size: s.size })
-    const token = readFirstBoot(s.fake.book.created[0]!.userData).token
+    const token = readFirstBoot(s.fake.book.created[0]!.userData).token!
     expect(await firstBootOf(p, prv.id)).not.toBeNull()
     p.advance(cloud.provisioner.timeoutMs + 1000)
     await cloud.provisioner.reconcile()
@@ -52,7 +54,7 @@ describe('a provision that stops starting', () => {
     const { cloud, s } = await hetzner(p)
     await using _fake = s.fake
     const prv = await p.client.cloud.provision({ provider: 'hetzner', name: 'fast-1', region: s.region, size: s.size })
-    const token = readFirstBoot(s.fake.book.created[0]!.userData).token
+    const token = readFirstBoot(s.fake.book.created[0]!.userData).token!
     const enrolled = await enrollFrom(p, 'fast-1', token)
     expect(enrolled.status).toBe(200)
     const { credential } = (await enrolled.json()) as { credential: string }
@@ -66,7 +68,7 @@ describe('a provision that stops starting', () => {
     const { s } = await hetzner(p)
     await using _fake = s.fake
     const prv = await p.client.cloud.provision({ provider: 'hetzner', name: 'busy-1', region: s.region, size: s.size })
-    const enrolled = await enrollFrom(p, 'busy-1', readFirstBoot(s.fake.book.created[0]!.userData).token)
+    const enrolled = await enrollFrom(p, 'busy-1', readFirstBoot(s.fake.book.created[0]!.userData).token!)
     const { credential } = (await enrolled.json()) as { credential: string }
     const beat = () => fetch(`${p.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' }, body: JSON.stringify({ version: VERSION, capacity: { cpuMillis: 2000, memoryMB: 2048 } }) })
     expect((await beat()).status).toBe(200)

@@ -13,7 +13,8 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { readFirstBoot } from './first-boot.ts'
 import type { MetadataConfig } from './metadata.ts'
-import { relayUnixToTcp } from './ns-forward.ts'
+import { relayTcpToUnix, relayUnixToTcp } from './ns-forward.ts'
+import { AGENT_PORT } from '../../src/cloud/provider.ts'
 import { startOn, type Host, type Started } from '../helpers/netns.ts'
 
 const REPO = join(import.meta.dir, '..', '..')
@@ -38,6 +39,11 @@ export interface BootOptions {
   agentEnv?: Record<string, string>
   /** How many times join.sh tries the join (default 2: refusals are tried again 15 s later). */
   joinTries?: number
+  /**
+   * Where the Platform reaches the machine's Agent (cloud provision --probe): its metadata service
+   * gives this address as the public one, and HOST:7381 on this machine relays to the Agent.
+   */
+  publicAddress?: string
 }
 
 const SYSTEMCTL = `#!/bin/sh
@@ -77,16 +83,20 @@ export async function bootCloudMachine(host: Host, o: BootOptions): Promise<Clou
   mkdirSync(`/etc/netns/${host.ns}`, { recursive: true })
   writeFileSync(`/etc/netns/${host.ns}/hosts`, '127.0.0.1 localhost\n::1 localhost\n169.254.169.254 metadata.google.internal metadata\n')
   const cfg = join(o.dir, 'metadata.json')
-  writeFileSync(cfg, JSON.stringify(o.metadata))
+  writeFileSync(cfg, JSON.stringify({ ...o.metadata, ...(o.publicAddress ? { publicIp: o.publicAddress } : {}) }))
   const started: Started[] = []
   const metadata = startOn(host, ['bun', join(REPO, 'test/fakes/metadata.ts'), cfg])
   started.push(metadata)
   await metadata.waitForLog(/metadata service for/, 30_000)
   // the Platform at 127.0.0.1:PORT, as on the machine's own loopback
-  const relays = o.platformPorts.map((port) => relayUnixToTcp(join(o.dir, `p${port}.sock`), port))
-  const forward = startOn(host, ['bun', join(REPO, 'test/fakes/ns-forward.ts'), ...o.platformPorts.map((port) => `127.0.0.1:${port}=${join(o.dir, `p${port}.sock`)}`)])
+  const relays: { stop(closeActive?: boolean): void }[] = o.platformPorts.map((port) => relayUnixToTcp(join(o.dir, `p${port}.sock`), port))
+  const agentSock = join(o.dir, 'agent.sock')
+  // the Agent listens on the loopback there (a loopback address given binds 127.0.0.1)
+  const reverse = o.publicAddress ? [`unix:${agentSock}=127.0.0.1:${AGENT_PORT}`] : []
+  const forward = startOn(host, ['bun', join(REPO, 'test/fakes/ns-forward.ts'), ...o.platformPorts.map((port) => `127.0.0.1:${port}=${join(o.dir, `p${port}.sock`)}`), ...reverse])
   started.push(forward)
   await forward.waitForLog(/relaying/, 30_000)
+  if (o.publicAddress) relays.push(relayTcpToUnix(o.publicAddress, AGENT_PORT, agentSock))
   // cloud-init: write_files, with their modes
   const boot = readFirstBoot(o.userData)
   for (const f of boot.files.values()) {

@@ -83,12 +83,23 @@ export function relayUnixToTcp(path: string, port: number) {
   return Bun.listen<Side>({ unix: path, socket: relay((self) => Bun.connect<Side>({ hostname: '127.0.0.1', port, socket: peerHandlers(self) })) })
 }
 
-// In the namespace: `bun test/fakes/ns-forward.ts HOST:PORT=SOCKET …` listens on each HOST:PORT and relays to its socket.
+/** In the test process: HOST:PORT relays to the Unix socket `path` (the Platform probing an Agent in a namespace). */
+export function relayTcpToUnix(host: string, port: number, path: string) {
+  return Bun.listen<Side>({ hostname: host, port, socket: relay((self) => Bun.connect<Side>({ unix: path, socket: peerHandlers(self) })) })
+}
+
+// In the namespace: `bun test/fakes/ns-forward.ts HOST:PORT=SOCKET … unix:SOCKET=HOST:PORT …`: each HOST:PORT
+// listened on relays to its socket; each `unix:` socket listened on relays to HOST:PORT there.
 if (import.meta.main) {
   for (const spec of process.argv.slice(2)) {
-    const [addr, path] = spec.split('=') as [string, string]
-    const i = addr.lastIndexOf(':')
-    Bun.listen<Side>({ hostname: addr.slice(0, i), port: Number(addr.slice(i + 1)), socket: relay((self) => Bun.connect<Side>({ unix: path, socket: peerHandlers(self) })) })
+    const [from, to] = spec.split('=') as [string, string]
+    if (from.startsWith('unix:')) {
+      const i = to.lastIndexOf(':')
+      Bun.listen<Side>({ unix: from.slice(5), socket: relay((self) => Bun.connect<Side>({ hostname: to.slice(0, i), port: Number(to.slice(i + 1)), socket: peerHandlers(self) })) })
+      continue
+    }
+    const i = from.lastIndexOf(':')
+    Bun.listen<Side>({ hostname: from.slice(0, i), port: Number(from.slice(i + 1)), socket: relay((self) => Bun.connect<Side>({ unix: to, socket: peerHandlers(self) })) })
   }
   process.stdout.write(`relaying ${process.argv.slice(2).join(' ')}\n`)
 }

@@ -28,7 +28,7 @@ import type { IdentityRoots } from './roots.ts'
 /** Clocks differ: a launch may be stamped a little before the record that expected it. */
 const CLOCK_SKEW_MS = 5 * 60_000
 /** How long an Azure challenge is good for: fetching the attested data takes a second. */
-export const CHALLENGE_TTL_MS = 5 * 60_000
+const challengeTtlMs = () => Number(process.env.MUSTER_CLOUD_CHALLENGE_TTL_MS) || 5 * 60_000
 
 const iso = (t: number) => new Date(t).toISOString()
 const NONCE_CHARS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
@@ -77,8 +77,8 @@ export class CloudIdentity implements IdentityJoins {
     const now = this.cloud.now()
     const bytes = randomBytes(32)
     const nonce = Array.from(bytes, (b) => NONCE_CHARS[b % NONCE_CHARS.length]).join('')
-    await insertChallenge(this.db, nonce, nodeId, now, now + CHALLENGE_TTL_MS)
-    return { nonce, expiresAt: iso(now + CHALLENGE_TTL_MS) }
+    await insertChallenge(this.db, nonce, nodeId, now, now + challengeTtlMs())
+    return { nonce, expiresAt: iso(now + challengeTtlMs()) }
   }
 
   rebound(db: Db, nodeId: string, now: number, until: number): Promise<boolean> {

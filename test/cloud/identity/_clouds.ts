@@ -32,8 +32,9 @@ export function makeClouds(dir: string, awsRegions: string[] = ['eu-central-1'])
 }
 
 /** What the metadata service of a machine a provider fake made attests. */
-export function metadataFor(clouds: Clouds, provider: string, m: FakeMachine, o: { project?: string; subscriptionId?: string } = {}): MetadataConfig {
+export function metadataFor(clouds: Clouds | null, provider: string, m: FakeMachine, o: { project?: string; subscriptionId?: string } = {}): MetadataConfig {
   const pem = (c: TestCert) => ({ certPem: c.pem, keyPem: c.keyPem })
+  if (!clouds) return { cloud: provider as 'hetzner' | 'digitalocean', serverId: m.id }
   switch (provider) {
     case 'aws': {
       const signer = clouds.aws.get(m.region)
@@ -62,4 +63,20 @@ export function startGoogleCerts(keys: Record<string, string>, maxAgeS = 3600) {
     },
   })
   return { url: `http://127.0.0.1:${server.port}/oauth2/v1/certs`, fetches: () => fetches, keys, stop: () => server.stop(true) }
+}
+
+/**
+ * The document a machine's metadata service would give for its identity join, signed by the test
+ * clouds (GCP: for `audience`; Azure: carrying `nonce`).
+ */
+export async function documentFor(clouds: Clouds, provider: 'aws' | 'gcp' | 'azure', m: FakeMachine, o: { audience?: string; nonce?: string } = {}): Promise<string> {
+  const { metadataHandler } = await import('../../fakes/metadata.ts')
+  const handle = metadataHandler(metadataFor(clouds, provider, m))
+  const get = async (path: string, headers: Record<string, string>, method = 'GET') => (await handle(new Request(`http://169.254.169.254${path}`, { method, headers }), '127.0.0.1')).text()
+  if (provider === 'aws') {
+    const token = await get('/latest/api/token', { 'x-aws-ec2-metadata-token-ttl-seconds': '60' }, 'PUT')
+    return get('/latest/dynamic/instance-identity/rsa2048', { 'x-aws-ec2-metadata-token': token })
+  }
+  if (provider === 'gcp') return get(`/computeMetadata/v1/instance/service-accounts/default/identity?${new URLSearchParams({ audience: o.audience ?? '', format: 'full' })}`, { 'metadata-flavor': 'Google' })
+  return (JSON.parse(await get(`/metadata/attested/document?${new URLSearchParams({ 'api-version': '2025-04-07', nonce: o.nonce ?? '' })}`, { metadata: 'true' })) as { signature: string }).signature
 }
