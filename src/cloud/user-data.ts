@@ -74,8 +74,8 @@ fi
 TOKEN_FILE=/dev/null
 [ ! -f ./enrollment-token ] || TOKEN_FILE=./enrollment-token
 n=0
-until runuser -u muster -- /usr/local/bin/muster worker join --platform-url "$MUSTER_PLATFORM_URL" --node-id "$MUSTER_NODE_ID" \
-  --platform-fingerprint "$MUSTER_PLATFORM_FINGERPRINT" --data-dir /var/lib/muster --label "role=$MUSTER_ROLE" \
+until runuser -u muster -- /usr/local/bin/muster worker join --platform-url "$MUSTER_PLATFORM_URL" --node-id "$MUSTER_NODE_ID" \\
+  --platform-fingerprint "$MUSTER_PLATFORM_FINGERPRINT" --data-dir /var/lib/muster --label "role=$MUSTER_ROLE" \\
   --cloud-identity "$MUSTER_PROVIDER" "$@" <"$TOKEN_FILE"; do
 	n=$((n + 1))
 	[ "$n" -lt "\${MUSTER_JOIN_TRIES:-20}" ] || exit 1

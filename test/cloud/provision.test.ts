@@ -83,7 +83,9 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(Bun.spawnSync(['sh', '-n'], { stdin: new TextEncoder().encode(installer) }).exitCode).toBe(0)
       const join = boot.files.get('/root/muster-first-boot/join.sh')!.content
       expect(join).toContain('sh ./install.sh --role worker --from "$MUSTER_BINARY_URL" --sha256 "$MUSTER_BINARY_SHA256"')
-      expect(join).toMatch(/runuser -u muster -- \/usr\/local\/bin\/muster worker join [^\n]*\\\n[^\n]*--label "role=\$MUSTER_ROLE" "\$@" <\.\/enrollment-token\n/)
+      expect(join).toMatch(/runuser -u muster -- \/usr\/local\/bin\/muster worker join [^\n]*\\\n[^\n]*--label "role=\$MUSTER_ROLE" \\\n\s+--cloud-identity "\$MUSTER_PROVIDER" "\$@" <"\$TOKEN_FILE"; do\n/)
+      // the token comes on stdin from its root-only file, bound to the server the metadata service names
+      expect(join).toContain('[ ! -f ./enrollment-token ] || TOKEN_FILE=./enrollment-token')
       // no inbound by default: heartbeat-only unless --probe, and SSH stopped unless --allow-ssh-inbound
       expect(join).toContain('set -- --heartbeat-only\nif [ "$MUSTER_PROBE" = yes ]; then')
       expect(join).toContain('if [ "$MUSTER_SSH" != yes ]; then\n\tsystemctl disable --now ssh.socket ssh.service')
