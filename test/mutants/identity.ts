@@ -117,6 +117,14 @@ export default [
     tests: [ATTACKS],
     filter: 'gcp',
   },
+  {
+    name: 'identity: a GCP token of an instance made again under the same name (another id) is accepted',
+    file: 'src/cloud/identity/joins.ts',
+    from: '        if (rec.attested_id && t.instanceId !== rec.attested_id) refuse(',
+    to: '        if (rec.attested_id && t.instanceId === "never") refuse(',
+    tests: [ATTACKS],
+    filter: 'gcp',
+  },
   // ---- Azure nonces ---------------------------------------------------------------------------------
   {
     name: 'identity: an Azure nonce this Platform never gave is accepted',

@@ -149,7 +149,10 @@ describe('cloud identity joins refuse every forgery and replay', () => {
       const m = await machine('gcp', 'gcp-one')
       await refused('gcp-one', await join('gcp-one', 'gcp', await gcpToken(m, { audience: 'https://elsewhere.example:7443' })), "identity: the GCP token's aud is wrong")
       await refused('gcp-one', await join('gcp-one', 'gcp', await gcpToken(m, { issuedAt: Math.floor(Date.now() / 1000) - 7200, expiresInS: 3600 })), 'identity: the GCP token expired')
-      await refused('gcp-one', await join('gcp-one', 'gcp', await gcpToken(m, { ce: { instance_name: 'gcp-two', instance_id: '1' } })), 'is not the machine created as gcp-one')
+      // an instance of the same name made again (another id), and — the create's answer lost, so no id known — another instance
+      await refused('gcp-one', await join('gcp-one', 'gcp', await gcpToken(m, { ce: { instance_id: '1' } })), `identity: instance 1 (gcp-one) is not the machine created as gcp-one (${m.id})`)
+      await p.platform.store.run('UPDATE cloud_expected_machines SET attested_id = NULL WHERE node_name = ?1', 'gcp-one')
+      await refused('gcp-one', await join('gcp-one', 'gcp', await gcpToken(m, { ce: { instance_name: 'gcp-two', instance_id: '2' } })), 'identity: instance 2 (gcp-two) is not the machine created as gcp-one (gcp-one)')
       await refused('gcp-one', await join('gcp-one', 'gcp', await gcpToken(m, { ce: { instance_creation_timestamp: Math.floor(Date.now() / 1000) - 86400 } })), /was created at .* outside the creation window/)
       const forged = await signGcpToken(makeCert({ cn: 'not google' }), GCP_KID, { iss: 'https://accounts.google.com', aud: p.enrollUrl, google: { compute_engine: metadataFor(clouds, 'gcp', m).gcp!.computeEngine } })
       await refused('gcp-one', await join('gcp-one', 'gcp', forged), `identity: the GCP token's signature does not verify with key ${GCP_KID}`)
