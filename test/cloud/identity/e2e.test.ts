@@ -5,7 +5,8 @@
 // the metadata service at 169.254.169.254 / metadata.google.internal) → joins →
 // ready. No join token reached AWS, GCP or Azure; Hetzner's and DigitalOcean's
 // token is bound to the server, and their nodes joined from it.
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { writeFileSync } from 'node:fs'
 import { mkdtempSync, rmSync } from 'node:fs'
 import type { ProviderName } from '../../../src/cloud/provider.ts'
 import { runMuster, startServe } from '../../helpers/binary.ts'
@@ -96,7 +97,6 @@ describeWithNetns('cloud identity joins through dist/muster', () => {
         )
         expect((await machines.get(provider)!.booted).code).toBe(0)
       }
-      if (process.env.DUMP) for (const [p, m] of machines) console.log(`==== ${p}\n${m.log()}`)
       // nothing that joins by itself reached the three clouds that sign identities
       for (const provider of ['aws', 'gcp', 'azure'] as const) {
         const sent = JSON.stringify(fakes[provider].createBodies) + fakes[provider].book.created.map((m) => m.userData).join('')
@@ -112,6 +112,23 @@ describeWithNetns('cloud identity joins through dist/muster', () => {
       for (const m of machines.values()) await m.stop()
       for (const f of Object.values(fakes)) await f.stop()
       google.stop()
+    }
+  })
+})
+
+describe('cloud identity flags through dist/muster', () => {
+  test('a roots file that is not what it should be stops serve with what to fix; an unknown cloud is a usage error', async () => {
+    const d = mkdtempSync('/tmp/mid-flags-')
+    try {
+      writeFileSync(`${d}/roots.json`, JSON.stringify({ aws: { 'eu-central-1': 'not a certificate' } }))
+      const serve = await runMuster(['serve', '--data-dir', `${d}/p`, '--port', '0', '--cloud-identity-roots', `${d}/roots.json`])
+      expect(serve.code).toBe(1)
+      expect(serve.stderr).toContain(`--cloud-identity-roots ${d}/roots.json: aws.eu-central-1 is not a PEM certificate. Expected {"aws": {"REGION": "PEM"}, "gcp": {"KEY ID": "PEM"}, "azure": ["PEM"]}.`)
+      const join = await runMuster(['worker', 'join', '--platform-url', 'https://127.0.0.1:1', '--node-id', 'w1', '--platform-fingerprint', `sha256:${'0'.repeat(64)}`, '--cloud-identity', 'oracle', '--data-dir', `${d}/w`])
+      expect(join.code).toBe(2)
+      expect(join.stderr).toContain('--cloud-identity oracle: expected one of aws, gcp, azure, hetzner, digitalocean')
+    } finally {
+      rmSync(d, { recursive: true, force: true })
     }
   })
 })
