@@ -117,7 +117,7 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   //    (without an address when heartbeat-only: the Platform then never dials the node)
   const agentUrl = o.heartbeatOnly ? '' : httpsUrl(addresses[0]!, port)
   const labels = o.labels && Object.keys(o.labels).length > 0 ? { labels: o.labels } : {}
-  // Each attempt proves possession of the agent key afresh (SPEC §16.4), over the token or the cloud it names.
+  // Each attempt proves possession of the agent key afresh, over the token or the cloud it names.
   const keyPem = dataDir.readSecretText(WORKER.key)!
   const proofOver = 'identity' in admit ? { tokenId: identityProofId(admit.identity.provider) } : { token: admit.token }
   const answer = await enrollWithRetry(url, () =>

@@ -5,7 +5,7 @@
 //   1. exactly one SignerInfo, attached content of type id-data
 //   2. the certificate the caller checks is the one the SignerInfo names
 //      (issuer and serial, or subject key id): a bag certificate that did not
-//      sign proves nothing (docs/cloud.md, "What is verified")
+//      sign proves nothing (docs/cloud.md)
 //   3. with signed attributes: content type id-data and one message digest equal
 //      to the content's; the signature covers the attributes' DER as signed
 //   4. an RSA PKCS#1 v1.5 signature with SHA-256/384/512 by that certificate's key
