@@ -85,7 +85,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     const certSha256 = cert.fingerprint.slice('sha256:'.length)
     const db = fabric.db
     const now = fabric.now()
-    if (body.identity !== undefined || body.token === undefined) return await enrollByIdentity(fabric, body, certSha256, now, audit)
+    if (body.identity !== undefined || body.token === undefined) return await enrollByIdentity(fabric, body, cert.publicKeyDer, certSha256, now, audit)
     // 3. find the token, 4. verify its secret (constant time)
     const m = JOIN_TOKEN.exec(body.token)
     const token = m ? await getJoinToken(db, m[1]!) : null
@@ -217,7 +217,7 @@ async function register(fabric: Fabric, body: Body, certSha256: string, now: num
  * node that joined proves itself with its own key from then on: a document
  * is never accepted again for it (a rebind of a cloud node makes a new record).
  */
-async function enrollByIdentity(fabric: Fabric, body: Body, certSha256: string, now: number, audit: Audit): Promise<EnrollAnswer> {
+async function enrollByIdentity(fabric: Fabric, body: Body, publicKeyDer: Uint8Array, certSha256: string, now: number, audit: Audit): Promise<EnrollAnswer> {
   const refuse = async (reason: string): Promise<never> => {
     await audit('refused', reason, body.nodeId, body.version)
     throw REFUSED()
@@ -225,9 +225,8 @@ async function enrollByIdentity(fabric: Fabric, body: Body, certSha256: string, 
   const id = body.identity
   if (!id) return await refuse('malformed token')
   if (body.token !== undefined) return await refuse('both a token and a cloud identity')
-  const cert = parseCertificate(body.certPem)
   const message = enrollProofMessage({ nodeId: body.nodeId, tokenId: identityProofId(id.provider), certSha256, proofTime: body.proofTime as number })
-  if (!verifyProof(cert.publicKeyDer, message, body.proof, body.proofTime, now)) return await refuse('no proof of key')
+  if (!verifyProof(publicKeyDer, message, body.proof, body.proofTime, now)) return await refuse('no proof of key')
   if (body.nodeId === 'local') return await refuse('reserved name')
   if (!fabric.identity) return await refuse('identity: cloud identity joins need the cloud area (it is not running)')
   let match
