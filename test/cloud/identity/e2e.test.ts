@@ -19,7 +19,9 @@ import type { FakeServer } from '../../fakes/common.ts'
 import { startDigitalOceanFake } from '../../fakes/digitalocean.ts'
 import { startGcpFake } from '../../fakes/gcp.ts'
 import { startHetznerFake } from '../../fakes/hetzner.ts'
-import { makeClouds, metadataFor, startGoogleCerts } from './_clouds.ts'
+import { documentFor, makeClouds, metadataFor, startGoogleCerts } from './_clouds.ts'
+import { identityProofId, signEnrollProof } from '../../../src/crypto/enroll-proof.ts'
+import { newCert } from '../../helpers/certs.ts'
 
 const PROVIDERS: ProviderName[] = ['aws', 'gcp', 'azure', 'hetzner', 'digitalocean']
 
@@ -103,11 +105,23 @@ describeWithNetns('cloud identity joins through dist/muster', () => {
         expect(sent).not.toContain('mjt_')
         expect(fakes[provider].book.created[0]!.userData).toContain(`MUSTER_PROVIDER='${provider}'`)
       }
-      // the audit says how each joined
+      // the attack through dist/muster: the AWS machine's document replayed with another key, from anywhere
+      const awsMachine = fakes.aws.book.created[0]!
+      const kc = await newCert('id-aws')
+      const replay = await fetch(`${enrollUrl}/api/v1/nodes/enroll`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ identity: { provider: 'aws', document: await documentFor(clouds, 'aws', awsMachine) }, nodeId: 'id-aws', certPem: kc.certPem, ...signEnrollProof({ keyPem: kc.keyPem, certPem: kc.certPem, nodeId: 'id-aws', tokenId: identityProofId('aws') }) }),
+        tls: { rejectUnauthorized: false },
+      })
+      expect(replay.status).toBe(403)
+      expect(await replay.json()).toEqual({ error: { code: 'enrollment-refused', message: 'Enrollment refused.' } })
+      // the audit says how each joined, and why the replay was refused
       const audit = (await cli(['nodes', 'audit', '--json'])) as { entries: { outcome: string; reason: string | null; nodeId: string }[] }
       for (const provider of ['aws', 'gcp', 'azure'] as const) {
         expect(audit.entries.find((e) => e.nodeId === `id-${provider}` && e.outcome === 'enrolled')?.reason).toMatch(/^identity: (instance|VM) /)
       }
+      expect(audit.entries.find((e) => e.nodeId === 'id-aws' && e.outcome === 'refused')?.reason).toBe(`identity: instance ${awsMachine.id} already joined`)
     } finally {
       for (const m of machines.values()) await m.stop()
       for (const f of Object.values(fakes)) await f.stop()
