@@ -7,7 +7,11 @@
 import { AsnConvert, OctetString } from '@peculiar/asn1-schema'
 import { Attribute, CertificateChoices, CertificateSet, ContentInfo, EncapsulatedContent, EncapsulatedContentInfo, IssuerAndSerialNumber, SignedData, SignerIdentifier, SignerInfo, SignerInfos, DigestAlgorithmIdentifiers } from '@peculiar/asn1-cms'
 import {
+  AccessDescription,
   AlgorithmIdentifier,
+  AuthorityInfoAccessSyntax,
+  id_ad_caIssuers,
+  id_pe_authorityInfoAccess,
   AttributeTypeAndValue,
   AttributeValue,
   BasicConstraints,
@@ -48,8 +52,8 @@ function name(cn: string, o = 'muster tests'): Name {
   return new Name([rdn('2.5.4.10', o), rdn('2.5.4.3', cn)])
 }
 
-/** An RSA-2048 certificate: self-signed unless `issuer` is given; a CA when `ca`; DNS names in its SAN. */
-export function makeCert(o: { cn: string; o?: string; issuer?: TestCert; ca?: boolean; dns?: string[]; notBefore?: Date; notAfter?: Date; serial?: Uint8Array }): TestCert {
+/** An RSA-2048 certificate: self-signed unless `issuer` is given; a CA when `ca`; DNS names in its SAN; `caIssuers`: its issuer's certificate URL (AIA). */
+export function makeCert(o: { cn: string; o?: string; issuer?: TestCert; ca?: boolean; dns?: string[]; notBefore?: Date; notAfter?: Date; serial?: Uint8Array; caIssuers?: string }): TestCert {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
   const spki = AsnConvert.parse(publicKey.export({ type: 'spki', format: 'der' }), SubjectPublicKeyInfo)
   const subject = name(o.cn, o.o)
@@ -57,6 +61,7 @@ export function makeCert(o: { cn: string; o?: string; issuer?: TestCert; ca?: bo
   const extensions = new Extensions([
     new Extension({ extnID: id_ce_basicConstraints, critical: true, extnValue: new OctetString(AsnConvert.serialize(new BasicConstraints({ cA: o.ca === true }))) }),
     new Extension({ extnID: id_ce_subjectKeyIdentifier, critical: false, extnValue: new OctetString(AsnConvert.serialize(new SubjectKeyIdentifier(ski))) }),
+    ...(o.caIssuers ? [new Extension({ extnID: id_pe_authorityInfoAccess, critical: false, extnValue: new OctetString(AsnConvert.serialize(new AuthorityInfoAccessSyntax([new AccessDescription({ accessMethod: id_ad_caIssuers, accessLocation: new GeneralName({ uniformResourceIdentifier: o.caIssuers }) })]))) })] : []),
     ...(o.dns?.length ? [new Extension({ extnID: id_ce_subjectAltName, critical: false, extnValue: new OctetString(AsnConvert.serialize(new SubjectAlternativeName(o.dns.map((d) => new GeneralName({ dNSName: d }))))) })] : []),
   ])
   const serial = o.serial ?? Uint8Array.from([0x01, ...randomBytes(8)])

@@ -56,6 +56,14 @@ export default [
     tests: [ATTACKS],
     filter: 'nonce this Platform gave',
   },
+  {
+    name: "identity: an Azure intermediate is fetched from any CA Issuers host",
+    file: 'src/cloud/identity/azure.ts',
+    from: "  if (u.hostname !== aiaHost() || !['http:', 'https:'].includes(u.protocol)) return null",
+    to: "  if (!['http:', 'https:'].includes(u.protocol)) return null",
+    tests: [ATTACKS],
+    filter: 'azure intermediates',
+  },
   // ---- AWS ------------------------------------------------------------------------------------------
   {
     name: "identity: AWS takes the document's own region over the machine's",

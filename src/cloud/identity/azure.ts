@@ -12,8 +12,8 @@ import { CmsError, parseSignedData, signerCertificate, verifiedContent } from '.
 import { refuse } from './refuse.ts'
 
 export const AZURE_METADATA_DOMAIN = 'metadata.azure.com'
-/** Intermediates missing from the document are fetched from their CA Issuers URL, only on this host (as Azure documents). */
-const AIA_HOST = 'www.microsoft.com'
+/** Intermediates missing from the document are fetched from their CA Issuers URL, only on this host (as Azure documents; tests point it at a fake). */
+const aiaHost = () => process.env.MUSTER_CLOUD_AZURE_CA_ISSUERS_HOST?.trim() || 'www.microsoft.com'
 
 export interface AzureIdentity {
   vmId: string
@@ -51,7 +51,7 @@ async function caIssuer(c: X509Certificate): Promise<X509Certificate | null> {
   } catch {
     return null
   }
-  if (u.hostname !== AIA_HOST || !['http:', 'https:'].includes(u.protocol)) return null
+  if (u.hostname !== aiaHost() || !['http:', 'https:'].includes(u.protocol)) return null
   const known = fetchedIntermediates.get(u.href)
   if (known) return known
   try {

@@ -201,6 +201,24 @@ describe('cloud identity joins refuse every forgery and replay', () => {
     })
   })
 
+  describe('azure intermediates', () => {
+    test("an intermediate Azure does not send is fetched from the signer's CA Issuers URL, only on Microsoft's host", async () => {
+      const m = await machine('azure', 'az-aia')
+      const intermediate = clouds.azure.intermediate
+      const server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response(Buffer.from(intermediate.der)) })
+      try {
+        const signer = makeCert({ cn: 'westeurope.metadata.azure.com', dns: ['westeurope.metadata.azure.com'], issuer: intermediate, caIssuers: `http://127.0.0.1:${server.port}/pkiops/certs/intermediate.crt` })
+        // the CA Issuers host is not the one allowed: nothing is fetched, no chain
+        await refused('az-aia', await join('az-aia', 'azure', azureDoc(m, await challenge('az-aia'), { signer, bag: [signer] })), "identity: the Azure document's certificate: no chain to a trusted root")
+        process.env.MUSTER_CLOUD_AZURE_CA_ISSUERS_HOST = '127.0.0.1'
+        expect((await join('az-aia', 'azure', azureDoc(m, await challenge('az-aia'), { signer, bag: [signer] }))).status).toBe(200)
+      } finally {
+        delete process.env.MUSTER_CLOUD_AZURE_CA_ISSUERS_HOST
+        server.stop(true)
+      }
+    })
+  })
+
   describe('hetzner', () => {
     test('the first-boot token is bound to the server the Platform created: a copy used from another server is refused', async () => {
       const m = await machine('hetzner', 'hz-bound')
