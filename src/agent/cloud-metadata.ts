@@ -7,12 +7,12 @@
 //   hetzner, digitalocean  this server's id (their first-boot token is bound to it)
 // Nothing here is sent anywhere but to the Platform this node authenticated.
 import { MusterError } from '../errors.ts'
+import type { IdentityProvider } from '../wire/nodes.ts'
 
 export const CLOUD_IDENTITIES = ['aws', 'gcp', 'azure', 'hetzner', 'digitalocean'] as const
 export type CloudIdentityName = (typeof CLOUD_IDENTITIES)[number]
 /** The clouds whose document replaces the join token. */
-export const SIGNED_IDENTITIES = ['aws', 'gcp', 'azure'] as const
-export type SignedIdentity = (typeof SIGNED_IDENTITIES)[number]
+export type SignedIdentity = IdentityProvider
 
 const LINK_LOCAL = 'http://169.254.169.254'
 const GCE = 'http://metadata.google.internal'

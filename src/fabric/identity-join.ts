@@ -3,9 +3,9 @@
 // metadata service instead of a join token, matched to one machine the
 // Platform created and consumed with the node's registration.
 import type { Db } from '../store/db.ts'
+import type { IdentityChallenge, IdentityProvider } from '../wire/nodes.ts'
 
-export const IDENTITY_PROVIDERS = ['aws', 'gcp', 'azure'] as const
-export type IdentityProvider = (typeof IDENTITY_PROVIDERS)[number]
+export type { IdentityChallenge, IdentityProvider }
 
 /** Why an identity join is refused: the node sees the one generic refusal, `nodes audit` this reason as `identity: …`. */
 export class IdentityRefused extends Error {
@@ -30,12 +30,6 @@ export interface IdentityMatch {
   machine: string
   /** Azure: the Platform's challenge the document carried, taken in the same transaction. */
   nonce?: string
-}
-
-/** The nonce an Azure machine's attested data must carry, and until when. */
-export interface IdentityChallenge {
-  nonce: string
-  expiresAt: string
 }
 
 export interface IdentityJoins {

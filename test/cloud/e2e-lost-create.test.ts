@@ -7,7 +7,6 @@
 // their cloud signs; Hetzner, DigitalOcean with the token from its root-only
 // file, bound to the server), then the Agent, which heartbeats until ready.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import type { ProviderName } from '../../src/cloud/provider.ts'
 import { runMuster, startServe } from '../helpers/binary.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { startAwsFake } from '../fakes/aws.ts'
@@ -19,6 +18,7 @@ import { startHetznerFake } from '../fakes/hetzner.ts'
 import { bootCloudMachine, type CloudMachine } from '../fakes/cloud-machine.ts'
 import { describeWithNetns, Network } from '../helpers/netns.ts'
 import { makeClouds, metadataFor, startGoogleCerts } from './identity/_clouds.ts'
+import type { ProviderName } from '../../src/wire/cloud.ts'
 
 describeWithNetns('a lost create answer, through dist/muster, at every provider', () => {
   let net: Network

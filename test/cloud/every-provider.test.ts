@@ -6,7 +6,6 @@
 // cloud signs; Hetzner, DigitalOcean with the token, from the server it is
 // bound to); it is ready; release deletes it.
 import { describe, expect, test } from 'bun:test'
-import type { ProviderName } from '../../src/cloud/provider.ts'
 import { cloudOf } from '../../src/cloud/service.ts'
 import { createClient } from '../../src/client/index.ts'
 import { VERSION } from '../../src/version.ts'
@@ -19,6 +18,7 @@ import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { documentFor, makeClouds } from './identity/_clouds.ts'
 import { FAST_RETRY } from './_ctx.ts'
 import { SETUPS } from './_setups.ts'
+import type { ProviderName } from '../../src/wire/cloud.ts'
 
 describe.each(ENGINES)('on %s', (engine) => {
   onEngine(engine)

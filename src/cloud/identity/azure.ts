@@ -7,13 +7,14 @@
 import { X509Certificate } from 'node:crypto'
 import * as v from 'valibot'
 import { log } from '../../log.ts'
+import { tunable, TUNABLES } from '../../tunables.ts'
 import { chainProblem } from './chain.ts'
 import { CmsError, parseSignedData, signerCertificate, verifiedContent } from './cms.ts'
 import { refuse } from './refuse.ts'
 
 export const AZURE_METADATA_DOMAIN = 'metadata.azure.com'
 /** Intermediates missing from the document are fetched from their CA Issuers URL, only on this host (as Azure documents; tests point it at a fake). */
-const aiaHost = () => process.env.MUSTER_CLOUD_AZURE_CA_ISSUERS_HOST?.trim() || 'www.microsoft.com'
+const aiaHost = () => tunable('MUSTER_CLOUD_AZURE_CA_ISSUERS_HOST')?.trim() || String(TUNABLES.MUSTER_CLOUD_AZURE_CA_ISSUERS_HOST.default)
 
 export interface AzureIdentity {
   vmId: string

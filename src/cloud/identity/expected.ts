@@ -8,7 +8,8 @@ import { randomId } from '../../crypto/tokens.ts'
 import { insertExpected, latestExpected, noteAttested, revokeExpected } from '../../store/cloud-expected.ts'
 import type { ProvisionRow } from '../../store/cloud-provisions.ts'
 import type { Db } from '../../store/db.ts'
-import type { CloudProvider, Machine, ProviderName } from '../provider.ts'
+import type { CloudProvider, Machine } from '../provider.ts'
+import type { ProviderName } from '../../wire/cloud.ts'
 
 /** The providers whose machines join by what their cloud signs: their first-boot data holds no secret. */
 export const IDENTITY_CLOUDS: readonly ProviderName[] = ['aws', 'gcp', 'azure']

@@ -16,8 +16,9 @@ import type { IdentityChallenge, IdentityJoins, IdentityMatch, IdentityProof } f
 import { getProvision } from '../../store/cloud-provisions.ts'
 import { consumeExpected, getChallenge, insertChallenge, latestExpected, openExpected, takeChallenge, type ExpectedRow } from '../../store/cloud-expected.ts'
 import type { Db } from '../../store/db.ts'
-import type { ProviderName } from '../provider.ts'
+import type { ProviderName } from '../../wire/cloud.ts'
 import type { Cloud } from '../service.ts'
+import { tunable, tunableNumber } from '../../tunables.ts'
 import { verifyAwsDocument } from './aws.ts'
 import { expectAgain } from './expected.ts'
 import { verifyAzureDocument } from './azure.ts'
@@ -28,7 +29,7 @@ import type { IdentityRoots } from './roots.ts'
 /** Clocks differ: a launch may be stamped a little before the record that expected it. */
 const CLOCK_SKEW_MS = 5 * 60_000
 /** How long an Azure challenge is good for: fetching the attested data takes a second. */
-const challengeTtlMs = () => Number(process.env.MUSTER_CLOUD_CHALLENGE_TTL_MS) || 5 * 60_000
+const challengeTtlMs = () => tunableNumber('MUSTER_CLOUD_CHALLENGE_TTL_MS')
 
 const iso = (t: number) => new Date(t).toISOString()
 const NONCE_CHARS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
@@ -40,7 +41,7 @@ export class CloudIdentity implements IdentityJoins {
     private readonly cloud: Cloud,
     readonly roots: IdentityRoots,
   ) {
-    this.google = new GoogleKeys(roots.gcp, process.env.MUSTER_CLOUD_GCP_CERTS_URL?.trim() || GOOGLE_CERTS_URL, () => this.cloud.now())
+    this.google = new GoogleKeys(roots.gcp, tunable('MUSTER_CLOUD_GCP_CERTS_URL')?.trim() || GOOGLE_CERTS_URL, () => this.cloud.now())
   }
 
   private get db() {

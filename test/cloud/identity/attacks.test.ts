@@ -4,7 +4,7 @@
 // --cloud-identity-roots) — or forged. Each refusal is the one generic answer
 // on the wire; `nodes audit` has the reason.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import type { ProviderName } from '../../../src/cloud/provider.ts'
+import type { ProviderName } from '../../../src/wire/cloud.ts'
 import { cloudOf } from '../../../src/cloud/service.ts'
 import { identityProofId, signEnrollProof } from '../../../src/crypto/enroll-proof.ts'
 import { VERSION } from '../../../src/version.ts'

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { writeFileSync } from 'node:fs'
 import { mkdtempSync, rmSync } from 'node:fs'
-import type { ProviderName } from '../../../src/cloud/provider.ts'
+import type { ProviderName } from '../../../src/wire/cloud.ts'
 import { runMuster, startServe } from '../../helpers/binary.ts'
 import { describeWithNetns, Network } from '../../helpers/netns.ts'
 import { waitFor } from '../../helpers/tmp.ts'
