@@ -56,8 +56,8 @@ export class FirstBootStore {
     const winner = await getFirstBoot(this.cloud.db, row.id)
     if (!winner) {
       // released (or failed) meanwhile: the token just minted (or the machine just expected) goes nowhere, and must not stay usable
-      await revokePendingEnrollments(this.cloud.db, row.name, this.cloud.now())
       await revokeExpected(this.cloud.db, row.name, this.cloud.now())
+      await revokePendingEnrollments(this.cloud.db, row.name, this.cloud.now())
       throw new MusterError('conflict', `${row.id} stopped starting while its first-boot data was made.`)
     }
     return this.open(row.id, winner)

@@ -182,8 +182,8 @@ export class Provisioner {
 
   private async fail(row: ProvisionRow, reason: string): Promise<void> {
     if (await updateProvision(this.db, row.id, { state: 'failed', reason, first_boot: null, updated_at: this.cloud.now() }, STARTING_STATES)) {
-      await revokePendingEnrollments(this.db, row.name, this.cloud.now())
       await revokeExpected(this.db, row.name, this.cloud.now())
+      await revokePendingEnrollments(this.db, row.name, this.cloud.now())
       log.warn(`cloud: ${row.id} ${row.name} failed: ${reason}`)
     }
   }

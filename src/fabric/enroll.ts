@@ -28,6 +28,8 @@ const JOIN_TOKEN = /^mjt_([a-z2-7]{16})\.([A-Za-z0-9_-]{43})$/
 /** How long after its first enrollment a node may repeat it (a lost response), even on an expired or used-up token. */
 export const REPEAT_WINDOW_MS = 24 * 3600_000
 const REFUSED = () => new MusterError('enrollment-refused', 'Enrollment refused.')
+/** The Platform's own node: never enrolled. */
+const LOCAL_NAME = 'local'
 
 export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAnswer> {
   // 1. rate-limit: only admitted attempts reach the audit log
@@ -79,16 +81,8 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     // A name the operator declared enrolls only with an enrollment issued for it (docs/nodes.md).
     if (token.kind !== 'enrollment' && fabric.declared.has(body.nodeId)) return await refuse('declared name needs an enrollment for it')
     const { named: existing, holder } = await nodesByNameOrCert(db, body.nodeId, certSha256)
-    // A repeat of a finished enrollment (same token, name, certificate) gets the
-    // same answer and costs no use: a lost response never burns one. It needs the
-    // proof like any enroll, and works for 24 hours after the enrollment (even on an
-    // expired or used-up token), never for a revoked node.
-    if (existing && existing.cert_sha256 === certSha256 && existing.token_id === token.id) {
-      if (existing.revoked_at !== null) return await refuse('node revoked')
-      if (now - existing.enrolled_at > REPEAT_WINDOW_MS) return await refuse('repeat more than 24 hours after the enrollment')
-      await audit('enrolled', 'repeat of a finished enrollment', body.nodeId, body.version)
-      return await fabric.enrollAnswer(body.nodeId, certSha256, existing.generation)
-    }
+    // A repeat of a finished enrollment (same token, name, certificate): see repeatAnswer.
+    if (existing && existing.cert_sha256 === certSha256 && existing.token_id === token.id) return await repeatAnswer(fabric, body, existing, certSha256, now, audit)
     if (token.expires_at <= now) return await refuse('token expired')
     if (token.uses >= token.max_uses) return await refuse('token used up')
     if (token.kind === 'fleet' && (await isTombstoned(db, body.nodeId))) return await refuse('name was removed (tombstoned)')
@@ -100,9 +94,8 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     const rebinding = existing !== null && existing.cert_sha256 === null && token.kind === 'enrollment'
     return await register(fabric, body, certSha256, now, audit, { tokenId: token.id, existing, holder, rebinding, take: (t) => takeTokenUse(t, token.id, now), spent: 'token used up' })
 
-    async function refuse(reason: string): Promise<never> {
-      await audit('refused', reason, body.nodeId, body.version)
-      throw REFUSED()
+    function refuse(reason: string): Promise<never> {
+      return refuseWith(audit, body, reason)
     }
   } finally {
     release()
@@ -111,6 +104,26 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
 
 type Audit = (outcome: string, reason: string | null, nodeId?: unknown, version?: unknown) => Promise<void>
 type Body = v.InferOutput<typeof EnrollBody>
+
+/** The one refusal on the wire; the reason goes to the audit. */
+async function refuseWith(audit: Audit, body: Body, reason: string): Promise<never> {
+  await audit('refused', reason, body.nodeId, body.version)
+  throw REFUSED()
+}
+
+/**
+ * A repeat of a finished enrollment (same admission, name, certificate) gets the
+ * same answer and costs nothing: a lost response never burns a use. It needs the
+ * proof like any enroll, and works for 24 hours after the enrollment (even on an
+ * expired or used-up token), never for a revoked node.
+ */
+async function repeatAnswer(fabric: Fabric, body: Body, existing: NodeRow, certSha256: string, now: number, audit: Audit): Promise<EnrollAnswer> {
+  const refuse = (reason: string) => refuseWith(audit, body, reason)
+  if (existing.revoked_at !== null) return await refuse('node revoked')
+  if (now - existing.enrolled_at > REPEAT_WINDOW_MS) return await refuse('repeat more than 24 hours after the enrollment')
+  await audit('enrolled', 'repeat of a finished enrollment', body.nodeId, body.version)
+  return await fabric.enrollAnswer(body.nodeId, certSha256, existing.generation)
+}
 
 /** How the registration is admitted: what it consumes in its transaction, and what the name may replace. */
 interface Admission {
@@ -165,10 +178,7 @@ async function register(fabric: Fabric, body: Body, certSha256: string, now: num
       if (e instanceof TakenMeanwhile) return 'taken' as const
       throw e
     })
-    if (outcome === 'used-up') {
-      await audit('refused', a.spent, body.nodeId, body.version)
-      throw REFUSED()
-    }
+    if (outcome === 'used-up') return await refuseWith(audit, body, a.spent)
     if (outcome === 'taken') {
       await audit('node-exists', 'name or certificate enrolled meanwhile', body.nodeId, body.version)
       throw new MusterError('node-exists', `A node named ${body.nodeId} is already enrolled with another certificate.`)
@@ -189,16 +199,13 @@ async function register(fabric: Fabric, body: Body, certSha256: string, now: num
  * is never accepted again for it (a rebind of a cloud node makes a new record).
  */
 async function enrollByIdentity(fabric: Fabric, body: Body, publicKeyDer: Uint8Array, certSha256: string, now: number, audit: Audit): Promise<EnrollAnswer> {
-  const refuse = async (reason: string): Promise<never> => {
-    await audit('refused', reason, body.nodeId, body.version)
-    throw REFUSED()
-  }
+  const refuse = (reason: string) => refuseWith(audit, body, reason)
   const id = body.identity
   if (!id) return await refuse('malformed token')
   if (body.token !== undefined) return await refuse('both a token and a cloud identity')
   const message = enrollProofMessage({ nodeId: body.nodeId, tokenId: identityProofId(id.provider), certSha256, proofTime: body.proofTime as number })
   if (!verifyProof(publicKeyDer, message, body.proof, body.proofTime, now)) return await refuse('no proof of key')
-  if (body.nodeId === 'local') return await refuse('reserved name')
+  if (body.nodeId === LOCAL_NAME) return await refuse('reserved name')
   if (!fabric.identity) return await refuse('identity: cloud identity joins need the cloud area (it is not running)')
   let match
   try {
@@ -211,12 +218,7 @@ async function enrollByIdentity(fabric: Fabric, body: Body, publicKeyDer: Uint8A
   const { named: existing, holder } = await nodesByNameOrCert(fabric.db, body.nodeId, certSha256)
   if (match.consumedBy !== null) {
     // A repeat of the finished join (a lost response): the same node key, within 24 hours. Anything else is a replay.
-    if (existing && existing.token_id === tokenId && existing.cert_sha256 === certSha256 && match.consumedBy === certSha256) {
-      if (existing.revoked_at !== null) return await refuse('node revoked')
-      if (now - existing.enrolled_at > REPEAT_WINDOW_MS) return await refuse('repeat more than 24 hours after the enrollment')
-      await audit('enrolled', 'repeat of a finished enrollment', body.nodeId, body.version)
-      return await fabric.enrollAnswer(body.nodeId, certSha256, existing.generation)
-    }
+    if (existing && existing.token_id === tokenId && existing.cert_sha256 === certSha256 && match.consumedBy === certSha256) return await repeatAnswer(fabric, body, existing, certSha256, now, audit)
     return await refuse(`identity: ${match.machine} already joined`)
   }
   const rebinding = existing !== null && existing.cert_sha256 === null

@@ -188,8 +188,8 @@ export default [
   {
     name: 'identity: a replay of a consumed record by another key is taken for a repeat of the finished join',
     file: 'src/fabric/enroll.ts',
-    from: "    if (existing && existing.token_id === tokenId && existing.cert_sha256 === certSha256 && match.consumedBy === certSha256) {",
-    to: "    if (existing && existing.token_id === tokenId) {",
+    from: "    if (existing && existing.token_id === tokenId && existing.cert_sha256 === certSha256 && match.consumedBy === certSha256) return",
+    to: "    if (existing && existing.token_id === tokenId) return",
     tests: [ATTACKS],
     filter: 'replayed after its machine joined',
   },
