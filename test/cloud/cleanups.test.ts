@@ -49,6 +49,23 @@ describe('a provision that stops starting', () => {
     expect((await p.client.nodes.list()).nodes.map((n) => n.name)).not.toContain('slow-1')
   })
 
+  test('failed early (its machine gone): its first-boot token, still within its lifetime, enrolls nothing', async () => {
+    await using p = await startListenerPlatform()
+    const { cloud, s } = await hetzner(p)
+    await using _fake = s.fake
+    const prv = await p.client.cloud.provision({ provider: 'hetzner', name: 'gone-1', region: s.region, size: s.size })
+    const token = readFirstBoot(s.fake.book.created[0]!.userData).token!
+    await waitFor(async () => (await cloud.provisioner.reconcile(), (await p.platform.store.get<{ seen_at: number | null }>('SELECT seen_at FROM cloud_provisions WHERE id = ?1', prv.id))?.seen_at != null), { what: 'the machine seen' })
+    // someone deletes the server behind muster's back: the provision fails long before the token would expire
+    const machineId = s.fake.book.created[0]!.id
+    s.fake.book.remove(machineId)
+    await cloud.provisioner.reconcile()
+    expect((await p.client.cloud.provisionInfo(prv.id)).state).toBe('failed')
+    const r = await enrollRaw(p.url, { token, machineId, nodeId: 'gone-1', certPem: (await newCert('gone-1')).certPem, version: VERSION })
+    expect(r.status).toBe(403)
+    expect((await p.client.nodes.list()).nodes.map((n) => n.name)).not.toContain('gone-1')
+  })
+
   test('ready: the sealed first-boot data is dropped', async () => {
     await using p = await startListenerPlatform()
     const { cloud, s } = await hetzner(p)
