@@ -36,6 +36,7 @@ import { LogRelay, type LocalLogs } from '../projects/logs.ts'
 import { ReadinessProber } from '../fabric/probe.ts'
 import { EnrollmentListener } from '../listener/listener.ts'
 import { startCloud, type Cloud } from '../cloud/service.ts'
+import { identityRoots } from '../cloud/identity/roots.ts'
 import { Pki } from '../pki/pki.ts'
 import { FieldSeal, openVault, type Vault } from '../context/vault.ts'
 import { Leases } from '../context/leases.ts'
@@ -205,7 +206,7 @@ export class Platform implements Services {
     // services: federation
     this.federation = await startFederation(ctx, { auth: this.auth, projects: this.projects })
     // services: cloud
-    this.cloud = startCloud(ctx, { fabric: this.fabric, projects: this.projects, publicUrl: () => this.publicUrl, apiCaPin: () => this.api.caPin })
+    this.cloud = startCloud(ctx, { fabric: this.fabric, projects: this.projects, publicUrl: () => this.publicUrl, apiCaPin: () => this.api.caPin }, identityRoots(this.options.cloudIdentityRoots))
     // Every service has named its leases: take what is free, so each loop knows its holder.
     await ctx.leases.start()
   }
