@@ -85,6 +85,7 @@ export const UNAUDITED_WRITES: { method: string; path: string }[] = [
   { method: 'POST', path: '/api/v1/nodes/trust' },
   { method: 'POST', path: '/api/v1/nodes/self/logs/:id' },
   { method: 'POST', path: '/api/v1/nodes/self' },
+  { method: 'POST', path: '/api/v1/nodes/identity-challenge' },
   { method: 'POST', path: '/api/v1/federation/register' },
   { method: 'POST', path: '/api/v1/federation/heartbeat' },
   // Sign-in with the identity provider: its pipeline (src/sso/signin.ts) writes sso.login itself,
