@@ -1,5 +1,5 @@
 import { defineCommand } from 'citty'
-import { dataDirArg, intArg, multiArg, UsageError } from './_args.ts'
+import { dataDirArg, intArg, logFormatArg, multiArg, UsageError } from './_args.ts'
 import { consola } from 'consola'
 import { ENGINE_ENV } from '../src/swap/protocol.ts'
 
@@ -31,8 +31,10 @@ export default defineCommand({
     'audit-max-days': { type: 'string', valueHint: 'DAYS', default: '365', description: 'Audit entries older than this are dropped' },
     database: { type: 'string', valueHint: 'URL', description: 'PostgreSQL store (postgres://…). A password here shows in `ps`: give such a URL in $MUSTER_DATABASE_URL or --database-file. Default: SQLite muster.db in the data directory' },
     'database-file': { type: 'string', valueHint: 'FILE', description: 'File (mode 0600) holding the PostgreSQL URL, password included' },
+    ...logFormatArg,
   },
   async run({ args, rawArgs }) {
+    if (args['log-format'] === 'json') (await import('../src/log.ts')).setLogFormat('json', consola)
     const port = intArg(args, 'port', 0, 65535) ?? 7380
     const enrollmentPort = intArg(args, 'enrollment-port', 0, 65535)
     if (enrollmentPort !== undefined && enrollmentPort !== 0 && enrollmentPort < 1024) throw new UsageError(`--enrollment-port must be 1024 or higher (got ${enrollmentPort}); ports below 1024 need root privileges muster does not take`)

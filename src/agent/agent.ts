@@ -28,6 +28,7 @@ import { isPlatformFailure, PlatformChoice } from './platforms.ts'
 import { startWorkloads, type Workloads } from './workloads.ts'
 import { askStanding, isDead, wayBack, type Standing } from './standing.ts'
 import { reconnectDelayMs } from './backoff.ts'
+import { agentHeartbeats, agentRenewals } from '../metrics/agent.ts'
 
 const DAY_MS = 86_400_000
 const MAX_BACKOFF_MS = 5 * 60_000
@@ -84,7 +85,10 @@ export class Agent {
   private server: Server<unknown> | undefined
   private readonly timers = new Set<ReturnType<typeof setTimeout>>()
   private stopped = false
-  private failures = 0
+  /** Heartbeats failed in a row, and the wait before the next one after them (the metrics read both). */
+  failures = 0
+  backoffMs = 0
+  trustRefreshedAt: number | undefined
   private renewedAfter401 = false
   private readonly renewing = new SingleFlight<boolean>()
   /** Set by a 429 on renew: no renewal before this (real) time. */
@@ -214,6 +218,7 @@ export class Agent {
             this.platforms.apiMoved(this.config.platformUrl, r.config.platformUrl)
             this.config = r.config
             this.trustDueAt = asked + this.intervals.trust
+            this.trustRefreshedAt = asked
             return true
           } catch (e) {
             failure ??= e
@@ -281,8 +286,10 @@ export class Agent {
         this.credential = r.credential
         writeCredential(this.dataDir, r.credential)
         log.info(`node credential renewed (generation ${r.generation})`)
+        agentRenewals.inc({ outcome: 'ok' })
         return true
       } catch (e) {
+        agentRenewals.inc({ outcome: 'failed' })
         log.warn(`node credential renewal failed: ${(e as Error).message}`)
         if (e instanceof MusterError && e.code === 'rate-limited') {
           const waitMs = 1000 * Math.min(3600, Math.max(1, Number(e.detail?.retryAfterSeconds) || 60))
@@ -310,13 +317,15 @@ export class Agent {
     const url = this.platforms.current
     try {
       const r = await this.heartbeat()
+      agentHeartbeats.inc({ outcome: 'ok' })
       if (this.failures > 0) log.info(`the Platform answers again after ${this.failures} failed heartbeat(s)`)
-      this.failures = 0
+      this.failures = this.backoffMs = 0
       this.renewedAfter401 = false
       // An operator rotated the credential: the old one works for an hour, so trade it now.
       if ((credentialGeneration(this.credential) ?? r.generation) < r.generation) await this.renew()
     } catch (e) {
-      delay = this.platformFailed(url, e) ? 0 : await this.afterFailedBeat(e)
+      agentHeartbeats.inc({ outcome: 'failed' })
+      delay = this.backoffMs = this.platformFailed(url, e) ? 0 : await this.afterFailedBeat(e)
     }
     this.after(delay, () => this.beat())
   }

@@ -7,6 +7,7 @@ import { registryRows } from '../store/registry-rows.ts'
 import { log } from '../log.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
 import { labelsFromJson, type Labels } from './labels.ts'
+import { CensusCount } from './census.ts'
 
 export type NodeStateName = 'enrolled' | 'ready' | 'unreachable' | 'revoked'
 export type Compatibility = 'current' | 'behind' | 'newer' | 'unknown'
@@ -277,6 +278,8 @@ export class Registry {
     return { ...this.counts }
   }
   private counts: StateCounts | null = null
+  /** The same passes count nodes by compatibility and heartbeat age, for the metrics (src/fabric/census.ts). */
+  readonly census = new CensusCount(compatibilityOf, () => this.stateCounts())
   private countedAt = 0
   private counting = false
   /** Moves one node's count from the state it was in to the one it is in (null: absent). */
@@ -290,28 +293,24 @@ export class Registry {
   }
 
   private countNow(): StateCounts {
-    const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
-    for (const n of this.nodes.values()) {
-      counts.total++
-      counts[this.state(n).state]++
-    }
-    return counts
+    const census = this.census.start()
+    for (const n of this.nodes.values()) this.census.add(census, n, this.state(n).state, this.now())
+    return (this.census.last = census).states
   }
 
   private async countInSlices(): Promise<void> {
     this.counting = true
     const at = this.now()
     try {
-      const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
+      const census = this.census.start()
       let i = 0
       for (const n of this.nodes.values()) {
-        counts.total++
-        counts[this.state(n).state]++
+        this.census.add(census, n, this.state(n).state, at)
         if (++i % COUNT_SLICE === 0) await new Promise((r) => setImmediate(r))
       }
       // Moves made meanwhile are in the old count, and the new one saw most of them: it wins (a node's count
       // is off at most until the next one).
-      this.counts = counts
+      this.counts = (this.census.last = census).states
       this.countedAt = at
     } finally {
       this.counting = false

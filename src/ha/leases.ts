@@ -125,6 +125,11 @@ export class Leases {
     return this.store.engine === 'sqlite'
   }
 
+  /** Every lease a service has named. */
+  get all(): readonly Lease[] {
+    return [...this.leases.values()]
+  }
+
   lease(name: LeaseName): Lease {
     let l = this.leases.get(name)
     if (!l) {

@@ -18,6 +18,8 @@ import { bootstrapRoutes } from './routes/bootstrap.ts'
 import { dashboardRoutes } from '../dashboard/routes.ts'
 import { accountRoutes } from './routes/accounts.ts'
 import { auditRoutes } from './routes/audit.ts'
+import { metricsRoutes } from './routes/metrics.ts'
+import { noteRoute } from './request-metrics.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
   return new Response(JSON.stringify(err.toJSON()), {
@@ -68,7 +70,10 @@ export function createApp(platform: Services) {
         if (refusal) return errorResponse(refusal)
       }
     })
-    .onError(({ code, error }) => {
+    // The matched route's template, for the request metrics (src/http/request-metrics.ts).
+    .onTransform({ as: 'global' }, ({ request, route }) => noteRoute(request, route))
+    .onError(({ code, error, request, route }) => {
+      noteRoute(request, route)
       if (error instanceof MusterError) {
         const headers: Record<string, string> = {}
         const retryAfter = error.detail?.retryAfterSeconds
@@ -82,6 +87,7 @@ export function createApp(platform: Services) {
       return errorResponse(new MusterError('internal', 'Internal error; see the Platform log.'))
     })
     .use(healthRoutes())
+    .use(metricsRoutes(platform))
     .use(authRoutes(platform))
     .use(accountRoutes(platform))
     .use(auditRoutes(platform))

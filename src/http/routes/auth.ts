@@ -2,9 +2,8 @@
 import { Elysia } from 'elysia'
 import * as v from 'valibot'
 import { SESSION_COOKIE, SESSION_TTL_MS, readCookie } from '../../auth/auth.ts'
-import { ROLE_PERMISSIONS, ROLES } from '../../auth/permissions.ts'
+import { ROLE_PERMISSIONS, TOKEN_ROLES } from '../../auth/permissions.ts'
 import { listForCaller, mintForCaller, revokeForCaller } from '../../auth/api-tokens.ts'
-import { MusterError } from '../../errors.ts'
 import type { Services } from '../../services.ts'
 import { parseBody } from '../validate.ts'
 import { isJson } from '../request.ts'
@@ -20,17 +19,13 @@ const Login = v.object({
 })
 const MintToken = v.object({
   name: v.optional(v.pipe(v.string(), v.regex(/^[\w .@-]{1,64}$/, 'expected 1–64 letters, digits, spaces or ._@-'))),
-  role: v.optional(v.picklist(ROLES)),
+  role: v.optional(v.picklist(TOKEN_ROLES)),
   ttlDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
 })
 const TokenId = v.object({ id: v.pipe(v.string(), v.regex(/^[a-z2-7]{16}$/, 'expected a token id (16 characters, as `muster tokens list` shows)')) })
 
 export const authRoutes = (platform: Services) => {
-  const caller = async (request: Request) => {
-    const p = await platform.auth.authenticate(request.headers)
-    if (!p) throw new MusterError('unauthorized', 'Authentication required.')
-    return p
-  }
+  const caller = (request: Request) => platform.auth.requireOperator(request.headers)
   return new Elysia({ name: 'routes/auth' })
     // Origin (login CSRF) and the local door are checked in app.ts before the body is read.
     .post('/login', async ({ body, request }) => {
@@ -57,8 +52,7 @@ export const authRoutes = (platform: Services) => {
       })
     })
     .get('/api/v1/whoami', async ({ request }) => {
-      const p = await platform.auth.authenticate(request.headers)
-      if (!p) throw new MusterError('unauthorized', 'Authentication required.')
+      const p = await caller(request)
       // permissions: what the dashboard offers (it still asks the Platform, which checks every call).
       return { name: p.name, account: p.account, role: p.role, kind: p.kind, permissions: [...ROLE_PERMISSIONS[p.role]] }
     })
