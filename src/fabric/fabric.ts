@@ -26,7 +26,8 @@ import { startFabricLoops, trustSchedule } from './background.ts'
 import type { NodeFacingPlatform, PlatformView } from '../ha/platforms.ts'
 import { caWarning } from '../pki/platform-ca.ts'
 import { NODE_NAME } from '../http/validate.ts'
-import { log } from '../log.ts'
+import { fields, log } from '../log.ts'
+import { revocations } from '../metrics/platform.ts'
 import { bearerToken } from '../auth/auth.ts'
 import { assertPrivate } from '../datadir.ts'
 import type { Labels } from './labels.ts'
@@ -301,7 +302,8 @@ export class Fabric {
     this.requireNode(name)
     await this.registry.update(name, { revoked_at: this.now() })
     await this.changed(name)
-    log.info(`node ${name} revoked`)
+    revocations.inc()
+    log.info(`node ${name} revoked`, fields({ node: name }))
     return { nodeId: name, state: 'revoked' }
   }
 

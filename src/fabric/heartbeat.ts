@@ -10,6 +10,7 @@
 import type { Fabric } from './fabric.ts'
 import type { NodeEntry, ReplicaStatus } from './registry.ts'
 import type { NodeFacingPlatform } from '../ha/platforms.ts'
+import { heartbeats } from '../metrics/platform.ts'
 
 export interface HeartbeatBody {
   nodeId?: string
@@ -91,6 +92,7 @@ export function currentNode(fabric: Fabric, authorization: string, nodeId: strin
 
 /** Records an authenticated node's heartbeat (both paths); what the answer says that is the node's own. */
 function record(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): void {
+  heartbeats.inc()
   if (fabric.registry.heartbeat(n, body)) for (const l of fabric.heartbeatListeners) l(n)
 }
 

@@ -70,6 +70,31 @@ export function countEnroll<T>(attempt: Promise<T>): Promise<T> {
   )
 }
 
+/** An error's code as a label: a MusterError's (a fixed table), else `error`. */
+export function codeOf(e: unknown): string {
+  const c = (e as { code?: unknown } | null)?.code
+  return typeof c === 'string' && /^[a-z][a-z-]{0,40}$/.test(c) ? c : 'error'
+}
+
+/** Counts a renewal by what it came to, and passes the answer (or the error) on. */
+export function countRenewal<T>(attempt: Promise<T>): Promise<T> {
+  return attempt.then(
+    (answer) => (renewals.inc({ outcome: 'renewed' }), answer),
+    (e: unknown) => {
+      renewals.inc({ outcome: codeOf(e) })
+      throw e
+    },
+  )
+}
+
+/** Counts a heartbeat refused by its error code, and passes the error on (the framework's heartbeat route). */
+export function countHeartbeatRefusal<T>(attempt: Promise<T>): Promise<T> {
+  return attempt.catch((e: unknown) => {
+    heartbeatRefusals.inc({ code: codeOf(e) })
+    throw e
+  })
+}
+
 export const renewals = new Counter({ name: 'muster_renewals_total', help: 'Node credential renewals, by outcome (renewed, or the error code).', labelNames: ['outcome'], registers })
 renewals.inc({ outcome: 'renewed' }, 0)
 export const revocations = new Counter({ name: 'muster_revocations_total', help: 'Nodes revoked by an operator.', registers })
