@@ -120,11 +120,12 @@ export const storeNotices = new Counter({ name: 'muster_store_notices_total', he
 storeRetries.inc({ engine: 'postgres' }, 0)
 for (const direction of ['sent', 'received']) storeNotices.inc({ direction }, 0)
 
-/** Times one statement on `engine`: call the returned function when it is done. */
-export function timeQuery(engine: string): () => void {
-  const started = performance.now()
-  return () => storeQueryDuration.observe({ engine }, (performance.now() - started) / 1000)
+/** One statement on `engine` that started at `started` (performance.now()) is done. */
+export function observeQuery(engine: 'sqlite' | 'postgres', started: number): void {
+  storeQueryDuration.observe(engine === 'sqlite' ? SQLITE : POSTGRES, (performance.now() - started) / 1000)
 }
+const SQLITE = { engine: 'sqlite' }
+const POSTGRES = { engine: 'postgres' }
 
 // ---- HA -----------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ import { FieldSeal } from '../vault.ts'
 import { assignmentDigest, assignmentsByNode, runsCheck, type RollingPrevious } from './by-node.ts'
 import type { ProjectSpec } from './spec.ts'
 import { place, type Placement, type PlacementNode, type PlacementResult, type ShortfallReason } from './placement.ts'
+import { noteAssignmentRevision } from '../metrics/platform.ts'
 
 /**
  * A project as deployed; `origin` says who placed it (local, or controller),
@@ -302,6 +303,7 @@ export class Projects {
   /** A node's assignments moved: a new document, and its long polls here answer at once. */
   private changedAssignments(node: string, w: Wanted): void {
     this.wanted.set(node, w)
+    noteAssignmentRevision(w.revision)
     this.signed.delete(node)
     for (const done of this.waiters.get(node) ?? []) done()
   }
