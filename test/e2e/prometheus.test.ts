@@ -139,5 +139,9 @@ describe('a real Prometheus scrapes the compiled Platform and Agents with the do
     await serve.stop()
     await prom.waitValue('up{job="muster-platform"}', (v) => v === 0)
     await firing('MusterPlatformDown')
+    // The Agent still running counts its failed heartbeats and backs off.
+    await prom.waitValue('sum(muster_agent_heartbeats_total{outcome="failed"})', (v) => v > 0)
+    await prom.waitValue('max(muster_agent_consecutive_failures)', (v) => v > 0)
+    await prom.waitValue('max(muster_agent_backoff_seconds)', (v) => v > 0)
   })
 })
