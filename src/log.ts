@@ -76,7 +76,7 @@ function human(reporters: ConsolaReporter[]): ConsolaReporter {
 const LEVELS: Record<string, string> = { fatal: 'fatal', error: 'error', warn: 'warn', log: 'info', info: 'info', success: 'info', ready: 'info', start: 'info', box: 'info', debug: 'debug', trace: 'trace', verbose: 'debug' }
 
 /** One JSON object a line: {time, level, message, …fields}; an error argument adds `error`. */
-export function jsonLine(logObj: Pick<LogObject, 'args' | 'type' | 'date' | 'tag'>): string {
+export function jsonLine(logObj: Pick<LogObject, 'args' | 'type' | 'date'> & { tag?: string }): string {
   const extra: Record<string, unknown> = {}
   const parts: unknown[] = []
   for (const a of logObj.args) {
@@ -89,11 +89,16 @@ export function jsonLine(logObj: Pick<LogObject, 'args' | 'type' | 'date' | 'tag
   return `${JSON.stringify({ time: logObj.date.toISOString(), level: LEVELS[logObj.type] ?? 'info', message, ...(logObj.tag ? { tag: logObj.tag } : {}), ...extra })}\n`
 }
 
+let json = false
+/** Whether logs are JSON lines (a command's last error line follows: commands/_main.ts). */
+export const logsAreJson = (): boolean => json
+
 const jsonReporter: ConsolaReporter = { log: (logObj) => void process.stderr.write(jsonLine(logObj)) }
 const humanReporters = new WeakMap<ConsolaInstance, ConsolaReporter[]>()
 
 /** Sets the format of `log` and of any other consola instances a command prints with (commands/ pass the global one). */
 export function setLogFormat(format: 'human' | 'json', ...others: ConsolaInstance[]): void {
+  json = format === 'json'
   for (const c of [log, ...others]) {
     if (!humanReporters.has(c)) humanReporters.set(c, c.options.reporters)
     c.setReporters([format === 'json' ? jsonReporter : human(humanReporters.get(c)!)])

@@ -17,7 +17,7 @@ import type { TrustKey } from '../fabric/trust-keys.ts'
 import { DataDir } from '../datadir.ts'
 import { bindHostFor } from '../addresses.ts'
 import { MusterError } from '../errors.ts'
-import { log } from '../log.ts'
+import { fields, log } from '../log.ts'
 import { VERSION } from '../version.ts'
 import { apiClient } from './connect.ts'
 import { credentialGeneration, readCredential, readTrustFile, requireJoined, WORKER, writeCredential, type AgentConfig } from './files.ts'
@@ -177,7 +177,7 @@ export class Agent {
       refreshForUnknownKid: () => this.refreshForUnknownKid(),
       handle: () => this.handleSigned,
     })
-    log.info(`agent ${this.config.nodeId} listening on port ${this.port}; Platform API ${this.platforms.current}`)
+    log.info(`agent ${this.config.nodeId} listening on port ${this.port}; Platform API ${this.platforms.current}`, fields({ node: this.config.nodeId }))
     // Trust refresh runs beside the first heartbeat: a slow enrollment URL must not hold it up.
     const now = this.now()
     this.renewDueAt = now + this.intervals.renew
@@ -192,7 +192,7 @@ export class Agent {
     await this.workloads?.stop(opts.stopReplicas === true)
     await this.server?.stop(true)
     this.server = undefined
-    log.info(`agent ${this.config.nodeId} stopped`)
+    log.info(`agent ${this.config.nodeId} stopped`, fields({ node: this.config.nodeId }))
   }
 
   /** Ends every loop (no heartbeat, renewal or refresh is started after this). */
@@ -305,7 +305,7 @@ export class Agent {
   async heartbeat(): Promise<HeartbeatAnswer> {
     const r = await apiClient(this.connection(), this.credential).nodes.register({ version: VERSION, capacity: capacity(), replicas: this.replicaStatus() })
     this.platforms.succeeded(r.platforms)
-    if (r.state !== this.state) log.info(`node ${this.config.nodeId} is ${r.state}${r.reason ? ` (${r.reason})` : ''}`)
+    if (r.state !== this.state) log.info(`node ${this.config.nodeId} is ${r.state}${r.reason ? ` (${r.reason})` : ''}`, fields({ node: this.config.nodeId, state: r.state }))
     this.state = r.state
     this.afterHeartbeat(r)
     return r

@@ -278,7 +278,7 @@ export class Fabric {
       }
       // Two first heartbeats may race (here or on another Platform): the primary key lets one insert win.
       if (await insertNode(this.db, { name: nodeId, auth: 'legacy', cert_sha256: null, cert_pem: null, url: null, token_id: null, version: null, enrolled_at: this.now() })) {
-        log.info(`legacy node ${nodeId} registered with the shared fleet token`)
+        log.info(`legacy node ${nodeId} registered with the shared fleet token`, fields({ node: nodeId }))
         await this.ctx.changes.publish('node', nodeId)
       }
       n = await this.registry.refresh(nodeId)
@@ -326,7 +326,7 @@ export class Fabric {
     })
     await this.registry.refresh(name)
     await this.changed(name)
-    log.info(`node ${name} rebound: its old credential no longer works`)
+    log.info(`node ${name} rebound: its old credential no longer works`, fields({ node: name }))
     return { nodeId: name, token: token.token, expiresAt: new Date(expiresAt).toISOString() }
   }
 

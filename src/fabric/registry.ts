@@ -124,6 +124,8 @@ const PULL_OVERLAP_MS = 3_000
 /** From this many nodes on, listings count states from a cache (Registry.stateCounts). */
 const COUNT_CACHE_FROM = 50_000
 const COUNT_REFRESH_MS = 2_000
+/** A scrape starts a new full count at most this often (docs/monitoring.md: a pass costs ~0.2 s of CPU at a million nodes). */
+const CENSUS_REFRESH_MS = 10_000
 /** Nodes counted between two turns of the event loop (about 2–5 ms). */
 const COUNT_SLICE = 10_000
 
@@ -268,18 +270,18 @@ export class Registry {
    * and a listing that finds the last full count older than COUNT_REFRESH_MS starts another in slices that
    * give the event loop back (a node that falls silent turns unreachable by time alone: counted then).
    */
-  stateCounts(): StateCounts {
+  stateCounts(refreshAfterMs = COUNT_REFRESH_MS): StateCounts {
     if (this.nodes.size < COUNT_CACHE_FROM) return this.countNow()
     const now = this.now()
     if (this.counts === null) {
       this.counts = this.countNow()
       this.countedAt = now
-    } else if (!this.counting && (now - this.countedAt >= COUNT_REFRESH_MS || now < this.countedAt)) void this.countInSlices()
+    } else if (!this.counting && (now - this.countedAt >= refreshAfterMs || now < this.countedAt)) void this.countInSlices()
     return { ...this.counts }
   }
   private counts: StateCounts | null = null
   /** The same passes count nodes by compatibility and heartbeat age, for the metrics (src/fabric/census.ts). */
-  readonly census = new CensusCount(compatibilityOf, () => this.stateCounts())
+  readonly census = new CensusCount(compatibilityOf, () => this.stateCounts(CENSUS_REFRESH_MS))
   private countedAt = 0
   private counting = false
   /** Moves one node's count from the state it was in to the one it is in (null: absent). */

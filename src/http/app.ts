@@ -3,7 +3,7 @@
 import { Elysia } from 'elysia'
 import { MusterError } from '../errors.ts'
 import { SESSION_COOKIE, bearerToken } from '../auth/auth.ts'
-import { log } from '../log.ts'
+import { fields, log } from '../log.ts'
 import type { Services } from '../services.ts'
 import { isJson, isPath, joinTokenAsBearer, malformedRequest, mediaType, sameOrigin } from './request.ts'
 import { authRoutes } from './routes/auth.ts'
@@ -19,7 +19,7 @@ import { dashboardRoutes } from '../dashboard/routes.ts'
 import { accountRoutes } from './routes/accounts.ts'
 import { auditRoutes } from './routes/audit.ts'
 import { metricsRoutes } from './routes/metrics.ts'
-import { noteRoute } from './request-metrics.ts'
+import { noteRoute, requestId } from './request-metrics.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
   return new Response(JSON.stringify(err.toJSON()), {
@@ -83,7 +83,7 @@ export function createApp(platform: Services) {
       if (code === 'NOT_FOUND') return errorResponse(new MusterError('not-found', 'No such route.'))
       if (code === 'PARSE') return errorResponse(new MusterError('invalid-request', 'Invalid body: not parseable as JSON or form data.', { field: 'body' }))
       if (code === 'VALIDATION') return errorResponse(new MusterError('invalid-request', 'Invalid request.'))
-      log.error(`unhandled error: ${(error as Error)?.stack ?? String(error)}`)
+      log.error(`unhandled error: ${(error as Error)?.stack ?? String(error)}`, fields({ request: requestId(request), route: route ?? null }))
       return errorResponse(new MusterError('internal', 'Internal error; see the Platform log.'))
     })
     .use(healthRoutes())

@@ -9,6 +9,20 @@ import { httpDuration, httpRequests } from '../metrics/platform.ts'
 const templates = new WeakMap<Request, string>()
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
 
+const ids = new WeakMap<Request, string>()
+const idBase = `${process.pid.toString(36)}${Date.now().toString(36).slice(-4)}`
+let nextId = 0
+
+/** A request's id for the log lines about it (made on first ask: most requests are never logged). */
+export function requestId(request: Request): string {
+  let id = ids.get(request)
+  if (id === undefined) {
+    id = `${idBase}-${(++nextId).toString(36)}`
+    ids.set(request, id)
+  }
+  return id
+}
+
 /** The framework matched `request` to the route `template` (app.ts calls this). */
 export function noteRoute(request: Request, template: string | undefined): void {
   if (template) templates.set(request, template)

@@ -66,4 +66,7 @@ export default [
   { name: 'metrics: the Agent counts no successful heartbeat', file: 'src/agent/agent.ts', from: "      agentHeartbeats.inc({ outcome: 'ok' })\n", to: '', tests: [E2E] },
   { name: 'metrics: the Agent counts no failed heartbeat', file: 'src/agent/agent.ts', from: "      agentHeartbeats.inc({ outcome: 'failed' })\n", to: '', tests: [E2E] },
   { name: 'metrics: the Agent metrics bind any address', file: 'src/agent/metrics-server.ts', from: 'if (!isLoopback(host) && !allowRemote) {', to: 'if (!isLoopback(host) && !allowRemote && host === "none") {', tests: [E2E] },
+  // ---- logs ----------------------------------------------------------------------------------
+  { name: 'logs: the Agent logs its renewed credential', file: 'src/agent/agent.ts', from: 'log.info(`node credential renewed (generation ${r.generation})`)', to: 'log.info(`node credential renewed (generation ${r.generation}): ${r.credential}`)', tests: ['test/e2e/json-logs.test.ts'], filter: 'human' },
+  { name: 'logs: JSON lines drop the fields', file: 'src/log.ts', from: 'if (isFields(a)) {\n      for', to: 'if (isFields(a)) {\n      continue\n      for', tests: ['test/e2e/json-logs.test.ts'], filter: 'json' },
 ] satisfies Mutant[]
