@@ -18,7 +18,7 @@
 // code path takes every lease at once and always holds it.
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import { leaseChanges } from '../metrics/platform.ts'
+import { countsLease, leaseChanges } from '../metrics/platform.ts'
 import type { Db, Store } from '../store/db.ts'
 import { acquireLease, checkFence, releaseLease } from '../store/leases.ts'
 
@@ -142,6 +142,7 @@ export class Leases {
     if (!l) {
       l = new Lease(name, this)
       this.leases.set(name, l)
+      countsLease(name)
     }
     return l
   }

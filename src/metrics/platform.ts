@@ -129,7 +129,11 @@ const POSTGRES = { engine: 'postgres' }
 
 // ---- HA -----------------------------------------------------------------------------
 
-export const leaseChanges = new Counter({ name: 'muster_lease_changes_total', help: "This Platform's leases taken (acquired) and given up or lost (lost), by lease.", labelNames: ['lease', 'change'], registers })
+export const leaseChanges = new Counter({ name: 'muster_lease_changes_total', help: "This Platform's leases taken (acquired), lost to another Platform (lost) and given up at a stop (released), by lease.", labelNames: ['lease', 'change'], registers })
+/** A lease this Platform may hold: its changes start at 0, so the first loss is an increase Prometheus sees. */
+export function countsLease(lease: string): void {
+  for (const change of ['acquired', 'lost', 'released']) leaseChanges.inc({ lease, change }, 0)
+}
 
 // ---- cloud --------------------------------------------------------------------------
 

@@ -174,9 +174,14 @@ describe('the families, as Prometheus reads them', () => {
     await p.client.projects.deploy({ name: 'metrics-huge', replicas: 1, cpu: 1_000_000, memory: 64, command: ['sleep', '60'] })
     const shown = await p.client.projects.show('metrics-web')
     const placed = shown.placements.filter((x) => x.node !== null)
-    const on = placed.find((x) => x.node === 'runner')
-    expect(on).toBeDefined()
-    expect((await beat(w.credential, { replicas: [{ project: 'metrics-web', replica: on!.replica, state: 'running', revision: shown.revision }] })).status).toBe(200)
+    // The only ready node runs both: one reported running, the other failed.
+    expect(placed.map((x) => x.node)).toEqual(['runner', 'runner'])
+    const [one, two] = placed as [(typeof placed)[0], (typeof placed)[0]]
+    const replicas = [
+      { project: 'metrics-web', replica: one.replica, state: 'running', revision: shown.revision },
+      { project: 'metrics-web', replica: two.replica, state: 'failed', revision: shown.revision },
+    ]
+    expect((await beat(w.credential, { replicas })).status).toBe(200)
     const all = await p.client.projects.listAll()
     const wanted = all.reduce((n, x) => n + x.replicas, 0)
     await prom.waitValue('muster_project_replicas{state="wanted"}', (v) => v === wanted)
