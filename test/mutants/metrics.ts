@@ -45,7 +45,7 @@ export default [
   family('wanted replicas miscounted', 'src/projects/service.ts', 'for (const p of this.projects.values()) c.wanted += p.replicas', 'for (const p of this.projects.values()) c.wanted += 1', 'replicas wanted'),
   family('running replicas of an old revision counted', 'src/projects/service.ts', "r.state === 'running' && (r.revision ?? p.revision) === p.revision)) c.running++", "r.state !== 'stopped')) c.running++", 'replicas wanted'),
   family('the assignment revision not followed', 'src/projects/service.ts', '    noteAssignmentRevision(w.revision)\n', '', 'replicas wanted'),
-  family('SQLite statements not timed', 'src/store/sql.ts', "      return this.with(text, (s) => s.all(...(params as SQLQueryBindings[])) as T[])\n    } finally {\n      observeQuery('sqlite', started)", "      return this.with(text, (s) => s.all(...(params as SQLQueryBindings[])) as T[])\n    } finally {\n      void started", 'the store'),
+  family('SQLite statements timed as PostgreSQL ones', 'src/metrics/platform.ts', "storeQueryDuration.observe(engine === 'sqlite' ? SQLITE : POSTGRES,", 'storeQueryDuration.observe(POSTGRES,', 'the store'),
   family('leases read as not held', 'src/metrics/platform.ts', "g.set({ lease: l.name }, l.held ? 1 : 0)", "g.set({ lease: l.name }, 0)", 'the store'),
   family('lease changes not counted', 'src/ha/leases.ts', "    leaseChanges.inc({ lease: this.name, change: held ? 'acquired' : this.owner.stopping ? 'released' : 'lost' })\n", '', 'the store'),
   family('a throttled provider call counted as refused', 'src/cloud/http.ts', "outcome: a.status < 300 ? 'ok' : (verdict?.kind ?? 'refused')", "outcome: a.status < 300 ? 'ok' : 'refused'", 'cloud provider'),
@@ -60,7 +60,7 @@ export default [
     from: "const name = counter ? `${family}_total` :",
     to: 'const name = counter ? family :',
     tests: [FAMILIES],
-    filter: 'who may scrape',
+    filter: 'enroll attempts',
   },
   // ---- the Agent's, through the compiled binary ----------------------------------------------
   { name: 'metrics: the Agent counts no successful heartbeat', file: 'src/agent/agent.ts', from: "      agentHeartbeats.inc({ outcome: 'ok' })\n", to: '', tests: [E2E] },
