@@ -13,7 +13,8 @@
 // restarted. `release` leaves everything running; `stopAll` stops it.
 import { appendFileSync, closeSync, mkdirSync } from 'node:fs'
 import type { AssignedReplica } from '../projects/assignments.ts'
-import { log } from '../log.ts'
+import { fields, log } from '../log.ts'
+import { replicaRestarts } from '../metrics/agent.ts'
 import { writeFileAtomic } from '../datadir.ts'
 import type { RunAs } from './isolation.ts'
 import { DEFAULT_LOG_MAX_BYTES, logFileName, openForAppend, rotateIfOver } from './log-files.ts'
@@ -222,7 +223,7 @@ export class Runner {
       }
       s.state = 'failed'
       this.opts.onChange()
-      log.warn(`replica ${spec.project}/${spec.replica} exited with ${code}`)
+      log.warn(`replica ${spec.project}/${spec.replica} exited with ${code}`, fields({ project: spec.project, replica: spec.replica }))
       this.scheduleRestart(s)
     })
   }
@@ -232,6 +233,7 @@ export class Runner {
     if (s.startedAt && Date.now() - s.startedAt > this.opts.stableAfterMs) s.restarts = 0
     const delay = Math.min(this.opts.backoffMaxMs, this.opts.backoffStartMs * 2 ** s.restarts)
     s.restarts++
+    replicaRestarts.inc()
     this.writeLog(this.logFile(s.spec.project, s.spec.replica), `--- restarting in ${delay} ms\n`)
     s.timer = setTimeout(() => {
       s.timer = null

@@ -107,6 +107,15 @@ describe('a real Prometheus scrapes the compiled Platform and Agents with the do
     await prom.waitValue('sum(muster_http_requests_total{route="/api/v1/nodes/enrollments",code="2xx"})', (v) => v === 3)
     await prom.waitValue('process_open_fds{job="muster-platform"}', (v) => v > 0)
 
+    // Two projects: one whose replica runs, one whose replica exits at once and is restarted again and again.
+    const deploy = (name: string, command: string[]) => fetch(`${api}/api/v1/projects`, { method: 'POST', headers: { authorization: `Bearer ${admin.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name, replicas: 1, cpu: 10, memory: 16, command }), tls: { ca } })
+    expect((await deploy('sleeper', ['sleep', '300'])).status).toBe(200)
+    expect((await deploy('crasher', ['sh', '-c', 'exit 3'])).status).toBe(200)
+    await prom.waitValue('sum(muster_agent_replicas{state="running"})', (v) => v === 1, { timeoutMs: 60_000 })
+    await prom.waitValue('muster_project_replicas{state="running"}', (v) => v === 1, { timeoutMs: 60_000 })
+    expect(await prom.value('muster_project_replicas{state="wanted"}')).toBe(2)
+    await prom.waitValue('sum(muster_agent_replica_restarts_total)', (v) => v >= 2, { timeoutMs: 60_000 })
+
     // Enroll attempts with a token that does not exist: refused, counted, and the spike alert fires.
     const cert = await newCert('guess')
     for (let i = 0; i < 25; i++) {

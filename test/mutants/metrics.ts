@@ -65,6 +65,7 @@ export default [
   // ---- the Agent's, through the compiled binary ----------------------------------------------
   { name: 'metrics: the Agent counts no successful heartbeat', file: 'src/agent/agent.ts', from: "      agentHeartbeats.inc({ outcome: 'ok' })\n", to: '', tests: [E2E] },
   { name: 'metrics: the Agent counts no failed heartbeat', file: 'src/agent/agent.ts', from: "      agentHeartbeats.inc({ outcome: 'failed' })\n", to: '', tests: [E2E] },
+  { name: 'metrics: the Agent counts no replica restart', file: 'src/agent/runner.ts', from: '    replicaRestarts.inc()\n', to: '', tests: [E2E] },
   { name: 'metrics: the Agent metrics bind any address', file: 'src/agent/metrics-server.ts', from: 'if (!isLoopback(host) && !allowRemote) {', to: 'if (!isLoopback(host) && !allowRemote && host === "none") {', tests: [E2E] },
   // ---- logs ----------------------------------------------------------------------------------
   { name: 'logs: the Agent logs its renewed credential', file: 'src/agent/agent.ts', from: 'log.info(`node credential renewed (generation ${r.generation})`)', to: 'log.info(`node credential renewed (generation ${r.generation}): ${r.credential}`)', tests: ['test/e2e/json-logs.test.ts'], filter: 'human' },
