@@ -124,8 +124,8 @@ const PULL_OVERLAP_MS = 3_000
 /** From this many nodes on, listings count states from a cache (Registry.stateCounts). */
 const COUNT_CACHE_FROM = 50_000
 const COUNT_REFRESH_MS = 2_000
-/** A scrape starts a new full count at most this often (docs/monitoring.md: a pass costs ~0.2 s of CPU at a million nodes). */
-const CENSUS_REFRESH_MS = 10_000
+/** From COUNT_CACHE_FROM nodes on, a full count runs at least this often (a scrape starts none: docs/monitoring.md). */
+const CENSUS_REFRESH_MS = 30_000
 /** Nodes counted between two turns of the event loop (about 2–5 ms). */
 const COUNT_SLICE = 10_000
 
@@ -170,6 +170,7 @@ export class Registry {
     this.timer = setInterval(() => {
       void this.flush().catch((e) => log.warn(`writing heartbeats: ${(e as Error).message}`))
       if (this.db.engine === 'postgres') void this.pullHeartbeats().catch((e) => log.warn(`reading heartbeats: ${(e as Error).message}`))
+      if (this.nodes.size >= COUNT_CACHE_FROM) this.stateCounts(CENSUS_REFRESH_MS) // the metrics' counts: a full pass every 30 s
     }, intervalMs)
     this.timer.unref?.()
   }
@@ -280,8 +281,7 @@ export class Registry {
     return { ...this.counts }
   }
   private counts: StateCounts | null = null
-  /** The same passes count nodes by compatibility and heartbeat age, for the metrics (src/fabric/census.ts). */
-  readonly census = new CensusCount(compatibilityOf, () => this.stateCounts(CENSUS_REFRESH_MS))
+  readonly census = new CensusCount(compatibilityOf, () => this.stateCounts(Infinity)) // the metrics' (src/fabric/census.ts)
   private countedAt = 0
   private counting = false
   /** Moves one node's count from the state it was in to the one it is in (null: absent). */
