@@ -176,7 +176,12 @@ const gauge = (name: string, help: string, labelNames: string[], collect: (g: Ga
     registers,
     async collect() {
       this.reset()
-      await collect(this)
+      try {
+        await collect(this)
+      } catch {
+        // A source that cannot answer now (the store, mid-failover): the family is empty this scrape, the rest answer.
+        this.reset()
+      }
     },
   })
 
@@ -224,19 +229,21 @@ gauge('muster_ca_expiry_seconds', 'Seconds until the Platform CA certificate exp
 })
 
 export const ROLLOUT_NODE_STATES = ['pending', 'downloading', 'installing', 'restarting', 'done', 'failed', 'rolled-back', 'skipped'] as const
-let rolloutSource: (() => Record<string, number> | undefined) | undefined
+type RolloutCounts = Record<string, number> | undefined
+let rolloutSource: (() => RolloutCounts | Promise<RolloutCounts>) | undefined
 /**
- * Where muster_rollout_nodes reads the nodes of the rollout under way by state: the rollouts service
- * registers its counts here (one line); until one does, every state reads 0.
+ * Where muster_rollout_nodes reads the nodes of the rollouts under way by state (a store query is fine:
+ * it runs once a scrape): the rollouts service registers its counts here in one line,
+ * `ctx.onClose(reportRolloutNodes(() => …))`; until one does, every state reads 0.
  */
-export function reportRolloutNodes(source: () => Record<string, number> | undefined): () => void {
+export function reportRolloutNodes(source: () => RolloutCounts | Promise<RolloutCounts>): () => void {
   rolloutSource = source
   return () => {
     if (rolloutSource === source) rolloutSource = undefined
   }
 }
-gauge('muster_rollout_nodes', 'Nodes of the rollouts under way by rollout state.', ['state'], (g) => {
-  const by = (rolloutSource ?? sources.rolloutNodes)?.() ?? {}
+gauge('muster_rollout_nodes', 'Nodes of the rollouts under way by rollout state.', ['state'], async (g) => {
+  const by = (await (rolloutSource ?? sources.rolloutNodes)?.()) ?? {}
   for (const state of ROLLOUT_NODE_STATES) g.set({ state }, by[state] ?? 0)
 })
 

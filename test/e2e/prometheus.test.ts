@@ -104,6 +104,10 @@ describe('a real Prometheus scrapes the compiled Platform and Agents with the do
     await prom.waitValue('muster_heartbeats_total', (v) => v > 3)
     await prom.waitValue('sum(muster_agent_heartbeats_total{outcome="ok"})', (v) => v >= 3)
     expect(await prom.value('sum(muster_agent_node_state{state="ready"})')).toBe(3)
+    // Each Agent refreshed its trust keys at start, and holds a key that has started.
+    await prom.waitValue('min(muster_agent_trust_refresh_age_seconds)', (v) => v >= 0 && v < 120)
+    expect(await prom.value('min(muster_agent_trust_key_age_seconds)')).toBeGreaterThanOrEqual(0)
+    expect(await prom.value('sum(muster_agent_rollout_state{state="none"})')).toBe(3)
     await prom.waitValue('sum(muster_http_requests_total{route="/api/v1/nodes/enrollments",code="2xx"})', (v) => v === 3)
     await prom.waitValue('process_open_fds{job="muster-platform"}', (v) => v > 0)
 

@@ -52,7 +52,7 @@ export default [
   family('provider retries not counted', 'src/cloud/http.ts', '    providerRetries.inc({ provider })\n    waited += wait\n    // A reset header', '    waited += wait\n    // A reset header', 'cloud provider'),
   family('the trust-key rotation read from the key\'s end', 'src/fabric/trust-schedule.ts', 'return next ? nb(next) : Math.min(nb(current) + SIGNING_MS, na(current) - HANDOVER_MS)', 'return next ? nb(next) : na(current)', 'trust keys'),
   family("the CA's expiry in milliseconds", 'src/metrics/platform.ts', "if (at !== undefined) g.set((at - (sources.now ?? Date.now)()) / 1000)\n})\n\nexport const ROLLOUT", "if (at !== undefined) g.set(at - (sources.now ?? Date.now)())\n})\n\nexport const ROLLOUT", 'trust keys'),
-  family('a registered rollout source is not read', 'src/metrics/platform.ts', 'const by = (rolloutSource ?? sources.rolloutNodes)?.() ?? {}', 'const by = sources.rolloutNodes?.() ?? {}', 'rollouts'),
+  family('a registered rollout source is not read', 'src/metrics/platform.ts', 'const by = (await (rolloutSource ?? sources.rolloutNodes)?.()) ?? {}', 'const by = (await sources.rolloutNodes?.()) ?? {}', 'rollouts'),
   family('no process metrics', 'src/metrics/platform.ts', '  sources = s\n  withProcessMetrics(platformRegistry)', '  sources = s', 'process'),
   {
     name: 'metrics: OpenMetrics counters without _total (Prometheus cannot read the scrape)',
