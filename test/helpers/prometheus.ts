@@ -77,7 +77,7 @@ export function rulesForTest(dir: string, forSeconds = 0): string {
   return file
 }
 
-export async function startPrometheus(opts: { scrapeConfigs: string; ruleFiles?: string[]; interval?: string; dir?: string }): Promise<Prometheus> {
+export async function startPrometheus(opts: { scrapeConfigs: string; ruleFiles?: string[]; interval?: string; dir?: string; /** waitValue's default deadline (30 s). */ waitMs?: number }): Promise<Prometheus> {
   if (!existsSync(PROMETHEUS)) throw new Error(`${PROMETHEUS} is missing: apt-get install prometheus (.ci/deps.sh installs it)`)
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'muster-prometheus-'))
   const interval = opts.interval ?? '1s'
@@ -156,7 +156,7 @@ export async function startPrometheus(opts: { scrapeConfigs: string; ruleFiles?:
           if (last === undefined || !ok(last)) throw new Error(`last answer ${last}`)
           return true
         },
-        { timeoutMs: o.timeoutMs ?? 30_000, what: expr },
+        { timeoutMs: o.timeoutMs ?? opts.waitMs ?? 30_000, what: expr },
       )
       return last!
     },

@@ -31,8 +31,10 @@ beforeAll(async () => {
   const tokenFile = join(dir.path, 'token')
   writeFileSync(tokenFile, metricsToken, { mode: 0o600 })
   const target = new URL(p.url).host
+  // A change shows within a scrape or two (250 ms each); 15 s is room for a busy machine.
   prom = await startPrometheus({
     interval: '250ms',
+    waitMs: 15_000,
     scrapeConfigs: ['scrape_configs:', '  - job_name: muster-platform', '    authorization:', `      credentials_file: ${tokenFile}`, '    static_configs:', `      - targets: ['${target}']`].join('\n'),
   })
   await prom.waitValue('up{job="muster-platform"}', (v) => v === 1)
