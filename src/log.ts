@@ -11,11 +11,12 @@
 // reads the same in both.
 import { createConsola, type ConsolaInstance, type ConsolaReporter, type LogObject } from 'consola'
 import { format } from 'node:util'
+import { tunableNumber } from './tunables.ts'
 
 export const log = createConsola({
   stdout: process.stderr,
   stderr: process.stderr,
-  level: process.env.MUSTER_LOG_LEVEL ? Number(process.env.MUSTER_LOG_LEVEL) : 3,
+  level: tunableNumber('MUSTER_LOG_LEVEL'),
   formatOptions: { date: false },
 })
 

@@ -30,7 +30,7 @@ export default [
     tests: [FAMILIES, PERMS],
     filter: 'who may scrape|metrics token',
   },
-  { name: 'metrics: the metrics role reads what a viewer reads', file: 'src/auth/permissions.ts', from: '  metrics: new Set(),', to: '  metrics: new Set(VIEW),', tests: [PERMS], filter: 'metrics token' },
+  { name: 'metrics: the metrics role reads what a viewer reads', file: 'src/wire/permissions.ts', from: '  metrics: new Set(),', to: '  metrics: new Set(VIEW),', tests: [PERMS], filter: 'metrics token' },
   // ---- one count per family ------------------------------------------------------------------
   family('nodes counted in the wrong state', 'src/fabric/census.ts', '    c.states[state]++', "    c.states[state === 'enrolled' ? 'ready' : state]++", 'nodes by state', true),
   family('compatibility counted as unknown', 'src/fabric/census.ts', '    c.compatibility[compat]++', "    c.compatibility['unknown']++", 'nodes by state'),
@@ -47,7 +47,7 @@ export default [
   family('the assignment revision not followed', 'src/projects/service.ts', '    noteAssignmentRevision(w.revision)\n', '', 'replicas wanted'),
   family('SQLite statements timed as PostgreSQL ones', 'src/metrics/platform.ts', "storeQueryDuration.observe(engine === 'sqlite' ? SQLITE : POSTGRES,", 'storeQueryDuration.observe(POSTGRES,', 'the store'),
   family('leases read as not held', 'src/metrics/platform.ts', "g.set({ lease: l.name }, l.held ? 1 : 0)", "g.set({ lease: l.name }, 0)", 'the store'),
-  family('lease changes not counted', 'src/ha/leases.ts', "    leaseChanges.inc({ lease: this.name, change: held ? 'acquired' : this.owner.stopping ? 'released' : 'lost' })\n", '', 'the store'),
+  family('lease changes not counted', 'src/context/leases.ts', "    leaseChanges.inc({ lease: this.name, change: held ? 'acquired' : this.owner.stopping ? 'released' : 'lost' })\n", '', 'the store'),
   family('a throttled provider call counted as refused', 'src/cloud/http.ts', "outcome: a.status < 300 ? 'ok' : (verdict?.kind ?? 'refused')", "outcome: a.status < 300 ? 'ok' : 'refused'", 'cloud provider'),
   family('provider retries not counted', 'src/cloud/http.ts', '    providerRetries.inc({ provider })\n    waited += wait\n    // A reset header', '    waited += wait\n    // A reset header', 'cloud provider'),
   family('the trust-key rotation read from the key\'s end', 'src/fabric/trust-schedule.ts', 'return next ? nb(next) : Math.min(nb(current) + SIGNING_MS, na(current) - HANDOVER_MS)', 'return next ? nb(next) : na(current)', 'trust keys'),
@@ -65,7 +65,7 @@ export default [
   // ---- the Agent's, through the compiled binary ----------------------------------------------
   { name: 'metrics: the Agent counts no successful heartbeat', file: 'src/agent/agent.ts', from: "      agentHeartbeats.inc({ outcome: 'ok' })\n", to: '', tests: [E2E] },
   { name: 'metrics: the Agent counts no failed heartbeat', file: 'src/agent/agent.ts', from: "      agentHeartbeats.inc({ outcome: 'failed' })\n", to: '', tests: [E2E] },
-  { name: 'metrics: the Agent counts no replica restart', file: 'src/agent/runner.ts', from: '    replicaRestarts.inc()\n', to: '', tests: [E2E] },
+  { name: 'metrics: the Agent counts no replica restart', file: 'src/replicas/runner.ts', from: '    replicaRestarts.inc()\n', to: '', tests: [E2E] },
   { name: 'metrics: the Agent metrics bind any address', file: 'src/agent/metrics-server.ts', from: 'if (!isLoopback(host) && !allowRemote) {', to: 'if (!isLoopback(host) && !allowRemote && host === "none") {', tests: [E2E] },
   // ---- logs ----------------------------------------------------------------------------------
   { name: 'logs: the Agent logs its renewed credential', file: 'src/agent/agent.ts', from: 'log.info(`node credential renewed (generation ${r.generation})`)', to: 'log.info(`node credential renewed (generation ${r.generation}): ${r.credential}`)', tests: ['test/e2e/json-logs.test.ts'], filter: 'human' },

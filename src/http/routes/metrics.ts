@@ -6,7 +6,7 @@ import { Elysia } from 'elysia'
 import { MusterError } from '../../errors.ts'
 import { expose } from '../../metrics/exposition.ts'
 import { platformRegistry } from '../../metrics/platform.ts'
-import type { Services } from '../../services.ts'
+import type { Services } from '../services.ts'
 
 export const metricsRoutes = (platform: Services) =>
   new Elysia({ name: 'routes/metrics' }).get('/metrics', async ({ request }) => {
