@@ -4,8 +4,9 @@
 #   openssl (certificate oracle), script (pty), systemd-analyze (unit checks),
 #   shellcheck (install.sh lint), useradd, chromium (dashboard), postgresql
 #   (the PostgreSQL store), faketime (moved clocks), wrk (benchmarks),
-#   stress-ng (flake hunting), curl, iproute2, prometheus (a real Prometheus and
-#   promtool for the metrics tests).
+#   stress-ng (flake hunting), curl, iproute2, debootstrap and systemd-container
+#   (machines with systemd as PID 1: test/helpers/machines.ts), prometheus (a real
+#   Prometheus and promtool for the metrics tests).
 set -u
 need=()
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -20,6 +21,8 @@ have chromium || need+=(chromium)
 [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || need+=(faketime)
 have wrk || need+=(wrk)
 have stress-ng || need+=(stress-ng)
+have debootstrap || need+=(debootstrap)
+have systemd-nspawn || need+=(systemd-container)
 { have prometheus && have promtool; } || need+=(prometheus)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 [ ${#need[@]} -eq 0 ] && exit 0

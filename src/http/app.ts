@@ -18,6 +18,7 @@ import { bootstrapRoutes } from './routes/bootstrap.ts'
 import { dashboardRoutes } from '../dashboard/routes.ts'
 import { accountRoutes } from './routes/accounts.ts'
 import { auditRoutes } from './routes/audit.ts'
+import { oidcRoutes } from './routes/oidc.ts'
 import { metricsRoutes } from './routes/metrics.ts'
 import { noteRoute, requestId } from './request-metrics.ts'
 
@@ -89,6 +90,7 @@ export function createApp(platform: Services) {
     .use(healthRoutes())
     .use(metricsRoutes(platform))
     .use(authRoutes(platform))
+    .use(oidcRoutes(platform))
     .use(accountRoutes(platform))
     .use(auditRoutes(platform))
   // routes: fabric
