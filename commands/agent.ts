@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
-import { dataDirArg } from './_args.ts'
+import { consola } from 'consola'
+import { dataDirArg, logFormatArg } from './_args.ts'
 import { ExitStatus } from './_main.ts'
 
 export default defineCommand({
@@ -12,8 +13,12 @@ export default defineCommand({
     ...dataDirArg,
     'run-as': { type: 'string', valueHint: 'USER', description: 'Run every replica as this account (default: a uid of its own for each project, when the Agent may switch users; root only as --run-as root)' },
     'stop-replicas': { type: 'boolean', description: 'Stop this node’s replicas (a running Agent is asked to, and exits) and exit' },
+    'metrics-address': { type: 'string', valueHint: 'HOST:PORT', description: 'Serve the Agent’s metrics for a local Prometheus scrape at http://HOST:PORT/metrics (off by default; loopback only unless --metrics-allow-remote)' },
+    'metrics-allow-remote': { type: 'boolean', description: 'Let --metrics-address bind an address other machines reach' },
+    ...logFormatArg,
   },
   async run({ args }) {
+    if (args['log-format'] === 'json') (await import('../src/log.ts')).setLogFormat('json', consola)
     const { resolveDataDir } = await import('../src/datadir.ts')
     const dataDir = resolveDataDir(args['data-dir'])
     if (args['stop-replicas']) {
@@ -27,8 +32,11 @@ export default defineCommand({
     const { Agent } = await import('../src/agent/agent.ts')
     const { untilStopSignal } = await import('../src/shutdown.ts')
     const { log } = await import('../src/log.ts')
+    const metricsServer = await import('../src/agent/metrics-server.ts')
+    const metricsAt = args['metrics-address'] === undefined ? undefined : metricsServer.parseMetricsAddress(args['metrics-address'], Boolean(args['metrics-allow-remote']))
     const agent = new Agent({ dataDir, runAs: args['run-as'] })
     await agent.start()
+    const metrics = metricsAt && metricsServer.startAgentMetrics(metricsServer.agentSources(agent), metricsAt)
     // SIGTERM/SIGINT: the Agent stops, its replicas run on (the next Agent adopts them). SIGUSR2: they stop too.
     // A credential refused for good: they stop too (the Platform places them elsewhere), and the exit status is 3.
     let stopReplicas = false
@@ -43,6 +51,7 @@ export default defineCommand({
       ),
       agent.refusedForGood,
     ])
+    metrics?.stop()
     await agent.stop({ stopReplicas: stopReplicas || refused !== undefined })
     // Status 3: the unit does not restart it (RestartPreventExitStatus=3); only a new join brings it back.
     if (refused) throw new ExitStatus(3, refused)

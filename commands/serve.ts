@@ -1,5 +1,5 @@
 import { defineCommand } from 'citty'
-import { dataDirArg, intArg, multiArg, UsageError } from './_args.ts'
+import { dataDirArg, intArg, logFormatArg, multiArg, UsageError } from './_args.ts'
 import { consola } from 'consola'
 import { ENGINE_ENV } from '../src/swap/protocol.ts'
 import { tunable } from '../src/tunables.ts'
@@ -71,8 +71,10 @@ export default defineCommand({
     'oidc-display-name': { type: 'string', valueHint: 'NAME', description: 'The name on the dashboard\'s "Sign in with …" button' },
     'oidc-only': { type: 'boolean', description: 'No password login: only host-local commands and break-glass remain beside the provider' },
     'oidc-config': { type: 'string', valueHint: 'FILE', description: 'The --oidc-* settings as JSON {issuer, clientId, clientSecretFile, roleMap, …} instead of flags' },
+    ...logFormatArg,
   },
   async run({ args, rawArgs }) {
+    if (args['log-format'] === 'json') (await import('../src/log.ts')).setLogFormat('json', consola)
     const port = intArg(args, 'port', 0, 65535) ?? 7380
     const enrollmentPort = intArg(args, 'enrollment-port', 0, 65535)
     if (enrollmentPort !== undefined && enrollmentPort !== 0 && enrollmentPort < 1024) throw new UsageError(`--enrollment-port must be 1024 or higher (got ${enrollmentPort}); ports below 1024 need root privileges muster does not take`)

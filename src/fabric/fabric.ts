@@ -26,7 +26,8 @@ import { TrustKeys } from './trust-keys.ts'
 import { startFabricLoops, trustSchedule } from './background.ts'
 import { caWarning } from '../pki/platform-ca.ts'
 import { NODE_NAME } from '../wire/validate.ts'
-import { log } from '../log.ts'
+import { fields, log } from '../log.ts'
+import { revocations } from '../metrics/platform.ts'
 import { bearerToken } from '../auth/auth.ts'
 import { assertPrivate } from '../datadir.ts'
 import type { Labels } from '../wire/labels.ts'
@@ -281,7 +282,7 @@ export class Fabric {
       }
       // Two first heartbeats may race (here or on another Platform): the primary key lets one insert win.
       if (await insertNode(this.db, { name: nodeId, auth: 'legacy', cert_sha256: null, cert_pem: null, url: null, token_id: null, version: null, enrolled_at: this.now() })) {
-        log.info(`legacy node ${nodeId} registered with the shared fleet token`)
+        log.info(`legacy node ${nodeId} registered with the shared fleet token`, fields({ node: nodeId }))
         await this.ctx.changes.publish('node', nodeId)
       }
       n = await this.registry.refresh(nodeId)
@@ -305,7 +306,8 @@ export class Fabric {
     this.requireNode(name)
     await this.registry.update(name, { revoked_at: this.now() })
     await this.changed(name)
-    log.info(`node ${name} revoked`)
+    revocations.inc()
+    log.info(`node ${name} revoked`, fields({ node: name }))
     return { nodeId: name, state: 'revoked' }
   }
 
@@ -331,7 +333,7 @@ export class Fabric {
     })
     await this.registry.refresh(name)
     await this.changed(name)
-    log.info(`node ${name} rebound: its old credential no longer works${token.cloudIdentity ? '; its machine may join again by its cloud identity' : ''}`)
+    log.info(`node ${name} rebound: its old credential no longer works${token.cloudIdentity ? '; its machine may join again by its cloud identity' : ''}`, fields({ node: name }))
     return { nodeId: name, token: token.token, expiresAt: new Date(expiresAt).toISOString(), ...(token.cloudIdentity ? { cloudIdentity: true } : {}) }
   }
 
