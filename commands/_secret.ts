@@ -5,6 +5,7 @@ import { fstatSync, readFileSync } from 'node:fs'
 import { consola } from 'consola'
 import { MusterError } from '../src/errors.ts'
 import { assertPrivate } from '../src/datadir.ts'
+import { esc } from './_out.ts'
 
 export interface SecretSource {
   /** What the secret is, for messages: "enrollment token". */
@@ -17,7 +18,7 @@ export interface SecretSource {
 }
 
 export function warnArgvSecret(flag: string): void {
-  consola.warn(`${flag} on the command line lands in shell history and process listings; prefer a file, stdin or the prompt.`)
+  consola.warn(esc`${flag} on the command line lands in shell history and process listings; prefer a file, stdin or the prompt.`)
 }
 
 function stdinKind(): 'tty' | 'data' | 'none' {

@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { jsonArg, platformPinArgs } from './_args.ts'
+import { esc, printJsonLine } from './_out.ts'
 
 export default defineCommand({
   meta: { name: 'login', description: 'Log in to a Platform and save an API token for later commands' },
@@ -27,8 +28,8 @@ export default defineCommand({
     const password = await readSecret({ what: 'password', file: { value: args['password-file'], flag: '--password-file' } })
     const minted = await loginAndMintToken(url, identifier, password, `cli@${hostname()}`.slice(0, 64), fetchFor(pin))
     const file = saveLogin({ url, token: minted.token, account: minted.account, ...(pin ? { pin } : {}) })
-    if (args.json) return void process.stdout.write(`${JSON.stringify({ url, account: minted.account, role: minted.role, saved: file, expiresAt: minted.expiresAt })}\n`)
+    if (args.json) return void printJsonLine({ url, account: minted.account, role: minted.role, saved: file, expiresAt: minted.expiresAt })
     const { consola } = await import('consola')
-    consola.success(`Logged in to ${url} as ${minted.account} (${minted.role}); token saved to ${file}${minted.expiresAt ? `, valid until ${minted.expiresAt}` : ''} (\`muster logout\` revokes it)`)
+    consola.success(esc`Logged in to ${url} as ${minted.account} (${minted.role}); token saved to ${file}${minted.expiresAt ? `, valid until ${minted.expiresAt}` : ''} (\`muster logout\` revokes it)`)
   },
 })

@@ -2,6 +2,7 @@ import { defineCommand } from 'citty'
 import { dataDirArg, intArg, multiArg, UsageError } from './_args.ts'
 import { consola } from 'consola'
 import { ENGINE_ENV } from '../src/swap/protocol.ts'
+import { esc } from './_out.ts'
 
 export default defineCommand({
   meta: { name: 'serve', description: 'Run a Platform: the node registry, enrollment authority and API (SIGHUP swaps in the binary on disk without closing a port)' },
@@ -91,7 +92,7 @@ export default defineCommand({
       const password = args.database ? db.databasePassword(args.database) : undefined
       if (password) {
         db.hideInOwnArgv(password)
-        consola.warn(`--database carries the store's password on the command line, where any local user reads it (ps); give the URL in $MUSTER_DATABASE_URL or --database-file FILE (mode 0600) instead.`)
+        consola.warn(esc`--database carries the store's password on the command line, where any local user reads it (ps); give the URL in $MUSTER_DATABASE_URL or --database-file FILE (mode 0600) instead.`)
       }
       // Before anything is created (the lock, the CA, the superadmin): the setup, the data directory, the ports, the files.
       const { preflightServe } = await import('../src/serve-preflight.ts')

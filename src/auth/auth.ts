@@ -37,6 +37,15 @@ export interface Principal {
   vouched?: boolean
 }
 
+/**
+ * The name a principal goes by wherever it is recorded or shown (the audit, "deployed by", "requested by"):
+ * its account, or `token:<id>` for an API token tied to no account. A token's own name is chosen by whoever
+ * mints it, so it never stands for the principal: a token named `superadmin` is not her (docs/accounts-audit.md).
+ */
+export function principalName(p: Principal): string {
+  return p.account ?? (p.token ? `token:${p.token.id}` : `token:${p.name}`)
+}
+
 /** A check that may refuse password login before any credential is read (federation's local door). */
 export type LoginGate = () => MusterError | null | Promise<MusterError | null>
 
@@ -123,8 +132,9 @@ export class Auth {
     return { sessionId, account: account.name }
   }
 
-  async logout(sessionId: string): Promise<void> {
-    await deleteSession(this.db, this.digest(sessionId))
+  /** Ends a session; whether there was one to end. */
+  async logout(sessionId: string): Promise<boolean> {
+    return deleteSession(this.db, this.digest(sessionId))
   }
 
   /** Opens a session for an account without a password (a redeemed vouch): at most `roleCap`, at most 12 hours, no token minting. */

@@ -1,7 +1,7 @@
 // The cloud area on a Platform: provider connections (credentials proved by a
 // list call, then sealed), regions and sizes, the provisioner and the
 // autoscaler, and the status the dashboard shows.
-import type { Principal } from '../auth/auth.ts'
+import { type Principal, principalName } from '../auth/auth.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import type { Context } from '../context.ts'
@@ -42,7 +42,7 @@ export function cloudOf(p: { cloud: Cloud }): Cloud {
   return p.cloud
 }
 
-export const actorOf = (p: Principal | null): string => (p ? (p.account ?? p.name) : 'autoscaler')
+export const actorOf = (p: Principal | null): string => (p ? principalName(p) : 'autoscaler')
 
 export class Cloud {
   /** API base URLs (MUSTER_CLOUD_*_URL); tests point them at fakes. */

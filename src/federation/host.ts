@@ -47,12 +47,12 @@ export async function breakGlass(root: string, account?: string, now = Date.now(
       : row?.origin === 'vouch' ? new MusterError('conflict', `${account} exists only because the controller vouched for it, so it has no password to restore; name one of this office's own accounts (e.g. superadmin).`)
       : null
     if (refusal) {
-      await host.audit.record(HOST(account ?? null), { source: hostSource(), action: 'federation.break-glass', target: account ?? null, outcome: 'refused', detail: refusal.code })
+      await host.audit.record(HOST(), { source: hostSource(), action: 'federation.break-glass', target: account ?? null, outcome: 'refused', detail: refusal.code })
       throw refusal
     }
     const m = readMembership(host.dataDir)
     const target = [m?.token.officeId, account].filter(Boolean).join(' ') || null
-    return await auditedHostAct(host, HOST(account ?? null), 'federation.break-glass', target, async () => {
+    return await auditedHostAct(host, HOST(), 'federation.break-glass', target, async () => {
       if (m) await insertBreakGlass(host.db, { id: randomId(16), officeId: m.token.officeId, account: account ?? null, at: now, tokenFingerprint: m.fingerprint })
       const result: BreakGlassResult = { localLoginAllowed: true, joined: Boolean(m), officeId: m?.token.officeId ?? null, recorded: Boolean(m) }
       if (account !== undefined) {

@@ -68,7 +68,7 @@ describe("an office's closed door through dist/muster", () => {
     expect(await (await withCookie(vouched, '/api/v1/whoami')).json()).toMatchObject({ account: 'superadmin', role: 'superadmin' })
     // what the office recorded: the suspended token was tried, and refused
     const audit = await fetch(`${url}/api/v1/audit?action=token.mint`, { headers: { cookie: vouched } })
-    expect(((await audit.json()) as { entries: { principal: string; outcome: string; detail: string }[] }).entries[0]).toMatchObject({ principal: `token ${early.id}`, outcome: 'denied', detail: expect.stringContaining('suspended') })
+    expect(((await audit.json()) as { entries: { principal: string; tokenId: string | null; outcome: string; detail: string }[] }).entries[0]).toMatchObject({ principal: '(unknown)', tokenId: early.id, outcome: 'denied', detail: expect.stringContaining('suspended') })
     await joined.stop()
 
     // break-glass: local credentials work again, but a joined office still mints nothing over its API
@@ -152,8 +152,8 @@ describe("an office's closed door through dist/muster", () => {
       const local = JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', oDir, '--json'])).stdout) as { token: string }
       const acts = JSON.parse((await runMuster(['audit', '--action', 'federation', '--json'], { env: { MUSTER_URL: url, MUSTER_TOKEN: local.token } })).stdout) as { entries: { action: string; principal: string; outcome: string; detail: string | null }[] }
       expect(acts.entries.map((e) => [e.action, e.principal, e.outcome])).toEqual([
-        ['federation.break-glass', 'host', 'ok'],
-        ['federation.break-glass', 'alice', 'refused'],
+        ['federation.break-glass', '(host)', 'ok'],
+        ['federation.break-glass', '(host)', 'refused'],
         ['federation.vouch.redeem', 'superadmin', 'ok'],
         ['federation.vouch.redeem', 'alice', 'ok'],
       ])

@@ -8,6 +8,8 @@ import { ROLES } from '../../auth/permissions.ts'
 import { MusterError } from '../../errors.ts'
 import type { Services } from '../../services.ts'
 import { parseBody } from '../validate.ts'
+import { noteAudit } from '../audit-hook.ts'
+import { getAccount } from '../../store/accounts.ts'
 
 const Role = v.picklist(ROLES, 'expected viewer, operator or superadmin')
 const AddAccount = v.object({
@@ -25,11 +27,21 @@ export const accountRoutes = (platform: Services) => {
     if (!ACCOUNT_NAME.test(params.name)) throw new MusterError('not-found', `No account named ${params.name.slice(0, 80)}.`)
     return params.name
   }
+  /** Disabling a disabled account (enabling an enabled one) changes nothing: no action in the audit. */
+  const unchangedIf = async (request: Request, params: { name: string }, disabled: boolean) => {
+    const row = await getAccount(platform.ctx.store, name(params))
+    if (row && Boolean(row.disabled) === disabled) noteAudit(request, { unchanged: true })
+  }
   return new Elysia({ name: 'routes/accounts', prefix: '/api/v1/accounts' })
     .get('', async ({ request }) => (await manage(request), accounts.list()))
     .post('', async ({ request, body }) => (await manage(request), accounts.create(parseBody(AddAccount, body))))
-    .post('/:name/role', async ({ request, params, body }) => (await manage(request), accounts.setRole(name(params), parseBody(SetRole, body).role)))
-    .post('/:name/disable', async ({ request, params }) => (await manage(request), accounts.setDisabled(name(params), true)))
-    .post('/:name/enable', async ({ request, params }) => (await manage(request), accounts.setDisabled(name(params), false)))
+    .post('/:name/role', async ({ request, params, body }) => {
+      await manage(request)
+      const role = parseBody(SetRole, body).role
+      if ((await getAccount(platform.ctx.store, name(params)))?.role === role) noteAudit(request, { unchanged: true })
+      return accounts.setRole(name(params), role)
+    })
+    .post('/:name/disable', async ({ request, params }) => (await manage(request), await unchangedIf(request, params, true), accounts.setDisabled(name(params), true)))
+    .post('/:name/enable', async ({ request, params }) => (await manage(request), await unchangedIf(request, params, false), accounts.setDisabled(name(params), false)))
     .delete('/:name', async ({ request, params }) => (await manage(request), accounts.remove(name(params))))
 }

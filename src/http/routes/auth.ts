@@ -40,8 +40,9 @@ export const authRoutes = (platform: Services) => {
       try {
         ;({ sessionId, account } = await throttledLogin(platform.auth.throttle, peerAddress(request), identifier, () => platform.auth.login(identifier, password)))
       } catch (e) {
-        // The audit names the account tried only when it exists: an unknown "name" may be a password typed in the wrong field.
-        if (ACCOUNT_NAME.test(identifier) && (await getAccount(platform.auth.store, identifier))) noteAudit(request, { who: { principal: identifier, kind: 'anonymous' }, target: identifier })
+        // The audit names the account tried (as the target, never the principal: whoever tried is unknown) only when
+        // it exists: an unknown "name" may be a password typed in the wrong field.
+        if (ACCOUNT_NAME.test(identifier) && (await getAccount(platform.auth.store, identifier))) noteAudit(request, { target: identifier })
         throw e
       }
       noteAudit(request, { who: { principal: account, kind: 'session' }, target: account })
@@ -51,7 +52,8 @@ export const authRoutes = (platform: Services) => {
     })
     .post('/logout', async ({ request }) => {
       const sid = readCookie(request.headers.get('cookie'), SESSION_COOKIE)
-      if (sid) await platform.auth.logout(sid)
+      // Without a live session (an API token, a stale cookie) a logout changes nothing: the audit keeps it apart from actions.
+      if (!sid || !(await platform.auth.logout(sid))) noteAudit(request, { unchanged: true })
       return new Response(JSON.stringify({ ok: true }), {
         headers: { 'content-type': 'application/json', 'set-cookie': sessionCookie('', platform.secure, 0) },
       })

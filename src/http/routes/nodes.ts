@@ -1,5 +1,6 @@
 // Enrollment authority routes (SPEC §6).
 import { Elysia } from 'elysia'
+import { noteAudit } from '../audit-hook.ts'
 import * as v from 'valibot'
 import type { Services } from '../../services.ts'
 import { enroll } from '../../fabric/enroll.ts'
@@ -95,6 +96,11 @@ export const nodeRoutes = (platform: Services) => {
     })
     .post('/nodes/:name/drain', async ({ request, params, body }) => {
       await need(request, 'server.nodes.manage')
-      return fabric.drain(name(params), parseBody(Drain, body).drained ?? true)
+      const node = name(params)
+      const drained = parseBody(Drain, body).drained ?? true
+      // Draining a drained node (or undraining a schedulable one) changes nothing: no action in the audit.
+      const entry = fabric.registry.get(node)
+      if (entry && fabric.nodeSettings(entry).drained === drained) noteAudit(request, { unchanged: true })
+      return fabric.drain(node, drained)
     })
 }

@@ -90,4 +90,12 @@ export const AUTH_MIGRATIONS: Migration[] = [
       CREATE INDEX audit_log_budget_at ON audit_log (budget, at);
     `,
   },
+  {
+    // Each principal's share of an audit budget: the writer's own oldest entries are found through this index.
+    id: 35,
+    name: 'audit log by principal',
+    sql: `
+      CREATE INDEX audit_log_budget_principal_id ON audit_log (budget, principal, id);
+    `,
+  },
 ]
