@@ -72,7 +72,7 @@ export const AUDITED_ROUTES: AuditedRoute[] = [
   { method: 'POST', path: '/api/v1/federation/offices/:officeId/vouch', action: 'federation.vouch', target: p('officeId') },
   { method: 'POST', path: '/api/v1/federation/offices/:officeId/projects', action: 'federation.place', target: (params, body) => `${str(params.officeId)}/${str(field(body, 'name')) ?? '?'}` },
   { method: 'POST', path: '/api/office/vouch', action: 'federation.vouch.redeem', anonymous: { principal: UNKNOWN_PRINCIPAL, kind: 'anonymous' }, notes: true },
-  { method: 'GET', path: '/office/vouch', action: 'federation.vouch.redeem', anonymous: { principal: UNKNOWN_PRINCIPAL, kind: 'anonymous' }, notes: true },
+  { method: 'POST', path: '/office/vouch', action: 'federation.vouch.redeem', anonymous: { principal: UNKNOWN_PRINCIPAL, kind: 'anonymous' }, notes: true },
   { method: 'POST', path: '/api/office/calls', action: 'federation.placed', target: (_, body) => str(field(field(body, 'payload'), 'name')), anonymous: { principal: CONTROLLER_PRINCIPAL, kind: 'controller' } },
 ]
 

@@ -62,11 +62,13 @@ export function auditHook(deps: { audit: Audit; auth: Auth }, handle: (r: Reques
   const { audit, auth } = deps
   return async (request) => {
     const path = requestPath(request)
-    const match = matchAudited(request.method, path)
-    if ((READS.has(request.method) && !match) || match?.route === null) return handle(request)
+    // A HEAD runs the GET handler (the router answers HEAD with it): it is the same request for the audit.
+    const method = request.method === 'HEAD' ? 'GET' : request.method
+    const match = matchAudited(method, path)
+    if ((READS.has(method) && !match) || match?.route === null) return handle(request)
     const route = match?.route
     const params = match && 'params' in match ? match.params : {}
-    const action = route?.action ?? unknownAction(request.method, path)
+    const action = route?.action ?? unknownAction(method, path)
     const source = peerAddress(request)
     const body = (route?.target || route?.detail) && isJson(request) ? await json(request) : undefined
     const target = route?.target?.(params, body) ?? null

@@ -2,7 +2,7 @@
 import { Elysia } from 'elysia'
 import * as v from 'valibot'
 import { SESSION_COOKIE, SESSION_TTL_MS, readCookie } from '../../auth/auth.ts'
-import { ROLE_PERMISSIONS, ROLES } from '../../auth/permissions.ts'
+import { ROLE_PERMISSIONS, ROLES, VOUCHED_WITHHELD } from '../../auth/permissions.ts'
 import { listForCaller, mintForCaller, revokeForCaller } from '../../auth/api-tokens.ts'
 import { MusterError } from '../../errors.ts'
 import type { Services } from '../../services.ts'
@@ -62,7 +62,7 @@ export const authRoutes = (platform: Services) => {
       const p = await platform.auth.authenticate(request.headers)
       if (!p) throw new MusterError('unauthorized', 'Authentication required.')
       // permissions: what the dashboard offers (it still asks the Platform, which checks every call).
-      return { name: p.name, account: p.account, role: p.role, kind: p.kind, permissions: [...ROLE_PERMISSIONS[p.role]] }
+      return { name: p.name, account: p.account, role: p.role, kind: p.kind, permissions: [...ROLE_PERMISSIONS[p.role]].filter((x) => !(p.vouched && VOUCHED_WITHHELD.has(x))) }
     })
     .post('/api/v1/api-tokens', async ({ body, request }) => {
       const p = await caller(request)

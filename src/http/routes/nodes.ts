@@ -90,6 +90,8 @@ export const nodeRoutes = (platform: Services) => {
     .post('/nodes/:name/rotate', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.rotate(name(params))))
     .post('/nodes/:name/rebind', async ({ request, params, body }) => {
       await need(request, 'server.nodes.manage')
+      // It issues an enrollment token: what server.nodes.enroll guards (a vouched session holds neither).
+      await need(request, 'server.nodes.enroll')
       const r = await fabric.rebind(name(params), parseBody(Rebind, body).ttlMinutes)
       // The way back for the machine: the same two lines as a new enrollment (SPEC §17.1).
       return { ...r, ...nodeCommands(platform, r.nodeId) }
