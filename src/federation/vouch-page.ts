@@ -44,7 +44,7 @@ export function vouchPage(dataDir: DataDir, text: string, now: number): Response
       `Open office ${v.officeId}`,
       `<p>The controller vouches for <strong>${html(v.identity)}</strong> as <strong>${html(role)}</strong> (at most) on office <strong>${html(v.officeId)}</strong>, until ${html(new Date(v.expiresAt * 1000).toISOString())}.</p>` +
         `<p>Continue only if you asked for this link yourself: the session it opens is ${html(v.identity)}'s, and everything you do in it is recorded as theirs.</p>` +
-        `<form method="post" action="/office/vouch"><input type="hidden" name="v" value="${html(text)}"><button type="submit">Sign in as ${html(v.identity)}</button></form>`,
+        `<form method="post" action="/office/vouch"><input type="hidden" name="v" value="${html(text)}"><button class="primary" type="submit">Sign in as ${html(v.identity)}</button></form>`,
     )
   } catch (e) {
     if (!(e instanceof MusterError)) throw e

@@ -3,6 +3,7 @@
 import * as v from 'valibot'
 import { IDENTITY, OFFICE_ID } from './formats.ts'
 import { PlacedProjectSpec } from './placement.ts'
+import { isVersion } from '../version.ts'
 
 const Nonce = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{43}$/, 'expected 32 random bytes, base64url'))
 const Url = v.pipe(v.string(), v.maxLength(2048), v.regex(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, 'expected an http(s) URL'))
@@ -13,7 +14,8 @@ export const RegisterBody = v.object({
   officeId: v.pipe(v.string(), v.regex(OFFICE_ID, 'expected an office id')),
   advertiseUrl: Url,
   nonce: Nonce,
-  version: v.optional(v.pipe(v.string(), v.maxLength(64))),
+  // A version is a version: the controller shows it to its operators (`federation offices`).
+  version: v.optional(v.pipe(v.string(), v.maxLength(64), v.check(isVersion, 'expected a version like 1.4.0'))),
   heartbeatSeconds: v.optional(v.pipe(v.number(), v.minValue(0.05), v.maxValue(3600))),
 })
 export type RegisterBody = v.InferOutput<typeof RegisterBody>
@@ -23,7 +25,7 @@ const ProjectStatus = v.object({
   replicas: v.pipe(v.number(), v.integer(), v.minValue(0)),
   state: v.picklist(['pending', 'running', 'failed', 'stopped']),
   running: v.pipe(v.number(), v.integer(), v.minValue(0)),
-  detail: v.optional(v.pipe(v.string(), v.maxLength(512))),
+  detail: v.optional(v.pipe(v.string(), v.maxLength(512), v.regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'expected one line of text'))),
 })
 
 /** Every later cycle: the same credential and nonce, plus what the office has to report. */

@@ -89,6 +89,33 @@ describe('terminal escapes through dist/muster', () => {
     expect(listed.some((e) => e.target === HOSTILE)).toBe(true) // the JSON keeps the value exactly, escaped as JSON
   })
 
+  test('an office registering with escapes for a version is refused; `federation offices` prints inert', { timeout: 60_000 }, async () => {
+    using dir = tmpDir()
+    const data = `${dir.path}/controller`
+    await using serve = await startServe(data)
+    const admin = (JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', data, '--json'])).stdout) as { token: string }).token
+    const env = { MUSTER_URL: serve.url, MUSTER_TOKEN: admin }
+    const { token } = JSON.parse((await runMuster(['federation', 'mint', 'office-a', '--json'], { env })).stdout) as { token: string }
+    // A (compromised) office holding a real token registers with 64 characters of escapes as its version.
+    const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url')
+    const register = (version: string) =>
+      fetch(`${serve.url}/api/v1/federation/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token, officeId: 'office-a', advertiseUrl: 'http://127.0.0.1:9', nonce, version }) })
+    const hostile = '\u001b[2J\u001b[H\r1.0.0\n\u009b1m'.padEnd(64, '\u001b')
+    const refused = await register(hostile)
+    expect(refused.status).toBe(400)
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('invalid-request')
+    expect((await register('9.9.9-rc.1')).status).toBe(200)
+    // A version an older build stored raw (the controller keeps it across an upgrade) still prints inert.
+    const db = new Database(join(data, 'muster.db'))
+    db.run("INSERT INTO federation_offices (office_id, created_at, version, advertise_url) VALUES ('office-b', ?1, ?2, 'http://127.0.0.1:9')", [Date.now(), hostile])
+    db.close()
+    const listed = await runMuster(['federation', 'offices'], { env })
+    expect(listed.code).toBe(0)
+    expect(listed.stdout).toContain('9.9.9-rc.1')
+    expect(listed.stdout).not.toMatch(RAW_CONTROL)
+    expect(listed.stdout.trimEnd().split('\n')).toHaveLength(3)
+  })
+
   test("a hostile server's error message prints as one inert line", { timeout: 30_000 }, async () => {
     await using server = Bun.serve({
       port: 0,
