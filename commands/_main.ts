@@ -24,6 +24,13 @@ export class ExitStatus extends Error {
  */
 export async function runCli(root: AnyCommand, argv: string[]): Promise<never> {
   trackOutput()
+  // A secret given as a flag was hidden from `ps` as the process started; say so, and where it belongs, at once.
+  const { HIDDEN_SECRET_FLAGS } = await import('./_argv-first.ts')
+  if (HIDDEN_SECRET_FLAGS.length > 0) {
+    const { warnArgvSecret } = await import('./_secret.ts')
+    // (A store URL's password: serve and migrate-store say it in their own words.)
+    for (const flag of HIDDEN_SECRET_FLAGS) if (flag !== '--database' && flag !== '--to') warnArgvSecret(flag)
+  }
   const code = await main(root, argv)
   process.exitCode = code
   await outputDelivered()

@@ -1,5 +1,7 @@
 #!/usr/bin/env bun
 // The muster CLI root. Subcommands load lazily so `--help` stays fast.
+// First of all: secrets given as flags leave the process's command line.
+import './_argv-first.ts'
 import { defineCommand } from 'citty'
 import { runCli } from './_main.ts'
 import { VERSION } from '../src/version.ts'

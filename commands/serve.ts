@@ -90,8 +90,8 @@ export default defineCommand({
     delete process.env[ENGINE_ENV]
     if (role !== 'first' && role !== 'takeover') {
       const password = args.database ? db.databasePassword(args.database) : undefined
+      // The password already left this process's command line as it started (commands/_argv-first.ts).
       if (password) {
-        db.hideInOwnArgv(password)
         consola.warn(esc`--database carries the store's password on the command line, where any local user reads it (ps); give the URL in $MUSTER_DATABASE_URL or --database-file FILE (mode 0600) instead.`)
       }
       // Before anything is created (the lock, the CA, the superadmin): the setup, the data directory, the ports, the files.

@@ -176,4 +176,12 @@ export default [
     tests: ['test/e2e/vouch-attacks.test.ts'],
     filter: 'makes nothing that outlives it',
   },
+  {
+    name: 'security4: a secret flag is not hidden from the process list (worker join --enrollment-token, --token)',
+    ci: true,
+    file: 'src/own-argv.ts',
+    from: '    if (secret && hideInOwnArgv(secret)) hidden.push(`--${flag}`)',
+    to: '    if (secret) hidden.push(`--${flag}`)',
+    tests: ['test/e2e/argv-secrets.test.ts'],
+  },
 ] satisfies Mutant[]
