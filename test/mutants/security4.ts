@@ -184,4 +184,19 @@ export default [
     to: '    if (secret) hidden.push(`--${flag}`)',
     tests: ['test/e2e/argv-secrets.test.ts'],
   },
+  {
+    name: 'security4: a node uploads unread log output without bound (no cap per request or project)',
+    ci: true,
+    file: 'src/store/log-relay.ts',
+    from: '        WHERE (SELECT COALESCE(SUM(LENGTH(sealed)), 0) FROM log_chunks WHERE request = ?1) + ?5 <= ?6',
+    to: '        WHERE ?6 > 0 OR (SELECT COALESCE(SUM(LENGTH(sealed)), 0) FROM log_chunks WHERE request = ?1) + ?5 <= ?6',
+    tests: ['test/projects/log-upload-caps.test.ts'],
+  },
+  {
+    name: 'security4: a tail request keeps chunks past its first',
+    file: 'src/projects/logs.ts',
+    from: '    if (row.follow !== 1 && chunk.seq > 0) throw new MusterError(',
+    to: '    if (false) throw new MusterError(',
+    tests: ['test/projects/log-upload-caps.test.ts'],
+  },
 ] satisfies Mutant[]
