@@ -211,7 +211,7 @@ export class Auth {
     }
     if (!p) throw new MusterError('unauthorized', 'Authentication required: give an operator API token (--token, $MUSTER_TOKEN or `muster login`; over HTTP, Authorization: Bearer mat_…).')
     if (!roleCan(p.role, permission)) throw new MusterError('forbidden', `Permission ${permission} is required.`)
-    if (p.vouched && VOUCHED_WITHHELD.has(permission)) throw vouchedRefusal(permission)
+    if (!principalCan(p, permission)) throw vouchedRefusal(permission)
     return p
   }
 
@@ -266,6 +266,11 @@ export class Auth {
     if (door.closed) throw suspended(door.closed)
     return { kind: 'session', name: acct.name, account: acct.name, role: acct.role, ...(openedUnder ? { breakGlass: true } : {}) }
   }
+}
+
+/** Whether a principal holds a permission: its role grants it, and a vouched session is not withheld it. */
+export function principalCan(p: Principal, permission: Permission): boolean {
+  return roleCan(p.role, permission) && !(p.vouched && VOUCHED_WITHHELD.has(permission))
 }
 
 /** What a vouched session gets for what would outlive it (docs/federation.md, "What a vouched session cannot do"). */

@@ -199,4 +199,19 @@ export default [
     to: '    if (false) throw new MusterError(',
     tests: ['test/projects/log-upload-caps.test.ts'],
   },
+  {
+    name: "security4: a viewer's read of the provisions asks the provider (a loop of them hammers the cloud account)",
+    ci: true,
+    file: 'src/http/routes/cloud.ts',
+    from: "cloud().provisioner.list({ reconcile: principalCan(p, 'server.cloud.manage') })",
+    to: 'cloud().provisioner.list({ reconcile: true })',
+    tests: ['test/cloud/viewer-reads.test.ts'],
+  },
+  {
+    name: "security4: a provider's regions and sizes are asked again on every read",
+    file: 'src/cloud/service.ts',
+    from: '    if (hit && performance.now() - hit.at < CATALOG_TTL_MS) return hit.value as Promise<T>',
+    to: '    if (false) return hit!.value as Promise<T>',
+    tests: ['test/cloud/viewer-reads.test.ts'],
+  },
 ] satisfies Mutant[]
