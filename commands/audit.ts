@@ -14,7 +14,7 @@ export default defineCommand({
   meta: { name: 'audit', description: 'The audit of every action: who did what, from where, to what, and how it ended (server.audit.view)' },
   args: {
     since: { type: 'string', valueHint: 'TIME', description: 'Entries from then on: 2026-12-01, an ISO time, or how long ago (30m, 12h, 7d)' },
-    principal: { type: 'string', valueHint: 'NAME', description: 'Only this account (or token name)' },
+    principal: { type: 'string', valueHint: 'NAME', description: 'Only this principal: an account, token:<id> for a token of no account, (host), (controller) or (unknown)' },
     action: { type: 'string', valueHint: 'ACTION', description: 'Only this action (node.drain), or every action it starts (node)' },
     all: { type: 'boolean', description: 'Every page within the retention, not only the newest page' },
     limit: { type: 'string', valueHint: 'N', description: 'Entries per page (default 100, at most 5000)' },

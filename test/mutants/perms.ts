@@ -26,8 +26,8 @@ export default [
   route('a viewer removes nodes', 'src/http/routes/nodes.ts', "need(request, 'server.nodes.manage').then(() => fabric.remove(", "need(request, 'server.nodes.view').then(() => fabric.remove(", 'DELETE /api/v1/nodes/ghost'),
   route('a viewer revokes nodes', 'src/http/routes/nodes.ts', "need(request, 'server.nodes.manage').then(() => fabric.revoke(", "need(request, 'server.nodes.view').then(() => fabric.revoke(", '/revoke$'),
   route('a viewer rotates node credentials', 'src/http/routes/nodes.ts', "need(request, 'server.nodes.manage').then(() => fabric.rotate(", "need(request, 'server.nodes.view').then(() => fabric.rotate(", '/rotate$'),
-  route('a viewer rebinds nodes', 'src/http/routes/nodes.ts', "await need(request, 'server.nodes.manage')\n      const r = await fabric.rebind(", "await need(request, 'server.nodes.view')\n      const r = await fabric.rebind(", '/rebind$'),
-  route('a viewer drains nodes', 'src/http/routes/nodes.ts', "await need(request, 'server.nodes.manage')\n      return fabric.drain(", "await need(request, 'server.nodes.view')\n      return fabric.drain(", '/drain$'),
+  route('a viewer rebinds nodes', 'src/http/routes/nodes.ts', "await need(request, 'server.nodes.manage')\n      // It issues an enrollment token: what server.nodes.enroll guards (a vouched session holds neither).\n      await need(request, 'server.nodes.enroll')\n", "await need(request, 'server.nodes.view')\n", '/rebind$'),
+  route('a viewer drains nodes', 'src/http/routes/nodes.ts', "await need(request, 'server.nodes.manage')\n      const node = name(params)", "await need(request, 'server.nodes.view')\n      const node = name(params)", '/drain$'),
   // ---- src/http/routes/projects.ts, overview.ts ---------------------------------------------
   route('anyone lists the projects', 'src/http/routes/projects.ts', "const { role } = await need(request, 'server.projects.view')\n      return projectPage(", "const role = 'viewer' as const\n      return projectPage(", 'GET /api/v1/projects$'),
   route('anyone reads a project', 'src/http/routes/projects.ts', "const { role } = await need(request, 'server.projects.view')\n      return projectFor(projects().show(", "const role = 'viewer' as const\n      return projectFor(projects().show(", 'GET /api/v1/projects/ghost$'),
@@ -36,10 +36,10 @@ export default [
   route("anyone reads the overview's nodes", 'src/http/routes/overview.ts', "await platform.auth.require(request.headers, 'server.nodes.view')\n      return overviewNodes(", 'return overviewNodes(', 'GET /api/v1/overview/nodes'),
   // ---- src/http/routes/accounts.ts: each route on its own ---------------------------------
   route('an operator lists the accounts', 'src/http/routes/accounts.ts', ".get('', async ({ request }) => (await manage(request), accounts.list()))", ".get('', async () => accounts.list())", 'GET /api/v1/accounts$'),
-  route('an operator adds accounts (a superadmin of its own)', 'src/http/routes/accounts.ts', ".post('', async ({ request, body }) => (await manage(request), accounts.create(", ".post('', async ({ request, body }) => (accounts.create(", 'POST /api/v1/accounts$'),
-  route('an operator changes roles (its own to superadmin)', 'src/http/routes/accounts.ts', "async ({ request, params, body }) => (await manage(request), accounts.setRole(", 'async ({ request, params, body }) => (accounts.setRole(', '/role$'),
-  route('an operator disables accounts', 'src/http/routes/accounts.ts', "async ({ request, params }) => (await manage(request), accounts.setDisabled(name(params), true))", 'async ({ request, params }) => (accounts.setDisabled(name(params), true))', '/disable$'),
-  route('an operator enables accounts', 'src/http/routes/accounts.ts', "async ({ request, params }) => (await manage(request), accounts.setDisabled(name(params), false))", 'async ({ request, params }) => (accounts.setDisabled(name(params), false))', '/enable$'),
+  route('an operator adds accounts (a superadmin of its own)', 'src/http/routes/accounts.ts', ".post('', async ({ request, body }) => (await grant(request, 'adding an account'), accounts.create(", ".post('', async ({ request, body }) => (accounts.create(", 'POST /api/v1/accounts$'),
+  route('an operator changes roles (its own to superadmin)', 'src/http/routes/accounts.ts', "      const p = await manage(request)\n      const role = parseBody(SetRole, body).role", "      const p = { vouched: false }\n      const role = parseBody(SetRole, body).role", '/role$'),
+  route('an operator disables accounts', 'src/http/routes/accounts.ts', "async ({ request, params }) => (await manage(request), await unchangedIf(request, params, true), accounts.setDisabled(name(params), true))", 'async ({ request, params }) => (accounts.setDisabled(name(params), true))', '/disable$'),
+  route('an operator enables accounts', 'src/http/routes/accounts.ts', "async ({ request, params }) => (await grant(request, 'enabling an account'), await unchangedIf(request, params, false), accounts.setDisabled(name(params), false))", 'async ({ request, params }) => (accounts.setDisabled(name(params), false))', '/enable$'),
   route('an operator removes accounts', 'src/http/routes/accounts.ts', ".delete('/:name', async ({ request, params }) => (await manage(request), accounts.remove(", ".delete('/:name', async ({ request, params }) => (accounts.remove(", 'DELETE /api/v1/accounts/ghost'),
   // ---- src/http/routes/cloud.ts ----------------------------------------------------------------
   route('anyone reads the cloud status', 'src/http/routes/cloud.ts', ".get('/status', ({ request }) => need(request, 'server.cloud.view').then(() => cloud().status()))", ".get('/status', () => cloud().status())", 'cloud/status'),
@@ -132,7 +132,7 @@ export default [
   {
     name: 'perms: logout leaves the session working',
     file: 'src/http/routes/auth.ts',
-    from: '      if (sid) await platform.auth.logout(sid)\n',
+    from: '      if (!sid || !(await platform.auth.logout(sid))) noteAudit(request, { unchanged: true })\n',
     to: '',
     tests: [MATRIX],
     filter: 'logout ends the session',
