@@ -298,8 +298,9 @@ export class Fabric {
   }
 
   async revoke(name: string) {
-    this.requireNode(name)
-    await this.registry.update(name, { revoked_at: this.now() })
+    const n = this.requireNode(name)
+    // A node revoked already keeps the time it was revoked.
+    await this.registry.update(name, { revoked_at: n.revokedAt ?? this.now() })
     await this.changed(name)
     log.info(`node ${name} revoked`)
     return { nodeId: name, state: 'revoked' }

@@ -214,4 +214,25 @@ export default [
     to: '    if (false) return hit!.value as Promise<T>',
     tests: ['test/cloud/viewer-reads.test.ts'],
   },
+  {
+    name: 'security4: draining a drained node is recorded as an action',
+    file: 'src/http/routes/nodes.ts',
+    from: '      if (entry && fabric.nodeSettings(entry).drained === drained) noteAudit(request, { unchanged: true })',
+    to: '',
+    tests: ['test/audit/unchanged-writes.test.ts'],
+  },
+  {
+    name: 'security4: revoking a revoked node moves its revocation time (and is an action)',
+    file: 'src/fabric/fabric.ts',
+    from: '    await this.registry.update(name, { revoked_at: n.revokedAt ?? this.now() })',
+    to: '    await this.registry.update(name, { revoked_at: this.now() })',
+    tests: ['test/audit/unchanged-writes.test.ts'],
+  },
+  {
+    name: 'security4: enabling an enabled account is recorded as an action',
+    file: 'src/http/routes/accounts.ts',
+    from: '    if (row && Boolean(row.disabled) === disabled) noteAudit(request, { unchanged: true })',
+    to: '',
+    tests: ['test/audit/unchanged-writes.test.ts'],
+  },
 ] satisfies Mutant[]

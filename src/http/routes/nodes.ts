@@ -86,7 +86,12 @@ export const nodeRoutes = (platform: Services) => {
     .get('/nodes/platform', ({ request }) => need(request, 'server.nodes.view').then(() => fabric.platformInfo()))
     .get('/nodes/audit', ({ request, query }) => need(request, 'server.nodes.manage').then(() => auditPage(fabric, query)))
     .delete('/nodes/:name', ({ request, params, query }) => need(request, 'server.nodes.manage').then(() => fabric.remove(name(params), forceOf(query.force))))
-    .post('/nodes/:name/revoke', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.revoke(name(params))))
+    .post('/nodes/:name/revoke', async ({ request, params }) => {
+      await need(request, 'server.nodes.manage')
+      // Revoking a revoked node changes nothing (it keeps the time of its revocation): no action in the audit.
+      if ((fabric.registry.get(name(params))?.revokedAt ?? null) !== null) noteAudit(request, { unchanged: true })
+      return fabric.revoke(name(params))
+    })
     .post('/nodes/:name/rotate', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.rotate(name(params))))
     .post('/nodes/:name/rebind', async ({ request, params, body }) => {
       await need(request, 'server.nodes.manage')
