@@ -1,5 +1,5 @@
-// One audit of every action (issue 24): who (an account, or a token's name,
-// and its kind), from where, what, on what, and how it ended. An action is
+// One audit of every action: who (an account, or `token:<id>` for a token of no
+// account, and its kind), from where, what, on what, and how it ended. An action is
 // written before it runs, and does not run when that write fails; its outcome
 // is written after. Secrets are never handed to it: targets are names and ids.
 import { principalName, type Principal } from '../auth/auth.ts'
@@ -7,6 +7,7 @@ import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import type { Db } from '../store/db.ts'
 import { DEFAULT_AUDIT_RETENTION, finishAuditEntry, insertAuditEntry, listAuditEntries, pruneAuditLog, type AuditBudget, type AuditFilter, type AuditLogRow, type AuditRetention } from '../store/audit-log.ts'
+import type { AuditEntry } from '../wire/accounts.ts'
 
 export type { AuditRetention }
 export { DEFAULT_AUDIT_RETENTION }
@@ -22,19 +23,6 @@ export interface Who {
 
 /** `unchanged`: the write was allowed and found nothing to change (a logout without a session); it is no action. */
 export type Outcome = 'started' | 'ok' | 'unchanged' | 'denied' | 'refused' | 'failed'
-
-export interface AuditEntry {
-  id: number
-  at: string
-  principal: string
-  principalKind: string
-  tokenId: string | null
-  source: string
-  action: string
-  target: string | null
-  outcome: string
-  detail: string | null
-}
 
 /**
  * The principals of the audit (docs/accounts-audit.md): forms no account name can take (an account name has
