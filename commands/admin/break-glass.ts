@@ -18,7 +18,7 @@ export default defineCommand({
     note(
       r.joined
         ? esc`Local login re-enabled on office ${r.officeId}; recorded, and reported to the controller on the next registration. This office stays joined (\`muster admin detach\` leaves).`
-        : 'This Platform is not joined to a controller: local login was never off; nothing recorded.',
+        : esc`This Platform is not joined to a controller. Under serve --oidc-only, password login is open for ${r.account ?? 'every local account'} for 12 hours (recorded in the audit).`,
     )
     if (r.password) {
       note(esc`New password for ${r.account}; shown once:`)
