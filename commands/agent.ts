@@ -2,6 +2,7 @@ import { defineCommand } from 'citty'
 import { consola } from 'consola'
 import { dataDirArg, logFormatArg } from './_args.ts'
 import { ExitStatus } from './_main.ts'
+import { esc, printLine } from './_out.ts'
 
 export default defineCommand({
   meta: {
@@ -23,9 +24,8 @@ export default defineCommand({
     const dataDir = resolveDataDir(args['data-dir'])
     if (args['stop-replicas']) {
       const { stopReplicas } = await import('../src/agent/stop-replicas.ts')
-      const { printLine } = await import('./_out.ts')
       const r = await stopReplicas(dataDir)
-      if (r.agentPid !== undefined) printLine(`the Agent (pid ${r.agentPid}) stopped its replicas and exited`)
+      if (r.agentPid !== undefined) printLine(esc`the Agent (pid ${r.agentPid}) stopped its replicas and exited`)
       else printLine(r.stopped.length === 0 ? 'no replica was running' : `stopped ${r.stopped.length} replica(s): ${r.stopped.map((p) => `${p.project}/${p.replica} (pid ${p.pid})`).join(', ')}`)
       return
     }

@@ -3,6 +3,7 @@ import { dataDirArg, intArg, logFormatArg, multiArg, UsageError } from './_args.
 import { consola } from 'consola'
 import { ENGINE_ENV } from '../src/swap/protocol.ts'
 import { tunable } from '../src/tunables.ts'
+import { esc } from './_out.ts'
 
 /** The --oidc-* flags, or --oidc-config FILE (one or the other). */
 async function oidcOptions(args: Record<string, unknown>) {
@@ -133,9 +134,9 @@ export default defineCommand({
     delete process.env[ENGINE_ENV]
     if (role !== 'first' && role !== 'takeover') {
       const password = args.database ? db.databasePassword(args.database) : undefined
+      // The password already left this process's command line as it started (commands/_argv-first.ts).
       if (password) {
-        db.hideInOwnArgv(password)
-        consola.warn(`--database carries the store's password on the command line, where any local user reads it (ps); give the URL in $MUSTER_DATABASE_URL or --database-file FILE (mode 0600) instead.`)
+        consola.warn(esc`--database carries the store's password on the command line, where any local user reads it (ps); give the URL in $MUSTER_DATABASE_URL or --database-file FILE (mode 0600) instead.`)
       }
       // Before anything is created (the lock, the CA, the superadmin): the setup, the data directory, the ports, the files.
       const { preflightServe } = await import('../src/platform/serve-preflight.ts')

@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { dataDirArg, intArg, jsonArg, UsageError } from '../_args.ts'
+import { clean, esc, note, printJsonLine, printLine } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'api-token', description: 'Mint an operator API token straight from the data directory (works while serve runs)' },
@@ -28,15 +29,15 @@ export default defineCommand({
       const { auditedHostAct } = await import('../../src/context/host-store.ts')
       const { HOST } = await import('../../src/audit/audit.ts')
       const expiresAt = ttlDays === undefined ? null : Date.now() + ttlDays * 86_400_000
-      const { door, token, id } = await auditedHostAct(host, HOST(account), 'token.mint', args.name, async () => {
+      const { door, token, id } = await auditedHostAct(host, HOST(), 'token.mint', args.name, async () => {
         const door = await apiTokenDoor(host, account, Boolean(args['break-glass']))
         return { door, ...(await host.auth.mintApiToken({ name: args.name, role, account, expiresAt, origin: 'host' })) }
-      }, (r) => `${r.id} role=${args.role}${r.door.recorded ? ' break-glass' : ''}`)
+      }, (r) => `${r.id} role=${args.role}${account ? ` account=${account}` : ''}${r.door.recorded ? ' break-glass' : ''}`)
       const expires = expiresAt === null ? null : new Date(expiresAt).toISOString()
-      if (args.json) return void process.stdout.write(`${JSON.stringify({ id, token, name: args.name, role: args.role, expiresAt: expires, breakGlassRecorded: door.recorded })}\n`)
-      if (door.recorded) process.stderr.write(`Break-glass recorded on office ${door.officeId}${account ? ` for ${account}` : ''}; reported to the controller with the next heartbeat. Local login is open again.\n`)
-      process.stderr.write(`API token "${args.name}" (${args.role}, id ${id}, ${expires ? `expires ${expires}` : 'never expires'}); shown once:\n`)
-      process.stdout.write(`${token}\n`)
+      if (args.json) return void printJsonLine({ id, token, name: args.name, role: args.role, expiresAt: expires, breakGlassRecorded: door.recorded })
+      if (door.recorded) note(esc`Break-glass recorded on office ${door.officeId}${account ? ` for ${account}` : ''}; reported to the controller with the next heartbeat. Local login is open again.`)
+      note(esc`API token "${args.name}" (${args.role}, id ${id}, ${expires ? `expires ${expires}` : 'never expires'}); shown once:`)
+      printLine(clean(token))
     } finally {
       await host.close()
     }

@@ -303,8 +303,9 @@ export class Fabric {
   }
 
   async revoke(name: string): Promise<NodeRevoked> {
-    this.requireNode(name)
-    await this.registry.update(name, { revoked_at: this.now() })
+    const n = this.requireNode(name)
+    // A node revoked already keeps the time it was revoked.
+    await this.registry.update(name, { revoked_at: n.revokedAt ?? this.now() })
     await this.changed(name)
     revocations.inc()
     log.info(`node ${name} revoked`, fields({ node: name }))

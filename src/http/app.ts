@@ -31,12 +31,15 @@ export function errorResponse(err: MusterError, extraHeaders?: Record<string, st
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 const FOREIGN_LOGIN = 'Login forms are accepted only from this Platform’s own pages.'
+/** Routes whose credential is in the body (a password, a vouch): a form posting one signs the browser in. */
+const CREDENTIAL_IN_BODY = ['/login', '/office/vouch', '/api/office/vouch']
 
 /**
  * Requests a page on another site could make a browser send (CSRF):
- * - POST /login in any shape but JSON (a form, multipart or text) must come
- *   from this Platform's pages, or a page elsewhere logs the browser in as
- *   the attacker (login CSRF);
+ * - POST /login and a vouch's redemption (POST /office/vouch, /api/office/vouch)
+ *   in any shape but JSON (a form, multipart or text) must come from this
+ *   Platform's pages, or a page elsewhere logs the browser in as the attacker
+ *   (login CSRF);
  * - a change made with the session cookie must come from this Platform's pages
  *   and be JSON (or bodiless).
  * API tokens (Authorization: Bearer) are not sent by browsers on their own; other Authorization schemes are.
@@ -44,8 +47,11 @@ const FOREIGN_LOGIN = 'Login forms are accepted only from this Platform’s own 
  */
 function crossSiteWrite(request: Request, publicHost: string | undefined): MusterError | null {
   if (SAFE_METHODS.has(request.method)) return null
-  if (isPath(request, '/login')) {
-    return request.method === 'POST' && !isJson(request) && !sameOrigin(request, publicHost) ? new MusterError('forbidden', FOREIGN_LOGIN) : null
+  if (CREDENTIAL_IN_BODY.some((path) => isPath(request, path))) {
+    // A browser tells where a form came from (Sec-Fetch-Site) even when its Origin is hidden: only this Platform's own pages.
+    const site = request.headers.get('sec-fetch-site')
+    const foreign = !sameOrigin(request, publicHost) || (site !== null && site !== 'same-origin' && site !== 'none')
+    return request.method === 'POST' && !isJson(request) && foreign ? new MusterError('forbidden', FOREIGN_LOGIN) : null
   }
   // Only an API token (Bearer) replaces the cookie as the credential; any other Authorization (a proxy's Basic
   // credentials, which the browser adds by itself, even to a form posted from a sibling site) leaves the cookie acting.

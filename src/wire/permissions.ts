@@ -39,6 +39,15 @@ export const ROLE_PERMISSIONS: Record<Role, ReadonlySet<Permission>> = {
   metrics: new Set(),
 }
 
+/**
+ * What a session opened by a vouch never holds, whatever its role: each makes something that outlives the
+ * session (a join token or enrollment that enrolls a node later, an office token, cloud credentials and the
+ * machines made with them). The office's own people make those. Within server.accounts.manage, a vouched
+ * session may list, demote, disable and remove, but not grant (add an account, raise a role, enable one):
+ * src/http/routes/accounts.ts. API tokens are refused too, in their own route.
+ */
+export const VOUCHED_WITHHELD: ReadonlySet<Permission> = new Set<Permission>(['server.nodes.enroll', 'server.federation.manage', 'server.cloud.connect', 'server.cloud.manage'])
+
 export function isRole(value: string): value is Role {
   return (TOKEN_ROLES as readonly string[]).includes(value)
 }

@@ -130,7 +130,7 @@ export default [
   {
     name: "teams: a principal's refused writes share the budget of actions (a flood of them pushes actions out)",
     file: 'src/http/audit-hook.ts',
-    from: "outcome === 'denied' || outcome === 'refused' ? { budget: 'refusals' as const } : {}",
+    from: "outcome === 'denied' || outcome === 'refused' || outcome === 'unchanged' ? { budget: 'refusals' as const } : {}",
     to: '{}',
     tests: AUDIT,
     filter: 'flood',
@@ -190,8 +190,8 @@ export default [
   {
     name: 'teams: a break-glass session survives the door closing again',
     file: 'src/auth/auth.ts',
-    from: 'await endSession(this.db, idHash)',
-    to: 'void idHash',
+    from: '      await endSession(this.db, idHash)\n      if (door.closed) throw suspended(door.closed)',
+    to: '      void idHash\n      if (door.closed) throw suspended(door.closed)',
     tests: DOOR_E2E,
     filter: 'break-glass session ends',
   },
