@@ -157,8 +157,12 @@ export class Auth {
   /** Sets a password, ending the account's sessions and revoking the tokens its logins made (SPEC §16.5). */
   async setPassword(account: string, password: string): Promise<{ sessions: number; tokens: number }> {
     if (!(await getAccount(this.db, account))) throw new MusterError('not-found', `No account named ${account}.`)
-    await setPasswordHash(this.db, account, await hashPassword(password))
-    return endAccountSessions(this.db, account, this.now())
+    const hash = await hashPassword(password)
+    // One transaction: a crash between the new password and the end of the old sessions would leave them working under it.
+    return this.db.tx(async (t) => {
+      await setPasswordHash(t, account, hash)
+      return endAccountSessions(t, account, this.now())
+    })
   }
 
   /**
