@@ -59,6 +59,9 @@ interface Supervised {
   placeholder: boolean
 }
 
+/** Under a test run, its marker goes on to the replicas, so a replica a test leaves behind is found (docs/testing.md). */
+const testRun = (): Record<string, string> => (process.env.MUSTER_TEST_RUN ? { MUSTER_TEST_RUN: process.env.MUSTER_TEST_RUN } : {})
+
 const keyOf = (r: { project: string; replica: number; revision: number }) => `${r.project}/${r.replica}/${r.revision}`
 
 export class Runner {
@@ -181,7 +184,7 @@ export class Runner {
     try {
       fd = openForAppend(file)
       s.proc = Bun.spawn(spec.command, {
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: runAs ? runAs.home : (process.env.HOME ?? '/'), ...spec.env, MUSTER_PROJECT: spec.project, MUSTER_REPLICA: String(spec.replica) },
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: runAs ? runAs.home : (process.env.HOME ?? '/'), ...spec.env, MUSTER_PROJECT: spec.project, MUSTER_REPLICA: String(spec.replica), ...testRun() },
         stdin: 'ignore',
         // A file, not a pipe to the Agent: the replica writes on when the Agent is gone.
         stdout: fd,

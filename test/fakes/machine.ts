@@ -41,7 +41,8 @@ export function bootMachine(userData: string, dir: string): BootedMachine {
     writeFileSync(bin, bytes)
     chmodSync(bin, 0o755)
     const data = join(dir, 'data')
-    const env = { PATH: process.env.PATH, HOME: dir, NO_COLOR: '1', MUSTER_AGENT_HOST: '127.0.0.1', MUSTER_AGENT_HEARTBEAT_MS: '300' }
+    // The test run's marker too (test/helpers/leftovers.ts): the Agent and its replicas are found if a test leaves them.
+    const env = { PATH: process.env.PATH, HOME: dir, NO_COLOR: '1', MUSTER_AGENT_HOST: '127.0.0.1', MUSTER_AGENT_HEARTBEAT_MS: '300', MUSTER_TEST_RUN: process.env.MUSTER_TEST_RUN }
     const tokenFile = join(root, 'root/muster-first-boot/enrollment-token')
     const reach = boot.env.MUSTER_PROBE === 'yes' ? ['--address', '127.0.0.1'] : ['--heartbeat-only']
     // join.sh passes --label role=…; `worker join --label` arrives with node labels (issue 14, the lead's part).

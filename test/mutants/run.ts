@@ -23,6 +23,7 @@ import { tmpdir } from 'node:os'
 import { basename, join, resolve } from 'node:path'
 import type { Mutant } from './types.ts'
 import { sweepStale as sweepStaleNamespaces } from '../helpers/netns.ts'
+import { describeLeftovers, sweepMarked } from '../helpers/leftovers.ts'
 
 const ROOT = resolve(import.meta.dir, '../..')
 const COPIED = ['src', 'commands', 'test', 'bench', 'build.ts', 'package.json', 'bunfig.toml', 'tsconfig.json', 'install.sh']
@@ -30,6 +31,9 @@ const COPIED = ['src', 'commands', 'test', 'bench', 'build.ts', 'package.json', 
 const SPAWNS_BINARY = /\b(musterBin|runMuster|startMuster|startServe)\b|dist\/muster/
 const BINARY_INPUTS = /^(src|commands)\/|^(build\.ts|package\.json|bunfig\.toml|tsconfig\.json)$/
 const TIMEOUT_MS = Number(process.env.MUTANTS_TIMEOUT_MS) || 240_000
+/** This run's marker (test/helpers/leftovers.ts): .ci/run's, or one of its own. */
+const RUN = process.env.MUSTER_TEST_RUN || `mutants-${process.pid}`
+let runs = 0
 
 type Verdict = 'killed' | 'SURVIVED' | 'BROKEN'
 interface Outcome {
@@ -137,7 +141,9 @@ const needsBinary = (m: Mutant) => m.tests.some((t) => t.startsWith('test/e2e/')
 async function runTests(dir: string, m: Mutant): Promise<{ code: number | null; output: string }> {
   // --bail: the first failing test kills the mutant, the rest need not run.
   const cmd = ['bun', 'test', '--bail', '--timeout', '120000', ...m.tests.map((t) => `./${t}`), ...(m.filter ? ['-t', m.filter] : [])]
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', MUSTER_TEST_ENGINES: (m.engines ?? ['sqlite']).join(',') }
+  // Each run of an entry's tests has a marker of its own (below this run's): what it leaves is found and killed after it.
+  const marker = `${RUN}.${++runs}`
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', MUSTER_TEST_ENGINES: (m.engines ?? ['sqlite']).join(','), MUSTER_TEST_RUN: marker }
   delete env.MUSTER_TEST_REBUILD
   const p = Bun.spawn(cmd, { cwd: dir, env, stdout: 'pipe', stderr: 'pipe', detached: true })
   let timedOut = false
@@ -148,6 +154,9 @@ async function runTests(dir: string, m: Mutant): Promise<{ code: number | null; 
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
   clearTimeout(timer)
   killGroup(p.pid) // whatever the tests left running in their group
+  // And what left the group (replicas and Agents start sessions of their own), by the run's marker.
+  const left = await sweepMarked(marker)
+  if (left.length > 0 && verbose) process.stdout.write(`   ${m.name}: killed ${left.length} process(es) its tests left:\n${describeLeftovers(left)}\n`)
   // A run killed before its afterAll leaves its network namespaces (tests across hosts): remove them now.
   if (process.getuid?.() === 0) sweepStaleNamespaces()
   return { code: timedOut ? null : code, output: out + err }
