@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { jsonArg, platformPinArgs } from './_args.ts'
+import { tunable } from '../src/tunables.ts'
 
 export default defineCommand({
   meta: { name: 'login', description: 'Log in to a Platform and save an API token for later commands' },
@@ -16,7 +17,7 @@ export default defineCommand({
     const { loginAndMintToken } = await import('../src/client/login.ts')
     const { MusterError } = await import('../src/errors.ts')
     const { hostname } = await import('node:os')
-    const url = (args['platform-url'] || process.env.MUSTER_URL || DEFAULT_URL).replace(/\/+$/, '')
+    const url = (args['platform-url'] || tunable('MUSTER_URL') || DEFAULT_URL).replace(/\/+$/, '')
     // The Platform is authenticated before the password is sent; the pin is saved with the login.
     const pin = pinFromArgs(args)
     let identifier = args.identifier

@@ -2,6 +2,7 @@ import { defineCommand } from 'citty'
 import { dataDirArg, intArg, multiArg, UsageError } from './_args.ts'
 import { consola } from 'consola'
 import { ENGINE_ENV } from '../src/swap/protocol.ts'
+import { tunable } from '../src/tunables.ts'
 
 export default defineCommand({
   meta: { name: 'serve', description: 'Run a Platform: the node registry, enrollment authority and API (SIGHUP swaps in the binary on disk without closing a port)' },
@@ -37,7 +38,7 @@ export default defineCommand({
     const enrollmentPort = intArg(args, 'enrollment-port', 0, 65535)
     if (enrollmentPort !== undefined && enrollmentPort !== 0 && enrollmentPort < 1024) throw new UsageError(`--enrollment-port must be 1024 or higher (got ${enrollmentPort}); ports below 1024 need root privileges muster does not take`)
     if (Boolean(args['tls-cert']) !== Boolean(args['tls-key'])) throw new UsageError('--tls-cert and --tls-key go together')
-    const { serve } = await import('../src/serve.ts')
+    const { serve } = await import('../src/platform/serve.ts')
     const { resolveDataDir } = await import('../src/datadir.ts')
     const dataDir = resolveDataDir(args['data-dir'])
     if (args.database && args['database-file']) throw new UsageError('--database and --database-file name the same thing: give one')
@@ -85,7 +86,7 @@ export default defineCommand({
       },
     }
     // `muster serve` itself supervises (src/swap/supervisor.ts): it holds the lock and runs this same command line as its engine.
-    const role = process.env[ENGINE_ENV]
+    const role = tunable(ENGINE_ENV)
     delete process.env[ENGINE_ENV]
     if (role !== 'first' && role !== 'takeover') {
       const password = args.database ? db.databasePassword(args.database) : undefined
@@ -94,7 +95,7 @@ export default defineCommand({
         consola.warn(`--database carries the store's password on the command line, where any local user reads it (ps); give the URL in $MUSTER_DATABASE_URL or --database-file FILE (mode 0600) instead.`)
       }
       // Before anything is created (the lock, the CA, the superadmin): the setup, the data directory, the ports, the files.
-      const { preflightServe } = await import('../src/serve-preflight.ts')
+      const { preflightServe } = await import('../src/platform/serve-preflight.ts')
       const self = /(^|\/)muster$/.test(process.argv0) ? process.argv0 : 'muster'
       await preflightServe(options, [self, 'serve', ...db.withoutDatabasePassword(rawArgs)])
       const { supervise } = await import('../src/swap/supervisor.ts')

@@ -11,13 +11,13 @@ import { getApiToken, insertApiToken, type ApiTokenOrigin } from '../store/api-t
 import { touchApiToken } from '../store/token-lifecycle.ts'
 import { endAccountSessions, recordTokenParent } from '../store/account-admin.ts'
 import { endSession, markSessionMembership, sessionMembership } from '../store/session-door.ts'
-import { isRole, lowerRole, roleCan, type Permission, type Role } from './permissions.ts'
+import { isRole, lowerRole, roleCan, type Permission, type Role } from '../wire/permissions.ts'
 import { log } from '../log.ts'
 import { LoginThrottle } from './throttle.ts'
 
 export const SESSION_COOKIE = 'muster_session'
 export const SESSION_TTL_MS = 12 * 3600_000
-/** A session opened by a vouch lives at most this long (SPEC §16.6). */
+/** A session opened by a vouch lives at most this long (docs/security.md). */
 export const VOUCHED_SESSION_TTL_MS = 12 * 3600_000
 export const INITIAL_PASSWORD_FILE = 'platform/initial-superadmin-password'
 const API_TOKEN = /^mat_([a-z2-7]{16})\.([A-Za-z0-9_-]{43})$/
@@ -33,7 +33,7 @@ export interface Principal {
   token?: { id: string; origin: ApiTokenOrigin; expiresAt: number | null }
   /** Sessions: opened while a break-glass held a joined office's door open (it ends when the door closes). */
   breakGlass?: boolean
-  /** Sessions opened by a vouch: they cannot mint API tokens (SPEC §16.6). */
+  /** Sessions opened by a vouch: they cannot mint API tokens (docs/security.md). */
   vouched?: boolean
 }
 
@@ -41,7 +41,7 @@ export interface Principal {
 export type LoginGate = () => MusterError | null | Promise<MusterError | null>
 
 /**
- * The local door of an office (issue 22, item 5): `membership` names the
+ * The local door of an office (item 5): `membership` names the
  * office membership (token fingerprint) when the Platform is joined; `closed`
  * is the refusal a local credential gets while it is joined and no break-glass
  * is in force. A standalone Platform's door is open and names no membership.
@@ -62,7 +62,7 @@ export class Auth {
   door: () => Promise<LocalDoor> = () => Promise.resolve(OPEN_DOOR)
   /** The principal of a request, resolved once (the audit hook and the route ask for the same headers). */
   private readonly resolved = new WeakMap<Headers, Promise<Principal | null>>()
-  /** Failed-login brakes for POST /login (SPEC §16.5). */
+  /** Failed-login brakes for POST /login (docs/security.md). */
   readonly throttle: LoginThrottle = new LoginThrottle(() => this.now())
   private dummyHash: Promise<string> | undefined
 
@@ -135,7 +135,7 @@ export class Auth {
     return sessionId
   }
 
-  /** `parentId`: the token it is minted by; revoking that one revokes this one (issue 22, item 7). */
+  /** `parentId`: the token it is minted by; revoking that one revokes this one (item 7). */
   async mintApiToken(opts: { name: string; role: Role; account?: string | null; expiresAt?: number | null; origin?: ApiTokenOrigin; now?: number; parentId?: string }): Promise<{ token: string; id: string; expiresAt: number | null }> {
     const id = randomId(16)
     const secret = randomSecret()
@@ -154,7 +154,7 @@ export class Auth {
     if (!isRole(row.role) || lowerRole(role, row.role) !== role) throw new MusterError('forbidden', `Account ${account} is ${row.role}; it cannot hold a ${role} token.`)
   }
 
-  /** Sets a password, ending the account's sessions and revoking the tokens its logins made (SPEC §16.5). */
+  /** Sets a password, ending the account's sessions and revoking the tokens its logins made (docs/security.md). */
   async setPassword(account: string, password: string): Promise<{ sessions: number; tokens: number }> {
     if (!(await getAccount(this.db, account))) throw new MusterError('not-found', `No account named ${account}.`)
     const hash = await hashPassword(password)

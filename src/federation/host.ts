@@ -6,7 +6,7 @@ import { unlinkSync } from 'node:fs'
 import { randomId, randomSecret } from '../crypto/tokens.ts'
 import { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
-import { auditedHostAct, hostSource, openHostStore, type HostStore } from '../host-store.ts'
+import { auditedHostAct, hostSource, openHostStore, type HostStore } from '../context/host-store.ts'
 import { HOST } from '../audit/audit.ts'
 import { serveLockHolder } from '../serve-lock.ts'
 import { getAccount } from '../store/accounts.ts'
@@ -57,7 +57,7 @@ export async function breakGlass(root: string, account?: string, now = Date.now(
       const result: BreakGlassResult = { localLoginAllowed: true, joined: Boolean(m), officeId: m?.token.officeId ?? null, recorded: Boolean(m) }
       if (account !== undefined) {
         const password = randomSecret()
-        // Also ends the account's sessions and revokes the tokens its logins made (SPEC §16.5).
+        // Also ends the account's sessions and revokes the tokens its logins made (docs/security.md).
         await host.auth.setPassword(account, password)
         Object.assign(result, { account, password })
       }
@@ -69,7 +69,7 @@ export async function breakGlass(root: string, account?: string, now = Date.now(
 }
 
 /**
- * The local door for `muster admin api-token` (SPEC §16.6), which works while serve runs:
+ * The local door for `muster admin api-token` (docs/security.md), which works while serve runs:
  *   1. not joined: nothing to guard, nothing to record
  *   2. joined with the door closed, without --break-glass: refused ("the local door is closed")
  *   3. joined with --break-glass: a break-glass is recorded for the account the token acts

@@ -4,7 +4,7 @@ import { Elysia } from 'elysia'
 import { MusterError } from '../errors.ts'
 import { SESSION_COOKIE, bearerToken } from '../auth/auth.ts'
 import { log } from '../log.ts'
-import type { Services } from '../services.ts'
+import type { Services } from './services.ts'
 import { isJson, isPath, joinTokenAsBearer, malformedRequest, mediaType, sameOrigin } from './request.ts'
 import { authRoutes } from './routes/auth.ts'
 import { healthRoutes } from './routes/health.ts'
@@ -97,5 +97,5 @@ export function createApp(platform: Services) {
     .use(cloudRoutes(platform))
   // routes: overview (dashboard)
     .use(overviewRoutes(platform))
-    .use(dashboardRoutes(platform))
+    .use(dashboardRoutes())
 }

@@ -1,4 +1,4 @@
-// What each write route means in the audit (issue 24): its action name and
+// What each write route means in the audit: its action name and
 // how its target is read — from the path, from named fields of the body, or
 // from named fields of the answer (an id minted there). Only names and ids are
 // picked, never a whole body: bodies carry passwords, credentials and env.

@@ -8,13 +8,8 @@ import { FEDERATION_MIGRATIONS } from './schema/federation.ts'
 import { CLOUD_MIGRATIONS } from './schema/cloud.ts'
 import { PLATFORM_MIGRATIONS } from './schema/platform.ts'
 import { LOGS_MIGRATIONS } from './schema/logs.ts'
+import type { Migration } from './schema/migration.ts'
 
-export interface Migration {
-  id: number
-  name: string
-  sql: string
-  /** Run on this engine only (recorded as applied on both, so the ids stay one list). */
-  only?: 'sqlite' | 'postgres'
-}
+export type { Migration } from './schema/migration.ts'
 
 export const MIGRATIONS: readonly Migration[] = [...AUTH_MIGRATIONS, ...FABRIC_MIGRATIONS, ...PROJECTS_MIGRATIONS, ...LOGS_MIGRATIONS, ...FEDERATION_MIGRATIONS, ...CLOUD_MIGRATIONS, ...PLATFORM_MIGRATIONS]

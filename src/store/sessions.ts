@@ -1,5 +1,5 @@
 // The sessions table: only keyed digests of session ids are kept. A session
-// opened by a vouch carries its origin and a role cap (SPEC §16.6).
+// opened by a vouch carries its origin and a role cap (docs/security.md).
 import type { Db } from './db.ts'
 
 export interface SessionRow {

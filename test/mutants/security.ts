@@ -1,4 +1,4 @@
-// Planted bugs in issue 10's guarantees (SPEC §16.4–16.7): proof of key,
+// Planted bugs in the security model's guarantees (docs/security.md): proof of key,
 // renewal, API tokens and sessions, vouch privilege, the closed local door,
 // audit budgets. Each was applied by hand and killed by the tests named.
 import type { Mutant } from './types.ts'
@@ -125,7 +125,7 @@ export default [
   {
     name: 'a password change leaves sessions and login tokens alive',
     file: 'src/auth/auth.ts',
-    from: 'return endAccountSessions(this.db, account, this.now())',
+    from: 'return endAccountSessions(t, account, this.now())',
     to: 'return { sessions: 0, tokens: 0 }',
     tests: ['test/auth/api-tokens.test.ts', 'test/e2e/tokens.test.ts'],
   },

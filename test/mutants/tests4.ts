@@ -42,7 +42,7 @@ export default [
   {
     name: 'tests4: a lease taken again with a new fence is not announced (only holder changes are)',
     ci: true,
-    file: 'src/ha/leases.ts',
+    file: 'src/context/leases.ts',
     from: 'const changed = held !== this.holding || (held && fence !== this.fence)',
     to: 'const changed = held !== this.holding',
     tests: ['test/ha/lease-regained.test.ts'],
@@ -132,7 +132,7 @@ export default [
   },
   {
     name: 'tests4: a replica that ran stably keeps its longest restart delay (the backoff never forgets)',
-    file: 'src/agent/runner.ts',
+    file: 'src/replicas/runner.ts',
     from: '    if (s.startedAt && Date.now() - s.startedAt > this.opts.stableAfterMs) s.restarts = 0\n',
     to: '',
     tests: ['test/projects/runner-backoff.test.ts'],

@@ -4,8 +4,8 @@
 // day of running is restarted at once, not after the longest delay.
 import { afterEach, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
-import { Runner } from '../../src/agent/runner.ts'
-import type { AssignedReplica } from '../../src/projects/assignments.ts'
+import { Runner } from '../../src/replicas/runner.ts'
+import type { AssignedReplica } from '../../src/wire/projects.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 const runners: Runner[] = []

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { bootId, procStat } from '../../src/agent/procs.ts'
-import { Runner, type RunnerOptions } from '../../src/agent/runner.ts'
-import type { AssignedReplica } from '../../src/projects/assignments.ts'
+import { bootId, procStat } from '../../src/replicas/procs.ts'
+import { Runner, type RunnerOptions } from '../../src/replicas/runner.ts'
+import type { AssignedReplica } from '../../src/wire/projects.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 /**

@@ -1,4 +1,4 @@
-// Accounts panel (issue 24): the people who may sign in here, with their role,
+// Accounts panel: the people who may sign in here, with their role,
 // origin (local, or created by a controller's vouch), state and expiry
 // (GET /api/v1/accounts), and the changes server.accounts.manage may make:
 // add (the password goes to the Platform once and is kept only as a hash),

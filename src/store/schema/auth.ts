@@ -1,4 +1,4 @@
-import type { Migration } from '../migrations.ts'
+import type { Migration } from './migration.ts'
 
 export const AUTH_MIGRATIONS: Migration[] = [
   {
@@ -54,7 +54,7 @@ export const AUTH_MIGRATIONS: Migration[] = [
     `,
   },
   {
-    // Issue 24 and issue 22 (teams): accounts for people may expire; a token
+    // Teams: accounts for people may expire; a token
     // minted by a token names its parent (revoking one revokes its
     // descendants); a session opened while a break-glass held a joined
     // office's door open names that membership (it ends when the door closes).
@@ -68,7 +68,7 @@ export const AUTH_MIGRATIONS: Migration[] = [
     `,
   },
   {
-    // One audit of every action (issue 24): two budgets, so no volume of
+    // One audit of every action: two budgets, so no volume of
     // refusals (failed logins, unauthenticated writes) pushes an action out.
     id: 31,
     name: 'audit log of every authenticated write',
