@@ -18,6 +18,7 @@ import { tunable } from '../tunables.ts'
 import { writeFileAtomic } from '../datadir.ts'
 import type { RunAs } from './isolation.ts'
 import { DEFAULT_LOG_MAX_BYTES, logFileName, openForAppend, rotateIfOver } from './log-files.ts'
+import { hasWriter, startLogPipe } from './log-pipe.ts'
 import { bootId, sameProcess, procStat, signalGroup } from './procs.ts'
 import { readRecords, type ReplicaRecord } from './records.ts'
 
@@ -163,7 +164,7 @@ export class Runner {
   private check(): void {
     for (const s of this.replicas.values()) {
       const file = this.logFile(s.spec.project, s.spec.replica)
-      rotateIfOver(file, this.opts.maxLogBytes)
+      this.capLog(file)
       if (s.proc || s.pid === null || s.stopping || s.state !== 'running') continue
       if (sameProcess(s.pid, s.startTime ?? '', bootId())) continue
       this.exitedUnseen(s, s.pid, 'after this Agent adopted it')
@@ -185,12 +186,14 @@ export class Runner {
     const file = this.logFile(spec.project, spec.replica)
     this.writeLog(file, `--- ${new Date().toISOString()} starting revision ${spec.revision}: ${spec.command.join(' ')}\n`)
     let fd: number | undefined
+    // Through a writer of its own that keeps the log capped with no Agent (src/replicas/log-pipe.ts), else the file itself.
+    const pipe = startLogPipe(file, this.opts.maxLogBytes)
     try {
-      fd = openForAppend(file)
+      fd = pipe?.fd ?? openForAppend(file)
       s.proc = Bun.spawn(spec.command, {
         env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: runAs ? runAs.home : (process.env.HOME ?? '/'), ...spec.env, MUSTER_PROJECT: spec.project, MUSTER_REPLICA: String(spec.replica), ...testRun() },
         stdin: 'ignore',
-        // A file, not a pipe to the Agent: the replica writes on when the Agent is gone.
+        // Not a pipe to the Agent: the replica writes on when the Agent is gone.
         stdout: fd,
         stderr: fd,
         // setsid(): its own session and process group, so it outlives the Agent and a stop reaches its children.
@@ -198,6 +201,7 @@ export class Runner {
         ...(runAs ? { uid: runAs.uid, gid: runAs.gid, cwd: runAs.home } : {}),
       })
     } catch (e) {
+      pipe?.abandon()
       s.proc = null
       s.state = 'failed'
       s.exitCode = 127
@@ -205,7 +209,8 @@ export class Runner {
       this.scheduleRestart(s)
       return
     } finally {
-      if (fd !== undefined) closeSync(fd)
+      if (pipe) pipe.handedOver()
+      else if (fd !== undefined) closeSync(fd)
     }
     const proc = s.proc
     s.pid = proc.pid
@@ -215,7 +220,9 @@ export class Runner {
     s.startedAt = Date.now()
     this.save()
     this.opts.onChange()
-    void proc.exited.then((code) => {
+    // Its last lines are in the log before the runner writes anything after them.
+    void proc.exited.then(async (code) => {
+      await pipe?.drained(1_000)
       if (s.proc !== proc) return
       s.proc = null
       s.pid = null
@@ -288,9 +295,14 @@ export class Runner {
     }
   }
 
+  /** Past its cap: copied to `.1` and truncated, unless its writer rotates it (src/replicas/log-pipe.ts). */
+  private capLog(file: string): void {
+    if (!hasWriter(file)) rotateIfOver(file, this.opts.maxLogBytes)
+  }
+
   private writeLog(file: string, data: string | Uint8Array): void {
     try {
-      rotateIfOver(file, this.opts.maxLogBytes)
+      this.capLog(file)
       appendFileSync(file, data, { mode: 0o600 })
     } catch {}
   }

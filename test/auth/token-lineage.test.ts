@@ -1,5 +1,5 @@
 // A token minted with a login's token ends with the account's password
-// (docs/accounts.md, API tokens), and so does every token minted with it. Two
+// (docs/accounts-audit.md, API tokens and token lineage), and so does every token minted with it. Two
 // things tie it to the password: its lineage (it names its parent; a password
 // change revokes the login tokens and everything descended from them) and its
 // origin ('login', inherited from its parent). For a token minted now the

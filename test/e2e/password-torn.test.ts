@@ -1,5 +1,5 @@
 // A password change is the new password and the end of the account's sessions
-// and login tokens together (docs/accounts.md): the two writes are one
+// and login tokens together (docs/accounts-audit.md): the two writes are one
 // transaction, so a change cut short between them (the process killed, the
 // store failing) changes nothing, never a new password beside the old
 // sessions still working under it (a stolen session that outlives the change

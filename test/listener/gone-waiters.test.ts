@@ -1,5 +1,5 @@
 // The enrollment listener's fair share forgets a source whose waiting
-// connections closed (docs/security.md, the enrollment listener): when the
+// connections closed (docs/nodes.md, the enrollment listener's connections): when the
 // waiting line is full, a newcomer from a source with fewer waiting pushes out
 // the newest connection of the source with the most. A source whose waiting
 // connections all went away holds no place in that count, else newcomers are

@@ -159,4 +159,29 @@ export default [
     to: '    await setPasswordHash(this.db, account, hash)\n    return endAccountSessions(this.db, account, this.now())',
     tests: ['test/e2e/password-torn.test.ts'],
   },
+  // ---- a replica's log, capped with no Agent (src/replicas/log-pipe.ts) ----
+  {
+    name: 'tests4: a replica writes its log itself (no writer of its own): the log grows while no Agent runs',
+    ci: true,
+    file: 'src/replicas/runner.ts',
+    from: '    const pipe = startLogPipe(file, this.opts.maxLogBytes)',
+    to: '    const pipe = null as ReturnType<typeof startLogPipe>',
+    tests: ['test/e2e/replica-log-cap.test.ts'],
+  },
+  {
+    name: "tests4: a replica's log writer never rotates",
+    file: 'src/replicas/log-pipe.ts',
+    from: '-gt ${Math.floor(maxBytes / 16)} ]',
+    to: '-gt ${Number.MAX_SAFE_INTEGER} ]',
+    tests: ['test/projects/runner-log-pipe.test.ts'],
+    filter: 'keeps the log under its cap',
+  },
+  {
+    name: "tests4: the runner writes a replica's exit line before its last lines reached the log",
+    file: 'src/replicas/runner.ts',
+    from: '      await pipe?.drained(1_000)\n',
+    to: '',
+    tests: ['test/projects/runner-log-pipe.test.ts'],
+    filter: 'comes before the exit line',
+  },
 ] satisfies Mutant[]

@@ -1,5 +1,5 @@
 // A log request takes its node's output until the millisecond it expires, not
-// at it (docs/projects.md, replica logs): a node that answers late is refused
+// at it (docs/workloads.md, reading a replica's output): a node that answers late is refused
 // and nothing it sends reaches the store. The node's part is played over its
 // real routes with its credential, on a clock the test holds still.
 import { expect, test } from 'bun:test'

@@ -1,4 +1,4 @@
-// A follow whose node went quiet ends (docs/projects.md, replica logs): once
+// A follow whose node went quiet ends (docs/workloads.md, reading a replica's output): once
 // the node has sent nothing for 45 s (the stale window), the operator's next
 // empty poll is told the follow ended and its request goes, instead of polling
 // a node that is gone for ever. Each poll waits 20 s for output, so this test

@@ -1,5 +1,5 @@
 // A log follow lives while its operator polls, and ends a minute after the
-// last poll (docs/projects.md, replica logs): each poll pushes its end a minute
+// last poll (docs/workloads.md, reading a replica's output): each poll pushes its end a minute
 // on, so a follow watched for an hour keeps going, and one whose operator went
 // away stops taking its node's output. The node's part is played over its real
 // routes with its credential, on a clock the test holds still.

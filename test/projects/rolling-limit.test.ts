@@ -1,4 +1,4 @@
-// A redeploy rolls (docs/projects.md): the old revision's replicas stay
+// A redeploy rolls (docs/workloads.md, projects): the old revision's replicas stay
 // assigned until the new ones run, or 10 minutes at most, so a new revision
 // that never starts does not keep the old one assigned for ever. Through a
 // real Platform and a node's real routes, on a clock the test holds still, on

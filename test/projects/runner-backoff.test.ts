@@ -1,4 +1,4 @@
-// A replica's restart backoff forgets (docs/projects.md, replicas): it doubles
+// A replica's restart backoff forgets (docs/workloads.md, projects): it doubles
 // while the replica keeps crashing at once, and starts again from the first
 // delay once the replica ran longer than the stable time, so one crash after a
 // day of running is restarted at once, not after the longest delay.
