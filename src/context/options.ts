@@ -1,5 +1,6 @@
 // How `muster serve` (or a test) configures a Platform.
 import type { AuditRetention } from '../store/audit-log.ts'
+import type { OidcOptions } from '../auth/oidc/config.ts'
 
 
 /** A token bucket with a cap on requests in flight (src/fabric/rate-limit.ts applies it). */
@@ -47,6 +48,8 @@ export interface PlatformOptions {
   database?: string
   /** How much of the audit is kept, per budget (default 100,000 entries and 365 days; serve --audit-max-entries, --audit-max-days). */
   auditRetention?: AuditRetention
+  /** Sign-in with an OpenID provider (serve --oidc-*; docs/accounts-audit.md). */
+  oidc?: OidcOptions
   /** An engine swap: the ports are in use by the old engine, which drains once this one steers them here. */
   takeover?: boolean
 }

@@ -6,6 +6,8 @@ import { rekeyTokenDigests } from '../store/token-digests.ts'
 import { sealPlainFields } from '../store/sealed-fields.ts'
 import type { Server } from 'bun'
 import { Auth } from '../auth/auth.ts'
+import { startSso } from '../sso/start.ts'
+import type { Sso } from '../sso/signin.ts'
 import { Audit, DEFAULT_AUDIT_RETENTION } from '../audit/audit.ts'
 import { auditHook } from '../http/audit-hook.ts'
 import { Changes } from '../context/changes.ts'
@@ -77,6 +79,7 @@ export class Platform implements Services {
   readonly store: Store
   readonly auth: Auth
   readonly audit: Audit
+  sso: Sso | null = null
   readonly masterKey: Uint8Array
   readonly vault: Vault
   readonly now: () => number
@@ -168,6 +171,8 @@ export class Platform implements Services {
   /** Each area's service, started in order; each registers its own onClose. */
   private async startServices(): Promise<void> {
     const ctx = this.ctx
+    // services: sign-in with the identity provider (discovery first: a bad issuer refuses the start)
+    this.sso = await startSso(this.options.oidc, { auth: this.auth, audit: this.audit, publicUrl: () => this.publicUrl, now: this.now })
     // services: the Platform CA (the listener's and the API's certificates come from it)
     this.pki = await Pki.open(this.vault, this.now())
     this.publishCaCertificate()
