@@ -64,6 +64,7 @@ export const TUNABLES = {
   MUSTER_AGENT_TICK_MS: { reader: 'agent', default: 30_000, unit: 'ms', meaning: 'How often the Agent checks whether a renewal or a trust refresh is due.' },
   MUSTER_AGENT_LOG_MAX_BYTES: { reader: 'agent', default: 1024 * 1024, unit: 'bytes', meaning: 'The size at which a replica\'s log file is rotated.' },
   MUSTER_AGENT_STOP_GRACE_MS: { reader: 'agent', default: 5_000, unit: 'ms', meaning: 'How long a stopped replica has between SIGTERM and SIGKILL.' },
+  MUSTER_AGENT_CGROUPS: { reader: 'agent', default: null, meaning: '`off`: replicas get no cgroups (the cgroup tree is left alone; a stop reaches their process group and their project\'s uid, and --cpu/--memory are not enforced); unset: each replica in its own cgroup where the Agent has a subtree.' },
   // ---- the command line -------------------------------------------------------
   MUSTER_URL: { reader: 'cli', default: null, meaning: 'The Platform URL when --platform-url is not given (then the one `muster login` saved, then http://127.0.0.1:7380).' },
   MUSTER_TOKEN: { reader: 'cli', default: null, meaning: 'The operator API token when --token is not given (then the one `muster login` saved).' },

@@ -14,6 +14,7 @@
 // Agent keeps the file capped.
 import { closeSync, constants, existsSync, openSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { log } from '../log.ts'
+import { rotateIfOver } from './log-files.ts'
 
 export interface LogPipe {
   /** The descriptor for the replica's stdout and stderr (the FIFO's writing end). */
@@ -62,6 +63,11 @@ const fifoOf = (file: string) => `${file}.pipe`
 /** This log is written (and rotated) by a writer of its own: the Agent leaves its rotation alone. */
 export function hasWriter(file: string): boolean {
   return existsSync(fifoOf(file))
+}
+
+/** Past its cap: copied to `.1` and truncated (src/replicas/log-files.ts), unless its writer rotates it. */
+export function capLog(file: string, maxBytes: number): void {
+  if (!hasWriter(file)) rotateIfOver(file, maxBytes)
 }
 
 /**

@@ -30,7 +30,8 @@ describe('a replica whose Agent is gone', () => {
       expect((await runMuster(['projects', 'deploy', 'chatty', '--replicas', '1', '--cpu', '10', '--memory', '8', '--node-label', 'role=chatty', '--', 'sh', '-c', loop], { env })).code).toBe(0)
       const file = `${dir.path}/w1/worker/logs/chatty-0.log`
       await waitFor(() => existsSync(file) && statSync(file).size > 0, { what: 'the replica writing its log', timeoutMs: 30_000 })
-      const pid = (JSON.parse(readFileSync(`${dir.path}/w1/worker/replicas.json`, 'utf8')) as { replicas: { pid: number }[] }).replicas[0]!.pid
+      const recorded = () => (JSON.parse(readFileSync(`${dir.path}/w1/worker/replicas.json`, 'utf8')) as { replicas: { pid: number }[] }).replicas[0]?.pid
+      const pid = await waitFor(() => existsSync(`${dir.path}/w1/worker/replicas.json`) && recorded(), { what: 'the replica recorded', timeoutMs: 30_000 })
       // The Agent is killed; the replica is not.
       agent.proc.kill('SIGKILL')
       await agent.proc.exited

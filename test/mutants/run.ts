@@ -36,7 +36,8 @@ const ROOT = resolve(import.meta.dir, '../..')
 const COPIED = ['src', 'commands', 'test', 'bench', 'build.ts', 'package.json', 'bunfig.toml', 'tsconfig.json', 'install.sh']
 /** A named test runs dist/muster when it is end-to-end or its file mentions the binary helpers. */
 const SPAWNS_BINARY = /\b(musterBin|runMuster|startMuster|startServe)\b|dist\/muster/
-const BINARY_INPUTS = /^(src|commands)\/|^(build\.ts|package\.json|bunfig\.toml|tsconfig\.json)$/
+/** What goes into dist/muster (install.sh too: the Platform serves the copy built into it). */
+const BINARY_INPUTS = /^(src|commands)\/|^(build\.ts|package\.json|bunfig\.toml|tsconfig\.json|install\.sh)$/
 const TIMEOUT_MS = Number(process.env.MUTANTS_TIMEOUT_MS) || 240_000
 /** The files that can see a bug run at most this long once its own tests all passed. */
 const NEAR_TIMEOUT_MS = Number(process.env.MUTANTS_NEAR_TIMEOUT_MS) || 600_000

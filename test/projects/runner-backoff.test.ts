@@ -16,10 +16,10 @@ afterEach(async () => {
 
 test('crashes at once double the delay; a crash after running past the stable time starts from the first delay again', async () => {
   using dir = tmpDir()
-  const runner = new Runner({ logDir: dir.path, backoffStartMs: 100, backoffMaxMs: 400, stableAfterMs: 1_000 })
+  const runner = new Runner({ logDir: dir.path, backoffStartMs: 100, backoffMaxMs: 400, stableAfterMs: 3_000 })
   runners.push(runner)
-  // Crashes at once three times, then runs 1.5 s (past the stable time) and crashes, then crashes at once.
-  const script = `n=$(cat ${dir.path}/count 2>/dev/null || echo 0); n=$((n+1)); echo $n > ${dir.path}/count; echo "run $n"; [ $n -eq 4 ] && sleep 1.5; exit 3`
+  // Crashes at once three times, then runs 4.5 s (well past the stable time) and crashes, then crashes at once.
+  const script = `n=$(cat ${dir.path}/count 2>/dev/null || echo 0); n=$((n+1)); echo $n > ${dir.path}/count; echo "run $n"; [ $n -eq 4 ] && sleep 4.5; exit 3`
   const spec: AssignedReplica = { project: 'p', replica: 0, revision: 1, command: ['sh', '-c', script], env: {}, cpu: 10, memory: 10 }
   runner.apply([spec])
   const delays = () => [...readFileSync(runner.logFile('p', 0), 'utf8').matchAll(/--- restarting in (\d+) ms/g)].map((m) => Number(m[1]))
