@@ -31,7 +31,7 @@ describe('a replica whose Agent is gone', () => {
       const file = `${dir.path}/w1/worker/logs/chatty-0.log`
       await waitFor(() => existsSync(file) && statSync(file).size > 0, { what: 'the replica writing its log', timeoutMs: 30_000 })
       const recorded = () => (JSON.parse(readFileSync(`${dir.path}/w1/worker/replicas.json`, 'utf8')) as { replicas: { pid: number }[] }).replicas[0]?.pid
-      const pid = await waitFor(() => existsSync(`${dir.path}/w1/worker/replicas.json`) && recorded(), { what: 'the replica recorded', timeoutMs: 30_000 })
+      const pid = await waitFor(() => (existsSync(`${dir.path}/w1/worker/replicas.json`) ? recorded() : undefined), { what: 'the replica recorded', timeoutMs: 30_000 })
       // The Agent is killed; the replica is not.
       agent.proc.kill('SIGKILL')
       await agent.proc.exited
