@@ -24,6 +24,7 @@ export const TUNABLES = {
   MUSTER_DATA_DIR: { reader: 'any', default: '/var/lib/muster', meaning: 'The data directory when --data-dir is not given.' },
   MUSTER_LOG_LEVEL: { reader: 'any', default: 3, unit: 'level', zero: true, meaning: 'How much goes to stderr (consola levels): 0 errors, 1 warnings, 2 logs, 3 information, 4 debug, 5 trace.' },
   MUSTER_DEBUG: { reader: 'cli', default: null, meaning: 'Set: a failing command prints the stack trace after its one-line error.' },
+  MUSTER_TEST_RUN: { reader: 'any', default: null, meaning: 'Set by the test harness: the test run\'s marker, passed on to replicas so that what a test leaves running is found and stopped (docs/testing.md); not for operators.' },
   // ---- the Platform (serve) -------------------------------------------------
   MUSTER_DATABASE_URL: { reader: 'serve', default: null, meaning: 'The store, postgres://… (several Platforms may share it); unset: SQLite muster.db in the data directory. serve hands it to its engine this way, never on a command line.' },
   MUSTER_SERVE_ENGINE: { reader: 'serve', default: null, meaning: 'Set by serve for its engine process; not for operators.' },

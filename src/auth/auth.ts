@@ -215,8 +215,12 @@ export class Auth {
     if (!row) throw new MusterError('not-found', `No account named ${account}.`)
     // An sso account's credential is the identity provider's: muster never gives it a password.
     if (row.origin === 'sso') throw new MusterError('conflict', `${account} signs in with the identity provider (kind sso) and has no password; change it at the provider, or name a local account.`)
-    await setPasswordHash(this.db, account, await hashPassword(password))
-    return endAccountSessions(this.db, account, this.now())
+    const hash = await hashPassword(password)
+    // One transaction: a crash between the new password and the end of the old sessions would leave them working under it.
+    return this.db.tx(async (t) => {
+      await setPasswordHash(t, account, hash)
+      return endAccountSessions(t, account, this.now())
+    })
   }
 
   /**

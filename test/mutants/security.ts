@@ -122,7 +122,7 @@ export default [
   {
     name: 'a password change leaves sessions and login tokens alive',
     file: 'src/auth/auth.ts',
-    from: 'return endAccountSessions(this.db, account, this.now())',
+    from: 'return endAccountSessions(t, account, this.now())',
     to: 'return { sessions: 0, tokens: 0 }',
     tests: ['test/auth/api-tokens.test.ts', 'test/e2e/tokens.test.ts'],
   },
