@@ -38,6 +38,8 @@ import { FieldSeal, openVault, type Vault } from './vault.ts'
 import { Leases } from './ha/leases.ts'
 import { PlatformRegistry } from './ha/platforms.ts'
 import { RequestGate } from './swap/gate.ts'
+import { Releases } from './releases/service.ts'
+import { Rollouts } from './rollouts/service.ts'
 
 export type { PlatformOptions }
 
@@ -85,6 +87,8 @@ export class Platform implements Services {
   logs!: LogRelay
   federation!: Federation
   cloud!: Cloud
+  releases!: Releases
+  rollouts!: Rollouts
   listener: EnrollmentListener | undefined
   prober!: ReadinessProber
   /** The Platforms sharing this store (several Platforms, SPEC §16.9). */
@@ -199,6 +203,11 @@ export class Platform implements Services {
     this.federation = await startFederation(ctx, { auth: this.auth, projects: this.projects })
     // services: cloud
     this.cloud = startCloud(ctx, { fabric: this.fabric, projects: this.projects, publicUrl: () => this.publicUrl, apiCaPin: () => this.api.caPin })
+    // services: releases and rollouts (docs/upgrading.md)
+    this.releases = new Releases(ctx)
+    await this.releases.start()
+    this.rollouts = new Rollouts(ctx, { fabric: this.fabric, releases: this.releases, audit: this.audit })
+    await this.rollouts.startLoops()
     // Every service has named its leases: take what is free, so each loop knows its holder.
     await ctx.leases.start()
   }
@@ -224,6 +233,8 @@ export class Platform implements Services {
       pins: [...this.pki.caPins(), ...(served?.legacy ? [served.pin] : [])],
       platformUrl: this.publicUrl,
       ...(this.options.allowInsecureNodeTraffic ? { insecureNodeTraffic: true } : {}),
+      // Only public halves: a node takes the first key and keys one it holds endorsed (docs/upgrading.md).
+      ...(this.releases?.publicKeys().length ? { releaseKeys: this.releases.publicKeys() } : {}),
     }
   }
 

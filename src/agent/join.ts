@@ -18,6 +18,7 @@ import { authenticatePlatform, checkPlatformApi, checkTokenShape } from './join-
 import { askStandingOf, isDead, type Standing } from './standing.ts'
 import { PLATFORMS_FILE } from './platforms.ts'
 import { checkTrustSet } from './trust.ts'
+import { learnReleaseKeys } from './update/release-keys.ts'
 import { rememberPlatforms } from './platforms.ts'
 
 export const AGENT_CERT_DAYS = 3650
@@ -132,6 +133,7 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   // 8. write credential, trust keys, then agent.json (its presence means "joined"), all 0600
   writeCredential(dataDir, answer.credential)
   writeTrustFile(dataDir, keys, now())
+  learnReleaseKeys(dataDir, answer.releaseKeys)
   // The answer came over the connection the pin authenticated: take the pins it names (the CA's).
   const { config } = applyAnchors({
     nodeId: answer.nodeId,

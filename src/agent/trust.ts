@@ -8,6 +8,7 @@ import { log } from '../log.ts'
 import { enrollmentClient } from './connect.ts'
 import { applyAnchors, type Anchors } from './anchors.ts'
 import { readTrustFile, writeAgentConfig, writeTrustFile, type AgentConfig } from './files.ts'
+import { learnReleaseKeys } from './update/release-keys.ts'
 
 const MAX_KEYS = 32
 const KID = /^[A-Za-z0-9_-]{1,64}$/
@@ -81,6 +82,7 @@ export async function refreshTrust(dataDir: DataDir, config: AgentConfig, now: n
   const before = readTrustFile(dataDir)?.keys ?? []
   const diff = diffTrust(before, keys)
   writeTrustFile(dataDir, keys, now)
+  learnReleaseKeys(dataDir, (answer as { releaseKeys?: unknown } | undefined)?.releaseKeys)
   if (diff.added.length || diff.removed.length) log.info(`trust keys updated: added ${diff.added.join(', ') || 'none'}; removed ${diff.removed.join(', ') || 'none'}`)
   const next = applyAnchors(config, answer ?? {})
   if (next.changes.length > 0) {

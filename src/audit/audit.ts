@@ -12,7 +12,7 @@ export type { AuditRetention }
 export { DEFAULT_AUDIT_RETENTION }
 
 /** How a principal acted: a password session, a vouched session, an API token, the host's CLI, the controller, or nobody known. */
-export type PrincipalKind = 'session' | 'vouched-session' | 'api-token' | 'host' | 'controller' | 'anonymous'
+export type PrincipalKind = 'session' | 'vouched-session' | 'api-token' | 'host' | 'controller' | 'anonymous' | 'platform'
 
 export interface Who {
   principal: string

@@ -7,6 +7,7 @@ import { federationApi } from './federation.ts'
 import { cloudApi } from './cloud.ts'
 import { accountsApi, auditApi } from './accounts.ts'
 import { overviewApi } from './overview.ts'
+import { releasesApi, rolloutsApi, updatesNodeApi } from './releases.ts'
 
 export type { ClientOptions } from './http.ts'
 export type * from './nodes.ts'
@@ -15,6 +16,7 @@ export type * from './federation.ts'
 export type * from './cloud.ts'
 export type * from './accounts.ts'
 export type * from './overview.ts'
+export type * from './releases.ts'
 export type { PageOptions } from './paging.ts'
 export { MusterError } from '../errors.ts'
 
@@ -54,6 +56,9 @@ export function createClient(opts: ClientOptions) {
     accounts: accountsApi(call),
     audit: auditApi(call),
     overview: overviewApi(call),
+    releases: releasesApi(call),
+    rollouts: rolloutsApi(call),
+    updates: updatesNodeApi(call),
     auth: {
       login: (identifier: string, password: string) => call<{ ok: boolean; account: string }>('POST', '/login', { identifier, password }),
       whoami: () => call<{ name: string; account: string | null; role: string; kind: string; permissions: string[] }>('GET', '/api/v1/whoami'),

@@ -37,6 +37,8 @@ export interface HeartbeatAnswer {
   assignmentRevision?: number
   /** The Platforms sharing the store, for the Agent's failover. */
   platforms?: NodeFacingPlatform[]
+  /** A rollout waits for this node: fetch the directive. */
+  update?: true
 }
 /** What to run on the new machine (neither holds the token); null where this Platform cannot offer it. */
 export interface JoinCommands {
@@ -83,6 +85,8 @@ export interface NodeAnchors {
   pins: string[]
   platformUrl: string
   insecureNodeTraffic?: true
+  /** The release public keys (docs/upgrading.md). */
+  releaseKeys?: { kid: string; publicKey: string; endorsedBy?: string; signature?: string }[]
 }
 export interface EnrollResult extends NodeAnchors {
   nodeId: string

@@ -60,6 +60,8 @@ export interface NodeAnchors {
   platformUrl: string
   /** The operator allowed a plain-http API for nodes (--allow-insecure-node-traffic). */
   insecureNodeTraffic?: true
+  /** The release public keys (docs/upgrading.md): a node takes only the first one and those a key it holds endorsed. */
+  releaseKeys?: { kid: string; publicKey: string; endorsedBy?: string; signature?: string }[]
 }
 
 /** What the enrollment authority needs of the Platform around it. */

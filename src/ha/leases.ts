@@ -21,7 +21,7 @@ import { log } from '../log.ts'
 import type { Db, Store } from '../store/db.ts'
 import { acquireLease, checkFence, releaseLease } from '../store/leases.ts'
 
-export type LeaseName = 'placement' | 'trust-keys' | 'probes' | 'cloud-reconcile' | 'cloud-autoscale' | 'audit-prune' | 'federation-heartbeat'
+export type LeaseName = 'placement' | 'trust-keys' | 'probes' | 'cloud-reconcile' | 'cloud-autoscale' | 'audit-prune' | 'federation-heartbeat' | 'rollouts'
 
 const envMs = (name: string, fallback: number) => {
   const v = Number(process.env[name])

@@ -18,6 +18,7 @@ import { bootstrapRoutes } from './routes/bootstrap.ts'
 import { dashboardRoutes } from '../dashboard/routes.ts'
 import { accountRoutes } from './routes/accounts.ts'
 import { auditRoutes } from './routes/audit.ts'
+import { releaseRoutes } from './routes/releases.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
   return new Response(JSON.stringify(err.toJSON()), {
@@ -95,6 +96,8 @@ export function createApp(platform: Services) {
     .use(federationRoutes(platform))
   // routes: cloud
     .use(cloudRoutes(platform))
+  // routes: releases and rollouts
+    .use(releaseRoutes(platform))
   // routes: overview (dashboard)
     .use(overviewRoutes(platform))
     .use(dashboardRoutes(platform))

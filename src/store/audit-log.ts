@@ -5,8 +5,9 @@
 // no volume of junk can push an action out.
 import type { Db } from './db.ts'
 
-export type AuditBudget = 'actions' | 'refusals'
-export const AUDIT_BUDGETS: AuditBudget[] = ['actions', 'refusals']
+export type AuditBudget = 'actions' | 'refusals' | 'rollouts'
+/** 'rollouts': each step of a rollout (a node told, done, rolled back), so a rollout of a large fleet cannot push people's actions out. */
+export const AUDIT_BUDGETS: AuditBudget[] = ['actions', 'refusals', 'rollouts']
 
 export interface AuditLogRow {
   id: number

@@ -1,0 +1,370 @@
+// Rollouts (docs/upgrading.md): an operator names a version; the Platform
+// holding the `rollouts` lease tells nodes in the order decided at the start
+// (src/rollouts/plan.ts), at most max-unavailable at a time, canaries first,
+// and halts on a failed canary or failures past the budget. A node learns it
+// is told from its heartbeat answer (`update`), fetches a directive signed
+// with the trust keys for it alone and valid ten minutes, and reports each
+// step. Every step is audited (budget `rollouts`). One rollout at a time.
+import type { Audit, Who } from '../audit/audit.ts'
+import type { Context } from '../context.ts'
+import { randomId } from '../crypto/tokens.ts'
+import { MusterError } from '../errors.ts'
+import type { Fabric } from '../fabric/fabric.ts'
+import { parseLabelArgs } from '../fabric/labels.ts'
+import { LIVE_MS } from '../ha/platforms.ts'
+import { log } from '../log.ts'
+import type { Releases } from '../releases/service.ts'
+import { signedOf } from '../releases/service.ts'
+import { signDirective, type SignedDirective } from '../signed/release-documents.ts'
+import { livePlatforms } from '../store/platforms.ts'
+import { nodeAgent, nodeAgents, releasesOfVersion, upsertNodeAgent, type ReleaseRow } from '../store/releases.ts'
+import {
+  activeRollout, FINISHED, IN_FLIGHT, insertRollout, insertRolloutNode, latestRollout, markCanariesDone, moveRolloutNode, nextPosition, recentRollouts, rolloutById, rolloutNode, rolloutNodes, rolloutNodesIn, setRolloutState,
+  type RolloutNodeRow, type RolloutNodeState, type RolloutRow,
+} from '../store/rollouts.ts'
+import { compareVersions } from '../version.ts'
+import type { AgentFacts, RolloutList, RolloutNodeStateName, RolloutView, StartRollout, UpdateReport } from '../wire/releases.ts'
+import { ReleaseState } from '../wire/releases.ts'
+import { groupOf, initialState, nextStep, planRollout, unavailableBudget, type Candidate } from './plan.ts'
+
+/** A directive is good for this long. */
+export const DIRECTIVE_TTL_MS = 10 * 60_000
+const TICK_MS = Number(process.env.MUSTER_ROLLOUT_TICK_MS) > 0 ? Number(process.env.MUSTER_ROLLOUT_TICK_MS) : 1_000
+/** A told node that reports nothing for this long has failed. */
+const SILENT_MS = 2 * DIRECTIVE_TTL_MS
+
+const PLATFORM_WHO = (id: string): Who => ({ principal: `rollout ${id}`, kind: 'platform' })
+
+const emptyCounts = (): Record<RolloutNodeStateName, number> => Object.fromEntries(ReleaseState.map((s) => [s, 0])) as Record<RolloutNodeStateName, number>
+
+function selectorOf(r: RolloutRow): string[] {
+  try {
+    return r.selector ? (JSON.parse(r.selector) as string[]) : []
+  } catch {
+    return []
+  }
+}
+
+export function rolloutSummary(r: RolloutRow, rows: RolloutNodeRow[]): Omit<RolloutView, 'nodes' | 'groups'> {
+  const counts = emptyCounts()
+  for (const n of rows) counts[n.state]++
+  return {
+    id: r.id, version: r.version, state: r.state, reason: r.reason, selector: selectorOf(r), canaries: r.canaries, maxUnavailable: r.max_unavailable,
+    maxUnavailableNodes: unavailableBudget(r.max_unavailable, rows.length), maxFailures: r.max_failures, soakSeconds: Math.round(r.soak_ms / 1000), healthTimeoutSeconds: Math.round(r.health_timeout_ms / 1000),
+    createdAt: new Date(r.created_at).toISOString(), createdBy: r.created_by, updatedAt: new Date(r.updated_at).toISOString(), counts,
+  }
+}
+
+export function rolloutView(r: RolloutRow, rows: RolloutNodeRow[]): RolloutView {
+  const groups = new Map<string, { total: number; counts: Record<RolloutNodeStateName, number> }>()
+  for (const n of rows) {
+    const g = groups.get(n.grp) ?? { total: 0, counts: emptyCounts() }
+    g.total++
+    g.counts[n.state]++
+    groups.set(n.grp, g)
+  }
+  return {
+    ...rolloutSummary(r, rows),
+    groups: [...groups].sort(([a], [b]) => (a < b ? -1 : 1)).map(([group, g]) => ({ group, ...g })),
+    nodes: rows.map((n) => ({ name: n.name, state: n.state, from: n.from_version, to: n.to_version, error: n.error, canary: n.canary === 1, group: n.grp, updatedAt: new Date(n.updated_at).toISOString() })),
+  }
+}
+
+export class Rollouts {
+  /** Nodes told and not yet started: their heartbeat answers say `update`. */
+  private wanting = new Set<string>()
+  private timer: ReturnType<typeof setInterval> | undefined
+  private ticking: Promise<void> | undefined
+  private refreshing: Promise<void> | undefined
+  private readonly lease
+
+  constructor(
+    private readonly ctx: Context,
+    private readonly deps: { fabric: Fabric; releases: Releases; audit: Audit },
+  ) {
+    this.lease = ctx.leases.lease('rollouts')
+  }
+
+  /** Serves the heartbeat hint and runs the driver while this Platform holds the lease. */
+  async startLoops(): Promise<void> {
+    this.deps.fabric.updateWanted = (name) => this.wanting.has(name)
+    this.ctx.changes.on('rollouts', () => {
+      void this.refreshWanting()
+      if (this.lease.held) void this.tick()
+    })
+    await this.refreshWanting()
+    this.timer = setInterval(() => {
+      void this.refreshWanting()
+      void this.tick()
+    }, TICK_MS)
+    this.timer.unref?.()
+    this.ctx.onClose(async () => {
+      clearInterval(this.timer)
+      await this.ticking
+    })
+  }
+
+  private refreshWanting(): Promise<void> {
+    this.refreshing ??= (async () => {
+      try {
+        const r = await activeRollout(this.ctx.store)
+        this.wanting = new Set(r ? (await rolloutNodesIn(this.ctx.store, r.id, ['downloading'])).map((n) => n.name) : [])
+      } catch (e) {
+        log.debug(`rollouts: ${(e as Error).message}`)
+      } finally {
+        this.refreshing = undefined
+      }
+    })()
+    return this.refreshing
+  }
+
+  // ---- operators --------------------------------------------------------------------
+
+  /** The selected nodes as the plan sees them (labels the nodes file may override). */
+  private async candidates(selector: Record<string, string>): Promise<Candidate[]> {
+    const agents = new Map((await nodeAgents(this.ctx.store)).map((a) => [a.name, a]))
+    const out: Candidate[] = []
+    for (const n of this.deps.fabric.registry.nodes.values()) {
+      if (n.revokedAt !== null || n.auth !== 'enrolled') continue
+      const { labels } = this.deps.fabric.nodeSettings(n)
+      if (!Object.entries(selector).every(([k, v]) => labels[k] === v)) continue
+      out.push({ name: n.name, labels, agent: agents.get(n.name) ?? null })
+    }
+    return out
+  }
+
+  /** Platforms first: the oldest live Platform must run the target or newer. */
+  private async requirePlatformsCurrent(version: string): Promise<void> {
+    const behind = (await livePlatforms(this.ctx.store, LIVE_MS)).filter((p) => {
+      try {
+        return compareVersions(p.version, version) < 0
+      } catch {
+        return true
+      }
+    })
+    if (behind.length === 0) return
+    const list = behind.map((p) => `${p.api_url} (${p.version})`).join(', ')
+    throw new MusterError(
+      'conflict',
+      `Upgrade the Platform${behind.length > 1 ? 's' : ''} first: ${list} ${behind.length > 1 ? 'run' : 'runs'} a version older than ${version}, and nodes must never be newer than their Platform. On ${behind.length > 1 ? 'each' : 'that'} machine: \`sudo ./install.sh --role platform --binary muster-${version}\` (it swaps the running Platform in place with systemctl reload; no request fails)${behind.length > 1 ? ', one Platform at a time' : ''}. Then start the rollout again.`,
+      { platforms: behind.map((p) => ({ url: p.api_url, version: p.version })) },
+    )
+  }
+
+  async start(b: StartRollout, by: string): Promise<RolloutView> {
+    const releases = await releasesOfVersion(this.ctx.store, b.version)
+    if (releases.length === 0) throw new MusterError('not-found', `No release of ${b.version}: add one first (muster releases add BINARY --key FILE).`)
+    await this.requirePlatformsCurrent(b.version)
+    const active = await activeRollout(this.ctx.store)
+    if (active) throw new MusterError('conflict', `Rollout ${active.id} (${active.version}) is ${active.state}: one rollout at a time. Cancel it first (muster rollouts cancel ${active.id})${active.state === 'halted' ? ' or resume it' : ''}.`)
+    let selector: Record<string, string>
+    try {
+      selector = parseLabelArgs(b.selector ?? [], '--selector')
+    } catch (e) {
+      throw new MusterError('invalid-request', (e as Error).message)
+    }
+    const byArch = new Map<string, ReleaseRow>()
+    for (const r of releases) byArch.set(r.arch, r) // ordered by sequence: the newest of each arch wins
+    const cands = await this.candidates(selector)
+    if (cands.length === 0) throw new MusterError('not-found', `No node matches ${b.selector?.length ? b.selector.join(', ') : 'the rollout'}.`)
+    const now = this.ctx.now()
+    const id = randomId(12)
+    const rows = planRollout(id, b.version, cands, byArch, b.canaries ?? null, now)
+    const row: RolloutRow = {
+      id, version: b.version, selector: b.selector?.length ? JSON.stringify(b.selector) : null, canaries: b.canaries ?? null, max_unavailable: b.maxUnavailable ?? '1', max_failures: b.maxFailures ?? 0,
+      soak_ms: (b.soakSeconds ?? 0) * 1000, health_timeout_ms: (b.healthTimeoutSeconds ?? 60) * 1000, state: 'running', reason: null, active: 1, failures_forgiven: 0, canaries_done_at: null, created_at: now, created_by: by, updated_at: now,
+    }
+    if (!(await insertRollout(this.ctx.store, row, rows))) {
+      const other = await activeRollout(this.ctx.store)
+      throw new MusterError('conflict', `Rollout ${other?.id ?? '?'} started meanwhile: one rollout at a time.`)
+    }
+    await this.audit(id, 'rollout.plan', b.version, `${rows.length} node(s), ${rows.filter((r) => r.canary).length} canary(ies): ${rows.filter((r) => r.canary).map((r) => r.name).join(', ') || 'none'}`)
+    // Deltas for what the nodes run now, made before they ask.
+    void this.prepareDeltas(rows, byArch)
+    await this.ctx.changes.publish('rollouts', id)
+    log.info(`rollout ${id} to ${b.version} started by ${by}: ${rows.length} node(s)`)
+    return this.view(id)
+  }
+
+  private async prepareDeltas(rows: RolloutNodeRow[], byArch: Map<string, ReleaseRow>): Promise<void> {
+    const agents = new Map((await nodeAgents(this.ctx.store)).map((a) => [a.name, a]))
+    const pairs = new Set<string>()
+    for (const r of rows) {
+      const a = agents.get(r.name)
+      const rel = r.arch ? byArch.get(r.arch) : undefined
+      if (r.state === 'pending' && a && rel && (await this.deps.releases.release(a.binary_sha256))) pairs.add(`${a.binary_sha256}:${rel.sha256}`)
+    }
+    for (const p of pairs) {
+      const [from, to] = p.split(':') as [string, string]
+      await this.deps.releases.deltas.get(from, to).catch(() => {})
+    }
+  }
+
+  async view(id?: string): Promise<RolloutView> {
+    const r = id && id !== 'latest' ? await rolloutById(this.ctx.store, id) : await latestRollout(this.ctx.store)
+    if (!r) throw new MusterError('not-found', id && id !== 'latest' ? `No rollout ${id}.` : 'No rollout yet: muster rollouts start VERSION.')
+    return rolloutView(r, await rolloutNodes(this.ctx.store, r.id))
+  }
+
+  async list(): Promise<RolloutList> {
+    const rows = await recentRollouts(this.ctx.store, 50)
+    return { rollouts: await Promise.all(rows.map(async (r) => rolloutSummary(r, await rolloutNodes(this.ctx.store, r.id)))) }
+  }
+
+  /** pause | resume | cancel; refused when the rollout cannot move that way. */
+  async steer(id: string, action: 'pause' | 'resume' | 'cancel'): Promise<RolloutView> {
+    const r = await rolloutById(this.ctx.store, id)
+    if (!r) throw new MusterError('not-found', `No rollout ${id}.`)
+    const now = this.ctx.now()
+    let ok: boolean
+    if (action === 'pause') ok = await setRolloutState(this.ctx.store, id, ['running'], 'paused', { now, reason: 'paused by an operator' })
+    else if (action === 'resume') {
+      // Resuming a halted rollout accepts the failures that halted it; the next one halts it again.
+      const failures = (await rolloutNodes(this.ctx.store, id)).filter((n) => n.state === 'failed' || n.state === 'rolled-back').length
+      ok = await setRolloutState(this.ctx.store, id, ['paused', 'halted'], 'running', { now, reason: null, forgiven: r.state === 'halted' ? failures : r.failures_forgiven })
+    } else {
+      ok = await this.ctx.store.tx(async (t) => {
+        if (!(await setRolloutState(t, id, ['running', 'paused', 'halted'], 'cancelled', { now, reason: 'cancelled by an operator' }))) return false
+        await t.run(`UPDATE rollout_nodes SET state = 'skipped', error = 'the rollout was cancelled', updated_at = ?2 WHERE rollout_id = ?1 AND state = 'pending'`, id, now)
+        return true
+      })
+    }
+    if (!ok) throw new MusterError('conflict', `Rollout ${id} is ${r.state}: it cannot be ${action === 'pause' ? 'paused' : action === 'resume' ? 'resumed' : 'cancelled'}.`)
+    await this.ctx.changes.publish('rollouts', id)
+    return this.view(id)
+  }
+
+  // ---- the driver (the `rollouts` lease holder) -------------------------------------------
+
+  tick(): Promise<void> {
+    if (!this.lease.held) return Promise.resolve()
+    this.ticking ??= this.lease
+      .run(() => this.drive())
+      .catch((e) => log.warn(`rollouts: ${(e as Error).message}`))
+      .finally(() => (this.ticking = undefined))
+    return this.ticking
+  }
+
+  private async drive(): Promise<void> {
+    const r = await activeRollout(this.ctx.store)
+    if (!r) return
+    const now = this.ctx.now()
+    await this.addNewcomers(r, now)
+    await this.expireSilent(r, now)
+    const rows = await rolloutNodes(this.ctx.store, r.id)
+    const step = nextStep(r, rows, now)
+    if (step.kind !== 'halt' && step.kind !== 'done' && step.canariesDone && r.canaries_done_at === null && rows.some((n) => n.canary === 1)) {
+      await this.lease.fenced((t) => markCanariesDone(t, r.id, now))
+      await this.audit(r.id, 'rollout.canaries-done', r.version, r.soak_ms > 0 ? `soaking ${Math.round(r.soak_ms / 1000)} s` : null)
+    }
+    if (step.kind === 'halt' && r.state === 'running') {
+      if (await this.lease.fenced((t) => setRolloutState(t, r.id, ['running'], 'halted', { now, reason: step.reason }))) {
+        await this.audit(r.id, 'rollout.halted', r.version, step.reason, 'failed')
+        log.warn(`rollout ${r.id} halted: ${step.reason}`)
+        await this.ctx.changes.publish('rollouts', r.id)
+      }
+    } else if (step.kind === 'done') {
+      if (await this.lease.fenced((t) => setRolloutState(t, r.id, ['running', 'paused', 'halted'], 'done', { now, reason: step.reason }))) {
+        await this.audit(r.id, 'rollout.done', r.version, step.reason)
+        log.info(`rollout ${r.id} to ${r.version} done${step.reason ? `: ${step.reason}` : ''}`)
+        await this.ctx.changes.publish('rollouts', r.id)
+      }
+    } else if (step.kind === 'tell') {
+      const live = (name: string) => {
+        const n = this.deps.fabric.registry.get(name)
+        return !!n && n.revokedAt === null && n.lastSeenAt !== null && now - n.lastSeenAt <= this.deps.fabric.options.staleAfterMs
+      }
+      let told = 0
+      for (const name of step.names) {
+        const row = rows.find((x) => x.name === name)!
+        if (!live(name)) {
+          if (await this.lease.fenced((t) => moveRolloutNode(t, r.id, name, ['pending'], 'skipped', { now, error: 'not heartbeating when its turn came: it keeps its version' }))) await this.audit(r.id, 'rollout.node.skipped', name, 'not heartbeating')
+          continue
+        }
+        if (await this.lease.fenced((t) => moveRolloutNode(t, r.id, name, ['pending'], 'downloading', { now, told: true }))) {
+          told++
+          await this.audit(r.id, 'rollout.node.told', name, `${row.from_version ?? '?'} → ${r.version}${row.canary ? ' (canary)' : ''}`)
+        }
+      }
+      if (told > 0 || step.names.length > 0) await this.ctx.changes.publish('rollouts', r.id)
+    }
+  }
+
+  /** Selected nodes that joined (or first told what their Agent runs) after the start get the target too. */
+  private async addNewcomers(r: RolloutRow, now: number): Promise<void> {
+    const have = new Set((await rolloutNodes(this.ctx.store, r.id)).map((n) => n.name))
+    const selector = parseLabelArgs(selectorOf(r), '--selector')
+    const fresh = (await this.candidates(selector)).filter((c) => !have.has(c.name) && c.agent !== null).sort((a, b) => (a.name < b.name ? -1 : 1))
+    if (fresh.length === 0) return
+    const byArch = new Map<string, ReleaseRow>()
+    for (const rel of await releasesOfVersion(this.ctx.store, r.version)) byArch.set(rel.arch, rel)
+    let pos = await nextPosition(this.ctx.store, r.id)
+    for (const c of fresh) {
+      const s = initialState(c, r.version, byArch)
+      const row: RolloutNodeRow = { rollout_id: r.id, name: c.name, position: pos++, canary: 0, grp: groupOf(c.agent?.arch ?? null, c.labels), arch: c.agent?.arch ?? null, state: s.state, from_version: c.agent?.version ?? null, to_version: s.state === 'done' ? r.version : null, release_sha256: s.release?.sha256 ?? null, error: s.error, told_at: null, updated_at: now }
+      await this.lease.fenced((t) => insertRolloutNode(t, row))
+      await this.audit(r.id, 'rollout.node.joined', c.name, s.state === 'pending' ? 'joined during the rollout' : `${s.state}: ${s.error ?? ''}`)
+    }
+  }
+
+  /** A told node that stopped reporting has failed. */
+  private async expireSilent(r: RolloutRow, now: number): Promise<void> {
+    for (const n of await rolloutNodesIn(this.ctx.store, r.id, IN_FLIGHT)) {
+      const limit = n.state === 'restarting' ? r.health_timeout_ms + 3 * 60_000 : SILENT_MS
+      if (now - (n.updated_at ?? now) <= limit) continue
+      const error = n.state === 'restarting' ? `no report within ${Math.round(limit / 1000)} s of restarting` : `no report from the node for ${Math.round(limit / 60_000)} min`
+      if (await this.lease.fenced((t) => moveRolloutNode(t, r.id, n.name, [n.state], 'failed', { now, error }))) await this.audit(r.id, 'rollout.node.failed', n.name, error, 'failed')
+    }
+  }
+
+  private async audit(id: string, action: string, target: string, detail: string | null, outcome: 'ok' | 'failed' = 'ok'): Promise<void> {
+    await this.deps.audit.record(PLATFORM_WHO(id), { source: 'platform', action, target, detail, outcome, budget: 'rollouts' }).catch((e) => log.warn(`rollouts: audit: ${(e as Error).message}`))
+  }
+
+  // ---- nodes ----------------------------------------------------------------------
+
+  /** The directive for a node told to update; null when no rollout waits for it. */
+  async directive(node: string, arch: string | undefined): Promise<SignedDirective | null> {
+    const r = await activeRollout(this.ctx.store)
+    if (!r) return null
+    const n = await rolloutNode(this.ctx.store, r.id, node)
+    if (!n || !IN_FLIGHT.includes(n.state) || !n.release_sha256) return null
+    const rel = (await releasesOfVersion(this.ctx.store, r.version)).find((x) => x.sha256 === n.release_sha256)
+    if (!rel || (arch && rel.arch !== arch)) return null
+    let mirrors: string[] = []
+    try {
+      mirrors = JSON.parse(rel.mirrors) as string[]
+    } catch {}
+    const now = this.ctx.now()
+    return signDirective((d, m) => this.deps.fabric.trust.sign(d, m), { node, rollout: r.id, release: signedOf(rel), mirrors, healthTimeoutMs: r.health_timeout_ms, issuedAt: now, expiresAt: now + DIRECTIVE_TTL_MS })
+  }
+
+  /** A step or the end of a node's update. Reports for another release than the node's row names are ignored. */
+  async report(node: string, rep: UpdateReport): Promise<void> {
+    const n = await rolloutNode(this.ctx.store, rep.rollout, node)
+    if (!n || n.release_sha256 !== rep.sha256) return
+    const from: Record<UpdateReport['state'], RolloutNodeState[]> = {
+      downloading: ['downloading'],
+      installing: ['downloading'],
+      restarting: ['downloading', 'installing'],
+      done: ['downloading', 'installing', 'restarting', 'failed'],
+      failed: ['downloading', 'installing', 'restarting'],
+      'rolled-back': ['downloading', 'installing', 'restarting', 'failed'],
+      skipped: ['downloading', 'installing'],
+    }
+    const now = this.ctx.now()
+    if (rep.state === n.state) return
+    const error = rep.state === 'done' ? null : (rep.error ?? null)
+    if (!(await moveRolloutNode(this.ctx.store, rep.rollout, node, from[rep.state], rep.state, { now, error, toVersion: rep.state === 'done' ? (rep.version ?? null) : null }))) return
+    if (FINISHED.includes(rep.state)) await this.audit(rep.rollout, `rollout.node.${rep.state}`, node, error, rep.state === 'done' || rep.state === 'skipped' ? 'ok' : 'failed')
+    await this.ctx.changes.publish('rollouts', rep.rollout)
+  }
+
+  async agentFacts(node: string, f: AgentFacts): Promise<void> {
+    await upsertNodeAgent(this.ctx.store, { name: node, arch: f.arch, version: f.version, binary_sha256: f.binarySha256, sequence: f.sequence, skipped: JSON.stringify(f.skipped), reported_at: this.ctx.now() })
+  }
+
+  nodeAgent(node: string) {
+    return nodeAgent(this.ctx.store, node)
+  }
+}
