@@ -96,8 +96,9 @@ export function nextStep(r: RolloutRow, rows: RolloutNodeRow[], now: number): St
   if (canaryFailure && r.failures_forgiven === 0) return { kind: 'halt', reason: `canary ${canaryFailure.name} ${canaryFailure.state}: ${canaryFailure.error ?? 'no reason given'}` }
   const failures = rows.filter(failed)
   if (failures.length - r.failures_forgiven > r.max_failures) {
-    const last = failures.at(-1)!
-    return { kind: 'halt', reason: `${failures.length} node(s) failed, more than the ${r.max_failures} allowed (last: ${last.name} ${last.state}: ${last.error ?? 'no reason given'})` }
+    const last = [...failures].sort((a, b) => a.updated_at - b.updated_at).at(-1)!
+    const since = r.failures_forgiven > 0 ? ' since the rollout was resumed' : ''
+    return { kind: 'halt', reason: `${failures.length - r.failures_forgiven} node(s) failed${since}, more than the ${r.max_failures} allowed (last: ${last.name} ${last.state}: ${last.error ?? 'no reason given'})` }
   }
   const pendingCanaries = rows.filter((n) => n.canary === 1 && !FINISHED.includes(n.state))
   const canariesDone = pendingCanaries.length === 0
