@@ -29,7 +29,8 @@ import { groupOf, initialState, nextStep, planRollout, unavailableBudget, type C
 
 /** A directive is good for this long. */
 export const DIRECTIVE_TTL_MS = 10 * 60_000
-const TICK_MS = Number(process.env.MUSTER_ROLLOUT_TICK_MS) > 0 ? Number(process.env.MUSTER_ROLLOUT_TICK_MS) : 1_000
+/** How often the driver looks (MUSTER_ROLLOUT_TICK_MS for tests); a node's report wakes it at once too. */
+const tickMs = () => (Number(process.env.MUSTER_ROLLOUT_TICK_MS) > 0 ? Number(process.env.MUSTER_ROLLOUT_TICK_MS) : 1_000)
 /** A told node that reports nothing for this long has failed. */
 const SILENT_MS = 2 * DIRECTIVE_TTL_MS
 
@@ -96,7 +97,7 @@ export class Rollouts {
     this.timer = setInterval(() => {
       void this.refreshWanting()
       void this.tick()
-    }, TICK_MS)
+    }, tickMs())
     this.timer.unref?.()
     this.ctx.onClose(async () => {
       clearInterval(this.timer)

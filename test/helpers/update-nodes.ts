@@ -1,0 +1,93 @@
+// Real Agents for update tests on this machine: a node joined with a given
+// muster binary (an older build of this tree), its Agent started from it, and
+// what the tests read of it: the PID in worker/agent.pid (the same process
+// after an update, a new one after a rollback without systemd), the journal,
+// the replicas' PIDs and start times. The releases: the old build and
+// dist/muster, signed with a fresh release key and uploaded.
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { readJournal, type Journal } from '../../src/agent/update/journal.ts'
+import { procStat } from '../../src/agent/procs.ts'
+import { DataDir } from '../../src/datadir.ts'
+import { publishRelease } from '../../src/releases/publish.ts'
+import { newReleaseKey, type ReleaseKeyFile } from '../../src/signed/release-documents.ts'
+import { musterBin, runMuster, startMuster, type Daemon } from './binary.ts'
+import { freePort, type ListenerPlatform } from './node-side.ts'
+import { waitFor } from './tmp.ts'
+
+export interface UpdateNode {
+  name: string
+  dataDir: string
+  /** The process first started (after a rollback without systemd, another one runs: pid()). */
+  agent: Daemon
+  pid(): number | undefined
+  journal(): Journal
+  /** project/replica → "pid start-time" of the running replicas. */
+  replicas(): Record<string, string>
+  log(): string
+  stop(): Promise<void>
+}
+
+export async function joinNode(p: ListenerPlatform, name: string, bin: string, root: string, env: Record<string, string> = {}): Promise<UpdateNode> {
+  const dataDir = join(root, name)
+  const { token } = await p.client.nodes.createEnrollment({ nodeId: name })
+  const joined = await runMuster(['worker', 'join', '--platform-url', p.enrollUrl, '--node-id', name, '--platform-fingerprint', p.fingerprint, '--data-dir', dataDir, '--port', String(await freePort()), '--address', '127.0.0.1'], { bin, stdin: `${token}\n` })
+  if (joined.code !== 0) throw new Error(`join ${name}: ${joined.stderr}`)
+  const agent = await startMuster(['agent', '--data-dir', dataDir], { bin, env: { MUSTER_AGENT_HEARTBEAT_MS: '300', MUSTER_AGENT_LOG_MAX_BYTES: '100000', ...env } })
+  const d = new DataDir(dataDir)
+  const pid = () => {
+    try {
+      const v = JSON.parse(readFileSync(join(dataDir, 'worker', 'agent.pid'), 'utf8')) as { pid?: number; startTime?: string }
+      return v.pid !== undefined && procStat(v.pid)?.startTime === v.startTime ? v.pid : undefined
+    } catch {
+      return undefined
+    }
+  }
+  const node: UpdateNode = {
+    name,
+    dataDir,
+    agent,
+    pid,
+    journal: () => readJournal(d),
+    replicas: () => {
+      try {
+        const recs = (JSON.parse(readFileSync(join(dataDir, 'worker', 'replicas.json'), 'utf8')) as { replicas: { project: string; replica: number; pid: number; startTime: string }[] }).replicas
+        return Object.fromEntries(recs.filter((r) => procStat(r.pid)?.startTime === r.startTime).map((r) => [`${r.project}/${r.replica}`, `${r.pid} ${r.startTime}`]))
+      } catch {
+        return {}
+      }
+    },
+    log: () => agent.log(),
+    async stop() {
+      const running = pid()
+      if (running !== undefined) {
+        try {
+          process.kill(running, 'SIGTERM')
+        } catch {}
+        await waitFor(() => procStat(running) === null || procStat(running)?.state === 'Z', { timeoutMs: 15_000, what: `${name}'s Agent to stop` }).catch(() => process.kill(running, 'SIGKILL'))
+      }
+      await agent.stopLeavingReplicas()
+      await runMuster(['agent', '--stop-replicas', '--data-dir', dataDir], { timeoutMs: 30_000, bin: await musterBin() })
+    },
+  }
+  await waitFor(async () => (await p.platform.rollouts.nodeAgent(name)) !== null && p.platform.fabric.registry.get(name)?.lastSeenAt !== null, { timeoutMs: 30_000, what: `${name} heartbeating and reporting what it runs` })
+  return node
+}
+
+/** The old build (sequence 1) and dist/muster (sequence 2) released under a new key. */
+export async function releaseBoth(p: ListenerPlatform, old: { bin: string; version: string }): Promise<{ key: ReleaseKeyFile }> {
+  const key = newReleaseKey()
+  await publishRelease(p.client, { binary: old.bin, key, level: 1 })
+  await publishRelease(p.client, { binary: await musterBin(), key, level: 1 })
+  return { key }
+}
+
+/** Waits until the rollout is in `state` (or throws with the nodes' states). */
+export async function rolloutReaches(p: ListenerPlatform, id: string, states: string[], timeoutMs = 90_000): Promise<Awaited<ReturnType<ListenerPlatform['client']['rollouts']['status']>>> {
+  return waitFor(async () => {
+    const s = await p.client.rollouts.status(id)
+    return states.includes(s.state) ? s : null
+  }, { timeoutMs, intervalMs: 100, what: `rollout ${id} to be ${states.join(' or ')}` }).catch(async (e) => {
+    throw new Error(`${(e as Error).message}: ${JSON.stringify((await p.client.rollouts.status(id)).nodes.map((n) => [n.name, n.state, n.error]))}`)
+  })
+}
