@@ -82,11 +82,11 @@ export async function releaseBoth(p: ListenerPlatform, old: { bin: string; versi
   return { key }
 }
 
-/** Waits until the rollout is in `state` (or throws with the nodes' states). */
+/** Waits until the rollout is in one of `states` with no node updating any more (or throws with the nodes' states). */
 export async function rolloutReaches(p: ListenerPlatform, id: string, states: string[], timeoutMs = 90_000): Promise<Awaited<ReturnType<ListenerPlatform['client']['rollouts']['status']>>> {
   return waitFor(async () => {
     const s = await p.client.rollouts.status(id)
-    return states.includes(s.state) ? s : null
+    return states.includes(s.state) && s.nodes.every((n) => !['downloading', 'installing', 'restarting'].includes(n.state)) ? s : null
   }, { timeoutMs, intervalMs: 100, what: `rollout ${id} to be ${states.join(' or ')}` }).catch(async (e) => {
     throw new Error(`${(e as Error).message}: ${JSON.stringify((await p.client.rollouts.status(id)).nodes.map((n) => [n.name, n.state, n.error]))}`)
   })

@@ -142,7 +142,7 @@ async function receive(res: Response, file: string, m: Manifest, base: () => Uin
  * that serves the signed one; every failure is named. `base`: the binary this
  * node runs, for a delta.
  */
-export async function fetchRelease(dataDir: DataDir, m: Manifest, sources: Source[], basePath: string, onSource?: (label: string) => void): Promise<string> {
+export async function fetchRelease(dataDir: DataDir, m: Manifest, sources: Source[], basePath: string, onSource?: (label: string) => void, onFailure?: (why: string) => void): Promise<string> {
   const done = await stagedAlready(dataDir, m)
   if (done) return done
   const versions = dataDir.ensureDir(VERSIONS_DIR)
@@ -158,6 +158,7 @@ export async function fetchRelease(dataDir: DataDir, m: Manifest, sources: Sourc
       const res = await s.fetch(abort.signal)
       if (res.status !== 200) {
         failures.push(`${s.label} answered ${res.status}`)
+        onFailure?.(`${s.label} answered ${res.status}`)
         await res.body?.cancel().catch(() => {})
         continue
       }
@@ -176,6 +177,7 @@ export async function fetchRelease(dataDir: DataDir, m: Manifest, sources: Sourc
       rmSync(staging, { force: true })
       const msg = e instanceof FetchError ? e.message : `${s.label}: ${(e as Error).message}`
       failures.push(msg)
+      onFailure?.(msg)
       // A full disk fails every source alike: say so once.
       if (/no space left/.test(msg)) throw new FetchError(msg)
     } finally {

@@ -33,6 +33,9 @@ import { restartOld } from './watchdog.ts'
 /** How the Agent is started by a service manager that restarts it (systemd sets INVOCATION_ID; the unit's process is a child of PID 1). */
 export const underSystemd = () => Boolean(process.env.INVOCATION_ID) && process.ppid === 1
 
+/** How long after refusing a directive the Agent asks again. */
+const REFUSED_QUIET_MS = 10_000
+
 const archOf = (): string => (osArch() === 'x64' || osArch() === 'arm64' ? osArch() : process.arch)
 
 export interface UpdaterOptions {
@@ -44,6 +47,8 @@ export interface UpdaterOptions {
 
 export class Updater {
   private busy = false
+  /** After a directive was refused, none is asked for before this (a bad one is not fetched every heartbeat). */
+  private quietUntil = 0
   private ownSha: Promise<string> | undefined
   private stopped = false
   private trialTimer: ReturnType<typeof setInterval> | undefined
@@ -96,7 +101,7 @@ export class Updater {
       writeHealth(this.dataDir, { pid: process.pid, version: VERSION, heartbeatAt: Date.now(), adopted: runner ? runner.pids().map((p) => p.pid) : [] })
       return
     }
-    if (a.update && !this.busy && !j.step) void this.run()
+    if (a.update && !this.busy && !j.step && Date.now() >= this.quietUntil) void this.run()
   }
 
   /** What this Agent runs, for the Platform's plan: architecture, version, binary, sequence, skipped releases. */
@@ -150,6 +155,7 @@ export class Updater {
       if (!check.ok && check.unknownKey && (await this.agent.refreshForUnknownKid())) check = verifyDirective(answer.directive, this.agent.trustKeys, this.agent.config.nodeId, Date.now())
       if (!check.ok) {
         log.warn(`update: refused a directive: ${check.reason}`)
+        this.quietUntil = Date.now() + REFUSED_QUIET_MS
         return
       }
       await this.carryOut(check.directive)
@@ -211,7 +217,7 @@ export class Updater {
     const mirrors: Source[] = d.mirrors.map((url) => ({ label: `the mirror ${url}`, fetch: (signal) => fetch(url, { signal, redirect: 'follow' }) }))
     let bin: string
     try {
-      bin = await fetchRelease(dataDir, man, [...mirrors, platform], ownBinary(), (label) => log.info(`update: fetching ${man.version} from ${label}`))
+      bin = await fetchRelease(dataDir, man, [...mirrors, platform], ownBinary(), (label) => log.info(`update: fetching ${man.version} from ${label}`), (why) => log.warn(`update: ${why}`))
     } catch (e) {
       return fail((e as Error).message)
     }
