@@ -72,7 +72,10 @@ export function rolloutView(r: RolloutRow, rows: RolloutNodeRow[]): RolloutView 
 }
 
 export class Rollouts {
-  /** Nodes told and not yet started: their heartbeat answers say `update`. */
+  /**
+   * Nodes told and not finished: their heartbeat answers say `update`. A node busy with its update
+   * ignores it; one whose Agent restarted half way (and undid the step) fetches the directive again.
+   */
   private wanting = new Set<string>()
   private timer: ReturnType<typeof setInterval> | undefined
   private ticking: Promise<void> | undefined
@@ -109,7 +112,7 @@ export class Rollouts {
     this.refreshing ??= (async () => {
       try {
         const r = await activeRollout(this.ctx.store)
-        this.wanting = new Set(r ? (await rolloutNodesIn(this.ctx.store, r.id, ['downloading'])).map((n) => n.name) : [])
+        this.wanting = new Set(r ? (await rolloutNodesIn(this.ctx.store, r.id, IN_FLIGHT)).map((n) => n.name) : [])
       } catch (e) {
         log.debug(`rollouts: ${(e as Error).message}`)
       } finally {

@@ -25,15 +25,19 @@ export interface UpdateNode {
   /** project/replica → "pid start-time" of the running replicas. */
   replicas(): Record<string, string>
   log(): string
+  /** Starts the Agent again from the service's binary, as systemd would after it died. */
+  restart(): Promise<void>
   stop(): Promise<void>
 }
 
-export async function joinNode(p: ListenerPlatform, name: string, bin: string, root: string, env: Record<string, string> = {}): Promise<UpdateNode> {
+export async function joinNode(p: ListenerPlatform, name: string, bin: string, root: string, env: Record<string, string> = {}, labels: string[] = []): Promise<UpdateNode> {
   const dataDir = join(root, name)
   const { token } = await p.client.nodes.createEnrollment({ nodeId: name })
-  const joined = await runMuster(['worker', 'join', '--platform-url', p.enrollUrl, '--node-id', name, '--platform-fingerprint', p.fingerprint, '--data-dir', dataDir, '--port', String(await freePort()), '--address', '127.0.0.1'], { bin, stdin: `${token}\n` })
+  const joined = await runMuster(['worker', 'join', '--platform-url', p.enrollUrl, '--node-id', name, '--platform-fingerprint', p.fingerprint, '--data-dir', dataDir, '--port', String(await freePort()), '--address', '127.0.0.1', ...labels.flatMap((l) => ['--label', l])], { bin, stdin: `${token}\n` })
   if (joined.code !== 0) throw new Error(`join ${name}: ${joined.stderr}`)
-  const agent = await startMuster(['agent', '--data-dir', dataDir], { bin, env: { MUSTER_AGENT_HEARTBEAT_MS: '300', MUSTER_AGENT_LOG_MAX_BYTES: '100000', ...env } })
+  const agentEnv = { MUSTER_AGENT_HEARTBEAT_MS: '300', MUSTER_AGENT_LOG_MAX_BYTES: '100000', ...env }
+  const daemons = [await startMuster(['agent', '--data-dir', dataDir], { bin, env: agentEnv })]
+  const agent = daemons[0]!
   const d = new DataDir(dataDir)
   const pid = () => {
     try {
@@ -57,7 +61,10 @@ export async function joinNode(p: ListenerPlatform, name: string, bin: string, r
         return {}
       }
     },
-    log: () => agent.log(),
+    log: () => daemons.map((d) => d.log()).join(''),
+    async restart() {
+      daemons.push(await startMuster(['agent', '--data-dir', dataDir], { bin, env: agentEnv }))
+    },
     async stop() {
       const running = pid()
       if (running !== undefined) {
@@ -66,7 +73,7 @@ export async function joinNode(p: ListenerPlatform, name: string, bin: string, r
         } catch {}
         await waitFor(() => procStat(running) === null || procStat(running)?.state === 'Z', { timeoutMs: 15_000, what: `${name}'s Agent to stop` }).catch(() => process.kill(running, 'SIGKILL'))
       }
-      await agent.stopLeavingReplicas()
+      for (const d of daemons) await d.stopLeavingReplicas()
       await runMuster(['agent', '--stop-replicas', '--data-dir', dataDir], { timeoutMs: 30_000, bin: await musterBin() })
     },
   }

@@ -18,7 +18,7 @@ import { VERSION } from '../../version.ts'
 import { verifyDirective, verifyManifest, type Directive, type Manifest } from '../../signed/release-documents.ts'
 import type { UpdateReport } from '../../wire/releases.ts'
 import { apiClient, apiFetcher } from '../connect.ts'
-import { bootId, procStat } from '../procs.ts'
+import { bootId, procStat, sameProcess } from '../procs.ts'
 import { readRecords } from '../replica-records.ts'
 import { REPLICAS_FILE } from '../workloads.ts'
 import { execInPlace, ownArgv, ownBinary } from './exec.ts'
@@ -32,6 +32,24 @@ import { restartOld } from './watchdog.ts'
 
 /** How the Agent is started by a service manager that restarts it (systemd sets INVOCATION_ID; the unit's process is a child of PID 1). */
 export const underSystemd = () => Boolean(process.env.INVOCATION_ID) && process.ppid === 1
+
+/**
+ * Starts the watchdog as an orphan: through a shell that backgrounds it and
+ * exits (and is waited for), so the new image this process execs into — which
+ * knows nothing of its children — leaves no zombie behind; init (or systemd)
+ * reaps it. Its PID, or undefined when it could not start.
+ */
+async function startWatchdog(argv: string[], env: Record<string, string | undefined>): Promise<number | undefined> {
+  try {
+    const sh = Bun.spawn(['/bin/sh', '-c', '"$@" >&2 </dev/null & echo $!', 'sh', ...argv], { stdin: 'ignore', stdout: 'pipe', stderr: 'inherit', env, detached: true })
+    const [out, code] = [await new Response(sh.stdout).text(), await sh.exited]
+    const pid = Number(out.trim())
+    return code === 0 && Number.isInteger(pid) && pid > 1 ? pid : undefined
+  } catch (e) {
+    log.warn(`update: cannot start the watchdog: ${(e as Error).message}; the new Agent judges itself`)
+    return undefined
+  }
+}
 
 /** How long after refusing a directive the Agent asks again. */
 const REFUSED_QUIET_MS = 10_000
@@ -238,11 +256,10 @@ export class Updater {
     const watchEnv: Record<string, string | undefined> = { ...process.env }
     delete watchEnv[LAUNCHED_ENV]
     delete watchEnv[TRIAL_ENV]
-    const watchdog = Bun.spawn([u.from.path, 'agent', '--data-dir', dataDir.root, '--update-watch', to.sha256], { stdio: ['ignore', 'inherit', 'inherit'], env: watchEnv, detached: true })
-    watchdog.unref()
-    const wd = procStat(watchdog.pid)
-    await this.step({ ...readJournal(dataDir), step: 'trial', update: { ...trial, ...(wd ? { watchdog: { pid: watchdog.pid, startTime: wd.startTime } } : {}) } })
-    log.info(`update: starting ${man.version} in this process (pid ${process.pid}); ${replicas.length} replica(s) keep running; the watchdog (pid ${watchdog.pid}) judges it within ${Math.round(d.healthTimeoutMs / 1000)} s`)
+    const watchdog = await startWatchdog([u.from.path, 'agent', '--data-dir', dataDir.root, '--update-watch', to.sha256], watchEnv)
+    const wd = watchdog ? procStat(watchdog) : null
+    await this.step({ ...readJournal(dataDir), step: 'trial', update: { ...trial, ...(watchdog && wd ? { watchdog: { pid: watchdog, startTime: wd.startTime } } : {}) } })
+    log.info(`update: starting ${man.version} in this process (pid ${process.pid}); ${replicas.length} replica(s) keep running; the watchdog (pid ${watchdog ?? '?'}) judges it within ${Math.round(d.healthTimeoutMs / 1000)} s`)
     const why = await execInPlace(bin, [bin, ...argv.slice(1)], { ...process.env, [LAUNCHED_ENV]: '1', [TRIAL_ENV]: to.sha256 })
     // Still here: the new binary could not even start. Roll back and run this binary again.
     const v = recordVerdict(dataDir, { sha256: to.sha256, verdict: 'rolled-back', reason: `the new binary did not start (${why})`, by: 'agent', at: Date.now() })
@@ -277,7 +294,7 @@ export class Updater {
         return
       }
       if (v?.verdict === 'rolled-back') return void this.rollBackSelf(u, v.reason ?? 'rolled back')
-      const watchdogAlive = u.watchdog && procStat(u.watchdog.pid)?.startTime === u.watchdog.startTime
+      const watchdogAlive = u.watchdog && sameProcess(u.watchdog.pid, u.watchdog.startTime, u.boot ?? bootId())
       if (watchdogAlive) return
       const r = judge(u, readHealth(this.dataDir), Date.now(), true)
       if (r.state === 'wait') return
