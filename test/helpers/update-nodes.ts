@@ -77,7 +77,10 @@ export async function joinNode(p: ListenerPlatform, name: string, bin: string, r
       await runMuster(['agent', '--stop-replicas', '--data-dir', dataDir], { timeoutMs: 30_000, bin: await musterBin() })
     },
   }
-  await waitFor(async () => (await p.platform.rollouts.nodeAgent(name)) !== null && p.platform.fabric.registry.get(name)?.lastSeenAt !== null, { timeoutMs: 30_000, what: `${name} heartbeating and reporting what it runs` })
+  await waitFor(async () => {
+    const n = p.platform.fabric.registry.get(name)
+    return (await p.platform.rollouts.nodeAgent(name)) !== null && n !== undefined && p.platform.fabric.registry.state(n).state === 'ready'
+  }, { timeoutMs: 30_000, what: `${name} ready and reporting what it runs` })
   return node
 }
 
