@@ -10,7 +10,7 @@
 //   "finished", canaries before anyone else, the soak after the canaries.
 import type { Labels } from '../fabric/labels.ts'
 import type { NodeAgentRow, ReleaseRow } from '../store/releases.ts'
-import { FINISHED, IN_FLIGHT, type RolloutNodeRow, type RolloutNodeState, type RolloutRow } from '../store/rollouts.ts'
+import { FINISHED, IN_FLIGHT, type RolloutNodeRow, type RolloutNodeState, type RolloutRow, type RolloutSummaryRows } from '../store/rollouts.ts'
 
 export interface Candidate {
   name: string
@@ -85,35 +85,46 @@ export function unavailableBudget(spec: string, total: number): number {
 export type Step =
   | { kind: 'halt'; reason: string }
   | { kind: 'done'; reason: string | null }
-  | { kind: 'tell'; names: string[]; canariesDone: boolean }
+  /** Tell `names` (canaries), or the first `room` pending nodes in order (`names` null). */
+  | { kind: 'tell'; names: string[] | null; room: number; canariesDone: boolean }
   | { kind: 'wait'; canariesDone: boolean }
 
 const failed = (r: RolloutNodeRow) => r.state === 'failed' || r.state === 'rolled-back'
 
-/** What the rollout does next, from its rows (in order) at `now`. */
-export function nextStep(r: RolloutRow, rows: RolloutNodeRow[], now: number): Step {
-  const canaryFailure = rows.find((n) => n.canary === 1 && failed(n))
+/** What the store's summary query gives, made from rows (tests, and anything holding the rows already). */
+export function summarize(rows: RolloutNodeRow[]): RolloutSummaryRows {
+  const counts: Partial<Record<RolloutNodeState, number>> = {}
+  for (const n of rows) counts[n.state] = (counts[n.state] ?? 0) + 1
+  const failures = rows.filter(failed).sort((a, b) => b.updated_at - a.updated_at || b.position - a.position)
+  return { total: rows.length, counts, canaries: rows.filter((n) => n.canary === 1), lastFailure: failures[0] ?? null }
+}
+
+const sum = (c: RolloutSummaryRows['counts'], states: readonly RolloutNodeState[]) => states.reduce((n, st) => n + (c[st] ?? 0), 0)
+
+/** What the rollout does next, from its summary at `now`. */
+export function nextStep(r: RolloutRow, s: RolloutSummaryRows, now: number): Step {
+  const canaryFailure = s.canaries.find(failed)
   if (canaryFailure && r.failures_forgiven === 0) return { kind: 'halt', reason: `canary ${canaryFailure.name} ${canaryFailure.state}: ${canaryFailure.error ?? 'no reason given'}` }
-  const failures = rows.filter(failed)
-  if (failures.length - r.failures_forgiven > r.max_failures) {
-    const last = [...failures].sort((a, b) => a.updated_at - b.updated_at).at(-1)!
+  const failures = sum(s.counts, ['failed', 'rolled-back'])
+  if (failures - r.failures_forgiven > r.max_failures) {
+    const last = s.lastFailure
     const since = r.failures_forgiven > 0 ? ' since the rollout was resumed' : ''
-    return { kind: 'halt', reason: `${failures.length - r.failures_forgiven} node(s) failed${since}, more than the ${r.max_failures} allowed (last: ${last.name} ${last.state}: ${last.error ?? 'no reason given'})` }
+    return { kind: 'halt', reason: `${failures - r.failures_forgiven} node(s) failed${since}, more than the ${r.max_failures} allowed (last: ${last ? `${last.name} ${last.state}: ${last.error ?? 'no reason given'}` : '?'})` }
   }
-  const pendingCanaries = rows.filter((n) => n.canary === 1 && !FINISHED.includes(n.state))
+  const pendingCanaries = s.canaries.filter((n) => !FINISHED.includes(n.state))
   const canariesDone = pendingCanaries.length === 0
-  if (rows.every((n) => FINISHED.includes(n.state))) {
-    const bad = failures.length
-    const skipped = rows.filter((n) => n.state === 'skipped').length
-    return { kind: 'done', reason: bad || skipped ? `${rows.filter((n) => n.state === 'done').length} done, ${bad} failed or rolled back, ${skipped} skipped` : null }
+  if (sum(s.counts, FINISHED) === s.total) {
+    const skipped = s.counts.skipped ?? 0
+    return { kind: 'done', reason: failures || skipped ? `${s.counts.done ?? 0} done, ${failures} failed or rolled back, ${skipped} skipped` : null }
   }
   if (r.state !== 'running') return { kind: 'wait', canariesDone }
-  const inFlight = rows.filter((n) => IN_FLIGHT.includes(n.state)).length
-  const room = unavailableBudget(r.max_unavailable, rows.length) - inFlight
+  const room = unavailableBudget(r.max_unavailable, s.total) - sum(s.counts, IN_FLIGHT)
   if (room <= 0) return { kind: 'wait', canariesDone }
-  const eligible = canariesDone ? rows.filter((n) => n.state === 'pending') : pendingCanaries.filter((n) => n.state === 'pending')
-  if (canariesDone && r.canaries_done_at !== null && now < r.canaries_done_at + r.soak_ms) return { kind: 'wait', canariesDone }
-  if (canariesDone && r.canaries_done_at === null && r.soak_ms > 0 && rows.some((n) => n.canary === 1)) return { kind: 'wait', canariesDone }
-  const names = eligible.slice(0, room).map((n) => n.name)
-  return names.length > 0 ? { kind: 'tell', names, canariesDone } : { kind: 'wait', canariesDone }
+  if (!canariesDone) {
+    const names = pendingCanaries.filter((n) => n.state === 'pending').slice(0, room).map((n) => n.name)
+    return names.length > 0 ? { kind: 'tell', names, room, canariesDone } : { kind: 'wait', canariesDone }
+  }
+  if (r.canaries_done_at !== null && now < r.canaries_done_at + r.soak_ms) return { kind: 'wait', canariesDone }
+  if (r.canaries_done_at === null && r.soak_ms > 0 && s.canaries.length > 0) return { kind: 'wait', canariesDone }
+  return (s.counts.pending ?? 0) > 0 ? { kind: 'tell', names: null, room, canariesDone } : { kind: 'wait', canariesDone }
 }

@@ -5,7 +5,7 @@
 // is told from its heartbeat answer (`update`), fetches a directive signed
 // with the trust keys for it alone and valid ten minutes, and reports each
 // step. Every step is audited (budget `rollouts`). One rollout at a time.
-import type { Audit, Who } from '../audit/audit.ts'
+import type { Audit } from '../audit/audit.ts'
 import type { Context } from '../context.ts'
 import { randomId } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
@@ -18,58 +18,15 @@ import { signedOf } from '../releases/service.ts'
 import { signDirective, type SignedDirective } from '../signed/release-documents.ts'
 import { livePlatforms } from '../store/platforms.ts'
 import { nodeAgent, nodeAgents, releasesOfVersion, upsertNodeAgent, type ReleaseRow } from '../store/releases.ts'
-import {
-  activeRollout, FINISHED, IN_FLIGHT, insertRollout, insertRolloutNode, latestRollout, markCanariesDone, moveRolloutNode, nextPosition, recentRollouts, rolloutById, rolloutNode, rolloutNodes, rolloutNodesIn, setRolloutState,
-  type RolloutNodeRow, type RolloutNodeState, type RolloutRow,
-} from '../store/rollouts.ts'
+import { activeRollout, FINISHED, IN_FLIGHT, insertRollout, latestRollout, moveRolloutNode, recentRollouts, rolloutById, rolloutNode, rolloutNodes, rolloutNodesIn, setRolloutState, type RolloutNodeRow, type RolloutNodeState, type RolloutRow } from '../store/rollouts.ts'
 import { compareVersions } from '../version.ts'
-import type { AgentFacts, RolloutList, RolloutNodeStateName, RolloutView, StartRollout, UpdateReport } from '../wire/releases.ts'
-import { ReleaseState } from '../wire/releases.ts'
-import { groupOf, initialState, nextStep, planRollout, unavailableBudget, type Candidate } from './plan.ts'
+import type { AgentFacts, RolloutList, RolloutView, StartRollout, UpdateReport } from '../wire/releases.ts'
+import { auditStep, DIRECTIVE_TTL_MS, RolloutDriver, selectedNodes } from './driver.ts'
+import { planRollout } from './plan.ts'
+import { rolloutSummary, rolloutView } from './view.ts'
 
-/** A directive is good for this long. */
-export const DIRECTIVE_TTL_MS = 10 * 60_000
 /** How often the driver looks (MUSTER_ROLLOUT_TICK_MS for tests); a node's report wakes it at once too. */
 const tickMs = () => (Number(process.env.MUSTER_ROLLOUT_TICK_MS) > 0 ? Number(process.env.MUSTER_ROLLOUT_TICK_MS) : 1_000)
-/** A told node that reports nothing for this long has failed. */
-const SILENT_MS = 2 * DIRECTIVE_TTL_MS
-
-const PLATFORM_WHO = (id: string): Who => ({ principal: `rollout ${id}`, kind: 'platform' })
-
-const emptyCounts = (): Record<RolloutNodeStateName, number> => Object.fromEntries(ReleaseState.map((s) => [s, 0])) as Record<RolloutNodeStateName, number>
-
-function selectorOf(r: RolloutRow): string[] {
-  try {
-    return r.selector ? (JSON.parse(r.selector) as string[]) : []
-  } catch {
-    return []
-  }
-}
-
-export function rolloutSummary(r: RolloutRow, rows: RolloutNodeRow[]): Omit<RolloutView, 'nodes' | 'groups'> {
-  const counts = emptyCounts()
-  for (const n of rows) counts[n.state]++
-  return {
-    id: r.id, version: r.version, state: r.state, reason: r.reason, selector: selectorOf(r), canaries: r.canaries, maxUnavailable: r.max_unavailable,
-    maxUnavailableNodes: unavailableBudget(r.max_unavailable, rows.length), maxFailures: r.max_failures, soakSeconds: Math.round(r.soak_ms / 1000), healthTimeoutSeconds: Math.round(r.health_timeout_ms / 1000),
-    createdAt: new Date(r.created_at).toISOString(), createdBy: r.created_by, updatedAt: new Date(r.updated_at).toISOString(), counts,
-  }
-}
-
-export function rolloutView(r: RolloutRow, rows: RolloutNodeRow[]): RolloutView {
-  const groups = new Map<string, { total: number; counts: Record<RolloutNodeStateName, number> }>()
-  for (const n of rows) {
-    const g = groups.get(n.grp) ?? { total: 0, counts: emptyCounts() }
-    g.total++
-    g.counts[n.state]++
-    groups.set(n.grp, g)
-  }
-  return {
-    ...rolloutSummary(r, rows),
-    groups: [...groups].sort(([a], [b]) => (a < b ? -1 : 1)).map(([group, g]) => ({ group, ...g })),
-    nodes: rows.map((n) => ({ name: n.name, state: n.state, from: n.from_version, to: n.to_version, error: n.error, canary: n.canary === 1, group: n.grp, updatedAt: new Date(n.updated_at).toISOString() })),
-  }
-}
 
 export class Rollouts {
   /**
@@ -78,15 +35,22 @@ export class Rollouts {
    */
   private wanting = new Set<string>()
   private timer: ReturnType<typeof setInterval> | undefined
-  private ticking: Promise<void> | undefined
   private refreshing: Promise<void> | undefined
+  private refreshAgain = false
   private readonly lease
+  private readonly driver: RolloutDriver
 
   constructor(
     private readonly ctx: Context,
     private readonly deps: { fabric: Fabric; releases: Releases; audit: Audit },
   ) {
     this.lease = ctx.leases.lease('rollouts')
+    this.driver = new RolloutDriver(ctx, deps.fabric, deps.audit, this.lease)
+  }
+
+  /** One step of the driver, when this Platform holds the lease (tests call it too). */
+  tick(): Promise<void> {
+    return this.driver.tick()
   }
 
   /** Serves the heartbeat hint and runs the driver while this Platform holds the lease. */
@@ -104,38 +68,31 @@ export class Rollouts {
     this.timer.unref?.()
     this.ctx.onClose(async () => {
       clearInterval(this.timer)
-      await this.ticking
+      await this.driver.busy
     })
   }
 
+  /** Reads who is told again; asked while it reads, it reads once more after. */
   private refreshWanting(): Promise<void> {
-    this.refreshing ??= (async () => {
-      try {
-        const r = await activeRollout(this.ctx.store)
-        this.wanting = new Set(r ? (await rolloutNodesIn(this.ctx.store, r.id, IN_FLIGHT)).map((n) => n.name) : [])
-      } catch (e) {
-        log.debug(`rollouts: ${(e as Error).message}`)
-      } finally {
-        this.refreshing = undefined
-      }
-    })()
+    if (this.refreshing) {
+      this.refreshAgain = true
+      return this.refreshing
+    }
+    this.refreshing = (async () => {
+      do {
+        this.refreshAgain = false
+        try {
+          const r = await activeRollout(this.ctx.store)
+          this.wanting = new Set(r ? (await rolloutNodesIn(this.ctx.store, r.id, IN_FLIGHT)).map((n) => n.name) : [])
+        } catch (e) {
+          log.debug(`rollouts: ${(e as Error).message}`)
+        }
+      } while (this.refreshAgain)
+    })().finally(() => (this.refreshing = undefined))
     return this.refreshing
   }
 
   // ---- operators --------------------------------------------------------------------
-
-  /** The selected nodes as the plan sees them (labels the nodes file may override). */
-  private async candidates(selector: Record<string, string>): Promise<Candidate[]> {
-    const agents = new Map((await nodeAgents(this.ctx.store)).map((a) => [a.name, a]))
-    const out: Candidate[] = []
-    for (const n of this.deps.fabric.registry.nodes.values()) {
-      if (n.revokedAt !== null || n.auth !== 'enrolled') continue
-      const { labels } = this.deps.fabric.nodeSettings(n)
-      if (!Object.entries(selector).every(([k, v]) => labels[k] === v)) continue
-      out.push({ name: n.name, labels, agent: agents.get(n.name) ?? null })
-    }
-    return out
-  }
 
   /** Platforms first: the oldest live Platform must run the target or newer. */
   private async requirePlatformsCurrent(version: string): Promise<void> {
@@ -169,7 +126,7 @@ export class Rollouts {
     }
     const byArch = new Map<string, ReleaseRow>()
     for (const r of releases) byArch.set(r.arch, r) // ordered by sequence: the newest of each arch wins
-    const cands = await this.candidates(selector)
+    const cands = await selectedNodes(this.ctx, this.deps.fabric, selector)
     if (cands.length === 0) throw new MusterError('not-found', `No node matches ${b.selector?.length ? b.selector.join(', ') : 'the rollout'}.`)
     const now = this.ctx.now()
     const id = randomId(12)
@@ -182,7 +139,7 @@ export class Rollouts {
       const other = await activeRollout(this.ctx.store)
       throw new MusterError('conflict', `Rollout ${other?.id ?? '?'} started meanwhile: one rollout at a time.`)
     }
-    await this.audit(id, 'rollout.plan', b.version, `${rows.length} node(s), ${rows.filter((r) => r.canary).length} canary(ies): ${rows.filter((r) => r.canary).map((r) => r.name).join(', ') || 'none'}`)
+    await auditStep(this.deps.audit, this.ctx.store, id, 'rollout.plan', b.version, `${rows.length} node(s), ${rows.filter((r) => r.canary).length} canary(ies): ${rows.filter((r) => r.canary).map((r) => r.name).join(', ') || 'none'}`)
     // Deltas for what the nodes run now, made before they ask.
     void this.prepareDeltas(rows, byArch)
     await this.ctx.changes.publish('rollouts', id)
@@ -240,91 +197,6 @@ export class Rollouts {
 
   // ---- the driver (the `rollouts` lease holder) -------------------------------------------
 
-  tick(): Promise<void> {
-    if (!this.lease.held) return Promise.resolve()
-    this.ticking ??= this.lease
-      .run(() => this.drive())
-      .catch((e) => log.warn(`rollouts: ${(e as Error).message}`))
-      .finally(() => (this.ticking = undefined))
-    return this.ticking
-  }
-
-  private async drive(): Promise<void> {
-    const r = await activeRollout(this.ctx.store)
-    if (!r) return
-    const now = this.ctx.now()
-    await this.addNewcomers(r, now)
-    await this.expireSilent(r, now)
-    const rows = await rolloutNodes(this.ctx.store, r.id)
-    const step = nextStep(r, rows, now)
-    if (step.kind !== 'halt' && step.kind !== 'done' && step.canariesDone && r.canaries_done_at === null && rows.some((n) => n.canary === 1)) {
-      await this.lease.fenced((t) => markCanariesDone(t, r.id, now))
-      await this.audit(r.id, 'rollout.canaries-done', r.version, r.soak_ms > 0 ? `soaking ${Math.round(r.soak_ms / 1000)} s` : null)
-    }
-    if (step.kind === 'halt' && r.state === 'running') {
-      if (await this.lease.fenced((t) => setRolloutState(t, r.id, ['running'], 'halted', { now, reason: step.reason }))) {
-        await this.audit(r.id, 'rollout.halted', r.version, step.reason, 'failed')
-        log.warn(`rollout ${r.id} halted: ${step.reason}`)
-        await this.ctx.changes.publish('rollouts', r.id)
-      }
-    } else if (step.kind === 'done') {
-      if (await this.lease.fenced((t) => setRolloutState(t, r.id, ['running', 'paused', 'halted'], 'done', { now, reason: step.reason }))) {
-        await this.audit(r.id, 'rollout.done', r.version, step.reason)
-        log.info(`rollout ${r.id} to ${r.version} done${step.reason ? `: ${step.reason}` : ''}`)
-        await this.ctx.changes.publish('rollouts', r.id)
-      }
-    } else if (step.kind === 'tell') {
-      const live = (name: string) => {
-        const n = this.deps.fabric.registry.get(name)
-        return !!n && n.revokedAt === null && n.lastSeenAt !== null && now - n.lastSeenAt <= this.deps.fabric.options.staleAfterMs
-      }
-      let told = 0
-      for (const name of step.names) {
-        const row = rows.find((x) => x.name === name)!
-        if (!live(name)) {
-          if (await this.lease.fenced((t) => moveRolloutNode(t, r.id, name, ['pending'], 'skipped', { now, error: 'not heartbeating when its turn came: it keeps its version' }))) await this.audit(r.id, 'rollout.node.skipped', name, 'not heartbeating')
-          continue
-        }
-        if (await this.lease.fenced((t) => moveRolloutNode(t, r.id, name, ['pending'], 'downloading', { now, told: true }))) {
-          told++
-          await this.audit(r.id, 'rollout.node.told', name, `${row.from_version ?? '?'} → ${r.version}${row.canary ? ' (canary)' : ''}`)
-        }
-      }
-      if (told > 0 || step.names.length > 0) await this.ctx.changes.publish('rollouts', r.id)
-    }
-  }
-
-  /** Selected nodes that joined (or first told what their Agent runs) after the start get the target too. */
-  private async addNewcomers(r: RolloutRow, now: number): Promise<void> {
-    const have = new Set((await rolloutNodes(this.ctx.store, r.id)).map((n) => n.name))
-    const selector = parseLabelArgs(selectorOf(r), '--selector')
-    const fresh = (await this.candidates(selector)).filter((c) => !have.has(c.name) && c.agent !== null).sort((a, b) => (a.name < b.name ? -1 : 1))
-    if (fresh.length === 0) return
-    const byArch = new Map<string, ReleaseRow>()
-    for (const rel of await releasesOfVersion(this.ctx.store, r.version)) byArch.set(rel.arch, rel)
-    let pos = await nextPosition(this.ctx.store, r.id)
-    for (const c of fresh) {
-      const s = initialState(c, r.version, byArch)
-      const row: RolloutNodeRow = { rollout_id: r.id, name: c.name, position: pos++, canary: 0, grp: groupOf(c.agent?.arch ?? null, c.labels), arch: c.agent?.arch ?? null, state: s.state, from_version: c.agent?.version ?? null, to_version: s.state === 'done' ? r.version : null, release_sha256: s.release?.sha256 ?? null, error: s.error, told_at: null, updated_at: now }
-      await this.lease.fenced((t) => insertRolloutNode(t, row))
-      await this.audit(r.id, 'rollout.node.joined', c.name, s.state === 'pending' ? 'joined during the rollout' : `${s.state}: ${s.error ?? ''}`)
-    }
-  }
-
-  /** A told node that stopped reporting has failed. */
-  private async expireSilent(r: RolloutRow, now: number): Promise<void> {
-    for (const n of await rolloutNodesIn(this.ctx.store, r.id, IN_FLIGHT)) {
-      const limit = n.state === 'restarting' ? r.health_timeout_ms + 3 * 60_000 : SILENT_MS
-      if (now - (n.updated_at ?? now) <= limit) continue
-      const error = n.state === 'restarting' ? `no report within ${Math.round(limit / 1000)} s of restarting` : `no report from the node for ${Math.round(limit / 60_000)} min`
-      if (await this.lease.fenced((t) => moveRolloutNode(t, r.id, n.name, [n.state], 'failed', { now, error }))) await this.audit(r.id, 'rollout.node.failed', n.name, error, 'failed')
-    }
-  }
-
-  private async audit(id: string, action: string, target: string, detail: string | null, outcome: 'ok' | 'failed' = 'ok'): Promise<void> {
-    await this.deps.audit.record(PLATFORM_WHO(id), { source: 'platform', action, target, detail, outcome, budget: 'rollouts' }).catch((e) => log.warn(`rollouts: audit: ${(e as Error).message}`))
-  }
-
   // ---- nodes ----------------------------------------------------------------------
 
   /** The directive for a node told to update; null when no rollout waits for it. */
@@ -359,9 +231,12 @@ export class Rollouts {
     const now = this.ctx.now()
     if (rep.state === n.state) return
     const error = rep.state === 'done' ? null : (rep.error ?? null)
-    if (!(await moveRolloutNode(this.ctx.store, rep.rollout, node, from[rep.state], rep.state, { now, error, toVersion: rep.state === 'done' ? (rep.version ?? null) : null }))) return
-    if (FINISHED.includes(rep.state)) await this.audit(rep.rollout, `rollout.node.${rep.state}`, node, error, rep.state === 'done' || rep.state === 'skipped' ? 'ok' : 'failed')
-    await this.ctx.changes.publish('rollouts', rep.rollout)
+    const moved = await this.ctx.store.tx(async (t) => {
+      if (!(await moveRolloutNode(t, rep.rollout, node, from[rep.state], rep.state, { now, error, toVersion: rep.state === 'done' ? (rep.version ?? null) : null }))) return false
+      if (FINISHED.includes(rep.state)) await auditStep(this.deps.audit, t, rep.rollout, `rollout.node.${rep.state}`, node, error, rep.state === 'done' || rep.state === 'skipped' ? 'ok' : 'failed')
+      return true
+    }, { group: true })
+    if (moved) await this.ctx.changes.publish('rollouts', rep.rollout)
   }
 
   async agentFacts(node: string, f: AgentFacts): Promise<void> {

@@ -34,15 +34,20 @@ export const DEFAULT_AUDIT_RETENTION: AuditRetention = { maxEntries: 100_000, ma
 
 /** Inserts one entry and keeps its budget within the retention; the entry's id. */
 export async function insertAuditEntry(db: Db, e: Omit<AuditLogRow, 'id'>, keep: AuditRetention): Promise<number> {
+  const id = await insertAuditRow(db, e)
+  // Each entry trims its own budget (by count through the (budget, id) index, by age through (budget, at)).
+  await pruneAuditLog(db, e.budget, e.at, keep)
+  return id
+}
+
+/** Inserts one entry without trimming its budget (the caller prunes it: many entries, one prune). */
+export async function insertAuditRow(db: Db, e: Omit<AuditLogRow, 'id'>): Promise<number> {
   const row = await db.get<{ id: number }>(
     `INSERT INTO audit_log (at, budget, principal, principal_kind, token_id, source, action, target, outcome, detail)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id`,
     e.at, e.budget, e.principal, e.principal_kind, e.token_id, e.source, e.action, e.target, e.outcome, e.detail,
   )
-  const id = Number(row!.id)
-  // Each entry trims its own budget (by count through the (budget, id) index, by age through (budget, at)).
-  await pruneAuditLog(db, e.budget, e.at, keep)
-  return id
+  return Number(row!.id)
 }
 
 export async function pruneAuditLog(db: Db, budget: AuditBudget, now: number, keep: AuditRetention): Promise<void> {

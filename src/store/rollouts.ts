@@ -131,6 +131,31 @@ export async function markCanariesDone(db: Db, id: string, now: number): Promise
   await db.run('UPDATE rollouts SET canaries_done_at = ?2 WHERE id = ?1 AND canaries_done_at IS NULL', id, now)
 }
 
+/** What the driver needs to decide, without reading every node: counts by state, the canaries, the last failure. */
+export interface RolloutSummaryRows {
+  total: number
+  counts: Partial<Record<RolloutNodeState, number>>
+  canaries: RolloutNodeRow[]
+  lastFailure: RolloutNodeRow | null
+}
+
+export async function rolloutSummaryRows(db: Db, id: string): Promise<RolloutSummaryRows> {
+  const counts: Partial<Record<RolloutNodeState, number>> = {}
+  let total = 0
+  for (const r of await db.all<{ state: RolloutNodeState; n: number }>('SELECT state, COUNT(*) AS n FROM rollout_nodes WHERE rollout_id = ?1 GROUP BY state', id)) {
+    counts[r.state] = Number(r.n)
+    total += Number(r.n)
+  }
+  const canaries = await db.all<RolloutNodeRow>('SELECT * FROM rollout_nodes WHERE rollout_id = ?1 AND canary = 1 ORDER BY position', id)
+  const lastFailure = await db.get<RolloutNodeRow>("SELECT * FROM rollout_nodes WHERE rollout_id = ?1 AND state IN ('failed', 'rolled-back') ORDER BY updated_at DESC, position DESC LIMIT 1", id)
+  return { total, counts, canaries, lastFailure }
+}
+
+/** The first `limit` pending nodes in the rollout's order. */
+export async function pendingInOrder(db: Db, id: string, limit: number): Promise<RolloutNodeRow[]> {
+  return db.all<RolloutNodeRow>(`SELECT * FROM rollout_nodes WHERE rollout_id = ?1 AND state = 'pending' ORDER BY position LIMIT ${Math.max(0, Math.floor(limit))}`, id)
+}
+
 export async function nextPosition(db: Db, id: string): Promise<number> {
   return Number((await db.get<{ m: number | null }>('SELECT MAX(position) AS m FROM rollout_nodes WHERE rollout_id = ?1', id))?.m ?? -1) + 1
 }

@@ -1,6 +1,6 @@
 // A rollout's plan and its next step, as pure functions of the store's rows.
 import { describe, expect, test } from 'bun:test'
-import { nextStep, planRollout, unavailableBudget, type Candidate } from '../../src/rollouts/plan.ts'
+import { nextStep as next, planRollout, summarize, unavailableBudget, type Candidate } from '../../src/rollouts/plan.ts'
 import type { NodeAgentRow, ReleaseRow } from '../../src/store/releases.ts'
 import type { RolloutNodeRow, RolloutRow } from '../../src/store/rollouts.ts'
 
@@ -38,25 +38,27 @@ describe('plan', () => {
   })
 })
 
+const nextStep = (r: RolloutRow, rows: RolloutNodeRow[], now: number) => next(r, summarize(rows), now)
+
 describe('next step', () => {
   const row = (name: string, state: RolloutNodeRow['state'], canary = 0): RolloutNodeRow => ({ rollout_id: 'r', name, position: 0, canary, grp: 'x64', arch: 'x64', state, from_version: '1.0.0', to_version: null, release_sha256: REL.x64, error: state === 'failed' ? 'boom' : null, told_at: null, updated_at: 0 })
   test('canaries first, then never more than max-unavailable between told and finished', () => {
-    expect(nextStep(rollout({ max_unavailable: '3' }), [row('c', 'pending', 1), row('a', 'pending'), row('b', 'pending')], 0)).toEqual({ kind: 'tell', names: ['c'], canariesDone: false })
+    expect(nextStep(rollout({ max_unavailable: '3' }), [row('c', 'pending', 1), row('a', 'pending'), row('b', 'pending')], 0)).toEqual({ kind: 'tell', names: ['c'], room: 3, canariesDone: false })
     expect(nextStep(rollout({ max_unavailable: '3' }), [row('c', 'restarting', 1), row('a', 'pending')], 0)).toEqual({ kind: 'wait', canariesDone: false })
     const rows = [row('c', 'done', 1), row('a', 'downloading'), row('b', 'pending'), row('d', 'pending'), row('e', 'pending')]
-    expect(nextStep(rollout({ max_unavailable: '2', canaries_done_at: 0 }), rows, 0)).toEqual({ kind: 'tell', names: ['b'], canariesDone: true })
+    expect(nextStep(rollout({ max_unavailable: '2', canaries_done_at: 0 }), rows, 0)).toEqual({ kind: 'tell', names: null, room: 1, canariesDone: true })
     expect(nextStep(rollout({ max_unavailable: '1', canaries_done_at: 0 }), rows, 0)).toEqual({ kind: 'wait', canariesDone: true })
   })
   test('a failed canary halts; failures past the budget halt; a resumed rollout forgives the ones that halted it', () => {
     expect(nextStep(rollout(), [row('c', 'rolled-back', 1), row('a', 'pending')], 0)).toMatchObject({ kind: 'halt', reason: expect.stringMatching(/^canary c rolled-back/) })
     const rows = [row('c', 'done', 1), row('a', 'failed'), row('b', 'failed'), row('d', 'pending')]
     expect(nextStep(rollout({ max_failures: 1, canaries_done_at: 0 }), rows, 0)).toMatchObject({ kind: 'halt', reason: expect.stringMatching(/^2 node\(s\) failed, more than the 1 allowed/) })
-    expect(nextStep(rollout({ max_failures: 1, failures_forgiven: 2, canaries_done_at: 0 }), rows, 0)).toMatchObject({ kind: 'tell', names: ['d'] })
+    expect(nextStep(rollout({ max_failures: 1, failures_forgiven: 2, canaries_done_at: 0 }), rows, 0)).toMatchObject({ kind: 'tell', names: null, room: 1 })
   })
   test('the soak after the canaries; paused tells no one; all finished is done', () => {
     const rows = [row('c', 'done', 1), row('a', 'pending')]
     expect(nextStep(rollout({ soak_ms: 60_000, canaries_done_at: 1000 }), rows, 30_000)).toEqual({ kind: 'wait', canariesDone: true })
-    expect(nextStep(rollout({ soak_ms: 60_000, canaries_done_at: 1000 }), rows, 61_001)).toMatchObject({ kind: 'tell', names: ['a'] })
+    expect(nextStep(rollout({ soak_ms: 60_000, canaries_done_at: 1000 }), rows, 61_001)).toMatchObject({ kind: 'tell', names: null, room: 1 })
     expect(nextStep(rollout({ state: 'paused', canaries_done_at: 0 }), rows, 0)).toEqual({ kind: 'wait', canariesDone: true })
     expect(nextStep(rollout(), [row('c', 'done', 1), row('a', 'skipped')], 0)).toEqual({ kind: 'done', reason: '1 done, 0 failed or rolled back, 1 skipped' })
   })

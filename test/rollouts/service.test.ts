@@ -145,6 +145,7 @@ describe('rollouts', () => {
     // w2 is told and says nothing; w3 stops heartbeating
     await drive(p, [nodes[1]!], async () => nodes[1]!.directives.length > 0)
     p.advance(21 * 60_000)
+    await late.beat() // w9 heartbeats at once after the jump of the clock; w3 never does
     await waitFor(async () => (await p.client.rollouts.status(r.id)).nodes.find((n) => n.name === 'w2')!.state === 'failed', { what: 'w2 failed' })
     expect((await p.client.rollouts.status(r.id)).nodes.find((n) => n.name === 'w2')!.error).toBe('no report from the node for 20 min')
     await drive(p, [late], async () => (await p.client.rollouts.status(r.id)).nodes.every((n) => ['done', 'failed', 'skipped'].includes(n.state)))

@@ -89,7 +89,7 @@ export const RELEASES_MIGRATIONS: Migration[] = [
         PRIMARY KEY (rollout_id, name)
       );
       CREATE INDEX rollout_nodes_order ON rollout_nodes (rollout_id, position);
-      CREATE INDEX rollout_nodes_state ON rollout_nodes (rollout_id, state);
+      CREATE INDEX rollout_nodes_state ON rollout_nodes (rollout_id, state, position);
     `,
   },
 ]
