@@ -146,7 +146,7 @@ function steer(r) {
   )
 }
 
-const mb = (n) => `${(n / 1048576).toLocaleString('en', { maximumFractionDigits: 1 })} MB`
+const mb = (n) => (n >= 1048576 ? `${(n / 1048576).toLocaleString('en', { maximumFractionDigits: 1 })} MB` : `${Math.max(1, Math.round(n / 1024)).toLocaleString('en')} KB`)
 
 function releasesTable(list) {
   const rows = [...list].reverse().map((x) =>
