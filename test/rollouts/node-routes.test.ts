@@ -4,6 +4,8 @@
 // report can only move the reporting node's own row, and only for the release
 // it was told; what a node says it runs is checked for shape.
 import { describe, expect, test } from 'bun:test'
+import { createHash } from 'node:crypto'
+import { zstdDecompressSync } from 'node:zlib'
 import { VERSION } from '../../src/version.ts'
 import { startPlatform } from '../helpers/platform.ts'
 import { fakeRelease, SimNode } from '../helpers/sim-nodes.ts'
@@ -37,6 +39,28 @@ describe('node routes of rollouts', () => {
     expect((await call(w1.credential, ['POST', '/api/v1/nodes/self/agent', { arch: 'mips', version: '0.0.1', binarySha256: 'a', sequence: -1, skipped: [] }])).status).toBe(400)
     await p.client.nodes.revoke('w1')
     for (const r of routes) expect((await call(w1.credential, r)).status).toBe(403)
+  })
+
+  test('a node that runs a release the Platform holds downloads a delta against it, which its binary decodes; else the compressed binary', async () => {
+    await using p = await startPlatform({ remoteDispatch: true })
+    const old = await fakeRelease(p, dir.path, '0.0.4')
+    const next = await fakeRelease(p, dir.path, VERSION, old.key)
+    const w1 = await new SimNode(p, 'w1').enroll()
+    const get = (from?: string) => fetch(`${p.url}/api/v1/nodes/self/release/${next.sha256}${from ? `?from=${from}` : ''}`, { headers: { authorization: `Bearer ${w1.credential}` } })
+    const full = await get()
+    expect(full.headers.get('x-muster-encoding')).toBe('zstd')
+    const raw = new Uint8Array(zstdDecompressSync(new Uint8Array(await full.arrayBuffer())))
+    expect(createHash('sha256').update(raw).digest('hex')).toBe(next.sha256)
+    const base = new Uint8Array(zstdDecompressSync(new Uint8Array(await (await fetch(`${p.url}/api/v1/nodes/self/release/${old.sha256}`, { headers: { authorization: `Bearer ${w1.credential}` } })).arrayBuffer())))
+    const delta = await get(old.sha256)
+    expect(delta.headers.get('x-muster-encoding')).toBe('zstd-delta')
+    expect(delta.headers.get('x-muster-delta-from')).toBe(old.sha256)
+    const patch = new Uint8Array(await delta.arrayBuffer())
+    expect(patch.byteLength).toBeLessThan(raw.byteLength / 4)
+    const rebuilt = zstdDecompressSync(patch, { dictionary: base } as never)
+    expect(createHash('sha256').update(rebuilt).digest('hex')).toBe(next.sha256)
+    // from a binary the Platform never released: the whole (compressed) binary
+    expect((await get('d'.repeat(64))).headers.get('x-muster-encoding')).toBe('zstd')
   })
 
   test("a node's report moves only its own row, for the release it was told; a report for another rollout or release changes nothing", async () => {
