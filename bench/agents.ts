@@ -11,7 +11,7 @@
 // file limit of one process, 20,000 on this machine, caps the connections).
 //
 // Several Platforms (bench/ha.ts): each node starts on the Platform its own
-// Agent would choose (firstChoice, src/agent/platforms.ts: a hash of its name),
+// Agent would choose (firstChoice, src/agent/platform-choice.ts: a hash of its name),
 // and, as the Agent does, moves to the next Platform of the list when its
 // Platform fails (the connection is refused or lost, or a 5xx answers), and
 // sends the same heartbeat there at once. A heartbeat is an error only when no

@@ -1,5 +1,5 @@
 // Pre-made enroll bodies for wrk: one fleet token for all, and per body a
-// distinct agent key, certificate and proof of key (SPEC §16.4), one JSON a line.
+// distinct agent key, certificate and proof of key (docs/security.md), one JSON a line.
 //   bun bench/enroll-bodies.ts --url URL --data-dir D --count N --out FILE [--prefix e-]
 import { writeFileSync } from 'node:fs'
 import { adminToken, fleetToken } from './enroll-nodes.ts'

@@ -1,5 +1,5 @@
 // A fleet of N distinct enrolled nodes against a freshly started compiled
-// Platform (SPEC §16.10). Each node has its own key, certificate, proof of key
+// Platform (docs/benchmarks.md). Each node has its own key, certificate, proof of key
 // and credential (enrolled through the real enroll route), and sends exactly
 // what the Agent sends (bench/agents.ts): a heartbeat every S seconds, and a GET
 // of its assignments when the heartbeat answer says their revision moved.

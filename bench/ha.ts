@@ -1,4 +1,4 @@
-// Several Platforms on one PostgreSQL as one (SPEC §16.9), under a fleet:
+// Several Platforms on one PostgreSQL as one (docs/storage-ha.md), under a fleet:
 // N distinct enrolled nodes (bench/agents.ts: each with its own credential,
 // sending exactly what the Agent sends at its interval) spread over P
 // Platforms by the Agents' own first choice (a hash of the node's name), and,
@@ -12,7 +12,7 @@
 // (the cluster's default is on).
 // Needs PostgreSQL's server binaries (a throwaway cluster is started and removed).
 // Ends with: ha: platforms=P nodes=N heartbeats/s=R p50=A ms p99=B ms errors=E
-import { firstChoice } from '../src/agent/platforms.ts'
+import { firstChoice } from '../src/agent/platform-choice.ts'
 import { startThrowawayPostgres } from '../src/demo/postgres.ts'
 import { down, percentile, runAgents, up } from './agents.ts'
 import { adminToken, enrollNodes, fleetToken } from './enroll-nodes.ts'
@@ -91,7 +91,7 @@ try {
     platforms.push(await startServe(dir, ['--database', pg.url]))
   }
   const urls = platforms.map((p) => p.url)
-  // The Agents' own choice (src/agent/platforms.ts firstChoice); a move goes to the next in this list.
+  // The Agents' own choice (src/agent/platform-choice.ts firstChoice); a move goes to the next in this list.
   const known = urls.map((url) => ({ url }))
   const first = names.map((name) => urls.indexOf(firstChoice(name, known)!))
   say(`ha: ${P} Platforms on one PostgreSQL${FSYNC_OFF ? ' (fsync off)' : ''}: ${urls.join(' ')}; first choices ${urls.map((_, t) => first.filter((f) => f === t).length).join(' / ')}\n`)

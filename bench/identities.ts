@@ -1,13 +1,14 @@
 // Agent identities for the benches: an ECDSA P-256 key and a self-signed
 // certificate per simulated node, made exactly as `worker join` makes them
 // (generateKeyAndCert), cached on disk because 100,000 of them take minutes;
-// and the enroll body a real Agent sends, with its proof of key (SPEC §16.4).
+// and the enroll body a real Agent sends, with its proof of key (docs/security.md).
 import { sign } from 'node:crypto'
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { generateKeyAndCert } from '../src/crypto/x509.ts'
 import { VERSION } from '../src/version.ts'
+import { tunable } from '../src/tunables.ts'
 
 export interface Identity {
   keyPem: string
@@ -16,7 +17,7 @@ export interface Identity {
   sha256: string
 }
 
-export const CACHE_DIR = process.env.MUSTER_BENCH_CACHE ?? join(tmpdir(), 'muster-bench-cache')
+export const CACHE_DIR = tunable('MUSTER_BENCH_CACHE') ?? join(tmpdir(), 'muster-bench-cache')
 
 /** `count` distinct identities: read from the cache, the missing ones made and appended. */
 export async function identities(count: number, log: (s: string) => void = () => {}): Promise<Identity[]> {
@@ -47,7 +48,7 @@ export async function identities(count: number, log: (s: string) => void = () =>
   return have
 }
 
-/** The proof of key (SPEC §16.4): DER ECDSA-SHA256 over the enroll statement, base64url. */
+/** The proof of key (docs/security.md): DER ECDSA-SHA256 over the enroll statement, base64url. */
 export function enrollProof(keyPem: string, nodeId: string, tokenId: string, certSha256: string, proofTime: number): string {
   const statement = `muster-enroll-v1\n${nodeId}\n${tokenId}\n${certSha256}\n${proofTime}`
   return sign('sha256', Buffer.from(statement), keyPem).toString('base64url')

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createClient } from '../src/client/index.ts'
 import { publishRelease } from '../src/releases/publish.ts'
-import { newReleaseKey } from '../src/signed/release-documents.ts'
+import { newReleaseKey } from '../src/signed/releases.ts'
 import { VERSION } from '../src/version.ts'
 import { adminToken, fleetToken } from './enroll-nodes.ts'
 import { identities } from './identities.ts'
@@ -117,10 +117,10 @@ async function update(i: number): Promise<void> {
     const d = await call(i, 'GET', '/api/v1/nodes/self/directive')
     const text = await d.text()
     stats.directiveBytes.push(text.length)
-    const directive = (JSON.parse(text) as { directive: { directive: { rollout: string; release: { manifest: { sha256: string; version: string; sequence: number } } } } | null }).directive
+    const directive = (JSON.parse(text) as { directive: { payload: { rollout: string; release: { manifest: { sha256: string; version: string; sequence: number } } } } | null }).directive
     if (!directive) return
-    const m = directive.directive.release.manifest
-    const base = { rollout: directive.directive.rollout, sha256: m.sha256, version: m.version }
+    const m = directive.payload.release.manifest
+    const base = { rollout: directive.payload.rollout, sha256: m.sha256, version: m.version }
     await report(i, { ...base, state: 'downloading' })
     const rel = await call(i, 'GET', `/api/v1/nodes/self/release/${m.sha256}?from=${baseRelease.sha256}`)
     const bytes = (await rel.arrayBuffer()).byteLength

@@ -9,7 +9,7 @@ export const dataDirArg = {
   'data-dir': { type: 'string', valueHint: 'DIR', description: 'Data directory (default: $MUSTER_DATA_DIR, else /var/lib/muster)' },
 } as const satisfies ArgsDef
 
-/** How an https Platform is authenticated when its certificate comes from its own CA (SPEC §16.3). */
+/** How an https Platform is authenticated when its certificate comes from its own CA (docs/security.md). */
 export const platformPinArgs = {
   'platform-fingerprint': { type: 'string', valueHint: 'sha256:HEX', description: 'Pin of the Platform CA (`muster nodes platform`; default: $MUSTER_PLATFORM_FINGERPRINT, then the pin saved by `muster login`)' },
   'platform-ca-file': { type: 'string', valueHint: 'FILE', description: 'Verify the Platform with this CA certificate (PEM) instead' },
@@ -22,7 +22,7 @@ export const clientArgs = {
   ...jsonArg,
 } as const satisfies ArgsDef
 
-/** Flags of a paged listing (issue 16). */
+/** Flags of a paged listing. */
 export const pageArgs = {
   limit: { type: 'string', valueHint: 'N', description: 'At most N per page (default 1000, at most 5000)' },
   all: { type: 'boolean', description: 'Every page, not only the first' },
@@ -60,9 +60,9 @@ export function afterDashes(rawArgs: string[]): string[] {
   return i < 0 ? [] : rawArgs.slice(i + 1)
 }
 
-/** Every `--FLAG KEY=VALUE` as labels (SPEC §16.11); a bad one is a usage error. */
+/** Every `--FLAG KEY=VALUE` as labels (docs/cloud.md); a bad one is a usage error. */
 export async function labelArgs(rawArgs: string[], flag: string): Promise<Record<string, string>> {
-  const { parseLabelArgs } = await import('../src/fabric/labels.ts')
+  const { parseLabelArgs } = await import('../src/wire/labels.ts')
   try {
     return parseLabelArgs(multiArg(rawArgs, flag), `--${flag}`)
   } catch (e) {

@@ -9,6 +9,7 @@ import { pinnedFetch, type Pin } from '../src/crypto/pin.ts'
 import { assertPrivate, writeFileAtomic } from '../src/datadir.ts'
 import { checkFingerprint, UsageError } from './_args.ts'
 import { warnArgvSecret } from './_secret.ts'
+import { tunable } from '../src/tunables.ts'
 
 export const DEFAULT_URL = 'http://127.0.0.1:7380'
 
@@ -48,8 +49,8 @@ type PinArgs = { 'platform-fingerprint'?: string; 'platform-ca-file'?: string }
 
 /** The pin from flags, then the environment; undefined when none is given. */
 export function pinFromArgs(args: PinArgs): SavedLogin['pin'] {
-  const fingerprint = args['platform-fingerprint'] || process.env.MUSTER_PLATFORM_FINGERPRINT
-  const caFile = args['platform-ca-file'] || process.env.MUSTER_PLATFORM_CA_FILE
+  const fingerprint = args['platform-fingerprint'] || tunable('MUSTER_PLATFORM_FINGERPRINT')
+  const caFile = args['platform-ca-file'] || tunable('MUSTER_PLATFORM_CA_FILE')
   if (fingerprint && caFile) throw new UsageError('Give --platform-fingerprint or --platform-ca-file, not both')
   if (fingerprint) return { fingerprint: checkFingerprint(fingerprint, '--platform-fingerprint')!.toLowerCase() }
   if (!caFile) return undefined
@@ -70,11 +71,11 @@ export function fetchFor(pin: Pin | undefined): ((url: string, init: RequestInit
 
 export function clientFrom(args: { 'platform-url'?: string; token?: string } & PinArgs): Client {
   const saved = readSavedLogin()
-  const url = (args['platform-url'] || process.env.MUSTER_URL || saved?.url || DEFAULT_URL).replace(/\/+$/, '')
+  const url = (args['platform-url'] || tunable('MUSTER_URL') || saved?.url || DEFAULT_URL).replace(/\/+$/, '')
   let token = args.token
   if (token) warnArgvSecret('--token')
   const same = saved && saved.url === url
-  token ||= process.env.MUSTER_TOKEN || (same ? saved.token : undefined)
+  token ||= tunable('MUSTER_TOKEN') || (same ? saved.token : undefined)
   const pin = pinFromArgs(args) ?? (same ? saved.pin : undefined)
   return createClient({ url, token, fetch: fetchFor(pin) })
 }

@@ -6,6 +6,7 @@ import { wrapWords } from '../src/log.ts'
 import { UsageError } from './_args.ts'
 import { examplesFor } from './_examples.ts'
 import { outputDelivered, trackOutput } from './_out.ts'
+import { tunable } from '../src/tunables.ts'
 
 /** A command's own exit status with one line for stderr (the Agent's 3: its credential is refused for good). */
 export class ExitStatus extends Error {
@@ -20,7 +21,7 @@ export class ExitStatus extends Error {
 
 /**
  * The CLI's whole life: runs the command, then ends the process only once
- * its output has left (a pipe to a slow reader gets every byte; SPEC §17.5).
+ * its output has left (a pipe to a slow reader gets every byte; docs/operations.md).
  */
 export async function runCli(root: AnyCommand, argv: string[]): Promise<never> {
   trackOutput()
@@ -136,7 +137,7 @@ export function reportError(label: string, e: unknown): number {
     return 2
   }
   say(`${label}: unexpected error: ${err?.message ?? String(e)}\n`)
-  if (process.env.MUSTER_DEBUG) process.stderr.write(`${err?.stack}\n`)
+  if (tunable('MUSTER_DEBUG')) process.stderr.write(`${err?.stack}\n`)
   return 1
 }
 

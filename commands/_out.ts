@@ -1,7 +1,7 @@
 // Human and machine output for commands: JSON to stdout alone, tables for people.
 // Every write is tracked, so the CLI ends only once its output is delivered,
-// on a pipe to a slow reader too (SPEC §17.5; BUN-NOTES "Revision 3": a
-// process.exit right after a write cuts a pipe at 64 KiB).
+// on a pipe to a slow reader too (docs/operations.md: a
+// process.exit right after a write cuts a pipe at 64 KiB in Bun).
 
 type Write = (chunk: unknown, encoding?: unknown, cb?: (err?: Error | null) => void) => boolean
 const lastWrite = new Map<NodeJS.WriteStream, Promise<void>>()

@@ -5,6 +5,7 @@ import { fstatSync, readFileSync } from 'node:fs'
 import { consola } from 'consola'
 import { MusterError } from '../src/errors.ts'
 import { assertPrivate } from '../src/datadir.ts'
+import { tunable, type TunableName } from '../src/tunables.ts'
 
 export interface SecretSource {
   /** What the secret is, for messages: "enrollment token". */
@@ -13,7 +14,7 @@ export interface SecretSource {
   argv?: { value: string | undefined; flag: string }
   /** A file flag's value and name. */
   file?: { value: string | undefined; flag: string }
-  env?: string
+  env?: TunableName
 }
 
 export function warnArgvSecret(flag: string): void {
@@ -45,7 +46,8 @@ export async function readSecret(src: SecretSource): Promise<string> {
     warnArgvSecret(src.argv.flag)
     return src.argv.value
   }
-  if (src.env && process.env[src.env]) return process.env[src.env]!.trim()
+  const fromEnv = src.env && tunable(src.env)
+  if (fromEnv) return fromEnv.trim()
   const ways = [src.file && `${src.file.flag} FILE`, src.env && `$${src.env}`].filter(Boolean)
   const how = ways.length ? `with ${ways.join(', ')} or on stdin` : 'on stdin (or run this at a terminal to be asked)'
   const kind = stdinKind()

@@ -40,7 +40,8 @@ export default defineCommand({
     const agent = new Agent({ dataDir, runAs: args['run-as'] })
     await agent.start()
     const { Updater } = await import('../src/agent/update/updater.ts')
-    const updater = new Updater(agent, { trial: launch.trial, stepDelayMs: Number(process.env.MUSTER_UPDATE_STEP_DELAY_MS) || 0 })
+    const { tunableNumber } = await import('../src/tunables.ts')
+    const updater = new Updater(agent, { trial: launch.trial, stepDelayMs: tunableNumber('MUSTER_UPDATE_STEP_DELAY_MS') })
     updater.start()
     // SIGTERM/SIGINT: the Agent stops, its replicas run on (the next Agent adopts them). SIGUSR2: they stop too.
     // A credential refused for good: they stop too (the Platform places them elsewhere), and the exit status is 3.

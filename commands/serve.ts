@@ -2,6 +2,36 @@ import { defineCommand } from 'citty'
 import { dataDirArg, intArg, multiArg, UsageError } from './_args.ts'
 import { consola } from 'consola'
 import { ENGINE_ENV } from '../src/swap/protocol.ts'
+import { tunable } from '../src/tunables.ts'
+
+/** The --oidc-* flags, or --oidc-config FILE (one or the other). */
+async function oidcOptions(args: Record<string, unknown>) {
+  const flag = (k: string) => (typeof args[k] === 'string' && args[k] !== '' ? (args[k] as string) : undefined)
+  const given = ['oidc-issuer', 'oidc-client-id', 'oidc-client-secret-file', 'oidc-groups-claim', 'oidc-role-map', 'oidc-allowed-domains', 'oidc-display-name'].filter((k) => flag(k))
+  if (flag('oidc-config')) {
+    if (given.length) throw new UsageError(`--oidc-config names the provider settings already: give it, or --${given[0]}, not both`)
+    const { readOidcFile } = await import('../src/auth/oidc/config.ts')
+    const o = readOidcFile(flag('oidc-config')!)
+    return { oidc: { ...o, only: Boolean(o.only || args['oidc-only']) } }
+  }
+  if (!flag('oidc-issuer')) {
+    if (given.length || args['oidc-only']) throw new UsageError(`--${given[0] ?? 'oidc-only'} needs --oidc-issuer URL (the identity provider)`)
+    return {}
+  }
+  for (const k of ['oidc-client-id', 'oidc-client-secret-file', 'oidc-role-map']) if (!flag(k)) throw new UsageError(`--oidc-issuer needs --${k} too`)
+  return {
+    oidc: {
+      issuer: flag('oidc-issuer')!,
+      clientId: flag('oidc-client-id')!,
+      clientSecretFile: flag('oidc-client-secret-file')!,
+      roleMap: flag('oidc-role-map')!,
+      groupsClaim: flag('oidc-groups-claim'),
+      allowedDomains: flag('oidc-allowed-domains'),
+      displayName: flag('oidc-display-name'),
+      only: Boolean(args['oidc-only']),
+    },
+  }
+}
 
 export default defineCommand({
   meta: { name: 'serve', description: 'Run a Platform: the node registry, enrollment authority and API (SIGHUP swaps in the binary on disk without closing a port)' },
@@ -31,13 +61,22 @@ export default defineCommand({
     'audit-max-days': { type: 'string', valueHint: 'DAYS', default: '365', description: 'Audit entries older than this are dropped' },
     database: { type: 'string', valueHint: 'URL', description: 'PostgreSQL store (postgres://…). A password here shows in `ps`: give such a URL in $MUSTER_DATABASE_URL or --database-file. Default: SQLite muster.db in the data directory' },
     'database-file': { type: 'string', valueHint: 'FILE', description: 'File (mode 0600) holding the PostgreSQL URL, password included' },
+    'oidc-issuer': { type: 'string', valueHint: 'URL', description: 'Sign people in with this OpenID provider (https; its /.well-known/openid-configuration must answer)' },
+    'oidc-client-id': { type: 'string', valueHint: 'ID', description: 'The client id the provider gave muster (redirect URI to register: <public URL>/auth/oidc/callback)' },
+    'oidc-client-secret-file': { type: 'string', valueHint: 'FILE', description: 'File (mode 0600) holding the client secret (never on the command line)' },
+    'oidc-groups-claim': { type: 'string', valueHint: 'CLAIM', description: 'The ID token claim listing the groups (default: groups)' },
+    'oidc-role-map': { type: 'string', valueHint: 'MAP', description: "Group to role: 'admins=superadmin,devs=operator,*=viewer' (a user with no mapped group is refused)" },
+    'oidc-allowed-domains': { type: 'string', valueHint: 'LIST', description: 'Only e-mail domains in this comma-separated list may sign in' },
+    'oidc-display-name': { type: 'string', valueHint: 'NAME', description: 'The name on the dashboard\'s "Sign in with …" button' },
+    'oidc-only': { type: 'boolean', description: 'No password login: only host-local commands and break-glass remain beside the provider' },
+    'oidc-config': { type: 'string', valueHint: 'FILE', description: 'The --oidc-* settings as JSON {issuer, clientId, clientSecretFile, roleMap, …} instead of flags' },
   },
   async run({ args, rawArgs }) {
     const port = intArg(args, 'port', 0, 65535) ?? 7380
     const enrollmentPort = intArg(args, 'enrollment-port', 0, 65535)
     if (enrollmentPort !== undefined && enrollmentPort !== 0 && enrollmentPort < 1024) throw new UsageError(`--enrollment-port must be 1024 or higher (got ${enrollmentPort}); ports below 1024 need root privileges muster does not take`)
     if (Boolean(args['tls-cert']) !== Boolean(args['tls-key'])) throw new UsageError('--tls-cert and --tls-key go together')
-    const { serve } = await import('../src/serve.ts')
+    const { serve } = await import('../src/platform/serve.ts')
     const { resolveDataDir } = await import('../src/datadir.ts')
     const dataDir = resolveDataDir(args['data-dir'])
     if (args.database && args['database-file']) throw new UsageError('--database and --database-file name the same thing: give one')
@@ -72,6 +111,7 @@ export default defineCommand({
       nodeStaleAfterMs: (intArg(args, 'node-stale-seconds', 1, 86400) ?? 45) * 1000,
       rescheduleGraceMs: (intArg(args, 'reschedule-grace-seconds', 0, 86400) ?? 60) * 1000,
       database,
+      ...(await oidcOptions(args)),
       auditRetention: { maxEntries: intArg(args, 'audit-max-entries', 10, 100_000_000) ?? 100_000, maxAgeMs: (intArg(args, 'audit-max-days', 1, 36_500) ?? 365) * 86_400_000 },
       enrollLimit: {
         perSecond: intArg(args, 'enroll-rate', 1, 1_000_000) ?? 500,
@@ -85,7 +125,7 @@ export default defineCommand({
       },
     }
     // `muster serve` itself supervises (src/swap/supervisor.ts): it holds the lock and runs this same command line as its engine.
-    const role = process.env[ENGINE_ENV]
+    const role = tunable(ENGINE_ENV)
     delete process.env[ENGINE_ENV]
     if (role !== 'first' && role !== 'takeover') {
       const password = args.database ? db.databasePassword(args.database) : undefined
@@ -94,7 +134,7 @@ export default defineCommand({
         consola.warn(`--database carries the store's password on the command line, where any local user reads it (ps); give the URL in $MUSTER_DATABASE_URL or --database-file FILE (mode 0600) instead.`)
       }
       // Before anything is created (the lock, the CA, the superadmin): the setup, the data directory, the ports, the files.
-      const { preflightServe } = await import('../src/serve-preflight.ts')
+      const { preflightServe } = await import('../src/platform/serve-preflight.ts')
       const self = /(^|\/)muster$/.test(process.argv0) ? process.argv0 : 'muster'
       await preflightServe(options, [self, 'serve', ...db.withoutDatabasePassword(rawArgs)])
       const { supervise } = await import('../src/swap/supervisor.ts')

@@ -1,5 +1,5 @@
 // The addresses a machine is reached by, for certificates and published URLs:
-// by default its first routable IPv4 and localhost (SPEC §8). Shared by the
+// by default its first routable IPv4 and localhost (docs/nodes.md). Shared by the
 // enrollment listener and the node side.
 import { createServer, isIP } from 'node:net'
 import { networkInterfaces } from 'node:os'

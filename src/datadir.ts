@@ -1,13 +1,14 @@
-// The data directory (SPEC §3): where it is, its 0700 folders and 0600 secret
+// The data directory (docs/operations.md): where it is, its 0700 folders and 0600 secret
 // files, and the refusal to use a secret that others can read.
 import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { MusterError } from './errors.ts'
+import { TUNABLES, tunable } from './tunables.ts'
 
-export const DEFAULT_DATA_DIR = '/var/lib/muster'
+export const DEFAULT_DATA_DIR = TUNABLES.MUSTER_DATA_DIR.default
 
 export function resolveDataDir(flag?: string): string {
-  return resolve(flag || process.env.MUSTER_DATA_DIR || DEFAULT_DATA_DIR)
+  return resolve(flag || tunable('MUSTER_DATA_DIR') || DEFAULT_DATA_DIR)
 }
 
 /** Refuses a file or folder that group or others can read or write. */

@@ -5,11 +5,12 @@
 // long warning never breaks inside a word or a flag ("-\n-tls-cert") the way
 // the terminal's own wrapping does. Pipes and files get the message as is.
 import { createConsola, type ConsolaReporter } from 'consola'
+import { tunableNumber } from './tunables.ts'
 
 export const log = createConsola({
   stdout: process.stderr,
   stderr: process.stderr,
-  level: process.env.MUSTER_LOG_LEVEL ? Number(process.env.MUSTER_LOG_LEVEL) : 3,
+  level: tunableNumber('MUSTER_LOG_LEVEL'),
   formatOptions: { date: false },
 })
 

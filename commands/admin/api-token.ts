@@ -13,19 +13,19 @@ export default defineCommand({
     ...jsonArg,
   },
   async run({ args }) {
-    const { isRole } = await import('../../src/auth/permissions.ts')
+    const { isRole } = await import('../../src/wire/permissions.ts')
     if (!isRole(args.role)) throw new UsageError(`--role must be superadmin, operator or viewer, got "${args.role}"`)
     const role = args.role
     if (!/^[\w .@-]{1,64}$/.test(args.name)) throw new UsageError('--name must be 1–64 letters, digits, spaces or ._@-')
     const ttlDays = intArg(args, 'ttl-days', 1, 3650)
-    const { openHostStore } = await import('../../src/host-store.ts')
+    const { openHostStore } = await import('../../src/context/host-store.ts')
     const { resolveDataDir } = await import('../../src/datadir.ts')
     const { apiTokenDoor } = await import('../../src/federation/host.ts')
     const host = await openHostStore(resolveDataDir(args['data-dir']))
     try {
       const account = args.account ?? (args.role === 'superadmin' ? 'superadmin' : null)
       if (account !== null) await host.auth.assertAccountMayHold(account, args.role)
-      const { auditedHostAct } = await import('../../src/host-store.ts')
+      const { auditedHostAct } = await import('../../src/context/host-store.ts')
       const { HOST } = await import('../../src/audit/audit.ts')
       const expiresAt = ttlDays === undefined ? null : Date.now() + ttlDays * 86_400_000
       const { door, token, id } = await auditedHostAct(host, HOST(account), 'token.mint', args.name, async () => {

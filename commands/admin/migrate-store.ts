@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { dataDirArg, jsonArg, UsageError } from '../_args.ts'
+import { tunable } from '../../src/tunables.ts'
 
 export default defineCommand({
   meta: { name: 'migrate-store', description: 'With the Platform stopped: copy its SQLite store into an empty PostgreSQL database and switch to it' },
@@ -9,7 +10,7 @@ export default defineCommand({
     ...jsonArg,
   },
   async run({ args }) {
-    const to = args.to ?? process.env.MUSTER_DATABASE_URL
+    const to = args.to ?? tunable('MUSTER_DATABASE_URL')
     if (!to) throw new UsageError('--to (or $MUSTER_DATABASE_URL) names the empty PostgreSQL database to copy into')
     if (!/^postgres(ql)?:\/\//.test(to)) throw new UsageError('--to must be a postgres:// URL')
     const { databasePassword } = await import('../../src/store/database-url.ts')

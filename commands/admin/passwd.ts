@@ -14,11 +14,11 @@ export default defineCommand({
     const password = await readSecret({ what: 'new password', file: { value: args['password-file'], flag: '--password-file' } })
     if (!args['password-file'] && hasTty() && (await promptSecret('Repeat the new password')) !== password) throw new MusterError('invalid-request', 'The passwords differ; nothing changed.')
     if (password.length < 12) throw new MusterError('invalid-request', 'A password needs at least 12 characters; nothing changed.')
-    const { openHostStore } = await import('../../src/host-store.ts')
+    const { openHostStore } = await import('../../src/context/host-store.ts')
     const { resolveDataDir } = await import('../../src/datadir.ts')
     const host = await openHostStore(resolveDataDir(args['data-dir']))
     try {
-      const { auditedHostAct } = await import('../../src/host-store.ts')
+      const { auditedHostAct } = await import('../../src/context/host-store.ts')
       const { HOST } = await import('../../src/audit/audit.ts')
       const ended = await auditedHostAct(host, HOST(args.account), 'account.password', args.account, () => host.auth.setPassword(args.account, password))
       process.stderr.write(`Password for ${args.account} changed; ended ${ended.sessions} session(s) and revoked ${ended.tokens} token(s) made by its logins.\n`)

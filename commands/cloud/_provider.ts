@@ -1,6 +1,6 @@
 // The provider argument shared by the cloud commands.
-import type { ProviderName } from '../../src/cloud/provider.ts'
 import { UsageError } from '../_args.ts'
+import type { ProviderName } from '../../src/wire/cloud.ts'
 
 export const PROVIDER_NAMES: readonly ProviderName[] = ['hetzner', 'digitalocean', 'aws', 'azure', 'gcp']
 

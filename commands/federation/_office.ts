@@ -1,5 +1,5 @@
 // The OFFICE positional shared by federation verbs: checked for shape before any
-// request. The pattern is OFFICE_ID of src/federation/formats.ts, repeated so
+// request. The pattern is OFFICE_ID of src/wire/federation-formats.ts, repeated so
 // that loading a verb for --help pulls in nothing from src/.
 import { UsageError } from '../_args.ts'
 

@@ -1,4 +1,4 @@
-// After a join token: what to run on the new machine (SPEC §17.1), on stderr
+// After a join token: what to run on the new machine (docs/operations.md), on stderr
 // so that stdout stays the token alone for scripts (`--json` carries both lines).
 import type { JoinCommands } from '../../src/client/nodes.ts'
 

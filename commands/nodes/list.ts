@@ -17,7 +17,7 @@ export default defineCommand({
     if (state !== undefined && !STATES.includes(state)) throw new UsageError(`--state must be one of ${STATES.join(', ')}, got "${state}"`)
     if (args.label !== undefined) {
       // The same keys and values as node labels (worker join --label, the nodes file).
-      const { parseLabelArgs } = await import('../../src/fabric/labels.ts')
+      const { parseLabelArgs } = await import('../../src/wire/labels.ts')
       try {
         parseLabelArgs([args.label], '--label')
       } catch (e) {
@@ -26,7 +26,7 @@ export default defineCommand({
     }
     const { clientFrom } = await import('../_client.ts')
     const { printJson, printTable, printLine, ago } = await import('../_out.ts')
-    const { formatLabels } = await import('../../src/fabric/labels.ts')
+    const { formatLabels } = await import('../../src/wire/labels.ts')
     const client = clientFrom(args)
     const opts = { limit, state, label: args.label }
     const r = args.all ? await client.nodes.listAll(opts) : await client.nodes.list(opts)

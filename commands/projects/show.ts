@@ -11,7 +11,7 @@ export default defineCommand({
     if (args.json) return printJson(p)
     printLine(`${p.name} (revision ${p.revision}): ${p.replicas} replica(s) of \`${p.command.join(' ')}\`, ${p.cpu}m CPU and ${p.memory} MB each`)
     const env = Object.entries(p.env)
-    // Values only for those who may change projects; viewers get "***" from the Platform (SPEC §16.6).
+    // Values only for those who may change projects; viewers get "***" from the Platform (docs/security.md).
     if (env.length > 0) printLine(`env: ${env.map(([k, v]) => `${k}=${v}`).join(' ')}`)
     const labels = Object.entries(p.nodeLabels ?? {})
     if (labels.length > 0) printLine(`runs only on nodes labelled: ${labels.map(([k, v]) => `${k}=${v}`).join(' ')}`)

@@ -6,7 +6,7 @@ export async function readKeyFile(path: string) {
   if (!existsSync(path)) throw new UsageError(`${path}: no such release key file (make one with muster releases keygen --out ${path})`)
   const { assertPrivate } = await import('../../src/datadir.ts')
   assertPrivate(path)
-  const { parseReleaseKeyFile } = await import('../../src/signed/release-documents.ts')
+  const { parseReleaseKeyFile } = await import('../../src/signed/releases.ts')
   try {
     return parseReleaseKeyFile(readFileSync(path, 'utf8'))
   } catch (e) {

@@ -13,7 +13,7 @@ export default defineCommand({
     const { readKeyFile } = await import('./_key.ts')
     const [next, by] = [await readKeyFile(args.new), await readKeyFile(args.key)]
     if (next.kid === by.kid) throw new UsageError('the new key and --key are the same key')
-    const { endorseKey } = await import('../../src/signed/release-documents.ts')
+    const { endorseKey } = await import('../../src/signed/releases.ts')
     const e = endorseKey(by, next)
     const { clientFrom } = await import('../_client.ts')
     const r = await clientFrom(args).releases.addKey({ kid: e.kid, publicKey: e.publicKey, endorsedBy: e.endorsedBy!, signature: e.signature! })

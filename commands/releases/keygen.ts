@@ -11,7 +11,7 @@ export default defineCommand({
     if (!args.out) throw new UsageError('--out FILE is required')
     const { existsSync, openSync, writeSync, closeSync, fsyncSync } = await import('node:fs')
     if (existsSync(args.out)) throw new UsageError(`${args.out} exists: refusing to overwrite a release key; choose another --out`)
-    const { newReleaseKey } = await import('../../src/signed/release-documents.ts')
+    const { newReleaseKey } = await import('../../src/signed/releases.ts')
     const key = newReleaseKey()
     const fd = openSync(args.out, 'wx', 0o600)
     try {

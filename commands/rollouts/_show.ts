@@ -1,5 +1,5 @@
 // A rollout for people: its state, progress per group, and the nodes.
-import type { RolloutView } from '../../src/wire/releases.ts'
+import type { RolloutView } from '../../src/wire/rollouts.ts'
 import { printLine, printTable } from '../_out.ts'
 
 // Values from outside (a node's error) as one inert line.

@@ -2,7 +2,7 @@
 // time and boot, so a recycled PID is never taken for it). `muster agent
 // --stop-replicas` uses it to ask a running Agent to stop its replicas.
 import type { DataDir } from '../datadir.ts'
-import { bootId, procStat, sameProcess } from './procs.ts'
+import { bootId, procStat, sameProcess } from '../replicas/procs.ts'
 
 export const AGENT_PID_FILE = 'worker/agent.pid'
 

@@ -1,19 +1,15 @@
-// The Agent (SPEC §7, §16.2): serves its HTTPS port, heartbeats to the
+// The Agent (docs/nodes.md, docs/security.md): serves its HTTPS port, heartbeats to the
 // Platform with its node credential (version, capacity, replica status),
 // renews the credential daily (and once on a 401), refreshes trust keys at
 // start, daily, and at once when it meets a signature by a kid it does not
 // hold (at most once a minute), and keeps going through outages with backoff;
 // with several Platforms it moves to another when its current one fails
-// (platforms.ts).
-// "Daily" is by the wall clock, checked on a short tick, so a clock that
-// jumped is noticed within the tick. Intervals can be set by environment for
-// tests: MUSTER_AGENT_HEARTBEAT_MS, _RENEW_MS, _TRUST_MS, _TICK_MS.
+// (platform-choice.ts). "Daily" is by the wall clock, checked on a short tick,
+// so a clock that jumped is noticed within the tick (intervals: src/tunables.ts).
 import { SingleFlight } from '../single-flight.ts'
 import type { Server } from 'bun'
 import { availableParallelism, totalmem } from 'node:os'
-import type { ReplicaStatus } from '../fabric/registry.ts'
-import type { HeartbeatAnswer } from '../fabric/heartbeat.ts'
-import type { TrustKey } from '../fabric/trust-keys.ts'
+import type { HeartbeatAnswer, ReplicaStatus, TrustKey } from '../wire/nodes.ts'
 import { DataDir } from '../datadir.ts'
 import { bindHostFor } from '../addresses.ts'
 import { MusterError } from '../errors.ts'
@@ -24,12 +20,13 @@ import { credentialGeneration, readCredential, readTrustFile, requireJoined, WOR
 import { startAgentServer, type SignedHandler } from './server.ts'
 import { refreshTrust } from './trust.ts'
 import { signRenewProof } from '../crypto/enroll-proof.ts'
-import { isPlatformFailure, PlatformChoice } from './platforms.ts'
+import { isPlatformFailure, PlatformChoice } from './platform-choice.ts'
 import { startWorkloads, type Workloads } from './workloads.ts'
-import { askStanding, isDead, wayBack, type Standing } from './standing.ts'
+import { deadStanding, wayBack } from './standing.ts'
 import { reconnectDelayMs } from './backoff.ts'
+import type { AgentLink } from './link.ts'
+import { tunable, tunableNumber } from '../tunables.ts'
 
-const DAY_MS = 86_400_000
 const MAX_BACKOFF_MS = 5 * 60_000
 /** At most one refresh for an unknown kid per minute (monotonic, so no clock can hurry it). */
 export const UNKNOWN_KID_REFRESH_MS = 60_000
@@ -50,13 +47,8 @@ export interface AgentOptions {
   tickMs?: number
   /** Pull and run assignments (default true). */
   workloads?: boolean
-  /** `--run-as USER`: the account replicas run as (src/agent/isolation.ts). */
+  /** `--run-as USER`: the account replicas run as (src/replicas/isolation.ts). */
   runAs?: string
-}
-
-function envMs(name: string, fallback: number): number {
-  const v = Number(process.env[name])
-  return Number.isFinite(v) && v > 0 ? v : fallback
 }
 
 export function capacity(): { cpuMillis: number; memoryMB: number } {
@@ -68,6 +60,8 @@ export class Agent {
   replicaStatus: () => ReplicaStatus[] = () => []
   /** Called with every heartbeat answer (the workloads fetch assignments when their revision moved). */
   afterHeartbeat: (answer: HeartbeatAnswer) => void = () => {}
+  /** Further parts' heartbeat hooks (the updater: src/agent/update/updater.ts), called after the workloads'. */
+  private readonly heartbeatHooks: ((answer: HeartbeatAnswer) => void)[] = []
   /** Signed requests from the Platform (other than /health) go here; undefined = 404. */
   handleSigned: SignedHandler = () => undefined
   readonly dataDir: DataDir
@@ -118,10 +112,10 @@ export class Agent {
     this.trust = readTrustFile(this.dataDir)?.keys ?? []
     this.now = options.now ?? Date.now
     this.intervals = {
-      heartbeat: options.heartbeatMs ?? envMs('MUSTER_AGENT_HEARTBEAT_MS', 10_000),
-      renew: options.renewMs ?? envMs('MUSTER_AGENT_RENEW_MS', DAY_MS),
-      trust: options.trustMs ?? envMs('MUSTER_AGENT_TRUST_MS', DAY_MS),
-      tick: options.tickMs ?? envMs('MUSTER_AGENT_TICK_MS', 30_000),
+      heartbeat: options.heartbeatMs ?? tunableNumber('MUSTER_AGENT_HEARTBEAT_MS'),
+      renew: options.renewMs ?? tunableNumber('MUSTER_AGENT_RENEW_MS'),
+      trust: options.trustMs ?? tunableNumber('MUSTER_AGENT_TRUST_MS'),
+      tick: options.tickMs ?? tunableNumber('MUSTER_AGENT_TICK_MS'),
     }
   }
 
@@ -147,6 +141,26 @@ export class Agent {
     return isPlatformFailure(e) && this.platforms.failed(url)
   }
 
+  /** What the Agent's parts see of it (src/agent/link.ts). */
+  private link(): AgentLink {
+    return {
+      dataDir: this.dataDir,
+      node: this.config.nodeId,
+      now: () => this.now(),
+      trustKeys: () => this.trust,
+      refreshForUnknownKid: () => this.refreshForUnknownKid(),
+      platformUrl: () => this.platforms.current,
+      api: () => apiClient(this.connection(), this.credential),
+      platformFailed: (url, e) => this.platformFailed(url, e),
+      nudge: () => this.nudge(),
+    }
+  }
+
+  /** Adds a part's hook for every heartbeat answer (none replaces another's). */
+  onHeartbeat(hook: (answer: HeartbeatAnswer) => void): void {
+    this.heartbeatHooks.push(hook)
+  }
+
   /** Sends an extra heartbeat soon (replica state changed), coalescing bursts. */
   nudge(): void {
     if (this.stopped || this.nudging) return
@@ -161,9 +175,16 @@ export class Agent {
     const certPem = this.dataDir.exists(WORKER.cert) ? this.dataDir.readSecretText(WORKER.cert) : undefined
     if (!keyPem || !certPem) throw new MusterError('not-configured', `${this.dataDir.path(WORKER.dir)} has no agent key or certificate: join again after removing it.`)
     // First: who replicas run as (a --run-as that cannot be honoured stops the start), and what an earlier Agent left running.
-    if (this.options.workloads !== false) this.workloads = await startWorkloads(this, { runAs: this.options.runAs })
+    if (this.options.workloads !== false) {
+      const w = await startWorkloads(this.link(), { runAs: this.options.runAs })
+      this.workloads = w
+      this.replicaStatus = () => w.replicaStatus()
+      this.afterHeartbeat = (a) => w.afterHeartbeat(a)
+      const other = this.handleSigned
+      this.handleSigned = (r) => w.handleSigned(r) ?? other(r)
+    }
     this.server = startAgentServer({
-      host: this.options.host ?? process.env.MUSTER_AGENT_HOST ?? bindHostFor(this.config.addresses),
+      host: this.options.host ?? tunable('MUSTER_AGENT_HOST') ?? bindHostFor(this.config.addresses),
       port: this.options.port ?? this.config.port,
       certPem,
       keyPem,
@@ -268,7 +289,7 @@ export class Agent {
   /**
    * Trades the node credential for the next generation (one at a time), with a
    * proof of the agent key: the Platform renews no credential without it, so a
-   * copy of the credential cannot renew this node out (SPEC §16.5, issue 22).
+   * copy of the credential cannot renew this node out (docs/security.md).
    * A 429 is retried once its Retry-After has passed.
    */
   renew(): Promise<boolean> {
@@ -301,6 +322,7 @@ export class Agent {
     if (r.state !== this.state) log.info(`node ${this.config.nodeId} is ${r.state}${r.reason ? ` (${r.reason})` : ''}`)
     this.state = r.state
     this.afterHeartbeat(r)
+    for (const hook of this.heartbeatHooks) hook(r)
     return r
   }
 
@@ -331,7 +353,7 @@ export class Agent {
     if (err.code === 'rate-limited') return Math.min(MAX_BACKOFF_MS, 1000 * Math.max(1, Number(err.detail?.retryAfterSeconds) || 1))
     // A refusal (never a network failure, 5xx or 429) may be for good: the Platform says which.
     if (err.code === 'node-revoked' || err.code === 'unauthorized') {
-      const dead = await this.deadStanding(err.code)
+      const dead = await deadStanding(this.connection(), this.credential, this.dataDir.readSecretText(WORKER.cert), err.code)
       if (dead) {
         this.halt()
         this.refusedLine?.(`the Platform refuses this node's credential for good: ${wayBack(dead, this.config, this.dataDir.root)}`)
@@ -352,24 +374,6 @@ export class Agent {
       log.warn(`heartbeat failed (${this.failures}x): ${err.message.replace(/\.$/, '')}. Keeping trust keys; retrying with backoff.`)
     }
     return reconnectDelayMs(this.failures, this.intervals.heartbeat)
-  }
-
-  /**
-   * After a refusal: what the Platform holds about this credential, when it is
-   * dead; undefined while that cannot be told (unreachable, 5xx, a Platform
-   * too old to answer), so the Agent keeps trying.
-   */
-  private async deadStanding(code: 'node-revoked' | 'unauthorized'): Promise<Exclude<Standing, 'valid'> | undefined> {
-    const certPem = this.dataDir.readSecretText(WORKER.cert)
-    if (!certPem) return undefined
-    try {
-      const r = await askStanding(this.connection(), this.credential, certPem)
-      return isDead(r.standing) ? r.standing : undefined
-    } catch (e) {
-      log.debug(`the Platform cannot say whether the credential is dead (${(e as Error).message}); ${code === 'node-revoked' ? 'it said revoked' : 'retrying'}`)
-      // A revocation the heartbeat answer named is for good even when the question cannot be asked.
-      return code === 'node-revoked' ? 'revoked' : undefined
-    }
   }
 
   private after(ms: number, fn: () => unknown): void {

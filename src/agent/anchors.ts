@@ -1,5 +1,5 @@
-// What the Platform tells a node about authenticating it from now on (SPEC
-// §16.1, §16.3), in its enroll and trust answers: the CA pin to keep, every
+// What the Platform tells a node about authenticating it from now on
+// (docs/security.md), in its enroll and trust answers: the CA pin to keep, every
 // pin to accept, and the API URL. Those answers arrive over a connection the
 // node's current pin authenticated, so the node may take them: that is how a
 // node joined under the old listener certificate moves to the CA pin, and how

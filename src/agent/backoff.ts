@@ -1,7 +1,7 @@
-// How long the Agent waits between heartbeats that failed (SPEC §17.2).
+// How long the Agent waits between heartbeats that failed (docs/operations.md).
 
 /**
- * The longest wait between reconnects after failed heartbeats (SPEC §17.2):
+ * The longest wait between reconnects after failed heartbeats (docs/operations.md):
  * with jitter the wait is at most this, so an Agent heartbeats within 10 s of
  * its Platform's return.
  */

@@ -1,9 +1,9 @@
-// The node's files in the data directory (SPEC §3): worker/agent.key and
+// The node's files in the data directory (docs/operations.md): worker/agent.key and
 // agent.crt, agent.json (how to reach and authenticate the Platform),
 // node-credential and trust.json. Every one is 0600 in a 0700 folder.
 import { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
-import type { TrustKey } from '../fabric/trust-keys.ts'
+import type { TrustKey } from '../wire/nodes.ts'
 
 export const WORKER = {
   dir: 'worker',

@@ -1,4 +1,4 @@
-// The checks `worker join` makes before it reads the token (issue 23 item 4):
+// The checks `worker join` makes before it reads the token:
 // the token's shape, the Platform authenticated on a bare TLS handshake, and
 // the Platform API the Agent will heartbeat to reachable and authenticated
 // the way the Agent will do it. Every failure is one line that names the flag

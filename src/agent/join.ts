@@ -1,4 +1,4 @@
-// `muster worker join` (SPEC §7): one linear pipeline. The Platform is
+// `muster worker join` (docs/nodes.md): one linear pipeline. The Platform is
 // authenticated before a byte of the request is written, the agent key never
 // leaves the machine, and a retry enrolls the same certificate.
 import { readFileSync, rmSync } from 'node:fs'
@@ -8,7 +8,7 @@ import { certCovers, generateKeyAndCert } from '../crypto/x509.ts'
 import { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
 import type { EnrollResult } from '../client/nodes.ts'
-import { NODE_NAME } from '../http/validate.ts'
+import { NODE_NAME } from '../wire/validate.ts'
 import { log } from '../log.ts'
 import { VERSION } from '../version.ts'
 import { applyAnchors } from './anchors.ts'
@@ -16,10 +16,10 @@ import { enrollmentClient } from './connect.ts'
 import { readAgentConfig, WORKER, writeAgentConfig, writeCredential, writeTrustFile, type AgentConfig, type PlatformPin } from './files.ts'
 import { authenticatePlatform, checkPlatformApi, checkTokenShape } from './join-checks.ts'
 import { askStandingOf, isDead, type Standing } from './standing.ts'
-import { PLATFORMS_FILE } from './platforms.ts'
-import { checkTrustSet } from './trust.ts'
+import { PLATFORMS_FILE } from './platform-choice.ts'
+import { checkTrustSet } from '../signed/keys.ts'
+import { rememberPlatforms } from './platform-choice.ts'
 import { learnReleaseKeys } from './update/release-keys.ts'
-import { rememberPlatforms } from './platforms.ts'
 
 export const AGENT_CERT_DAYS = 3650
 const MAX_RATE_LIMIT_TRIES = 5
@@ -104,7 +104,7 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   //    (without an address when heartbeat-only: the Platform then never dials the node)
   const agentUrl = o.heartbeatOnly ? '' : httpsUrl(addresses[0]!, port)
   const labels = o.labels && Object.keys(o.labels).length > 0 ? { labels: o.labels } : {}
-  // Each attempt proves possession of the agent key afresh (SPEC §16.4).
+  // Each attempt proves possession of the agent key afresh (docs/security.md).
   const keyPem = dataDir.readSecretText(WORKER.key)!
   const answer = await enrollWithRetry(url, () =>
     enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({
@@ -235,7 +235,7 @@ async function enrollWithRetry(url: string, call: () => Promise<EnrollResult>): 
     try {
       return await call()
     } catch (e) {
-      // The wire carries one generic refusal (SPEC §6); the reason is the operator's to read.
+      // The wire carries one generic refusal (docs/nodes.md); the reason is the operator's to read.
       if (e instanceof MusterError && e.code === 'enrollment-refused') {
         throw new MusterError('enrollment-refused', `The Platform at ${url} refused the enrollment. The operator sees the reason in \`muster nodes audit\` (a token expired, used up, revoked, or for another name); ask them for a new token if it is one of those.`)
       }
@@ -250,7 +250,7 @@ async function enrollWithRetry(url: string, call: () => Promise<EnrollResult>): 
 /**
  * The Platform API URL from the answer (the join URL when it sent none):
  * https, or plain http only on this machine (loopback) or where the operator
- * allowed it on the Platform (--allow-insecure-node-traffic). SPEC §16.3.
+ * allowed it on the Platform (--allow-insecure-node-traffic). docs/security.md.
  */
 function checkApiUrl(raw: unknown, insecureAllowed: boolean, fallback: string): string {
   if (typeof raw !== 'string' || !raw) return fallback

@@ -1,4 +1,4 @@
-// The node's side of the log relay (issue 24 item 3): when a heartbeat answer
+// The node's side of the log relay: when a heartbeat answer
 // says a log request waits, fetch the node's requests over its authenticated
 // connection, verify each against the trust keys (a request not signed by the
 // Platform is never served), and upload the replica's tail; a follow then
@@ -6,10 +6,10 @@
 // that the request is gone. The node needs no inbound port for any of it.
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import { checkLogRequest, type LogChunk, type LogRequestPayload } from '../projects/log-request.ts'
-import type { Agent } from './agent.ts'
-import { apiClient } from './connect.ts'
-import { LogFollower, readTail } from './log-files.ts'
+import { checkLogRequest } from '../signed/documents.ts'
+import type { LogChunk, LogRequestPayload } from '../wire/projects.ts'
+import type { AgentLink } from './link.ts'
+import { LogFollower, readTail } from '../replicas/log-files.ts'
 
 const FOLLOW_TICK_MS = 1000
 /** A follow with nothing new still tells the Platform it is there this often (and learns whether to go on). */
@@ -46,14 +46,14 @@ export function fitChunk(chunk: LogChunk): LogChunk {
   return { seq: chunk.seq, lines, truncated }
 }
 
-export function startNodeLogRelay(agent: Agent, source: LogSource): NodeLogRelay {
+export function startNodeLogRelay(agent: AgentLink, source: LogSource): NodeLogRelay {
   const seen = new Set<string>()
   const follows = new Map<string, ReturnType<typeof setInterval>>()
   let polling: Promise<void> | undefined
   let again = false
   let stopped = false
-  const node = agent.config.nodeId
-  const client = () => apiClient(agent.connection(), agent.nodeCredential)
+  const node = agent.node
+  const client = () => agent.api()
 
   const send = async (id: string, chunk: LogChunk) => client().projects.sendLogs(id, fitChunk(chunk))
 
@@ -106,8 +106,8 @@ export function startNodeLogRelay(agent: Agent, source: LogSource): NodeLogRelay
   const fetchOnce = async () => {
     const { requests } = await client().projects.logRequests()
     for (const doc of requests ?? []) {
-      let check = checkLogRequest(doc, agent.trustKeys, node, agent.now())
-      if (!check.ok && check.unknownKey && (await agent.refreshForUnknownKid())) check = checkLogRequest(doc, agent.trustKeys, node, agent.now())
+      let check = checkLogRequest(doc, agent.trustKeys(), node, agent.now())
+      if (!check.ok && check.unknownKey && (await agent.refreshForUnknownKid())) check = checkLogRequest(doc, agent.trustKeys(), node, agent.now())
       if (!check.ok) {
         log.warn(`refused a log request: ${check.reason}`)
         continue

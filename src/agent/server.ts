@@ -1,12 +1,12 @@
-// The Agent's HTTPS server (SPEC §7): its own certificate; GET /health answers
+// The Agent's HTTPS server (docs/nodes.md): its own certificate; GET /health answers
 // the node's name to anyone (the Platform's readiness probe); every other
 // request must be signed by a current trust key, else 401.
 import type { Server } from 'bun'
 import { MusterError } from '../errors.ts'
-import type { TrustKey } from '../fabric/trust-keys.ts'
+import type { TrustKey } from '../wire/nodes.ts'
 import { log } from '../log.ts'
 import { VERSION } from '../version.ts'
-import { verifyAgentRequest } from './signing.ts'
+import { verifyAgentRequest } from '../signed/requests.ts'
 
 const MAX_BODY_BYTES = 4 * 1024 * 1024
 

@@ -1,12 +1,13 @@
-// The node's standing with its Platform (SPEC §17.2): asked over the same
+// The node's standing with its Platform (docs/operations.md): asked over the same
 // pinned connection the Agent uses, with the node credential and the SHA-256
 // of the agent certificate (src/fabric/node-state.ts answers). doctor fails on
 // a dead credential, the Agent stops for good on one, and `worker join`
 // enrolls again over one; each names the way back.
-import type { CredentialState } from '../fabric/node-state.ts'
+import type { CredentialState } from '../wire/nodes.ts'
 import { certFingerprint } from '../crypto/x509.ts'
 import type { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
+import { log } from '../log.ts'
 import { apiClient } from './connect.ts'
 import { readCredential, WORKER, type AgentConfig } from './files.ts'
 
@@ -64,3 +65,20 @@ export function wayBack(standing: Exclude<Standing, 'valid'>, config: Pick<Agent
 }
 
 export const isDead = (s: Standing): s is Exclude<Standing, 'valid'> => s !== 'valid'
+
+/**
+ * After a refusal: what the Platform holds about this credential, when it is
+ * dead; undefined while that cannot be told (unreachable, 5xx, a Platform
+ * too old to answer), so the Agent keeps trying.
+ */
+export async function deadStanding(config: AgentConfig, credential: string, certPem: string | undefined, code: 'node-revoked' | 'unauthorized'): Promise<Exclude<Standing, 'valid'> | undefined> {
+  if (!certPem) return undefined
+  try {
+    const r = await askStanding(config, credential, certPem)
+    return isDead(r.standing) ? r.standing : undefined
+  } catch (e) {
+    log.debug(`the Platform cannot say whether the credential is dead (${(e as Error).message}); ${code === 'node-revoked' ? 'it said revoked' : 'retrying'}`)
+    // A revocation the heartbeat answer named is for good even when the question cannot be asked.
+    return code === 'node-revoked' ? 'revoked' : undefined
+  }
+}

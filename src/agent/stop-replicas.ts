@@ -6,8 +6,8 @@ import { chownSync, statSync } from 'node:fs'
 import { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
 import { runningAgentPid } from './agent-pid.ts'
-import { Runner } from './runner.ts'
-import { procStat } from './procs.ts'
+import { Runner } from '../replicas/runner.ts'
+import { procStat } from '../replicas/procs.ts'
 import { LOG_DIR, REPLICAS_FILE } from './workloads.ts'
 
 export interface StopReplicasResult {

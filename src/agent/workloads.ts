@@ -1,33 +1,33 @@
 // The Agent's workloads: fetch the node's signed assignments when the
-// heartbeat answer says their revision moved (issue 16: no request held open
+// heartbeat answer says their revision moved (no request held open
 // per node, so a Platform serves 100,000 nodes on heartbeats alone), verify
 // them against the trust set, run them with the runner, and report replica
 // state in heartbeats. Nothing unsigned, wrongly signed, for another node or
 // older than what runs is ever applied.
 //
-// Replicas outlive the Agent (issue 24 item 4): the runner records them in
+// Replicas outlive the Agent: the runner records them in
 // worker/replicas.json and the next Agent adopts them; stopping the Agent
 // leaves them running unless it is told to stop them (SIGUSR2, or
 // `muster agent --stop-replicas`). They run as another account where the
-// Agent can switch users (src/agent/isolation.ts). The log relay serves
+// Agent can switch users (src/replicas/isolation.ts). The log relay serves
 // their output to the Platform (src/agent/log-relay.ts).
 import { log } from '../log.ts'
-import { checkAssignments } from '../projects/assignments.ts'
-import { Runner } from './runner.ts'
-import { apiClient } from './connect.ts'
-import type { Agent } from './agent.ts'
-import { decideIsolation } from './isolation.ts'
-import { DEFAULT_LOG_MAX_BYTES } from './log-files.ts'
+import { checkAssignments } from '../signed/documents.ts'
+import { Runner } from '../replicas/runner.ts'
+import type { AgentHooks, AgentLink } from './link.ts'
+import { decideIsolation } from '../replicas/isolation.ts'
 import { startNodeLogRelay } from './log-relay.ts'
-import { LOG_POLL_PATH } from '../projects/log-request.ts'
+import { LOG_POLL_PATH } from '../wire/projects.ts'
 import { clearAgentPid, runningAgentPid, writeAgentPid } from './agent-pid.ts'
 import { MusterError } from '../errors.ts'
+import type { HeartbeatAnswer } from '../wire/nodes.ts'
+import { tunableNumber } from '../tunables.ts'
 
 const REVISION_FILE = 'worker/assignments-revision'
 export const REPLICAS_FILE = 'worker/replicas.json'
 export const LOG_DIR = ['worker', 'logs'] as const
 
-export interface Workloads {
+export interface Workloads extends AgentHooks {
   runner: Runner
   /** The revision of the assignments being run. */
   revision(): number
@@ -35,31 +35,22 @@ export interface Workloads {
   stop(stopReplicas?: boolean): Promise<void>
 }
 
-function envNumber(name: string, fallback: number): number {
-  const v = Number(process.env[name])
-  return Number.isFinite(v) && v > 0 ? v : fallback
-}
-
-export async function startWorkloads(agent: Agent, opts: { runAs?: string } = {}): Promise<Workloads> {
+export async function startWorkloads(agent: AgentLink, opts: { runAs?: string } = {}): Promise<Workloads> {
   const other = runningAgentPid(agent.dataDir)
   if (other !== undefined && other !== process.pid) throw new MusterError('already-running', `An Agent (pid ${other}) already runs for ${agent.dataDir.root}; stop it first.`)
   // Before anything is adopted: `agent --stop-replicas` asks this process from now on.
   writeAgentPid(agent.dataDir)
   const { runAs } = await decideIsolation(agent.dataDir, opts.runAs)
-  const maxLogBytes = envNumber('MUSTER_AGENT_LOG_MAX_BYTES', DEFAULT_LOG_MAX_BYTES)
+  const maxLogBytes = tunableNumber('MUSTER_AGENT_LOG_MAX_BYTES')
   const runner = new Runner({
     logDir: agent.dataDir.ensureDir(...LOG_DIR),
     stateFile: agent.dataDir.path(REPLICAS_FILE),
     maxLogBytes,
-    stopGraceMs: envNumber('MUSTER_AGENT_STOP_GRACE_MS', 5000),
+    stopGraceMs: tunableNumber('MUSTER_AGENT_STOP_GRACE_MS'),
     runAs,
     onChange: () => agent.nudge(),
   })
   const relay = startNodeLogRelay(agent, { logFile: (p, r) => runner.logFile(p, r), maxLogBytes })
-  agent.replicaStatus = () => runner.status()
-  // A Platform that can dial this node says at once that a log request waits (signed; src/projects/log-nudge.ts).
-  const otherSigned = agent.handleSigned
-  agent.handleSigned = (r) => (r.method === 'POST' && r.path === LOG_POLL_PATH ? (relay.poll(), new Response(null, { status: 204 })) : otherSigned(r))
   // The revision survives restarts, so a replayed old document is refused after one too.
   let revision = Number(agent.dataDir.readSecretText(REVISION_FILE)?.trim() ?? '0') || 0
   let applied = false
@@ -68,17 +59,17 @@ export async function startWorkloads(agent: Agent, opts: { runAs?: string } = {}
   /** The newest revision a heartbeat announced while a fetch ran (fetched again after it). */
   let announced = 0
   let fetching: Promise<void> | undefined
-  const node = agent.config.nodeId
+  const node = agent.node
 
   const fetchOnce = async () => {
-    const url = agent.platforms.current
+    const url = agent.platformUrl()
     try {
-      const doc = await apiClient(agent.connection(), agent.nodeCredential).projects.assignments()
+      const doc = await agent.api().projects.assignments()
       failures = 0
       if (stopped) return
-      let check = checkAssignments(doc, agent.trustKeys, node, revision, agent.now())
+      let check = checkAssignments(doc, agent.trustKeys(), node, revision, agent.now())
       // Signed by a key this node does not hold yet: refresh trust (at most once a minute), then verify again.
-      if (!check.ok && check.unknownKey && (await agent.refreshForUnknownKid())) check = checkAssignments(doc, agent.trustKeys, node, revision, agent.now())
+      if (!check.ok && check.unknownKey && (await agent.refreshForUnknownKid())) check = checkAssignments(doc, agent.trustKeys(), node, revision, agent.now())
       if (!check.ok) {
         log.warn(`refused assignments: ${check.reason}`)
         return
@@ -116,7 +107,7 @@ export async function startWorkloads(agent: Agent, opts: { runAs?: string } = {}
 
   // Each heartbeat answer carries the revision; fetch only when it moved (or,
   // from a Platform that does not send it, on every heartbeat).
-  agent.afterHeartbeat = (answer) => {
+  const afterHeartbeat = (answer: HeartbeatAnswer) => {
     if (stopped) return
     if (answer.logs) relay.poll()
     const r = answer.assignmentRevision
@@ -132,6 +123,10 @@ export async function startWorkloads(agent: Agent, opts: { runAs?: string } = {}
   return {
     runner,
     revision: () => revision,
+    replicaStatus: () => runner.status(),
+    afterHeartbeat,
+    // A Platform that can dial this node says at once that a log request waits (signed; src/projects/log-nudge.ts).
+    handleSigned: (r) => (r.method === 'POST' && r.path === LOG_POLL_PATH ? (relay.poll(), new Response(null, { status: 204 })) : undefined),
     async stop(stopReplicas = false) {
       stopped = true
       relay.stop()

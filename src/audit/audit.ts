@@ -1,4 +1,4 @@
-// One audit of every action (issue 24): who (an account, or a token's name,
+// One audit of every action: who (an account, or a token's name,
 // and its kind), from where, what, on what, and how it ended. An action is
 // written before it runs, and does not run when that write fails; its outcome
 // is written after. Secrets are never handed to it: targets are names and ids.
@@ -7,6 +7,7 @@ import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import type { Db } from '../store/db.ts'
 import { DEFAULT_AUDIT_RETENTION, finishAuditEntry, insertAuditEntry, insertAuditRow, listAuditEntries, pruneAuditLog, type AuditBudget, type AuditFilter, type AuditLogRow, type AuditRetention } from '../store/audit-log.ts'
+import type { AuditEntry } from '../wire/accounts.ts'
 
 export type { AuditRetention }
 export { DEFAULT_AUDIT_RETENTION }
@@ -21,19 +22,6 @@ export interface Who {
 }
 
 export type Outcome = 'started' | 'ok' | 'denied' | 'refused' | 'failed'
-
-export interface AuditEntry {
-  id: number
-  at: string
-  principal: string
-  principalKind: string
-  tokenId: string | null
-  source: string
-  action: string
-  target: string | null
-  outcome: string
-  detail: string | null
-}
 
 /** The principal of a request as the audit names it: the account, else the token's name. */
 export function whoOf(p: Principal): Who {

@@ -1,4 +1,4 @@
-// Accounts for people (issue 24): add with a role, list, change role, disable
+// Accounts for people: add with a role, list, change role, disable
 // and enable, remove. A demotion, a disable or a removal ends the account's
 // sessions and the tokens its logins made (with their descendants) at once;
 // its other tokens never act above the account's current role (auth.ts). The
@@ -8,24 +8,10 @@ import type { Db } from '../store/db.ts'
 import { createAccount, deleteAccount, endAccountSessions, listAccountRows, setAccountDisabled, setAccountRole, type Guarded } from '../store/account-admin.ts'
 import { getAccount } from '../store/accounts.ts'
 import { hashPassword } from './auth.ts'
-import { isRole, lowerRole, type Role } from './permissions.ts'
+import { isRole, lowerRole, type Role } from '../wire/permissions.ts'
+import { NEW_ACCOUNT_NAME, type AccountChange, type AccountRemoved, type AccountView } from '../wire/accounts.ts'
 
-/** What a new account may be called: lowercase letters, digits and . _ @ -, starting with a letter or digit; at most 64. */
-export const NEW_ACCOUNT_NAME = /^[a-z0-9][a-z0-9._@-]{0,63}$/
 export const MIN_PASSWORD_LENGTH = 12
-
-export interface AccountView {
-  name: string
-  role: string
-  /** local: made here; vouch: created by a controller's vouch (no usable password). */
-  origin: string
-  disabled: boolean
-  hasPassword: boolean
-  createdAt: string
-  expiresAt: string | null
-  /** Live sessions. */
-  sessions: number
-}
 
 const iso = (t: number | null) => (t === null ? null : new Date(Number(t)).toISOString())
 
@@ -78,7 +64,7 @@ export class Accounts {
   }
 
   /** A new role; a lesser one ends the account's sessions and login tokens at once. */
-  async setRole(name: string, role: Role): Promise<AccountView & { ended?: { sessions: number; tokens: number } }> {
+  async setRole(name: string, role: Role): Promise<AccountChange> {
     const r = await setAccountRole(this.db, name, role, this.now())
     guard(r.result, name, 'demoting')
     const previous = r.previous && isRole(r.previous) ? r.previous : undefined
@@ -87,13 +73,13 @@ export class Accounts {
     return { ...(await this.view(name)), ended: await endAccountSessions(this.db, name, this.now()) }
   }
 
-  async setDisabled(name: string, disabled: boolean): Promise<AccountView & { ended?: { sessions: number; tokens: number } }> {
+  async setDisabled(name: string, disabled: boolean): Promise<AccountChange> {
     guard(await setAccountDisabled(this.db, name, disabled, this.now()), name, 'disabling')
     if (!disabled) return this.view(name)
     return { ...(await this.view(name)), ended: await endAccountSessions(this.db, name, this.now()) }
   }
 
-  async remove(name: string): Promise<{ name: string; removed: true }> {
+  async remove(name: string): Promise<AccountRemoved> {
     guard(await deleteAccount(this.db, name, this.now()), name, 'removing')
     return { name, removed: true }
   }

@@ -1,4 +1,4 @@
-// Operator API tokens over the API (SPEC §16.5): minting with least privilege
+// Operator API tokens over the API (docs/security.md): minting with least privilege
 // and a lifetime that follows where the caller's credential came from,
 // listing the caller's own (all of them for server.accounts.manage), and
 // revocation that holds at once (every request reads the store).
@@ -7,21 +7,12 @@ import type { ApiTokenRow } from '../store/api-tokens.ts'
 import { listLiveApiTokens } from '../store/token-lifecycle.ts'
 import { revokeTokenTree } from '../store/account-admin.ts'
 import type { Auth, Principal } from './auth.ts'
-import { isRole, lowerRole, roleCan, type Role } from './permissions.ts'
+import { isRole, lowerRole, roleCan, type Role } from '../wire/permissions.ts'
+import type { ApiTokenRevoked, ApiTokenView, MintedApiToken } from '../wire/accounts.ts'
 
 export const DAY_MS = 86_400_000
 /** Tokens made by a password login (`muster login`, the dashboard) end after this. */
 export const LOGIN_TOKEN_TTL_DAYS = 30
-
-export interface ApiTokenView {
-  id: string
-  name: string
-  role: string
-  account: string | null
-  createdAt: string
-  lastUsedAt: string | null
-  expiresAt: string | null
-}
 
 const iso = (t: number | null) => (t === null ? null : new Date(Number(t)).toISOString())
 
@@ -34,11 +25,12 @@ export function tokenView(r: ApiTokenRow): ApiTokenView {
  *   0. a joined office mints nothing over the API (its local door is the controller's)
  *   1. a session opened by a vouch mints nothing (its reach ends with the session)
  *   2. the role is the caller's or a lesser one; another role needs server.accounts.manage
- *   3. the lifetime: a password session's token is a login token (30 days at most);
+ *   3. the lifetime: a password session's token is a login token (30 days at most; from
+ *      an sso session, no longer than that session);
  *      a token's child inherits its origin, ends no later than it, and names it as its
- *      parent: revoking the parent revokes the child (issue 22, item 7)
+ *      parent: revoking the parent revokes the child (item 7)
  */
-export async function mintForCaller(auth: Auth, p: Principal, now: number, b: { name?: string; role?: Role; ttlDays?: number }) {
+export async function mintForCaller(auth: Auth, p: Principal, now: number, b: { name?: string; role?: Role; ttlDays?: number }): Promise<MintedApiToken> {
   if ((await auth.door()).membership) throw new MusterError('local-login-disabled', 'This Platform has joined a controller as an office: API tokens are not minted over its API. Reach it through the controller (a vouch), or mint one on its host with `muster admin api-token --break-glass` (recorded and reported to the controller).')
   if (p.vouched) throw new MusterError('forbidden', 'A session opened by a vouch cannot mint API tokens; on this office, log in with a local account (or ask its operators) for one.')
   const role = b.role ?? p.role
@@ -50,6 +42,8 @@ export async function mintForCaller(auth: Auth, p: Principal, now: number, b: { 
   if (p.kind === 'session') {
     origin = 'login'
     expiresAt = Math.min(asked ?? Infinity, now + LOGIN_TOKEN_TTL_DAYS * DAY_MS)
+    // A session from the identity provider ends when its ID token does: so does what it mints.
+    if (p.sso) expiresAt = Math.min(expiresAt, p.sso.expiresAt)
   } else {
     origin = p.token?.origin === 'login' ? 'login' : 'api'
     const parent = p.token?.expiresAt ?? null
@@ -74,7 +68,7 @@ export async function listForCaller(auth: Auth, p: Principal, now: number): Prom
 }
 
 /** Revokes one of the caller's tokens (any, for server.accounts.manage) and every token descended from it; another's is as unknown as a missing one. */
-export async function revokeForCaller(auth: Auth, p: Principal, now: number, id: string): Promise<{ id: string; revoked: true; descendants: number }> {
+export async function revokeForCaller(auth: Auth, p: Principal, now: number, id: string): Promise<ApiTokenRevoked> {
   const visible = (await listForCaller(auth, p, now)).tokens.some((t) => t.id === id)
   const revoked = visible ? await revokeTokenTree(auth.store, id, now) : 0
   if (revoked === 0) throw new MusterError('not-found', `No live API token ${id} of yours.`)

@@ -1,4 +1,4 @@
-// Password-guessing brakes (SPEC §16.5): after 5 failed logins for one account
+// Password-guessing brakes (docs/security.md): after 5 failed logins for one account
 // or from one address within 5 minutes, POST /login answers 429 with
 // Retry-After whatever the password, for 1 minute, doubling with each lockout
 // up to 15 minutes. A success resets the account and the failures it caused.

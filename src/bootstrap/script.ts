@@ -1,4 +1,4 @@
-// The bootstrap script a new machine runs (SPEC §17.1; src/bootstrap/bootstrap.sh),
+// The bootstrap script a new machine runs (docs/operations.md; src/bootstrap/bootstrap.sh),
 // served by the Platform at GET /bootstrap/bootstrap.sh over a connection the
 // machine verified with the Platform CA (the bootstrap line checks the CA's
 // SHA-256 first). It carries what it checks everything else against: the CA

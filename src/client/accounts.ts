@@ -1,15 +1,11 @@
-// SDK: accounts for people and the audit (issue 24).
+// SDK: accounts for people and the audit. Every type is the route's own
+// (src/wire/accounts.ts).
+import type { InferInput } from 'valibot'
 import type { Transport } from './http.ts'
 import { allPages, queryString, type PageOptions } from './paging.ts'
-import type { AccountView as Account } from '../auth/accounts.ts'
-import type { AuditEntry as AuditRecord } from '../audit/audit.ts'
+import type { AccountChange, AccountRemoved, AccountRole, AccountView as Account, AddAccount, AuditPage } from '../wire/accounts.ts'
 
-export type { AccountView as Account } from '../auth/accounts.ts'
-/** One entry of the audit of every action (`nodes audit` keeps enrollment's own). */
-export type { AuditEntry as AuditRecord } from '../audit/audit.ts'
-export type AccountRole = 'viewer' | 'operator' | 'superadmin'
-/** What a demotion or a disable ended at once. */
-export type AccountChange = Account & { ended?: { sessions: number; tokens: number } }
+export type { AccountChange, AccountRole, AccountView as Account, AuditEntry as AuditRecord, AuditPage } from '../wire/accounts.ts'
 
 export interface AuditQuery {
   /** Entries at or after this time (ISO 8601). */
@@ -19,22 +15,18 @@ export interface AuditQuery {
   /** An action (node.drain), or the start of one (node). */
   action?: string
 }
-export interface AuditPage {
-  entries: AuditRecord[]
-  nextCursor: string | null
-}
 
 export function accountsApi(call: Transport) {
   const enc = encodeURIComponent
   return {
     list: () => call<{ accounts: Account[] }>('GET', '/api/v1/accounts'),
     /** A person's account; the password is sent once and kept only as an argon2id hash. */
-    add: (body: { name: string; role: AccountRole; password: string; expiresAt?: string }) => call<Account>('POST', '/api/v1/accounts', body),
+    add: (body: InferInput<typeof AddAccount>) => call<Account>('POST', '/api/v1/accounts', body),
     /** A lesser role ends the account's sessions and login tokens at once. */
     setRole: (name: string, role: AccountRole) => call<AccountChange>('POST', `/api/v1/accounts/${enc(name)}/role`, { role }),
     disable: (name: string) => call<AccountChange>('POST', `/api/v1/accounts/${enc(name)}/disable`),
     enable: (name: string) => call<AccountChange>('POST', `/api/v1/accounts/${enc(name)}/enable`),
-    remove: (name: string) => call<{ name: string; removed: true }>('DELETE', `/api/v1/accounts/${enc(name)}`),
+    remove: (name: string) => call<AccountRemoved>('DELETE', `/api/v1/accounts/${enc(name)}`),
   }
 }
 

@@ -1,20 +1,20 @@
 // SDK: cloud providers, the machines this Platform creates, and scale-out.
-import type { InferInput } from 'valibot'
+// Every type is the route's own (src/wire/cloud.ts).
 import type { Transport } from './http.ts'
-import type { Region, Size } from '../cloud/provider.ts'
-import type { ProvisionView } from '../cloud/provisioner.ts'
-import type { Cloud } from '../cloud/service.ts'
-import type { Autoscaler } from '../cloud/autoscale.ts'
-import type { Provision, Scaling } from '../http/routes/cloud.ts'
+import type { CloudAudit, CloudConnection, CloudDisconnected, CloudScaling, CloudStatus, ProvisionBody, ProvisionView, RegionList, ScalingBody, SizeList } from '../wire/cloud.ts'
 
-export type { Region as CloudRegion, Size as CloudSize, ProviderName as CloudProviderName } from '../cloud/provider.ts'
-export type { ProvisionView as CloudProvision } from '../cloud/provisioner.ts'
-export type CloudStatus = ReturnType<Cloud['status']>
-export type CloudConnection = ReturnType<Cloud['connectionView']>
-export type CloudScaling = ReturnType<Autoscaler['view']>
-export type CloudAudit = ReturnType<Cloud['audit']>
-export type ProvisionBody = InferInput<typeof Provision>
-export type ScalingBody = InferInput<typeof Scaling>
+export type {
+  CloudAudit,
+  CloudConnection,
+  CloudScaling,
+  CloudStatus,
+  ProviderName as CloudProviderName,
+  ProvisionBody,
+  ProvisionView as CloudProvision,
+  Region as CloudRegion,
+  ScalingBody,
+  Size as CloudSize,
+} from '../wire/cloud.ts'
 
 export function cloudApi(call: Transport) {
   const enc = encodeURIComponent
@@ -22,10 +22,9 @@ export function cloudApi(call: Transport) {
     status: () => call<CloudStatus>('GET', '/api/v1/cloud/status'),
     /** Credentials: a token string (Hetzner, DigitalOcean) or the provider's JSON object. Never returned. */
     connect: (provider: string, credentials: string | Record<string, unknown>) => call<CloudConnection>('POST', '/api/v1/cloud/connections', { provider, credentials }),
-    disconnect: (provider: string) => call<{ provider: string; connected: false }>('DELETE', `/api/v1/cloud/connections/${enc(provider)}`),
-    regions: (provider: string) => call<{ provider: string; regions: Region[] }>('GET', `/api/v1/cloud/providers/${enc(provider)}/regions`),
-    sizes: (provider: string, region?: string) =>
-      call<{ provider: string; region: string | null; sizes: Size[] }>('GET', `/api/v1/cloud/providers/${enc(provider)}/sizes${region ? `?region=${enc(region)}` : ''}`),
+    disconnect: (provider: string) => call<CloudDisconnected>('DELETE', `/api/v1/cloud/connections/${enc(provider)}`),
+    regions: (provider: string) => call<RegionList>('GET', `/api/v1/cloud/providers/${enc(provider)}/regions`),
+    sizes: (provider: string, region?: string) => call<SizeList>('GET', `/api/v1/cloud/providers/${enc(provider)}/sizes${region ? `?region=${enc(region)}` : ''}`),
     provision: (body: ProvisionBody) => call<ProvisionView>('POST', '/api/v1/cloud/provisions', body),
     provisions: () => call<{ provisions: ProvisionView[] }>('GET', '/api/v1/cloud/provisions'),
     provisionInfo: (id: string) => call<ProvisionView>('GET', `/api/v1/cloud/provisions/${enc(id)}`),

@@ -8,6 +8,8 @@ import { cloudApi } from './cloud.ts'
 import { accountsApi, auditApi } from './accounts.ts'
 import { overviewApi } from './overview.ts'
 import { releasesApi, rolloutsApi, updatesNodeApi } from './releases.ts'
+import type { ApiTokenRevoked, ApiTokenView, Health, LoginAnswer, MintedApiToken, MintToken, Whoami } from '../wire/accounts.ts'
+import type { InferInput } from 'valibot'
 
 export type { ClientOptions } from './http.ts'
 export type * from './nodes.ts'
@@ -19,30 +21,7 @@ export type * from './overview.ts'
 export type * from './releases.ts'
 export type { PageOptions } from './paging.ts'
 export { MusterError } from '../errors.ts'
-
-export interface ApiToken {
-  id: string
-  name: string
-  role: string
-  account: string | null
-  createdAt: string
-  lastUsedAt: string | null
-  /** null: never expires. */
-  expiresAt: string | null
-}
-export interface MintedApiToken {
-  id: string
-  /** Shown once. */
-  token: string
-  name: string
-  role: string
-  expiresAt: string | null
-}
-
-export interface Health {
-  ok: boolean
-  version: string
-}
+export type { ApiTokenView as ApiToken, Health, MintedApiToken, Whoami } from '../wire/accounts.ts'
 
 export function createClient(opts: ClientOptions) {
   const call = createTransport(opts)
@@ -60,14 +39,14 @@ export function createClient(opts: ClientOptions) {
     rollouts: rolloutsApi(call),
     updates: updatesNodeApi(call),
     auth: {
-      login: (identifier: string, password: string) => call<{ ok: boolean; account: string }>('POST', '/login', { identifier, password }),
-      whoami: () => call<{ name: string; account: string | null; role: string; kind: string; permissions: string[] }>('GET', '/api/v1/whoami'),
+      login: (identifier: string, password: string) => call<LoginAnswer>('POST', '/login', { identifier, password }),
+      whoami: () => call<Whoami>('GET', '/api/v1/whoami'),
       /** A token of the caller's role or a lesser one; made with a login session it is a login token (30 days at most). */
-      mintApiToken: (body: { name?: string; role?: string; ttlDays?: number }) => call<MintedApiToken>('POST', '/api/v1/api-tokens', body),
+      mintApiToken: (body: InferInput<typeof MintToken>) => call<MintedApiToken>('POST', '/api/v1/api-tokens', body),
       /** The caller's own live tokens (every account's for server.accounts.manage). */
-      listApiTokens: () => call<{ tokens: ApiToken[] }>('GET', '/api/v1/api-tokens'),
+      listApiTokens: () => call<{ tokens: ApiTokenView[] }>('GET', '/api/v1/api-tokens'),
       /** Revokes at once, on every Platform sharing the store, with every token minted from it (its descendants). */
-      revokeApiToken: (id: string) => call<{ id: string; revoked: true; descendants: number }>('DELETE', `/api/v1/api-tokens/${encodeURIComponent(id)}`),
+      revokeApiToken: (id: string) => call<ApiTokenRevoked>('DELETE', `/api/v1/api-tokens/${encodeURIComponent(id)}`),
     },
   }
 }

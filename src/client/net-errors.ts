@@ -1,5 +1,5 @@
 // What a failed connection to a Platform means, in words that name the fix
-// (SPEC §17, issue 23 item 4): the TLS library's own text ("self signed
+//: the TLS library's own text ("self signed
 // certificate in certificate chain", "WRONG_VERSION_NUMBER", "fetch() URL is
 // invalid") never reaches a person.
 

@@ -1,4 +1,4 @@
-// SDK: paged listings (issue 16). `limit` (default 1000, at most 5000) and
+// SDK: paged listings. `limit` (default 1000, at most 5000) and
 // `cursor` (the `nextCursor` of the previous page); `all` walks every page.
 
 export interface PageOptions {

@@ -1,35 +1,28 @@
-// SDK: projects and the node's signed assignments.
+// SDK: projects and the node's signed assignments. Every type is the route's
+// own (src/wire/projects.ts).
 import type { Transport } from './http.ts'
 import { allPages, queryString, type PageOptions } from './paging.ts'
-import type { InferInput } from 'valibot'
-import type { ProjectSpec } from '../projects/spec.ts'
-import type { ProjectView as Project } from '../projects/service.ts'
-import type { SignedAssignments as Assignments } from '../projects/assignments.ts'
-import type { ProjectLogs } from '../projects/logs.ts'
-import type { LogChunk, SignedLogRequest } from '../projects/log-request.ts'
+import type { DeployBody, LogChunk, ProjectLogs, ProjectPage, ProjectRemoved, ProjectView as Project, Shortfall, SignedAssignments as Assignments, SignedLogRequest } from '../wire/projects.ts'
 
-export type { PlacementView as ProjectPlacement, ProjectView as Project } from '../projects/service.ts'
-export type { SignedAssignments as Assignments } from '../projects/assignments.ts'
-export type { ProjectLogs } from '../projects/logs.ts'
+export type { DeployBody, PlacementView as ProjectPlacement, ProjectLogs, ProjectView as Project, SignedAssignments as Assignments } from '../wire/projects.ts'
 export interface LogOptions {
   /** Which replica (default 0). */
   replica?: number
   /** How many of the last lines (default 100, at most 10,000). */
   tail?: number
 }
-export type DeployBody = InferInput<typeof ProjectSpec>
 export function projectsApi(call: Transport) {
   const enc = encodeURIComponent
   return {
     /** One page of projects in name order (`q`: name prefix). */
-    list: (opts: PageOptions & { q?: string } = {}) => call<{ projects: Project[]; nextCursor: string | null }>('GET', `/api/v1/projects${queryString({ ...opts })}`),
+    list: (opts: PageOptions & { q?: string } = {}) => call<ProjectPage>('GET', `/api/v1/projects${queryString({ ...opts })}`),
     /** Every project, page after page. */
     listAll: async (opts: { q?: string; limit?: number } = {}) =>
-      (await allPages((cursor) => call<{ projects: Project[]; nextCursor: string | null }>('GET', `/api/v1/projects${queryString({ ...opts, cursor })}`), (p) => p.projects)).items,
+      (await allPages((cursor) => call<ProjectPage>('GET', `/api/v1/projects${queryString({ ...opts, cursor })}`), (p) => p.projects)).items,
     deploy: (body: DeployBody) => call<Project>('POST', '/api/v1/projects', body),
     show: (name: string) => call<Project>('GET', `/api/v1/projects/${enc(name)}`),
-    remove: (name: string) => call<{ name: string; removed: boolean }>('DELETE', `/api/v1/projects/${enc(name)}`),
-    shortfall: () => call<{ total: number; projects: Record<string, number> }>('GET', '/api/v1/shortfall'),
+    remove: (name: string) => call<ProjectRemoved>('DELETE', `/api/v1/projects/${enc(name)}`),
+    shortfall: () => call<Shortfall>('GET', '/api/v1/shortfall'),
     /** The last lines a replica wrote, relayed from its node (server.projects.manage). */
     logs: (name: string, opts: LogOptions = {}) => call<ProjectLogs>('GET', `/api/v1/projects/${enc(name)}/logs${queryString({ replica: opts.replica, tail: opts.tail })}`),
     /**

@@ -1,7 +1,9 @@
 // SDK: releases and rollouts (docs/upgrading.md), and the node's side of an update.
 import type { Transport } from './http.ts'
-import type { AgentFacts, ReleaseKey, ReleaseKeyView, ReleaseList, ReleaseView, RolloutList, RolloutView, SignedDirective, SignedManifest, StartRollout, UpdateReport } from '../wire/releases.ts'
+import type { AgentFacts, ReleaseKey, ReleaseKeyView, ReleaseList, ReleaseView, SignedManifest } from '../wire/releases.ts'
+import type { RolloutList, RolloutView, SignedDirective, StartRollout, UpdateReport } from '../wire/rollouts.ts'
 export type * from '../wire/releases.ts'
+export type * from '../wire/rollouts.ts'
 
 const id = (s: string) => encodeURIComponent(s)
 

@@ -7,6 +7,7 @@ import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import type { Db } from '../store/db.ts'
 import { finishCloudAudit, insertCloudAudit, listCloudAudit } from '../store/cloud-audit.ts'
+import type { CloudAudit } from '../wire/cloud.ts'
 
 export type CloudAction = 'connect' | 'disconnect' | 'provision' | 'release' | 'scaling' | 'autoscale-order'
 
@@ -58,7 +59,7 @@ export async function audited<T>(db: Db, now: () => number, actor: Actor, action
   }
 }
 
-export async function auditView(db: Db, limit?: number) {
+export async function auditView(db: Db, limit?: number): Promise<CloudAudit> {
   return {
     entries: (await listCloudAudit(db, limit)).map((r) => ({
       at: new Date(r.at).toISOString(),

@@ -8,8 +8,8 @@ import { log } from '../log.ts'
 import { existingMachines, provisionByRequestId, provisionsIn, STARTING_STATES } from '../store/cloud-provisions.ts'
 import { getScaling, updateScaling, type ScalingRow } from '../store/cloud-scaling.ts'
 import { audited, AUTOSCALER, type Actor } from './audit.ts'
-import type { ProviderName } from './provider.ts'
 import type { Cloud } from './service.ts'
+import type { CloudScaling, ProviderName } from '../wire/cloud.ts'
 
 export const HOLD_MS = 2 * 60_000
 
@@ -39,7 +39,7 @@ export class Autoscaler {
 
   constructor(private readonly cloud: Cloud) {}
 
-  async view() {
+  async view(): Promise<CloudScaling> {
     const s = await getScaling(this.cloud.db)
     return {
       enabled: s.enabled === 1,
@@ -55,7 +55,7 @@ export class Autoscaler {
   }
 
   /** Changes consent or limits; audited (an unwritable audit refuses the change). */
-  async configure(input: ScalingInput, actor: Actor) {
+  async configure(input: ScalingInput, actor: Actor): Promise<CloudScaling> {
     const s = await getScaling(this.cloud.db)
     const next: Partial<ScalingRow> = { updated_at: this.cloud.now() }
     if (input.maxMachines !== undefined) next.max_machines = input.maxMachines

@@ -2,6 +2,7 @@
 // MUSTER_CLOUD_BINARY_SHA256 (e.g. a release for another architecture), else
 // this Platform's own compiled binary, served at GET /api/v1/cloud/binary.
 import { MusterError } from '../errors.ts'
+import { tunable } from '../tunables.ts'
 
 export interface BinarySource {
   url: string
@@ -11,8 +12,8 @@ export interface BinarySource {
 export const BINARY_ROUTE = '/api/v1/cloud/binary'
 
 export function binaryFromEnv(env: Record<string, string | undefined> = process.env): BinarySource | null {
-  const url = env.MUSTER_CLOUD_BINARY_URL?.trim()
-  const sha = env.MUSTER_CLOUD_BINARY_SHA256?.trim().replace(/^sha256:/, '').toLowerCase()
+  const url = tunable('MUSTER_CLOUD_BINARY_URL', env)?.trim()
+  const sha = tunable('MUSTER_CLOUD_BINARY_SHA256', env)?.trim().replace(/^sha256:/, '').toLowerCase()
   if (!url && !sha) return null
   if (!url || !sha || !/^[0-9a-f]{64}$/.test(sha) || !/^https?:\/\//.test(url)) {
     throw new MusterError('not-configured', 'MUSTER_CLOUD_BINARY_URL (http/https) and MUSTER_CLOUD_BINARY_SHA256 (64 hex) go together.')

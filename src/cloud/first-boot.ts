@@ -14,25 +14,26 @@ import { dropFirstBoot, getFirstBoot, setFirstBoot } from '../store/cloud-first-
 import { revokePendingEnrollments } from '../store/join-tokens.ts'
 import type { ProvisionRow } from '../store/cloud-provisions.ts'
 import { BINARY_ROUTE } from './binary.ts'
-import { servedBinary, servedBinarySha256 } from '../served-binary.ts'
-import type { CloudProvider, ProviderName } from './provider.ts'
+import { servedBinary, servedBinarySha256 } from '../bootstrap/served-binary.ts'
+import type { CloudProvider } from './provider.ts'
 import { parseInbound } from './inbound.ts'
 import { FIRST_BOOT_PURPOSE, sealFor, sealKey, unsealFor } from './seal.ts'
 import type { Cloud } from './service.ts'
 import { firstBootData } from './user-data.ts'
+import type { ProviderName } from '../wire/cloud.ts'
 
 const aad = (provisionId: string) => `${FIRST_BOOT_PURPOSE}:${provisionId}`
 
 /** One provision's first-boot record: the user data and the provider's pins (see CloudProvider.pin). */
-export interface FirstBoot {
+export interface FirstBootRecord {
   userData: string
   pins: Record<string, string>
 }
 
 /** Sealed as JSON; a record from before pins existed is the cloud-config itself. */
-function decode(text: string): FirstBoot {
+function decode(text: string): FirstBootRecord {
   if (text.startsWith('#cloud-config')) return { userData: text, pins: {} }
-  const j = JSON.parse(text) as FirstBoot
+  const j = JSON.parse(text) as FirstBootRecord
   return { userData: j.userData, pins: j.pins ?? {} }
 }
 
@@ -44,7 +45,7 @@ export class FirstBootStore {
   }
 
   /** The provision's first-boot data: the kept one, else made now (and kept before anything reaches the provider). */
-  async get(row: ProvisionRow, provider: CloudProvider, deadline: number): Promise<FirstBoot> {
+  async get(row: ProvisionRow, provider: CloudProvider, deadline: number): Promise<FirstBootRecord> {
     const kept = await getFirstBoot(this.cloud.db, row.id)
     if (kept) return this.open(row.id, kept)
     const made = await this.make(row, provider, deadline)
@@ -59,7 +60,7 @@ export class FirstBootStore {
     return this.open(row.id, winner)
   }
 
-  private open(id: string, sealed: Uint8Array): FirstBoot {
+  private open(id: string, sealed: Uint8Array): FirstBootRecord {
     const text = unsealFor(this.key, aad(id), sealed)
     if (text === null) throw new MusterError('internal', `The first-boot data of ${id} cannot be opened with this Platform's master key.`)
     return decode(text)
@@ -69,7 +70,7 @@ export class FirstBootStore {
     await dropFirstBoot(this.cloud.db, id)
   }
 
-  private async make(row: ProvisionRow, provider: CloudProvider, deadline: number): Promise<FirstBoot> {
+  private async make(row: ProvisionRow, provider: CloudProvider, deadline: number): Promise<FirstBootRecord> {
     const ep = this.cloud.deps.fabric.enrollment
     if (!ep) throw new MusterError('cloud-unavailable', 'The enrollment listener is not open.')
     const inbound = parseInbound(row.inbound)

@@ -4,8 +4,8 @@
 // the provider's refusals turned into muster's error codes. Messages carry the
 // provider's status and its own words, never a credential.
 import { MusterError } from '../errors.ts'
-import type { ProviderName } from './provider.ts'
 import { backoffMs, classify, DEFAULT_RETRY, ruleFor, type ApiName, type RetryPolicy, type Verdict } from './retry.ts'
+import type { ProviderName } from '../wire/cloud.ts'
 
 export interface ApiAnswer {
   status: number

@@ -6,6 +6,7 @@ import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
 import { MusterError } from '../errors.ts'
 import { CLOSED, type Inbound } from './provider.ts'
+import { tunable } from '../tunables.ts'
 
 export function parseInbound(json: string | null): Inbound {
   if (!json) return CLOSED
@@ -25,7 +26,7 @@ export function checkCidr(value: string, field: string): string {
 
 /** The address the Platform's probes come from, as a /32 (/128). */
 export async function platformSource(enrollmentUrl: string | undefined, env: Record<string, string | undefined> = process.env): Promise<string> {
-  const given = env.MUSTER_CLOUD_PLATFORM_ADDRESS?.trim()
+  const given = tunable('MUSTER_CLOUD_PLATFORM_ADDRESS', env)?.trim()
   if (given) return checkCidr(given, 'MUSTER_CLOUD_PLATFORM_ADDRESS')
   if (!enrollmentUrl) throw new MusterError('cloud-unavailable', 'A probe needs the Platform\'s address: start serve with --enrollment-port, or set MUSTER_CLOUD_PLATFORM_ADDRESS.')
   const host = new URL(enrollmentUrl).hostname.replace(/^\[|\]$/g, '')

@@ -2,30 +2,10 @@
 // each accepts, and where each API lives (overridable so tests use fakes).
 import * as v from 'valibot'
 import { MusterError } from '../errors.ts'
-import { invalid } from '../http/validate.ts'
+import { invalid } from '../wire/validate.ts'
 import type { RetryPolicy } from './retry.ts'
-
-export const PROVIDERS = ['hetzner', 'digitalocean', 'aws', 'azure', 'gcp'] as const
-export type ProviderName = (typeof PROVIDERS)[number]
-
-export function isProvider(value: string): value is ProviderName {
-  return (PROVIDERS as readonly string[]).includes(value)
-}
-
-export interface Region {
-  id: string
-  name: string
-  available: boolean
-}
-
-export interface Size {
-  id: string
-  cpus: number
-  memoryMB: number
-  diskGB: number | null
-  /** Only where the provider's own list answers it (Hetzner, DigitalOcean). */
-  priceMonthly: number | null
-}
+import type { ProviderName, Region, Size } from '../wire/cloud.ts'
+import { TUNABLES, tunable, type TunableName } from '../tunables.ts'
 
 /** What muster needs to know of a machine; `providerStatus` is the provider's own word. */
 export type MachineStatus = 'pending' | 'running' | 'stopped' | 'failed' | 'deleting'
@@ -248,27 +228,28 @@ export interface CloudEndpoints {
   gcpToken: string
 }
 
-const DEFAULTS: Record<keyof CloudEndpoints, [env: string[], url: string | null]> = {
-  hetzner: [['MUSTER_CLOUD_HETZNER_URL'], 'https://api.hetzner.cloud/v1'],
-  digitalocean: [['MUSTER_CLOUD_DIGITALOCEAN_URL'], 'https://api.digitalocean.com/v2'],
+/** Each API's MUSTER_CLOUD_*_URL variable (its default is the provider's own, src/tunables.ts), then the AWS SDKs' own names. */
+const ENDPOINTS: Record<keyof CloudEndpoints, [muster: TunableName, aws: string[]]> = {
+  hetzner: ['MUSTER_CLOUD_HETZNER_URL', []],
+  digitalocean: ['MUSTER_CLOUD_DIGITALOCEAN_URL', []],
   // AWS_ENDPOINT_URL_<SERVICE> and AWS_ENDPOINT_URL are the AWS SDKs' own names ("service-specific endpoints").
-  aws: [['MUSTER_CLOUD_AWS_URL', 'AWS_ENDPOINT_URL_EC2', 'AWS_ENDPOINT_URL'], null],
-  awsSts: [['MUSTER_CLOUD_AWS_STS_URL', 'AWS_ENDPOINT_URL_STS', 'AWS_ENDPOINT_URL'], null],
-  awsContainer: [['MUSTER_CLOUD_AWS_CONTAINER_URL'], 'http://169.254.170.2'],
+  aws: ['MUSTER_CLOUD_AWS_URL', ['AWS_ENDPOINT_URL_EC2', 'AWS_ENDPOINT_URL']],
+  awsSts: ['MUSTER_CLOUD_AWS_STS_URL', ['AWS_ENDPOINT_URL_STS', 'AWS_ENDPOINT_URL']],
+  awsContainer: ['MUSTER_CLOUD_AWS_CONTAINER_URL', []],
   // AWS_EC2_METADATA_SERVICE_ENDPOINT is the AWS SDKs' own name for this override.
-  awsImds: [['MUSTER_CLOUD_AWS_IMDS_URL', 'AWS_EC2_METADATA_SERVICE_ENDPOINT'], 'http://169.254.169.254'],
-  azure: [['MUSTER_CLOUD_AZURE_URL'], 'https://management.azure.com'],
-  azureLogin: [['MUSTER_CLOUD_AZURE_LOGIN_URL'], 'https://login.microsoftonline.com'],
-  gcp: [['MUSTER_CLOUD_GCP_URL'], 'https://compute.googleapis.com/compute/v1'],
-  gcpToken: [['MUSTER_CLOUD_GCP_TOKEN_URL'], 'https://oauth2.googleapis.com/token'],
+  awsImds: ['MUSTER_CLOUD_AWS_IMDS_URL', ['AWS_EC2_METADATA_SERVICE_ENDPOINT']],
+  azure: ['MUSTER_CLOUD_AZURE_URL', []],
+  azureLogin: ['MUSTER_CLOUD_AZURE_LOGIN_URL', []],
+  gcp: ['MUSTER_CLOUD_GCP_URL', []],
+  gcpToken: ['MUSTER_CLOUD_GCP_TOKEN_URL', []],
 }
 
 /** The API base URLs: each from its MUSTER_CLOUD_*_URL variable, else the provider's own. */
 export function endpointsFromEnv(env: Record<string, string | undefined> = process.env): CloudEndpoints {
   const out = {} as Record<keyof CloudEndpoints, string | null>
-  for (const [key, [names, url]] of Object.entries(DEFAULTS) as [keyof CloudEndpoints, [string[], string | null]][]) {
-    const name = names.find((n) => env[n]?.trim())
-    out[key] = name ? checkEndpoint(name, env[name]!.trim(), key === 'awsImds' || key === 'awsContainer') : url
+  for (const [key, [muster, aws]] of Object.entries(ENDPOINTS) as [keyof CloudEndpoints, [TunableName, string[]]][]) {
+    const given: [string, string] | undefined = tunable(muster, env)?.trim() ? [muster, tunable(muster, env)!.trim()] : aws.filter((n) => env[n]?.trim()).map((n): [string, string] => [n, env[n]!.trim()])[0]
+    out[key] = given ? checkEndpoint(given[0], given[1], key === 'awsImds' || key === 'awsContainer') : (TUNABLES[muster].default as string | null)
   }
   return out as CloudEndpoints
 }
@@ -296,7 +277,7 @@ export function checkEndpoint(name: string, url: string, linkLocal = false): str
 
 /** The architecture of the binary created machines install: MUSTER_CLOUD_BINARY_ARCH, else this Platform's own. */
 export function binaryArch(env: Record<string, string | undefined> = process.env): Arch {
-  const given = env.MUSTER_CLOUD_BINARY_ARCH?.trim().toLowerCase()
+  const given = tunable('MUSTER_CLOUD_BINARY_ARCH', env)?.trim().toLowerCase()
   if (given) {
     if (['x86_64', 'amd64', 'x64'].includes(given)) return 'x86_64'
     if (['arm64', 'aarch64'].includes(given)) return 'arm64'

@@ -16,12 +16,14 @@ import { pendingEnrollments, revokePendingEnrollments } from '../store/join-toke
 import { isTombstoned } from '../store/nodes.ts'
 import { audited, type Actor } from './audit.ts'
 import { BINARY_ROUTE } from './binary.ts'
-import { servedBinary } from '../served-binary.ts'
+import { servedBinary } from '../bootstrap/served-binary.ts'
 import { unreachableReason } from './reachable.ts'
 import { FirstBootStore } from './first-boot.ts'
 import { inboundJson, parseInbound } from './inbound.ts'
-import { CLOSED, type Inbound, type Machine, type ProviderName } from './provider.ts'
+import { CLOSED, type Inbound, type Machine } from './provider.ts'
 import type { Cloud } from './service.ts'
+import type { ProviderName, ProvisionView } from '../wire/cloud.ts'
+import { tunableNumber } from '../tunables.ts'
 
 export interface ProvisionInput {
   provider: ProviderName
@@ -31,7 +33,7 @@ export interface ProvisionInput {
   role: 'general' | 'build'
 }
 
-/** How long a machine the provider does not show yet after its create counts as still coming (SPEC §16.11). */
+/** How long a machine the provider does not show yet after its create counts as still coming (docs/cloud.md). */
 export const VISIBILITY_GRACE_MS = 3 * 60_000
 
 const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString())
@@ -54,7 +56,7 @@ export function machineFailure(provider: string, m: Machine): string {
 
 export class Provisioner {
   /** A provision not ready this long after it was requested has failed. */
-  timeoutMs = Number(process.env.MUSTER_CLOUD_PROVISION_TIMEOUT_MS) || 20 * 60_000
+  timeoutMs = tunableNumber('MUSTER_CLOUD_PROVISION_TIMEOUT_MS')
   /** How long a provision request waits for the provider before answering with the state so far. */
   answerWithinMs = 20_000
   private readonly inFlight = new Map<string, Promise<void>>()
@@ -289,7 +291,7 @@ export class Provisioner {
     return { provisions: (await listProvisions(this.db)).map((r) => this.view(r)) }
   }
 
-  view(r: ProvisionRow) {
+  view(r: ProvisionRow): ProvisionView {
     const node = this.fabric.registry.get(r.name)
     const inbound = parseInbound(r.inbound)
     return {
@@ -321,4 +323,3 @@ export class Provisioner {
   }
 }
 
-export type ProvisionView = ReturnType<Provisioner['view']>

@@ -1,11 +1,12 @@
-// A machine created at a provider must reach this Platform (issue 23 item 5):
+// A machine created at a provider must reach this Platform:
 // a Platform whose enrollment listener, node-facing API or binary download is
 // on a loopback address would have the machine billed and never joined, so
 // provisioning refuses it before anything is ordered, with the flag that
 // fixes it. A provider endpoint on this machine (a local emulator or a test's
 // fake) runs its "machines" here, where loopback is reachable.
 import { isLoopback } from '../addresses.ts'
-import type { CloudEndpoints, ProviderName } from './provider.ts'
+import type { CloudEndpoints } from './provider.ts'
+import type { ProviderName } from '../wire/cloud.ts'
 
 const hostOf = (url: string) => (URL.canParse(url) ? new URL(url).hostname.replace(/^\[(.*)\]$/, '$1') : '')
 const loopbackUrl = (url: string | undefined) => url !== undefined && isLoopback(hostOf(url))

@@ -16,7 +16,8 @@
 // - Azure: @azure/core-rest-pipeline (throttlingRetryStrategy: 429/503 with retry-after-ms,
 //   x-ms-retry-after-ms or Retry-After; exponentialRetryStrategy: 408 and 5xx but 501/505), and
 //   ARM's 409 AnotherOperationInProgress / RetryableError, which ask to come back.
-import type { ProviderName } from './provider.ts'
+import type { ProviderName } from '../wire/cloud.ts'
+import { tunableNumber } from '../tunables.ts'
 
 export interface RetryPolicy {
   /** Sends of one request at most. */
@@ -31,7 +32,7 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = {
   attempts: 8,
-  maxWaitMs: Number(process.env.MUSTER_CLOUD_RETRY_MAX_MS) || 60_000,
+  maxWaitMs: tunableNumber('MUSTER_CLOUD_RETRY_MAX_MS'),
   baseMs: 500,
   capMs: 20_000,
   sleep: (ms) => Bun.sleep(ms),

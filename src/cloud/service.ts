@@ -1,10 +1,11 @@
 // The cloud area on a Platform: provider connections (credentials proved by a
 // list call, then sealed), regions and sizes, the provisioner and the
 // autoscaler, and the status the dashboard shows.
+// import-circle: a hub; the provisioner, first boot and autoscaler take the Cloud.
 import type { Principal } from '../auth/auth.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
 import type { Projects } from '../projects/service.ts'
 import { deleteConnection, getConnection, listConnections, upsertConnection } from '../store/cloud-connections.ts'
@@ -13,11 +14,13 @@ import { getScaling, updateScaling } from '../store/cloud-scaling.ts'
 import { actorFrom, audited, auditView } from './audit.ts'
 import { Autoscaler } from './autoscale.ts'
 import { binaryFromEnv, type BinarySource } from './binary.ts'
-import { binaryArch, endpointsFromEnv, parseCredentials, PROVIDERS, type Arch, type CloudEndpoints, type CloudProvider, type Credentials, type ProviderContext, type ProviderName } from './provider.ts'
+import { binaryArch, endpointsFromEnv, parseCredentials, type Arch, type CloudEndpoints, type CloudProvider, type Credentials, type ProviderContext } from './provider.ts'
 import { createProvider } from './providers/index.ts'
 import { Provisioner } from './provisioner.ts'
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.ts'
 import { seal, sealKey, unseal } from './seal.ts'
+import { type CloudAudit, type CloudConnection, type CloudDisconnected, type CloudStatus, type ProviderName, PROVIDERS, type RegionList, type SizeList } from '../wire/cloud.ts'
+import { tunableNumber } from '../tunables.ts'
 
 /** What the cloud area uses of its siblings. */
 export interface CloudDeps {
@@ -83,11 +86,11 @@ export class Cloud {
       t.unref?.()
       this.timers.push(t)
     }
-    // One Platform among those sharing the store runs each loop (src/ha/leases.ts).
+    // One Platform among those sharing the store runs each loop (src/context/leases.ts).
     const reconcile = this.ctx.leases.lease('cloud-reconcile')
     const autoscale = this.ctx.leases.lease('cloud-autoscale')
-    every(Number(process.env.MUSTER_CLOUD_RECONCILE_MS) || 5000, () => reconcile.run(() => this.provisioner.reconcile()))
-    every(Number(process.env.MUSTER_CLOUD_AUTOSCALE_MS) || 10_000, () => autoscale.run(() => this.autoscaler.tick()))
+    every(tunableNumber('MUSTER_CLOUD_RECONCILE_MS'), () => reconcile.run(() => this.provisioner.reconcile()))
+    every(tunableNumber('MUSTER_CLOUD_AUTOSCALE_MS'), () => autoscale.run(() => this.autoscaler.tick()))
   }
 
   async stop(): Promise<void> {
@@ -110,7 +113,7 @@ export class Cloud {
   }
 
   /** 1. parse  2. audit  3. prove by a list call  4. seal and keep. Nothing is stored when the provider refuses. */
-  async connect(name: ProviderName, input: unknown, actor: Principal) {
+  async connect(name: ProviderName, input: unknown, actor: Principal): Promise<CloudConnection> {
     const creds = parseCredentials(name, input)
     const form = 'roleArn' in creds ? 'role' : 'ambient' in creds ? 'ambient' : 'federatedTokenFile' in creds ? 'workload identity' : 'key'
     return audited(this.db, () => this.now(), actorFrom(actor), 'connect', { provider: name, detail: `credentials: ${form}` }, async () => {
@@ -122,7 +125,7 @@ export class Cloud {
   }
 
   /** Refused while machines it created exist: releasing them needs the credentials. Also withdraws scaling consent for it. */
-  async disconnect(name: ProviderName, actor: Principal) {
+  async disconnect(name: ProviderName, actor: Principal): Promise<CloudDisconnected> {
     if (!(await getConnection(this.db, name))) throw new MusterError('cloud-not-connected', `${name} is not connected.`)
     const machines = await existingMachines(this.db, name)
     if (machines.length > 0) {
@@ -136,11 +139,11 @@ export class Cloud {
     })
   }
 
-  audit(limit?: number) {
+  audit(limit?: number): Promise<CloudAudit> {
     return auditView(this.db, limit)
   }
 
-  async connectionView(name: ProviderName) {
+  async connectionView(name: ProviderName): Promise<CloudConnection> {
     const row = (await listConnections(this.db)).find((c) => c.provider === name)
     return {
       provider: name,
@@ -152,11 +155,11 @@ export class Cloud {
     }
   }
 
-  async regions(name: ProviderName) {
+  async regions(name: ProviderName): Promise<RegionList> {
     return { provider: name, regions: await (await this.provider(name)).regions() }
   }
 
-  async sizes(name: ProviderName, region?: string) {
+  async sizes(name: ProviderName, region?: string): Promise<SizeList> {
     return { provider: name, region: region ?? null, sizes: await (await this.provider(name)).sizes(region) }
   }
 
@@ -167,7 +170,7 @@ export class Cloud {
     return null
   }
 
-  async status() {
+  async status(): Promise<CloudStatus> {
     const rows = (await listProvisions(this.db)).filter((r) => r.state !== 'released')
     const why = this.unavailableReason()
     return {

@@ -8,7 +8,13 @@
 import installScript from '../../install.sh' with { type: 'text' }
 import { MusterError } from '../errors.ts'
 
-export interface FirstBoot {
+/** `text` gzipped as cloud-init reads it (level 9: the same bytes for the same text). */
+export function gzipText(text: string): Uint8Array {
+  return Bun.gzipSync(new TextEncoder().encode(text), { level: 9 })
+}
+
+/** What a created machine's first boot is made from. */
+export interface FirstBootInputs {
   provider: string
   nodeId: string
   token: string
@@ -110,7 +116,7 @@ function file(path: string, mode: string, content: string, encoding?: 'gz+b64'):
 }
 
 /** The cloud-config document (plain text; each provider encodes it its own way). */
-export function firstBootData(f: FirstBoot): string {
+export function firstBootData(f: FirstBootInputs): string {
   if (!/^mjt_[a-z2-7]{16}\.[A-Za-z0-9_-]{43}$/.test(f.token)) throw new MusterError('internal', 'Unexpected join token shape.')
   if (!/^sha256:[0-9a-f]{64}$/.test(f.fingerprint) || !/^[0-9a-f]{64}$/.test(f.binarySha256)) throw new MusterError('internal', 'Unexpected fingerprint or checksum shape.')
   if (f.binaryPin !== undefined && !/^sha256:[0-9a-f]{64}$/.test(f.binaryPin)) throw new MusterError('internal', 'Unexpected pin shape.')
@@ -128,7 +134,7 @@ export function firstBootData(f: FirstBoot): string {
     ...(f.binaryPin ? [envLine('MUSTER_BINARY_PIN', f.binaryPin)] : []),
   ].join('\n')
   // Compressed for AWS's 16 KB (cloud-init writes gz+b64 files decoded).
-  const gz = (text: string) => Buffer.from(Bun.gzipSync(new TextEncoder().encode(text), { level: 9 })).toString('base64')
+  const gz = (text: string) => Buffer.from(gzipText(text)).toString('base64')
   return [
     '#cloud-config',
     `# muster: install the worker role and join as ${f.nodeId}`,

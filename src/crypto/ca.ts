@@ -1,4 +1,4 @@
-// The Platform CA's certificate mathematics (SPEC §16.1): making the CA and
+// The Platform CA's certificate mathematics (docs/security.md): making the CA and
 // the server certificates it issues, the pin (SHA-256 of the CA's
 // SubjectPublicKeyInfo, the kubeadm CA-hash convention), and the checks that
 // a certificate was issued by a given CA.

@@ -1,5 +1,5 @@
 // DER: the encoder muster uses to build X.509 certificates and key wrappers
-// in-process (no openssl at run time, SPEC §4), and a strict minimal reader
+// in-process (no openssl at run time, docs/security.md), and a strict minimal reader
 // that is just enough to walk a certificate we were handed.
 
 // Universal tags (X.690).

@@ -1,4 +1,4 @@
-// Proof of possession of the agent key (SPEC §16.4): an enroll — and a renewal
+// Proof of possession of the agent key (docs/security.md): an enroll — and a renewal
 // from a rotated-away credential — carries the agent key's signature over what
 // it asks for, so a copy of a node's public certificate is worth nothing.
 //   enroll: UTF-8 of `muster-enroll-v1\n<nodeId>\n<token id>\n<cert sha256 hex>\n<proofTime>`

@@ -1,4 +1,4 @@
-// The node side's HTTPS client (SPEC §7, §16.1): it authenticates the server
+// The node side's HTTPS client (docs/nodes.md, docs/security.md): it authenticates the server
 // before a byte of the request is written — by a pin or by a CA — and never
 // follows a redirect.
 //
@@ -10,7 +10,8 @@
 //     certificate from before the CA, which nodes joined then still hold.
 //
 // Pins take two steps, because fetch's checkServerIdentity alone does not pin
-// a self-signed certificate (BUN-NOTES "Pinning a server"):
+// a self-signed certificate (Bun's fetch takes no pin, and rejects such a
+// certificate unless verification is off altogether):
 //   1. probe: a node:tls handshake (nothing written) learns the chain; a
 //      certificate in it must match a pin, or PinMismatchError;
 //   2. fetch with that certificate as the only trust anchor plus a

@@ -1,6 +1,6 @@
 // Digests of the secrets the store finds rows by (API tokens, sessions, join
 // tokens, federation office tokens): HMAC-SHA256 under a key derived from
-// platform/master.key, over the secret's SHA-256 (SPEC §17.4, issue 22). A row
+// platform/master.key, over the secret's SHA-256 (docs/security.md). A row
 // written by someone who can write the store but has no master.key — the
 // plain SHA-256 of a secret they chose — authenticates nothing.
 //   stored = "k1:" + hex(HMAC-SHA256(HKDF(master.key, "muster token digest v1"), hex(SHA-256(secret))))

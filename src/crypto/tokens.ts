@@ -1,5 +1,5 @@
 // Random secrets, digests and constant-time comparison: the building blocks of
-// every token format in SPEC §4.
+// every token format in docs/security.md.
 import { sha256 } from '@noble/hashes/sha2.js'
 import { hkdf } from '@noble/hashes/hkdf.js'
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'

@@ -1,4 +1,4 @@
-// ECDSA P-256 certificates (SPEC §4, §16.1): self-signed ones for agents, the
+// ECDSA P-256 certificates (docs/security.md): self-signed ones for agents, the
 // Platform CA and the server certificates it issues, generated with WebCrypto
 // and our DER writer; parsing of certificates we are handed, fingerprints, and
 // the checks that decide when a server certificate must be renewed.
@@ -85,7 +85,7 @@ export function pemToDer(pem: string, label = 'CERTIFICATE'): Uint8Array {
   return new Uint8Array(Buffer.from(body, 'base64'))
 }
 
-/** `sha256:` + 64 lowercase hex of the DER (SPEC §4). */
+/** `sha256:` + 64 lowercase hex of the DER (docs/security.md). */
 export function certFingerprint(pemOrDer: string | Uint8Array): string {
   return `sha256:${sha256Hex(typeof pemOrDer === 'string' ? pemToDer(pemOrDer) : pemOrDer)}`
 }
@@ -286,7 +286,7 @@ export function parseCertificate(pemOrDer: string | Uint8Array): ParsedCertifica
   try {
     const der = typeof pemOrDer === 'string' ? pemToDer(pemOrDer) : pemOrDer
     // The runtime's parser (BoringSSL) judges the certificate first; ours only
-    // reads fields from one it accepted (SPEC §16.7: input from anyone).
+    // reads fields from one it accepted (docs/security.md: input from anyone).
     new X509Certificate(der)
     const [tbs, sigAlg, sig] = children(expectTag(readDerExact(der), TAG.SEQUENCE))
     expectTag(sigAlg, TAG.SEQUENCE)

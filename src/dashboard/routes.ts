@@ -3,7 +3,6 @@
 // scripts call the same JSON routes as the SDK, with the session cookie.
 import { Elysia } from 'elysia'
 import { MusterError } from '../errors.ts'
-import type { Services } from '../services.ts'
 import html from './ui/index.html' with { type: 'text' }
 import css from './ui/app.css' with { type: 'text' }
 import app from './ui/app.js' with { type: 'text' }
@@ -71,7 +70,7 @@ function page(body: string, type: string, cache: string): Response {
   return new Response(body, { headers: { 'content-type': type, 'cache-control': cache, ...SECURITY_HEADERS } })
 }
 
-export const dashboardRoutes = (_platform: Services) =>
+export const dashboardRoutes = () =>
   new Elysia({ name: 'routes/dashboard' })
     // The same page whether logged in or not: the script asks /api/v1/whoami.
     .get('/', () => page(html, 'text/html; charset=utf-8', 'no-store'))

@@ -1,4 +1,4 @@
-// `muster demo --ha`: two Platforms on a throwaway PostgreSQL (SPEC §16.9),
+// `muster demo --ha`: two Platforms on a throwaway PostgreSQL (docs/storage-ha.md),
 // the second holding a copy of the first's master key; a worker joins through
 // each, a project runs on both, then the first Platform is killed (kill -9)
 // and the fleet carries on: the nodes stay ready, the survivor takes the
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createClient, type Client } from '../client/index.ts'
 import { freePort } from '../addresses.ts'
-import { openHostStore } from '../host-store.ts'
+import { openHostStore } from '../context/host-store.ts'
 import { MusterError } from '../errors.ts'
 import { Demo, until, type Child, type DemoReporter } from './demo.ts'
 import { startThrowawayPostgres } from './postgres.ts'

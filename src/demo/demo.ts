@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { createClient, type Client } from '../client/index.ts'
 import { MusterError } from '../errors.ts'
 import { freePort } from '../addresses.ts'
-import { openHostStore } from '../host-store.ts'
+import { openHostStore } from '../context/host-store.ts'
 
 export interface DemoReporter {
   /** Runs one step, showing progress; throws what the step threw. */

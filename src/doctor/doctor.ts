@@ -1,4 +1,4 @@
-// `muster doctor` (SPEC §7): inspects a Platform or a worker from the machine
+// `muster doctor` (docs/nodes.md): inspects a Platform or a worker from the machine
 // it runs on — role, install receipt, data directory ownership and modes,
 // joined or not, the Agent port, the Platform over the pinned connection,
 // trust key expiry. One line per check: ok, warn or fail.
@@ -7,12 +7,12 @@ import { join } from 'node:path'
 import { apiClient, enrollmentClient } from '../agent/connect.ts'
 import { askStandingOf, isDead, wayBack } from '../agent/standing.ts'
 import { readAgentConfig, readCredential, readTrustFile, WORKER, type AgentConfig } from '../agent/files.ts'
-import { keysValidAt } from '../agent/trust.ts'
-import { PlatformChoice } from '../agent/platforms.ts'
+import { keysValidAt } from '../signed/keys.ts'
+import { PlatformChoice } from '../agent/platform-choice.ts'
 import { probeCertificate } from '../crypto/pin.ts'
 import { certFingerprint, expiresWithin, parseCertificate } from '../crypto/x509.ts'
 import { DataDir, DEFAULT_DATA_DIR } from '../datadir.ts'
-import type { TrustKey } from '../fabric/trust-keys.ts'
+import type { TrustKey } from '../wire/nodes.ts'
 import { caDaysLeft, caWarning, readCa } from '../pki/platform-ca.ts'
 import { openPlatformVault, type HostVault } from '../pki/host-vault.ts'
 import { serveLockHolder } from '../serve-lock.ts'
@@ -20,6 +20,7 @@ import { checkIsolation } from './isolation.ts'
 import { VERSION } from '../version.ts'
 import { MusterError } from '../errors.ts'
 import { checkReceiptFiles, readReceipt, type Receipt } from './receipt.ts'
+import { tunable } from '../tunables.ts'
 
 export type Status = 'ok' | 'warn' | 'fail'
 export interface Check {
@@ -47,7 +48,7 @@ export async function runDoctor(opts: { dataDir?: string; root?: string }): Prom
   // receipt first: it names the role and, absent a flag, the data directory
   const rr = readReceipt(root)
   const receipt = rr.state === 'ok' ? rr.receipt : undefined
-  const dataDir = new DataDir(opts.dataDir ?? process.env.MUSTER_DATA_DIR ?? (receipt ? join(root, receipt.dataDir) : DEFAULT_DATA_DIR))
+  const dataDir = new DataDir(opts.dataDir ?? tunable('MUSTER_DATA_DIR') ?? (receipt ? join(root, receipt.dataDir) : DEFAULT_DATA_DIR))
   const inferred = dataDir.exists(WORKER.config) || dataDir.exists(WORKER.key) ? 'worker' : dataDir.exists('platform/master.key') ? 'platform' : undefined
   const role = receipt?.role ?? inferred ?? 'unknown'
   if (receipt && inferred && receipt.role !== inferred) add('role', 'warn', `the receipt says ${receipt.role}, but ${dataDir.root} holds ${inferred} data`)
@@ -149,7 +150,7 @@ function explainStoppedAgent(checks: Check[]): void {
   port.message = `${port.message.split(':')[0]}: the Agent stopped because the Platform refuses this node's credential; join again as the credential check below says, then start it`
 }
 
-/** The node's credential as the Platform holds it (SPEC §17.2): a dead one fails, naming the way back. */
+/** The node's credential as the Platform holds it (docs/operations.md): a dead one fails, naming the way back. */
 async function checkCredential(dataDir: DataDir, config: AgentConfig, connection: AgentConfig, add: Add): Promise<void> {
   try {
     const r = await askStandingOf(dataDir, connection)

@@ -1,7 +1,7 @@
-// doctor's line about who a worker's replicas run as (issue 22 item 6), from
+// doctor's line about who a worker's replicas run as, from
 // what the Agent recorded at its last start (worker/isolation.json).
 import type { DataDir } from '../datadir.ts'
-import { readIsolation } from '../agent/isolation.ts'
+import { readIsolation } from '../replicas/isolation.ts'
 
 type Add = (name: string, status: 'ok' | 'warn' | 'fail', message: string) => void
 

@@ -1,4 +1,4 @@
-// The install receipt install.sh writes at /etc/muster/receipt.json (SPEC §12),
+// The install receipt install.sh writes at /etc/muster/receipt.json (docs/operations.md),
 // read by doctor: which role was installed, by which account, and each
 // installed file with its SHA-256.
 import { existsSync, readFileSync } from 'node:fs'

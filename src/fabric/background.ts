@@ -1,11 +1,11 @@
 // The enrollment authority's background loops, each run by one Platform among
-// those sharing the store (src/ha/leases.ts): the trust-key schedule's writes
+// those sharing the store (src/context/leases.ts): the trust-key schedule's writes
 // and audit pruning. Every Platform re-reads the trust keys on its own tick
 // (TrustKeys.start) and at once when told they changed.
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import { log } from '../log.ts'
 import { pruneAudit } from '../store/enroll-audit.ts'
-import { StoreVault } from '../vault.ts'
+import { StoreVault } from '../context/vault.ts'
 import type { Fabric } from './fabric.ts'
 import type { TrustSchedule } from './trust-keys.ts'
 

@@ -1,4 +1,4 @@
-// Node credentials (SPEC §4): mnc_<name>.<generation>.<mac>, never stored. The
+// Node credentials (docs/security.md): mnc_<name>.<generation>.<mac>, never stored. The
 // mac is HMAC-SHA256 under a key derived from master.key, over the name, the
 // node's certificate SHA-256 and the generation.
 import { createHmac } from 'node:crypto'

@@ -1,44 +1,19 @@
-// The enroll pipeline (SPEC §6): one linear flow per request. The caller sees
+// The enroll pipeline (docs/nodes.md): one linear flow per request. The caller sees
 // one refusal for every bad token; the audit log gets the reason.
 import * as v from 'valibot'
 import { parseCertificate } from '../crypto/x509.ts'
 import { enrollProofMessage, verifyProof } from '../crypto/enroll-proof.ts'
 import { safeEqual } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
-import { invalid, issueField, NodeName } from '../http/validate.ts'
+import { invalid, issueField } from '../wire/validate.ts'
 import { bindCertificate, insertNodeRow, isTombstoned, nodesByNameOrCert, type NodeRow } from '../store/nodes.ts'
 import { getJoinToken, takeTokenUse } from '../store/join-tokens.ts'
 import { isUniqueViolation } from '../store/sql.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
-import type { Fabric, NodeAnchors } from './fabric.ts'
+import type { Fabric } from './fabric.ts'
 import { globMatch } from './glob.ts'
-import { LabelsSchema, labelsToJson } from './labels.ts'
-import type { TrustKey } from './trust-keys.ts'
-import type { NodeFacingPlatform } from '../ha/platforms.ts'
-
-export const EnrollBody = v.object({
-  token: v.pipe(v.string(), v.maxLength(200)),
-  nodeId: NodeName,
-  certPem: v.pipe(v.string(), v.minLength(1), v.maxLength(16384)),
-  url: v.optional(v.pipe(v.string(), v.maxLength(300), v.url('expected an https URL'), v.startsWith('https://', 'expected an https URL'))),
-  version: v.optional(v.pipe(v.string(), v.maxLength(64))),
-  /** Labels the node asks to carry (worker join --label); a nodes file's labels win. */
-  labels: v.optional(LabelsSchema),
-  // Checked after the token (a wrong or missing proof is the one refusal, never a 400).
-  proofTime: v.optional(v.unknown()),
-  proof: v.optional(v.unknown()),
-})
-
-export interface EnrollAnswer extends NodeAnchors {
-  nodeId: string
-  agentId: string
-  credential: string
-  trustKeys: TrustKey[]
-  /** Where the node's Agent sends heartbeats, renewals and assignment requests (the Platform API). */
-  platformUrl: string
-  /** The live Platforms sharing the store, as nodes reach them (the Agent fails over between them). */
-  platforms: NodeFacingPlatform[]
-}
+import { labelsToJson } from '../wire/labels.ts'
+import { EnrollBody, type EnrollAnswer } from '../wire/nodes.ts'
 
 class TakenMeanwhile extends Error {}
 /** A rebind whose certificate another node took meanwhile: the unique key refused it. */
@@ -98,7 +73,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     if (token.kind === 'enrollment' && token.node_id !== body.nodeId) return await refuse('token bound to another name')
     if (token.kind === 'fleet' && token.name_pattern && !globMatch(token.name_pattern, body.nodeId)) return await refuse('name not allowed by the token pattern')
     if (body.nodeId === 'local') return await refuse('reserved name')
-    // A name the operator declared enrolls only with an enrollment issued for it (SPEC §16.8).
+    // A name the operator declared enrolls only with an enrollment issued for it (docs/nodes.md).
     if (token.kind !== 'enrollment' && fabric.declared.has(body.nodeId)) return await refuse('declared name needs an enrollment for it')
     const { named: existing, holder } = await nodesByNameOrCert(db, body.nodeId, certSha256)
     // A repeat of a finished enrollment (same token, name, certificate) gets the

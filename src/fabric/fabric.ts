@@ -1,36 +1,37 @@
 // The enrollment authority: join tokens, the node registry, node credentials,
 // trust keys, the audit log and rate limits, behind one service.
+// import-circle: a hub; its steps (enroll, renew, heartbeat, listing, join
+// tokens, background) live in files of their own that take the Fabric.
 import { readFileSync } from 'node:fs'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import { safeEqual, sha256Hex } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
-import type { PlatformOptions } from '../options.ts'
+import type { PlatformOptions } from '../context/options.ts'
 import type { Db, Store } from '../store/db.ts'
 import { insertAudit, listAudit } from '../store/enroll-audit.ts'
 import { revokePendingEnrollments } from '../store/join-tokens.ts'
 import { deleteNodeWithTombstone, insertNode, isTombstoned, updateNodeFields } from '../store/nodes.ts'
 import { tokenDigester, type TokenDigest } from '../crypto/token-digest.ts'
 import { NodeCredentials, parseCredential, PREVIOUS_GENERATION_GRACE_MS, type ParsedCredential } from './credentials.ts'
-import type { EnrollAnswer } from './enroll.ts'
 import { mintJoinToken } from './join-tokens.ts'
 import { RateLimiter } from './rate-limit.ts'
 import { KeyedLimit, RENEW_LIMIT } from './renew.ts'
 import { advanceGeneration } from '../store/node-generation.ts'
-import { DEFAULT_LIMITS, type EnrollmentEndpoint, type FabricOptions, type FabricPlatform, type NodeAnchors, type NodeInUseCheck, type NodeView } from './types.ts'
+import { DEFAULT_LIMITS, type FabricOptions, type FabricPlatform, type NodeInUseCheck } from './types.ts'
 import { Registry, type NodeEntry } from './registry.ts'
-import { listNodes, type NodePage, type NodeQuery } from './listing.ts'
-import { DEFAULT_LIMIT } from '../http/paging.ts'
-import { acceptHeartbeat, type HeartbeatAnswer, type HeartbeatBody } from './heartbeat.ts'
+import { listNodes, type NodeQuery } from './listing.ts'
+import { DEFAULT_LIMIT } from '../wire/paging.ts'
+import { acceptHeartbeat } from './heartbeat.ts'
 import { TrustKeys } from './trust-keys.ts'
 import { startFabricLoops, trustSchedule } from './background.ts'
-import type { NodeFacingPlatform, PlatformView } from '../ha/platforms.ts'
 import { caWarning } from '../pki/platform-ca.ts'
-import { NODE_NAME } from '../http/validate.ts'
+import { NODE_NAME } from '../wire/validate.ts'
 import { log } from '../log.ts'
 import { bearerToken } from '../auth/auth.ts'
 import { assertPrivate } from '../datadir.ts'
-import type { Labels } from './labels.ts'
+import type { Labels } from '../wire/labels.ts'
 import { DeclaredNodes, type NodesFileReload } from './nodes-file.ts'
+import type { EnrollAnswer, EnrollmentEndpoint, EnrollmentToken, HeartbeatAnswer, HeartbeatBody, NodeAnchors, NodeDrained, NodeFacingPlatform, NodePage, NodeRemoved, NodeRevoked, NodeRotated, NodeView, PlatformInfo, PlatformView, TrustAnswer } from '../wire/nodes.ts'
 
 export * from './types.ts'
 
@@ -43,7 +44,7 @@ export class Fabric {
   /** Digests of join-token secrets, keyed under master.key (src/crypto/token-digest.ts). */
   readonly digest: TokenDigest
   readonly limits: { enroll: RateLimiter; heartbeat: RateLimiter; trust: RateLimiter }
-  /** Renewals per node (SPEC §16.5). */
+  /** Renewals per node (docs/security.md). */
   readonly renewLimit: KeyedLimit
   readonly inUseChecks: NodeInUseCheck[] = []
   /** Called after an accepted heartbeat that changed liveness, capacity or replica status (workloads listen here). */
@@ -175,7 +176,7 @@ export class Fabric {
     }
   }
 
-  async trustKeys() {
+  async trustKeys(): Promise<TrustAnswer> {
     this.requireNodesEnabled()
     const release = this.limits.trust.admit()
     try {
@@ -299,7 +300,7 @@ export class Fabric {
     return n
   }
 
-  async revoke(name: string) {
+  async revoke(name: string): Promise<NodeRevoked> {
     this.requireNode(name)
     await this.registry.update(name, { revoked_at: this.now() })
     await this.changed(name)
@@ -307,14 +308,14 @@ export class Fabric {
     return { nodeId: name, state: 'revoked' }
   }
 
-  async rotate(name: string) {
+  async rotate(name: string): Promise<NodeRotated> {
     const n = this.requireNode(name)
     if (n.certSha256 === null) throw new MusterError('conflict', `${name} has no certificate to rotate a credential for.`)
     const { generation } = await this.nextGeneration(name)
     return { nodeId: name, generation, previousValidUntil: new Date(this.now() + PREVIOUS_GENERATION_GRACE_MS).toISOString() }
   }
 
-  async rebind(name: string, ttlMinutes = 60) {
+  async rebind(name: string, ttlMinutes = 60): Promise<EnrollmentToken> {
     const n = this.requireNode(name)
     const now = this.now()
     const expiresAt = now + ttlMinutes * 60_000
@@ -330,7 +331,7 @@ export class Fabric {
     return { nodeId: name, token: token.token, expiresAt: new Date(expiresAt).toISOString() }
   }
 
-  async drain(name: string, drained = true) {
+  async drain(name: string, drained = true): Promise<NodeDrained> {
     this.requireNode(name)
     const declared = this.declared.get(name)?.drained
     if (declared !== undefined && declared !== drained) throw new MusterError('conflict', `Node ${name} is declared ${declared ? 'drained' : 'not drained'} in the nodes file ${this.declared.file}; change it there and reload the Platform.`)
@@ -340,7 +341,7 @@ export class Fabric {
   }
 
   /** Removes a node; a healthy one only with `force` (a working machine is stopped first: revoke or drain). */
-  async remove(name: string, force = false) {
+  async remove(name: string, force = false): Promise<NodeRemoved> {
     const n = this.requireNode(name)
     for (const check of this.inUseChecks) {
       const why = check(name)
@@ -374,7 +375,7 @@ export class Fabric {
   localNode: (() => NodeView) | null = null
 
   /** `nodes platform`: where nodes enroll, the pins, the CA's lifetime and warnings (a CA with a year or less left). */
-  async platformInfo() {
+  async platformInfo(): Promise<PlatformInfo> {
     const pki = this.platform.pki
     const about = (ca: { pin: string; notAfter: Date }) => ({ fingerprint: ca.pin, notAfter: ca.notAfter.toISOString() })
     const warning = caWarning(pki.ca, this.now())

@@ -1,7 +1,6 @@
 // Name patterns for fleet tokens: `*` any run of name characters, `?` one.
 // Matched by hand in O(pattern × name) steps at worst, never by a backtracking
 // RegExp: a pattern like `****************z` must not freeze the event loop.
-export const NAME_PATTERN = /^[a-z0-9*?][a-z0-9*?-]{0,62}$/
 
 const isNameChar = (c: string): boolean => (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c === '-'
 

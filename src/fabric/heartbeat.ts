@@ -1,4 +1,4 @@
-// The heartbeat's hot path (issue 16): what every node does every few seconds,
+// The heartbeat's hot path: what every node does every few seconds,
 // kept apart from the rest of the fabric so it stays small and cheap.
 // - The credential check reads only memory and allocates nothing when the
 //   credential is a node's current one: the expected mac is computed once per
@@ -8,31 +8,8 @@
 //   returns undefined, and the caller takes Fabric's general path, which
 //   answers exactly as before.
 import type { Fabric } from './fabric.ts'
-import type { NodeEntry, ReplicaStatus } from './registry.ts'
-import type { NodeFacingPlatform } from '../ha/platforms.ts'
-
-export interface HeartbeatBody {
-  nodeId?: string
-  version?: string
-  capacity?: { cpuMillis: number; memoryMB: number }
-  replicas?: ReplicaStatus[]
-}
-
-export interface HeartbeatAnswer {
-  nodeId: string
-  state: string
-  reason?: string
-  generation: number
-  drained: boolean
-  /** The revision of the node's assignments: the Agent fetches them only when this moves. */
-  assignmentRevision?: number
-  /** The live Platforms sharing the store, for the Agent's failover (a list kept by the Platform, not built per beat). */
-  platforms?: NodeFacingPlatform[]
-  /** A request for a replica's log waits: the Agent fetches it (src/agent/log-relay.ts). */
-  logs?: true
-  /** A rollout waits for this node: the Agent fetches its directive (docs/upgrading.md). */
-  update?: true
-}
+import type { NodeEntry } from './registry.ts'
+import type { HeartbeatAnswer, HeartbeatBody, NodeFacingPlatform } from '../wire/nodes.ts'
 
 const PREFIX = 'Bearer mnc_'
 const MAC_LENGTH = 43

@@ -15,6 +15,7 @@ import {
 } from '../store/join-tokens.ts'
 import { clearTombstone, getNode, isTombstoned } from '../store/nodes.ts'
 import type { Fabric } from './fabric.ts'
+import type { EnrollmentToken, FleetTokenInfo, FleetTokenMinted, JoinTokenRevoked } from '../wire/nodes.ts'
 
 export async function mintJoinToken(db: Db, digest: TokenDigest, row: Omit<JoinTokenRow, 'id' | 'secret_hash' | 'uses' | 'revoked_at'>): Promise<{ id: string; token: string; row: JoinTokenRow }> {
   const id = randomId(16)
@@ -25,7 +26,7 @@ export async function mintJoinToken(db: Db, digest: TokenDigest, row: Omit<JoinT
 }
 
 
-export async function issueEnrollment(fabric: Fabric, nodeId: string, ttlMinutes = 60, replace = false) {
+export async function issueEnrollment(fabric: Fabric, nodeId: string, ttlMinutes = 60, replace = false): Promise<EnrollmentToken> {
   fabric.requireEnrollment()
   const now = fabric.now()
   if (nodeId === 'local') throw new MusterError('name-taken', 'The name local belongs to the Platform’s own node and cannot be enrolled.')
@@ -43,7 +44,7 @@ export async function issueEnrollment(fabric: Fabric, nodeId: string, ttlMinutes
   return { nodeId, token: token.token, expiresAt: new Date(expiresAt).toISOString() }
 }
 
-export async function createFleetToken(fabric: Fabric, opts: { maxUses?: number; namePattern?: string; ttlMinutes?: number; label?: string }) {
+export async function createFleetToken(fabric: Fabric, opts: { maxUses?: number; namePattern?: string; ttlMinutes?: number; label?: string }): Promise<FleetTokenMinted> {
   fabric.requireEnrollment()
   const now = fabric.now()
   const expiresAt = now + (opts.ttlMinutes ?? 24 * 60) * 60_000
@@ -59,7 +60,7 @@ export async function createFleetToken(fabric: Fabric, opts: { maxUses?: number;
   return { id: t.id, token: t.token, maxUses: t.row.max_uses, namePattern: t.row.name_pattern, label: t.row.label, expiresAt: new Date(expiresAt).toISOString() }
 }
 
-export async function listFleetTokenViews(fabric: Fabric) {
+export async function listFleetTokenViews(fabric: Fabric): Promise<{ tokens: FleetTokenInfo[] }> {
   const now = fabric.now()
   return {
     tokens: (await listFleetTokens(fabric.db)).map((t) => ({
@@ -75,7 +76,7 @@ export async function listFleetTokenViews(fabric: Fabric) {
   }
 }
 
-export async function revokeJoinTokenById(fabric: Fabric, id: string) {
+export async function revokeJoinTokenById(fabric: Fabric, id: string): Promise<JoinTokenRevoked> {
   if (!/^[a-z2-7]{16}$/.test(id) || !(await revokeJoinToken(fabric.db, id, fabric.now()))) throw new MusterError('not-found', `No active join token ${id}.`)
   await fabric.ctx.changes.publish('join-token', id)
   return { id, revoked: true }

@@ -1,16 +1,15 @@
-// The node listing (issue 16): one page at a time, in name order, filtered by
+// The node listing: one page at a time, in name order, filtered by
 // state, label and name prefix, with counts by state over everything the
 // label and prefix select (the page's state filter aside), so a dashboard can
 // show 100,000 nodes as a first page and a line of counts.
 import { MusterError } from '../errors.ts'
-import { encodeCursor, indexAfter, indexFrom, pageQuery, queryText } from '../http/paging.ts'
-import { NODE_NAME } from '../http/validate.ts'
+import { encodeCursor, indexAfter, indexFrom, pageQuery, queryText } from '../wire/paging.ts'
+import { NODE_NAME } from '../wire/validate.ts'
 import { pendingEnrollments } from '../store/join-tokens.ts'
-import type { Fabric, NodeView } from './fabric.ts'
-import { LABEL_KEY, LABEL_VALUE, type Labels } from './labels.ts'
-import { compatibilityOf, type NodeEntry, type NodeStateName, type StateCounts } from './registry.ts'
-
-export type { StateCounts }
+import type { Fabric } from './fabric.ts'
+import type { NodePage, NodeStateName, NodeView, StateCounts } from '../wire/nodes.ts'
+import { LABEL_KEY, LABEL_VALUE, type Labels } from '../wire/labels.ts'
+import { compatibilityOf, type NodeEntry } from './registry.ts'
 
 export const NODE_STATES: readonly NodeStateName[] = ['enrolled', 'ready', 'unreachable', 'revoked']
 
@@ -22,15 +21,6 @@ export interface NodeQuery {
   label?: { key: string; value: string }
   /** Name prefix. */
   q?: string
-}
-
-
-export interface NodePage {
-  nodes: NodeView[]
-  pendingEnrollments: { nodeId: string; expiresAt: string }[]
-  /** Pass back as `cursor` for the next page; null on the last page. */
-  nextCursor: string | null
-  counts: StateCounts
 }
 
 const bad = (field: string, what: string) => new MusterError('invalid-request', `Invalid ${field}: ${what}`, { field })
@@ -46,7 +36,7 @@ export function nodeQuery(query: Record<string, unknown>): NodeQuery {
   }
   const label = queryText(query, 'label')
   if (label !== undefined) {
-    // The same keys and values as node labels (src/fabric/labels.ts).
+    // The same keys and values as node labels (src/wire/labels.ts).
     const i = label.indexOf('=')
     const key = label.slice(0, i)
     const value = label.slice(i + 1)
@@ -83,7 +73,6 @@ export function nodeView(fabric: Fabric, n: NodeEntry, st = fabric.registry.stat
   }
 }
 
-
 export async function listNodes(fabric: Fabric, q: NodeQuery): Promise<NodePage> {
   const registry = fabric.registry
   const names = registry.sortedNames()
@@ -95,7 +84,7 @@ export async function listNodes(fabric: Fabric, q: NodeQuery): Promise<NodePage>
   const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
   const nodes: NodeView[] = []
   // The Platform's own node leads the first page.
-  // The local node is listed only when it runs (serve --local-node; SPEC §16.6).
+  // The local node is listed only when it runs (serve --local-node; docs/security.md).
   const local = fabric.localNode?.()
   if (local && matches(local.name, local.labels)) {
     counts.total++

@@ -1,4 +1,4 @@
-// What a node may learn about its own credential (SPEC §17.2): `doctor`, the
+// What a node may learn about its own credential (docs/operations.md): `doctor`, the
 // Agent and `worker join` ask the Platform whether the credential they hold
 // still works and, when it does not, why. The caller sends its credential and
 // the SHA-256 of the certificate it enrolled with: the credential's MAC covers
@@ -8,18 +8,7 @@ import { MusterError } from '../errors.ts'
 import { bearerToken } from '../auth/auth.ts'
 import { parseCredential } from './credentials.ts'
 import type { Fabric } from './fabric.ts'
-import type { NodeStateName } from './registry.ts'
-
-/** `valid`: the credential works. The others are refusals for good: the node must join again. */
-export type CredentialState = 'valid' | 'revoked' | 'removed' | 'rebound' | 'superseded'
-
-export interface CredentialAnswer {
-  nodeId: string
-  credential: CredentialState
-  /** The node's state as `nodes list` shows it, for a valid credential. */
-  state?: NodeStateName
-  reason?: string
-}
+import type { CredentialAnswer } from '../wire/nodes.ts'
 
 const HEX64 = /^[0-9a-f]{64}$/
 

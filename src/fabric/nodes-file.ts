@@ -1,4 +1,4 @@
-// Operator-declared nodes (SPEC §16.8): `serve --nodes-file F` holds
+// Operator-declared nodes (docs/nodes.md): `serve --nodes-file F` holds
 // {"nodes":[{"name","labels"?,"drained"?}]}. A declared name is reserved: it
 // enrolls only with an enrollment issued for it (never a fleet token, never the
 // legacy shared token), and the fields the file gives win over what the node
@@ -7,8 +7,8 @@
 import { readFileSync } from 'node:fs'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import { NODE_NAME } from '../http/validate.ts'
-import { labelsProblem, type Labels } from './labels.ts'
+import { NODE_NAME } from '../wire/validate.ts'
+import { labelsProblem, type Labels } from '../wire/labels.ts'
 
 export interface DeclaredNode {
   name: string

@@ -1,4 +1,4 @@
-// Readiness probes (SPEC §6, §16.7): the Platform asks each node that gave an
+// Readiness probes (docs/nodes.md, docs/security.md): the Platform asks each node that gave an
 // address for GET /health over HTTPS, trusting only the certificate that node
 // enrolled with, and expects the node's own name back. It dials only an
 // address that certificate names, and the node list gets one generic reason
@@ -7,14 +7,14 @@
 import { pinnedFetch, PinMismatchError } from '../crypto/pin.ts'
 import { certCovers, ipToBytes } from '../crypto/x509.ts'
 import { log } from '../log.ts'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import type { Fabric } from './fabric.ts'
 import { getNode } from '../store/nodes.ts'
 import { probesSince, writeProbes } from '../store/node-probes.ts'
-import type { Lease } from '../ha/leases.ts'
+import type { Lease } from '../context/leases.ts'
 import type { NodeEntry } from './registry.ts'
+import { tunableNumber } from '../tunables.ts'
 
-const DEFAULT_INTERVAL_MS = 15_000
 const TIMEOUT_MS = 5_000
 const CONCURRENCY = 16
 /** How often the probing Platform looks for due probes (and the others read results). */
@@ -22,7 +22,7 @@ const TICK_MS = 1_000
 
 export interface ProbeResult {
   ok: boolean
-  /** What the node list shows: generic, so the probe tells nobody whether some port is open (SPEC §16.7). */
+  /** What the node list shows: generic, so the probe tells nobody whether some port is open (docs/security.md). */
   reason?: string
   /** What went wrong, for the Platform log only. */
   detail?: string
@@ -85,8 +85,7 @@ export class ReadinessProber {
     private readonly fabric: Fabric,
     intervalMs?: number,
   ) {
-    const env = Number(process.env.MUSTER_PROBE_INTERVAL_MS)
-    this.intervalMs = intervalMs ?? (env > 0 ? env : DEFAULT_INTERVAL_MS)
+    this.intervalMs = intervalMs ?? tunableNumber('MUSTER_PROBE_INTERVAL_MS')
     this.lease = ctx.leases.lease('probes')
   }
 
@@ -119,7 +118,7 @@ export class ReadinessProber {
    * Probes, CONCURRENCY at a time, every node with an address whose last
    * probe is older than the interval. Not a node that never heartbeated: its
    * Agent has not started, so a probe would only fail and mark a new node
-   * unreachable (SPEC §17.2); its first heartbeat probes it at once.
+   * unreachable (docs/operations.md); its first heartbeat probes it at once.
    */
   async probeDue(): Promise<void> {
     const now = this.ctx.now()

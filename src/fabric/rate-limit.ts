@@ -1,13 +1,8 @@
 // Token-bucket rate limits with a cap on requests in flight. Each kind of
 // request (enroll, heartbeat, trust) has its own, so a flood of one cannot
 // starve another. They run on the Platform's clock.
+import type { RateLimitOptions } from '../context/options.ts'
 import { MusterError } from '../errors.ts'
-
-export interface RateLimitOptions {
-  perSecond: number
-  burst: number
-  maxInFlight: number
-}
 
 export class RateLimiter {
   private tokens: number

@@ -6,18 +6,11 @@ import { writeHeartbeatBatch } from '../store/heartbeats.ts'
 import { registryRows } from '../store/registry-rows.ts'
 import { log } from '../log.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
-import { labelsFromJson, type Labels } from './labels.ts'
+import { labelsFromJson, type Labels } from '../wire/labels.ts'
+import type { NodeStateName, ReplicaStatus, StateCounts } from '../wire/nodes.ts'
+import { indexFrom } from '../wire/paging.ts'
 
-export type NodeStateName = 'enrolled' | 'ready' | 'unreachable' | 'revoked'
 export type Compatibility = 'current' | 'behind' | 'newer' | 'unknown'
-
-export interface ReplicaStatus {
-  project: string
-  replica: number
-  state: 'pending' | 'running' | 'failed' | 'stopped'
-  exitCode?: number | null
-  revision?: number
-}
 
 export interface NodeEntry {
   name: string
@@ -49,7 +42,7 @@ export interface NodeEntry {
   macCert: string | null
 }
 
-// A million nodes are a million entries (issue 26): what most of them hold alike is one
+// A million nodes are a million entries: what most of them hold alike is one
 // value, not one each. The empty replica list and label set are shared and frozen (nothing
 // changes them in place: a heartbeat replaces the list), and the few distinct token ids,
 // versions and label texts are kept once (`same`).
@@ -113,7 +106,7 @@ export function fromRow(r: NodeRow): NodeEntry {
 export function compatibilityOf(version: string | null): Compatibility {
   if (!version || !isVersion(version)) return 'unknown'
   const order = compareVersions(version, VERSION)
-  // A node newer than the Platform is not current (SPEC §16.8); enroll refuses it outright (worker-newer).
+  // A node newer than the Platform is not current (docs/nodes.md); enroll refuses it outright (worker-newer).
   return order < 0 ? 'behind' : order > 0 ? 'newer' : 'current'
 }
 
@@ -125,8 +118,6 @@ const COUNT_CACHE_FROM = 50_000
 const COUNT_REFRESH_MS = 2_000
 /** Nodes counted between two turns of the event loop (about 2–5 ms). */
 const COUNT_SLICE = 10_000
-
-export type StateCounts = Record<NodeStateName, number> & { total: number }
 
 export class Registry {
   readonly nodes = new Map<string, NodeEntry>()
@@ -249,13 +240,7 @@ export class Registry {
   private placeName(name: string, present: boolean): void {
     const s = this.sorted
     if (s === null) return
-    let lo = 0
-    let hi = s.length
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      if (s[mid]! < name) lo = mid + 1
-      else hi = mid
-    }
+    const lo = indexFrom(s, name)
     if (present && s[lo] !== name) s.splice(lo, 0, name)
     else if (!present && s[lo] === name) s.splice(lo, 1)
   }
@@ -375,7 +360,7 @@ export class Registry {
     return changed
   }
 
-  /** Ready, or heartbeating within the stale window, with a credential that still works (SPEC §16.8). */
+  /** Ready, or heartbeating within the stale window, with a credential that still works (docs/nodes.md). */
   healthy(n: NodeEntry): boolean {
     if (n.revokedAt !== null || (n.auth === 'enrolled' && n.certSha256 === null)) return false
     return n.lastSeenAt !== null && this.now() - n.lastSeenAt <= this.staleAfterMs
@@ -386,7 +371,7 @@ export class Registry {
     if (n.lastSeenAt === null) return { state: 'enrolled', reason: 'no heartbeat yet' }
     if (this.now() - n.lastSeenAt > this.staleAfterMs) return { state: 'unreachable', reason: `no heartbeat for ${Math.round((this.now() - n.lastSeenAt) / 1000)}s` }
     if (n.url) {
-      // Heartbeating, not probed yet: still coming up, not unreachable (SPEC §17.2).
+      // Heartbeating, not probed yet: still coming up, not unreachable (docs/operations.md).
       if (!n.probe) return { state: 'enrolled', reason: 'health probe pending' }
       if (!n.probe.ok) return { state: 'unreachable', reason: n.probe.reason ?? 'health probe failed' }
     }

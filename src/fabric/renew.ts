@@ -1,4 +1,4 @@
-// Renewing a node credential (SPEC §16.5, issue 22), one linear flow:
+// Renewing a node credential (docs/security.md), one linear flow:
 //   1. authenticate: the current generation, or the previous one in its grace hour
 //   2. every renewal carries a fresh proof of the agent key over the node's name,
 //      the generation presented and the node's CURRENT certificate (the Agent signs
@@ -13,10 +13,10 @@ import { parseCertificate } from '../crypto/x509.ts'
 import { MusterError } from '../errors.ts'
 import { getNode } from '../store/nodes.ts'
 import type { Fabric } from './fabric.ts'
+import { RenewBody, type RenewAnswer } from '../wire/nodes.ts'
 
 export const RENEW_LIMIT = { burst: 3, intervalMs: 60_000 }
 
-const RenewBody = v.object({ proofTime: v.optional(v.unknown()), proof: v.optional(v.unknown()) })
 
 /** Per-key token buckets: `burst` at once, then one per `intervalMs`. */
 export class KeyedLimit {
@@ -46,7 +46,7 @@ export class KeyedLimit {
   }
 }
 
-export async function renewCredential(fabric: Fabric, headers: Headers, rawBody: unknown): Promise<{ nodeId: string; generation: number; credential: string }> {
+export async function renewCredential(fabric: Fabric, headers: Headers, rawBody: unknown): Promise<RenewAnswer> {
   const { node, generation } = await fabric.authenticateNodeCredential(headers)
   const body = v.safeParse(RenewBody, rawBody ?? {})
   const row = await getNode(fabric.db, node.name)

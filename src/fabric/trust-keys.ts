@@ -1,4 +1,4 @@
-// The Platform's Ed25519 trust keys (SPEC §16.2), kept in the vault as
+// The Platform's Ed25519 trust keys (docs/security.md), kept in the vault as
 // `trust/<name>.json`. The schedule (trust-schedule.ts) is a pure function of
 // the keys and the time; this class applies it: on start, on a short tick (so
 // a wall clock that jumped is seen at once), and whenever it signs or
@@ -7,7 +7,7 @@
 // very first key has a fixed name, so Platforms starting together on an empty
 // store keep one too.
 //
-// Several Platforms (SPEC §16.9): the schedule's writes (a successor, dropping
+// Several Platforms (docs/storage-ha.md): the schedule's writes (a successor, dropping
 // expired keys) are made only by the holder of the `trust-keys` lease, in a
 // transaction fenced by it, which then tells the others; they re-read the
 // vault. A Platform that has no key able to sign still makes one on the spot,
@@ -15,18 +15,13 @@
 import { generateSigningKey, signDomain } from '../crypto/ed25519.ts'
 import { b64url, fromB64url, sha256Hex } from '../crypto/tokens.ts'
 import { log } from '../log.ts'
-import type { Vault } from '../vault.ts'
+import type { TrustKey } from '../wire/nodes.ts'
+import type { Vault } from '../context/vault.ts'
 import { planTrustKeys, signingKey, type TrustPlan } from './trust-schedule.ts'
 
 export { KEY_LIFETIME_MS, SIGNING_MS } from './trust-schedule.ts'
 const TICK_MS = 10_000
 
-export interface TrustKey {
-  kid: string
-  publicKey: string
-  notBefore: string
-  notAfter: string
-}
 
 interface StoredKey extends TrustKey {
   privateKey: string

@@ -1,4 +1,4 @@
-// The trust-key schedule (SPEC §16.2) as pure functions of (keys, now), so a
+// The trust-key schedule (docs/security.md) as pure functions of (keys, now), so a
 // restart at any moment keeps it and several Platforms sharing the keys agree.
 //
 //   - Each key is valid 2 years and signs for its first year.
@@ -7,7 +7,7 @@
 //     old key keeps verifying until it expires.
 //   - A Platform that was off too long to give that notice (no key valid now,
 //     or the signing key ends within 60 days) makes a key that signs at once;
-//     nodes meet an unknown kid and refresh (SPEC §16.2).
+//     nodes meet an unknown kid and refresh (docs/security.md).
 const DAY_MS = 86_400_000
 export const YEAR_MS = 365 * DAY_MS
 export const KEY_LIFETIME_MS = 2 * YEAR_MS

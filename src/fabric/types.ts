@@ -1,8 +1,8 @@
 // The enrollment authority's shapes: its options and limits, a node as the
 // API shows it, where nodes enroll, and what it needs of the Platform.
 import type { Pki } from '../pki/pki.ts'
-import type { RateLimitOptions } from './rate-limit.ts'
-import type { Labels } from './labels.ts'
+import type { RateLimitOptions } from '../context/options.ts'
+import type { NodeAnchors } from '../wire/nodes.ts'
 
 export type NodeAuthMode = 'legacy' | 'both' | 'enrolled'
 
@@ -24,45 +24,6 @@ export const DEFAULT_LIMITS = {
 
 /** Something that keeps a node in use (projects placed on it). */
 export type NodeInUseCheck = (node: string) => string | null
-
-export interface NodeView {
-  name: string
-  state: string
-  reason?: string
-  compatibility: string
-  version: string | null
-  certificateSha256: string | null
-  agentId: string
-  lastSeenAt: string | null
-  url: string | null
-  auth: 'enrolled' | 'legacy' | 'local'
-  drained: boolean
-  /** The node's labels: the nodes file's when it declares them, else what the node reported at enroll. */
-  labels: Labels
-  /** Declared in the nodes file (serve --nodes-file). */
-  declared: boolean
-  capacity: { cpuMillis: number; memoryMB: number | null } | null
-}
-
-export interface EnrollmentEndpoint {
-  url: string
-  addresses: string[]
-  port: number
-  /** The pin to join with: the CA pin (the old listener certificate's fingerprint while it is still served). */
-  fingerprint: string
-  /** The Platform CA's pin, always. */
-  caFingerprint: string
-}
-
-export interface NodeAnchors {
-  caFingerprint: string
-  pins: string[]
-  platformUrl: string
-  /** The operator allowed a plain-http API for nodes (--allow-insecure-node-traffic). */
-  insecureNodeTraffic?: true
-  /** The release public keys (docs/upgrading.md): a node takes only the first one and those a key it holds endorsed. */
-  releaseKeys?: { kid: string; publicKey: string; endorsedBy?: string; signature?: string }[]
-}
 
 /** What the enrollment authority needs of the Platform around it. */
 export interface FabricPlatform {

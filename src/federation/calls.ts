@@ -7,17 +7,18 @@ import { createTransport } from '../client/http.ts'
 import { MusterError } from '../errors.ts'
 import type { Db } from '../store/db.ts'
 import type { Controller } from './controller.ts'
-import { DOMAINS } from './formats.ts'
+import { DOMAINS } from '../wire/federation-formats.ts'
 import type { Membership } from './membership.ts'
 import { spendNonce } from './office-store.ts'
-import type { PlacedProjectSpec } from './placement.ts'
+import type { PlacedProjectSpec } from './placed-projects.ts'
 import { signProof, verifyProof } from './proofs.ts'
-import type { ControllerCall } from './wire.ts'
+import type { ControllerCall } from '../wire/federation.ts'
+import type { OfficePlaced } from '../wire/federation.ts'
 
 /** A call older or newer than this is refused; clocks of federated Platforms should agree to within it. */
 export const CALL_WINDOW_MS = 120_000
 
-export async function sendPlaceCall(controller: Controller, officeId: string, spec: PlacedProjectSpec, now: number): Promise<unknown> {
+export async function sendPlaceCall(controller: Controller, officeId: string, spec: PlacedProjectSpec, now: number): Promise<OfficePlaced> {
   const target = await controller.callTarget(officeId)
   const call = { call: 'place' as const, officeId, nonce: b64url(randomBytes(32)), issuedAt: now, payload: spec }
   const proof = signProof(DOMAINS.call, target.key, { ...call, tokenFingerprint: target.fingerprint })

@@ -8,16 +8,18 @@ import { randomSecret, safeEqual, sha256Hex } from '../crypto/tokens.ts'
 import { tokenDigester, type TokenDigest } from '../crypto/token-digest.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import * as store from './controller-store.ts'
-import { DOMAINS, formatOfficeToken, parseOfficeToken, tokenFingerprint } from './formats.ts'
+import { DOMAINS, formatOfficeToken, parseOfficeToken, tokenFingerprint } from '../wire/federation-formats.ts'
 import { loadClusterKey, signProof } from './proofs.ts'
 import { mintVouch } from './vouch.ts'
 import { getAccount } from '../store/accounts.ts'
-import { isRole, lowerRole } from '../auth/permissions.ts'
-import type { HeartbeatBody, RegisterBody } from './wire.ts'
+import { isRole, lowerRole } from '../wire/permissions.ts'
+import type { OfficeHeartbeatBody, OfficeRegisterBody } from '../wire/federation.ts'
+import type { OfficeBreakGlassReport, OfficeInfo, OfficeProjectStatus, OfficeTokenInfo, OfficeTokenMinted, OfficeTokenRevoked, VouchMinted } from '../wire/federation.ts'
+import { TUNABLES } from '../tunables.ts'
 
-export const DEFAULT_HEARTBEAT_SECONDS = 15
+export const DEFAULT_HEARTBEAT_SECONDS = TUNABLES.MUSTER_FEDERATION_HEARTBEAT_SECONDS.default
 const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())
 
 export class Controller {
@@ -48,7 +50,7 @@ export class Controller {
    *      replaces the old at once; otherwise 409 office-exists
    *   4. the plaintext is returned once; only its keyed digest and fingerprint are kept
    */
-  async mint(body: { officeId: string; label?: string; note?: string; rotate?: boolean }): Promise<{ officeId: string; token: string }> {
+  async mint(body: { officeId: string; label?: string; note?: string; rotate?: boolean }): Promise<OfficeTokenMinted> {
     const key = await this.key(true)
     const now = this.ctx.now()
     await store.ensureOffice(this.db, { officeId: body.officeId, label: body.label, note: body.note, now })
@@ -62,20 +64,20 @@ export class Controller {
     return { officeId: body.officeId, token: formatOfficeToken(body.officeId, key.publicKey, secret) }
   }
 
-  async tokens() {
+  async tokens(): Promise<{ tokens: OfficeTokenInfo[] }> {
     const tokens = (await store.listOffices(this.db))
       .filter((o) => o.secret_hash)
       .map((o) => ({ officeId: o.office_id, label: o.label, status: status(o), createdAt: iso(o.token_created_at), lastSeenAt: iso(o.last_seen_at) }))
     return { tokens }
   }
 
-  async revoke(officeId: string) {
+  async revoke(officeId: string): Promise<OfficeTokenRevoked> {
     if (!(await store.revokeOfficeToken(this.db, officeId, this.ctx.now()))) throw new MusterError('not-found', `No office '${officeId}' holds a token here.`)
     log.info(`federation: revoked office ${officeId}`)
     return { officeId, status: 'revoked' as const }
   }
 
-  async offices() {
+  async offices(): Promise<{ offices: OfficeInfo[] }> {
     const now = this.ctx.now()
     const offices = (await store.listOffices(this.db)).map((o) => {
       const interval = (o.heartbeat_seconds ?? DEFAULT_HEARTBEAT_SECONDS) * 1000
@@ -87,7 +89,7 @@ export class Controller {
         lastSeenAt: iso(o.last_seen_at),
         status: status(o),
         version: o.version,
-        projects: o.projects_json ? (JSON.parse(o.projects_json) as unknown[]) : [],
+        projects: o.projects_json ? (JSON.parse(o.projects_json) as OfficeProjectStatus[]) : [],
       }
     })
     return { offices }
@@ -106,9 +108,9 @@ export class Controller {
   /**
    * A vouch names the caller's own account, never anyone else's, and carries the
    * lower of the caller's role (a viewer token of a superadmin account is a viewer)
-   * and its account's role now (SPEC §16.6).
+   * and its account's role now (docs/security.md).
    */
-  async vouch(officeId: string, caller: Principal) {
+  async vouch(officeId: string, caller: Principal): Promise<VouchMinted> {
     const o = await this.activeOffice(officeId)
     const account = caller.account ? await getAccount(this.db, caller.account) : null
     const role = account && isRole(account.role) ? lowerRole(caller.role, account.role) : caller.role
@@ -118,8 +120,8 @@ export class Controller {
     return { vouch, redeemUrl, expiresAt: new Date(expiresAt * 1000).toISOString() }
   }
 
-  async breakGlassReports() {
-    const reports = (await store.listBreakGlassReports(this.db)).map((r) => ({ officeId: r.office_id, account: r.account, at: iso(r.at), reportedAt: iso(r.reported_at) }))
+  async breakGlassReports(): Promise<{ reports: OfficeBreakGlassReport[] }> {
+    const reports = (await store.listBreakGlassReports(this.db)).map((r) => ({ officeId: r.office_id, account: r.account, at: new Date(r.at).toISOString(), reportedAt: new Date(r.reported_at).toISOString() }))
     return { reports }
   }
 
@@ -131,7 +133,7 @@ export class Controller {
    *      (the same answer for an unknown office and a wrong or rotated secret)
    *   4. the token is not revoked                              → federation-token-revoked
    */
-  private async authenticateOffice(body: RegisterBody): Promise<{ fingerprint: string; secretHash: string }> {
+  private async authenticateOffice(body: OfficeRegisterBody): Promise<{ fingerprint: string; secretHash: string }> {
     const token = parseOfficeToken(body.token)
     if (body.officeId !== token.officeId) {
       throw new MusterError('office-mismatch', `This office calls itself '${body.officeId}', but its token was minted for office '${token.officeId}'; refusing the registration.`, {
@@ -149,7 +151,7 @@ export class Controller {
     return { fingerprint: tokenFingerprint(token.officeId, sha256Hex(token.secret)), secretHash }
   }
 
-  private async seen(body: RegisterBody, secretHash: string, projectsJson: string | null, now: number): Promise<void> {
+  private async seen(body: OfficeRegisterBody, secretHash: string, projectsJson: string | null, now: number): Promise<void> {
     await store.recordOfficeSeen(this.db, {
       officeId: body.officeId,
       secretHash,
@@ -162,7 +164,7 @@ export class Controller {
   }
 
   /** Registration: the answer is signed over the office's id, its token fingerprint and its fresh nonce. */
-  async register(body: RegisterBody) {
+  async register(body: OfficeRegisterBody) {
     const { fingerprint, secretHash } = await this.authenticateOffice(body)
     const at = this.ctx.now()
     await this.seen(body, secretHash, null, at)
@@ -171,7 +173,7 @@ export class Controller {
   }
 
   /** A heartbeat: records reports, and signs the acknowledgement so only the real controller can stop a re-send. */
-  async heartbeat(body: HeartbeatBody) {
+  async heartbeat(body: OfficeHeartbeatBody) {
     const { fingerprint, secretHash } = await this.authenticateOffice(body)
     const at = this.ctx.now()
     await this.seen(body, secretHash, JSON.stringify(body.projects), at)

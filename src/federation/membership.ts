@@ -6,8 +6,10 @@ import type { LocalDoor } from '../auth/auth.ts'
 import type { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
 import type { Db } from '../store/db.ts'
-import { fingerprintOfToken, parseOfficeToken, type OfficeToken } from './formats.ts'
+import { fingerprintOfToken, parseOfficeToken, type OfficeToken } from '../wire/federation-formats.ts'
 import { breakGlassInForce, getMembership, lastDetach, saveMembership, type BreakGlassRow } from './office-store.ts'
+import type { LocalAuthority } from '../wire/federation.ts'
+import { tunable } from '../tunables.ts'
 
 export const OFFICE_TOKEN_FILE = 'platform/office-join-token'
 
@@ -50,7 +52,7 @@ function checkUrl(name: string, value: string): string {
  * than overwrite either.
  */
 export async function resolveOfficeConfig(dataDir: DataDir, db: Db, env: Record<string, string | undefined>, now: number): Promise<OfficeConfig | undefined> {
-  const fromEnv = env.MUSTER_JOIN_TOKEN?.trim() || undefined
+  const fromEnv = tunable('MUSTER_JOIN_TOKEN', env)?.trim() || undefined
   const envToken = fromEnv ? parseOfficeToken(fromEnv, 'MUSTER_JOIN_TOKEN') : undefined
   let membership = readMembership(dataDir)
   if (envToken && membership && fingerprintOfToken(envToken) !== membership.fingerprint) {
@@ -63,8 +65,8 @@ export async function resolveOfficeConfig(dataDir: DataDir, db: Db, env: Record<
     )
   }
   if (!envToken && !membership) return undefined
-  const controllerEnv = env.MUSTER_CONTROLLER_URL?.trim() || undefined
-  const advertiseEnv = env.MUSTER_ADVERTISE_URL?.trim() || undefined
+  const controllerEnv = tunable('MUSTER_CONTROLLER_URL', env)?.trim() || undefined
+  const advertiseEnv = tunable('MUSTER_ADVERTISE_URL', env)?.trim() || undefined
   if (envToken && !membership) {
     if (!controllerEnv || !advertiseEnv) throw new MusterError('not-configured', 'Joining as an office needs MUSTER_CONTROLLER_URL and MUSTER_ADVERTISE_URL as well as MUSTER_JOIN_TOKEN.')
     dataDir.writeSecret(OFFICE_TOKEN_FILE, `${fromEnv}\n`)
@@ -75,16 +77,7 @@ export async function resolveOfficeConfig(dataDir: DataDir, db: Db, env: Record<
   const advertiseUrl = advertiseEnv ? checkUrl('MUSTER_ADVERTISE_URL', advertiseEnv) : (stored?.advertise_url ?? undefined)
   if (controllerUrl && advertiseUrl && (controllerUrl !== stored?.controller_url || advertiseUrl !== stored?.advertise_url)) await saveMembership(db, controllerUrl, advertiseUrl, now)
   const m = membership!
-  return { ...m, controllerUrl, advertiseUrl, officeId: env.MUSTER_OFFICE_ID?.trim() || m.token.officeId }
-}
-
-export interface LocalAuthority {
-  joined: boolean
-  officeId: string | null
-  localLoginAllowed: boolean
-  /** The recorded break-glass that holds the door open under the current membership. */
-  breakGlass: { id: string; account: string | null; at: string; reportedAt: string | null } | null
-  detachedAt: string | null
+  return { ...m, controllerUrl, advertiseUrl, officeId: tunable('MUSTER_OFFICE_ID', env)?.trim() || m.token.officeId }
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
@@ -108,7 +101,7 @@ export async function localAuthority(dataDir: DataDir, db: Db): Promise<LocalAut
 }
 
 /**
- * The local door for every local credential (issue 22, item 5): closed while
+ * The local door for every local credential (item 5): closed while
  * joined with no break-glass in force under the current membership. Read from
  * disk and the store on each call, like the login gate.
  */

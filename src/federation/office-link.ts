@@ -11,13 +11,13 @@ import { b64url, randomBytes } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import { VERSION } from '../version.ts'
-import { DOMAINS, formatOfficeToken } from './formats.ts'
+import { DOMAINS, formatOfficeToken } from '../wire/federation-formats.ts'
 import type { OfficeConfig } from './membership.ts'
 import { markBreakGlassReported, unreportedBreakGlass } from './office-store.ts'
 import { placedProjectStatuses } from './office.ts'
 import type { Federation } from './service.ts'
 import { verifyProof } from './proofs.ts'
-import { LeaseLost, type Lease } from '../ha/leases.ts'
+import { LeaseLost, type Lease } from '../context/leases.ts'
 
 const REQUEST_TIMEOUT_MS = 10_000
 

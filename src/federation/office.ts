@@ -5,16 +5,17 @@
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import { getAccount, insertAccount } from '../store/accounts.ts'
-import { isRole, lowerRole, type Role } from '../auth/permissions.ts'
+import { isRole, lowerRole, type Role } from '../wire/permissions.ts'
 import { acceptCall } from './calls.ts'
 import { readMembership } from './membership.ts'
 import { hasIdentityWrite, insertIdentityWrite, listIdentityWrites, listPlacedProjects, spendNonce, upsertPlacedProject } from './office-store.ts'
-import { PlacedProjectSpec, type PlacedProjectStatus } from './placement.ts'
+import { PlacedProjectSpec } from './placed-projects.ts'
 import type { Federation } from './service.ts'
 import { checkVouch } from './vouch.ts'
-import type { ControllerCall } from './wire.ts'
+import type { ControllerCall, OfficeProjectStatus as PlacedProjectStatus } from '../wire/federation.ts'
 import * as v from 'valibot'
-import { FieldSeal } from '../vault.ts'
+import { FieldSeal } from '../context/vault.ts'
+import type { OfficeIdentityWrite, OfficePlaced, PlacedProjectsPage } from '../wire/federation.ts'
 
 /** An account a vouch creates is never more than this, whatever the vouch carries. */
 export const VOUCHED_ACCOUNT_MAX_ROLE: Role = 'operator'
@@ -28,7 +29,7 @@ export const UNROLED_VOUCH_ROLE: Role = 'viewer'
  *      or create one with no usable password, at most the vouch's role and never
  *      superadmin; either write is logged
  *   8. open a session with the lower of the vouch's role and the account's:
- *      at most 12 hours, and it cannot mint API tokens (SPEC §16.6)
+ *      at most 12 hours, and it cannot mint API tokens (docs/security.md)
  */
 export async function redeemVouch(fed: Federation, text: string): Promise<{ sessionId: string; account: string; created: boolean; role: Role }> {
   const now = fed.ctx.now()
@@ -52,13 +53,13 @@ export async function redeemVouch(fed: Federation, text: string): Promise<{ sess
   return { sessionId: await fed.auth.openVouchedSession(account.name, role), account: account.name, created, role }
 }
 
-export async function identityWrites(fed: Federation) {
+export async function identityWrites(fed: Federation): Promise<{ writes: OfficeIdentityWrite[] }> {
   return {
     writes: (await listIdentityWrites(fed.ctx.store)).map((w) => ({ at: new Date(w.at).toISOString(), owner: w.owner, action: w.action, role: w.role, reason: w.reason })),
   }
 }
 
-/** A placed spec carries the project's env: sealed in the store like a project's own (SPEC §17.4). */
+/** A placed spec carries the project's env: sealed in the store like a project's own (docs/security.md). */
 const SPEC_COLUMN = ['office_placed_projects', 'spec_json'] as const
 
 async function storedSpecs(fed: Federation): Promise<PlacedProjectSpec[]> {
@@ -74,7 +75,7 @@ export async function placedProjectStatuses(fed: Federation): Promise<PlacedProj
 }
 
 /** A signed call from the controller. One refusal for every failed check; the reason goes to the log. */
-export async function handleControllerCall(fed: Federation, call: ControllerCall, rawPayload: unknown) {
+export async function handleControllerCall(fed: Federation, call: ControllerCall, rawPayload: unknown): Promise<OfficePlaced> {
   const verdict = await acceptCall(fed.ctx.store, readMembership(fed.ctx.dataDir), call, rawPayload, fed.ctx.now())
   if ('refused' in verdict) {
     log.warn(`federation: refused a controller call (${verdict.refused})`)
@@ -88,7 +89,7 @@ export async function handleControllerCall(fed: Federation, call: ControllerCall
   return { officeId: call.officeId, project: runner.status(spec) }
 }
 
-export async function placedProjects(fed: Federation) {
+export async function placedProjects(fed: Federation): Promise<PlacedProjectsPage> {
   const runner = fed.placedRunner
   const rows = await listPlacedProjects(fed.ctx.store)
   return {

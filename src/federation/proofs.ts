@@ -6,8 +6,8 @@
 import { canonicalJson, generateSigningKey, publicKeyFromPrivate, signDomain, verifyDomain, type SigningKey } from '../crypto/ed25519.ts'
 import { b64url, fromB64url } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
-import type { Vault } from '../vault.ts'
-import type { DOMAINS } from './formats.ts'
+import type { Vault } from '../context/vault.ts'
+import type { DOMAINS } from '../wire/federation-formats.ts'
 
 /** The cluster key's name in the Platform's vault (sealed in the store, shared by Platforms on one store). */
 export const CLUSTER_KEY = 'cluster-signing-key'

@@ -6,9 +6,9 @@ import type { SigningKey } from '../crypto/ed25519.ts'
 import { signDomain, verifyDomain } from '../crypto/ed25519.ts'
 import { b64url, randomBytes } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
-import { DOMAINS, IDENTITY, VOUCH_FORMAT, VOUCH_TTL_SECONDS, formatVouch, parseVouch, vouchMessage, type Vouch } from './formats.ts'
+import { DOMAINS, IDENTITY, VOUCH_FORMAT, VOUCH_TTL_SECONDS, formatVouch, parseVouch, vouchMessage, type Vouch } from '../wire/federation-formats.ts'
 import type { Membership } from './membership.ts'
-import type { Role } from '../auth/permissions.ts'
+import type { Role } from '../wire/permissions.ts'
 
 /** A controller clock ahead of the office's by more than this is not trusted to set an expiry. */
 const MAX_SKEW_SECONDS = 300

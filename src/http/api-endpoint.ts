@@ -1,4 +1,4 @@
-// The API's listening endpoint (SPEC §16.3): where it binds, whether it is
+// The API's listening endpoint (docs/security.md): where it binds, whether it is
 // HTTPS and with which certificate (the operator's, one the Platform CA
 // issues when it binds off loopback, or none on loopback), the URL nodes and
 // operators are told, and the certificate's renewal by the wall clock.
@@ -7,10 +7,10 @@ import { readFileSync } from 'node:fs'
 import { defaultAddresses, isLoopback } from '../addresses.ts'
 import { assertPrivate } from '../datadir.ts'
 import { log } from '../log.ts'
-import type { PlatformOptions } from '../options.ts'
+import type { PlatformOptions } from '../context/options.ts'
 import type { Pki } from '../pki/pki.ts'
 import { ensureServerCert } from '../pki/server-cert.ts'
-import type { Vault } from '../vault.ts'
+import type { Vault } from '../context/vault.ts'
 import { ApiServer, type ApiHandler, type ApiRoutes, type ApiServerOptions, type ApiTls } from './api-server.ts'
 
 export class ApiEndpoint {

@@ -1,16 +1,16 @@
-// The API's HTTP server (SPEC §16.3). It listens with SO_REUSEPORT, so that
+// The API's HTTP server (docs/security.md). It listens with SO_REUSEPORT, so that
 // the next engine of an engine swap can bind beside it (src/swap/engine.ts) and
 // so that a renewed certificate (Bun.serve cannot swap its certificate) is put
 // in place with no gap: a new server binds beside the old one, new connections
-// are steered to it (src/swap/steer.ts), the old one closes once nothing can
+// are steered to it (src/sockets/steer.ts), the old one closes once nothing can
 // wait in its accept queue, and requests in flight finish on it. A port
-// another program holds is found by a plain bind first (src/swap/ports.ts).
+// another program holds is found by a plain bind first (src/sockets/ports.ts).
 import type { Server } from 'bun'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import { assertPortFree } from '../swap/ports.ts'
-import { ownListenerFds, untilListenersDrained } from '../swap/sockets.ts'
-import { steerToNewest } from '../swap/steer.ts'
+import { assertPortFree } from '../sockets/ports.ts'
+import { ownListenerFds, untilListenersDrained } from '../sockets/sockets.ts'
+import { steerToNewest } from '../sockets/steer.ts'
 
 export interface ApiTls {
   /** PEM: the certificate, then the CA. */

@@ -4,7 +4,7 @@ import { Elysia } from 'elysia'
 import { MusterError } from '../errors.ts'
 import { SESSION_COOKIE, bearerToken } from '../auth/auth.ts'
 import { log } from '../log.ts'
-import type { Services } from '../services.ts'
+import type { Services } from './services.ts'
 import { isJson, isPath, joinTokenAsBearer, malformedRequest, mediaType, sameOrigin } from './request.ts'
 import { authRoutes } from './routes/auth.ts'
 import { healthRoutes } from './routes/health.ts'
@@ -19,6 +19,7 @@ import { dashboardRoutes } from '../dashboard/routes.ts'
 import { accountRoutes } from './routes/accounts.ts'
 import { auditRoutes } from './routes/audit.ts'
 import { releaseRoutes } from './routes/releases.ts'
+import { oidcRoutes } from './routes/oidc.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
   return new Response(JSON.stringify(err.toJSON()), {
@@ -84,6 +85,7 @@ export function createApp(platform: Services) {
     })
     .use(healthRoutes())
     .use(authRoutes(platform))
+    .use(oidcRoutes(platform))
     .use(accountRoutes(platform))
     .use(auditRoutes(platform))
   // routes: fabric
@@ -100,5 +102,5 @@ export function createApp(platform: Services) {
     .use(releaseRoutes(platform))
   // routes: overview (dashboard)
     .use(overviewRoutes(platform))
-    .use(dashboardRoutes(platform))
+    .use(dashboardRoutes())
 }

@@ -1,4 +1,4 @@
-// What each write route means in the audit (issue 24): its action name and
+// What each write route means in the audit: its action name and
 // how its target is read — from the path, from named fields of the body, or
 // from named fields of the answer (an id minted there). Only names and ids are
 // picked, never a whole body: bodies carry passwords, credentials and env.
@@ -84,7 +84,7 @@ export const AUDITED_ROUTES: AuditedRoute[] = [
 /**
  * Writes that are not an operator's: node and office protocol, authenticated
  * by their own credentials and kept in their own records (`nodes audit`, the
- * controller's office directory).
+ * controller's office directory); and the sign-in flows, which audit themselves.
  */
 export const UNAUDITED_WRITES: { method: string; path: string }[] = [
   { method: 'POST', path: '/api/v1/nodes/enroll' },
@@ -99,6 +99,12 @@ export const UNAUDITED_WRITES: { method: string; path: string }[] = [
   { method: 'PUT', path: '/api/v1/releases/uploads/:upload/:part' },
   { method: 'POST', path: '/api/v1/federation/register' },
   { method: 'POST', path: '/api/v1/federation/heartbeat' },
+  // Sign-in with the identity provider: its pipeline (src/sso/signin.ts) writes sso.login itself,
+  // with the provider's subject and issuer, for each sign-in and each refusal.
+  { method: 'POST', path: '/auth/oidc/cli' },
+  { method: 'POST', path: '/auth/oidc/cli/redeem' },
+  { method: 'POST', path: '/auth/oidc/device' },
+  { method: 'POST', path: '/auth/oidc/device/poll' },
 ]
 
 interface Compiled {

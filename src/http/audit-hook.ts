@@ -1,4 +1,4 @@
-// The one place every write passes on its way in (issue 24): before a write
+// The one place every write passes on its way in: before a write
 // runs, its audit entry is written — who (the request's principal), from where
 // (the peer address), what and on what (src/http/audit-actions.ts) — and when
 // that write fails the action does not run (503 audit-unavailable). After it

@@ -1,11 +1,11 @@
-// The heartbeat's own route, ahead of the framework (issue 16): Bun's router
+// The heartbeat's own route, ahead of the framework: Bun's router
 // sends `POST /api/v1/nodes/register` here; every other request, and any
 // heartbeat whose shape is not the ordinary one (no credential, a body that is
 // not JSON), goes to the framework, whose route answers as it always has.
 // What this route answers is byte for byte what the framework route answers
 // (test/http/heartbeat-route.test.ts compares the two for every shape).
 //
-// Why it is cheap (issue 26): an Agent sends the same body beat after beat, so
+// Why it is cheap: an Agent sends the same body beat after beat, so
 // a body's text, once the valibot Register schema (the one set of rules, shared
 // with the framework route) has accepted it, maps to its parsed output; the
 // next beat with that text skips JSON.parse and the schema. The answer is
@@ -13,13 +13,13 @@
 // revision, Platforms list): src/fabric/heartbeat.ts.
 import * as v from 'valibot'
 import { MusterError } from '../errors.ts'
-import { acceptHeartbeatText, currentNode, type HeartbeatBody } from '../fabric/heartbeat.ts'
+import { acceptHeartbeatText, currentNode } from '../fabric/heartbeat.ts'
 import { log } from '../log.ts'
-import type { Services } from '../services.ts'
+import type { Services } from './services.ts'
 import { errorResponse } from './app.ts'
 import { joinTokenAsBearer, malformedRequest } from './request.ts'
-import { Register } from './routes/nodes.ts'
-import { invalid } from './validate.ts'
+import { type HeartbeatBody, Register } from '../wire/nodes.ts'
+import { invalid } from '../wire/validate.ts'
 
 /** How many heartbeats took the allocation-free credential check, and how many bodies the cache answered (tests read them). */
 export const hotPathStats = { fast: 0, cachedBodies: 0 }

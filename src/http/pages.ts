@@ -1,10 +1,11 @@
-// Paged listings of projects and of the enrollment audit (issue 16); the
+// Paged listings of projects and of the enrollment audit; the
 // node listing pages in src/fabric/listing.ts. Same parameters everywhere:
 // `limit` (default 1000, at most 5000) and `cursor` (from `nextCursor`).
 import type { Fabric } from '../fabric/fabric.ts'
 import { MusterError } from '../errors.ts'
-import { encodeCursor, pageOf, pageQuery, queryText } from './paging.ts'
-import { NODE_NAME } from './validate.ts'
+import { encodeCursor, pageOf, pageQuery, queryText } from '../wire/paging.ts'
+import { NODE_NAME } from '../wire/validate.ts'
+import type { EnrollAuditPage } from '../wire/nodes.ts'
 
 /** Projects in name order; `q` keeps the names that start with it. */
 export function projectPage<P extends { name: string }, V>(all: P[], query: Record<string, unknown>, view: (p: P) => V): { projects: V[]; nextCursor: string | null } {
@@ -17,7 +18,7 @@ export function projectPage<P extends { name: string }, V>(all: P[], query: Reco
 }
 
 /** The audit, newest first; the cursor is the id of the last entry given (entries added meanwhile do not shift the pages). */
-export async function auditPage(fabric: Fabric, query: Record<string, unknown>) {
+export async function auditPage(fabric: Fabric, query: Record<string, unknown>): Promise<EnrollAuditPage> {
   const page = pageQuery(query, /^[1-9]\d{0,15}$/)
   const all = await fabric.auditEntries()
   const start = page.after === undefined ? 0 : all.findIndex((e) => e.id < Number(page.after))

@@ -6,7 +6,7 @@ import { MusterError } from '../errors.ts'
 
 /**
  * Refuses a request whose URL the runtime could not make absolute: HTTP/1.0
- * without Host, or a Host that is not a host (`a b`, `[`). SPEC §16.7: 4xx.
+ * without Host, or a Host that is not a host (`a b`, `[`). docs/security.md: 4xx.
  */
 export function malformedRequest(request: Request): MusterError | null {
   if (/^https?:\/\//.test(request.url) && URL.canParse(request.url)) return null
@@ -62,7 +62,7 @@ export const isJson = (request: Request) => mediaType(request) === 'application/
 
 /**
  * A join token (mjt_…) is spent only by enroll, in its body. Presented as a
- * bearer anywhere else, on either port, it is refused outright (SPEC §16.8),
+ * bearer anywhere else, on either port, it is refused outright (docs/nodes.md),
  * before any route could read it as some other credential.
  */
 export function joinTokenAsBearer(request: Request): MusterError | null {

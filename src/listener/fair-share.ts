@@ -1,4 +1,4 @@
-// Who gets the enrollment listener's connections (SPEC §16.7): at most `total`
+// Who gets the enrollment listener's connections (docs/security.md): at most `total`
 // served at once, at most `perSource` of them from one source, the rest wait
 // (at most `waiting`). A freed slot goes to the waiting connection whose
 // source holds the fewest (in arrival order among equals), never to a source

@@ -1,9 +1,9 @@
-// The enrollment listener (SPEC §8, §16.1): an HTTPS port, with a certificate
+// The enrollment listener (docs/nodes.md, docs/security.md): an HTTPS port, with a certificate
 // from the Platform CA sent with its chain, that forwards exactly
 // the routes of its allow-list (FORWARDED_ROUTES: enroll, trust, and the
 // anonymous bootstrap downloads) into the Platform's application, nothing else.
 //
-// Two parts, because Bun.serve has no connection limit (BUN-NOTES):
+// Two parts, because Bun.serve has no limit on open connections:
 //   front  node:net on the public port; holds at most 64 connections open, at
 //          most 16 from one source address (src/listener/fair-share.ts), and
 //          queues the next ones unread (they are never served while waiting);
@@ -17,32 +17,29 @@ import { connect, createServer, type Server as NetServer, type Socket } from 'no
 import type { Server } from 'bun'
 import { httpsUrl } from '../addresses.ts'
 import { MusterError } from '../errors.ts'
-import type { EnrollmentEndpoint } from '../fabric/fabric.ts'
+import type { EnrollmentEndpoint } from '../wire/nodes.ts'
 import { log } from '../log.ts'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
-import type { PlatformOptions } from '../options.ts'
+import type { PlatformOptions } from '../context/options.ts'
 import type { Pki } from '../pki/pki.ts'
 import { joinTokenAsBearer, malformedRequest, requestPath } from '../http/request.ts'
 import { ensureServerCert, type ServerCert } from '../pki/server-cert.ts'
 import { FairShare, sourceKey } from './fair-share.ts'
-import { assertPortFree } from '../swap/ports.ts'
-import { steerToNewest } from '../swap/steer.ts'
+import { assertPortFree } from '../sockets/ports.ts'
+import { steerToNewest } from '../sockets/steer.ts'
 import { listenerPlan } from './plan.ts'
-import { ownConnections, untilListenersDrained } from '../swap/sockets.ts'
+import { ownConnections, untilListenersDrained } from '../sockets/sockets.ts'
+import { tunableNumber } from '../tunables.ts'
 
 export const MAX_BODY_BYTES = 64 * 1024
 export const MAX_CONNECTIONS = 64
 /** Connections queued beyond the limit; more are closed at once. */
 export const MAX_WAITING = 256
-/** Of the MAX_CONNECTIONS, at most this many from one source address (SPEC §16.7). */
+/** Of the MAX_CONNECTIONS, at most this many from one source address (docs/security.md). */
 export const MAX_PER_SOURCE = 16
 /** How long a connection may wait unserved before it is closed (MUSTER_LISTENER_WAIT_MS for tests). */
-const WAIT_MS = 30_000
-const waitMs = () => {
-  const v = Number(process.env.MUSTER_LISTENER_WAIT_MS)
-  return Number.isFinite(v) && v > 0 ? v : WAIT_MS
-}
+const waitMs = () => tunableNumber('MUSTER_LISTENER_WAIT_MS')
 /**
  * The allow-list: exactly these reach the application, by method. Enroll and
  * trust for nodes; the four anonymous GETs a new machine bootstraps from
@@ -204,7 +201,7 @@ export class EnrollmentListener {
 
   /**
    * Engine swap, old side, after the new engine steered the port to itself:
-   * closes the listening socket once that resets nothing (src/swap/sockets.ts),
+   * closes the listening socket once that resets nothing (src/sockets/sockets.ts),
    * lets the connections it holds finish (their requests are forwarded to the
    * new engine, answered `Connection: close`), then stops. At most `deadlineMs`.
    */

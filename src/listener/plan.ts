@@ -1,5 +1,5 @@
 // Where the enrollment listener binds and which addresses it publishes
-// (SPEC §17.1: every address flag binds what it says), and the refusal of a
+// (docs/operations.md: every address flag binds what it says), and the refusal of a
 // Platform whose listener other machines reach while its API is loopback-only.
 //   - the addresses: --enrollment-address, else the API's --host (when it is a
 //     specific non-loopback address) and localhost, else this machine's first
@@ -10,7 +10,7 @@
 import { isIP } from 'node:net'
 import { defaultAddresses, isLoopback, normaliseAddresses } from '../addresses.ts'
 import { MusterError } from '../errors.ts'
-import type { PlatformOptions } from '../options.ts'
+import type { PlatformOptions } from '../context/options.ts'
 
 export interface ListenerPlan {
   /** Published (the first is the URL) and named by the certificate. */
@@ -59,7 +59,7 @@ function withHost(argv: string[], value: string): string[] {
 }
 
 /**
- * SPEC §17.1: a listener other machines reach, an API only this machine
+ * docs/operations.md: a listener other machines reach, an API only this machine
  * reaches and no --public-url: nodes would enroll and then never heartbeat.
  * Refused with the command that fixes it (`command`: how serve was started,
  * e.g. ['muster', 'serve', '--enrollment-port', '7443']).

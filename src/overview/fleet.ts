@@ -1,4 +1,4 @@
-// The fleet at a glance (issue 24 #5): GET /api/v1/overview answers "is my
+// The fleet at a glance: GET /api/v1/overview answers "is my
 // fleet healthy" in one small document whatever the fleet's size — nodes by
 // state, capacity reported and requested, replicas placed and running,
 // heartbeat ages in buckets, the projects that do not run all they ask for,
@@ -10,67 +10,21 @@
 // shows), the loops from the store's leases. Nothing here is O(nodes) more
 // than once per request.
 import { hostname } from 'node:os'
-import { roleCan, type Role } from '../auth/permissions.ts'
-import { nodeQuery, type StateCounts } from '../fabric/listing.ts'
-import type { NodeEntry, NodeStateName } from '../fabric/registry.ts'
-import type { PlatformView } from '../ha/platforms.ts'
-import { encodeCursor, indexAfter, indexFrom } from '../http/paging.ts'
-import type { Services } from '../services.ts'
+import { roleCan, type Role } from '../wire/permissions.ts'
+import { nodeQuery } from '../fabric/listing.ts'
+import type { NodeEntry } from '../fabric/registry.ts'
+import { encodeCursor, indexAfter, indexFrom } from '../wire/paging.ts'
+import type { Context } from '../context/context.ts'
+import type { Fabric } from '../fabric/fabric.ts'
+import type { Projects } from '../projects/service.ts'
 import { allLeases } from '../store/leases.ts'
 import { VERSION } from '../version.ts'
-import { needingAttention, NO_USAGE, usageOf, type NodeUsage, type ProjectHealth } from './usage.ts'
+import { needingAttention, NO_USAGE, usageOf, type NodeUsage } from './usage.ts'
+import type { FleetOverview, HeartbeatAges, OverviewNode, OverviewNodePage, ProjectHealth, Resources } from '../wire/overview.ts'
+import type { NodeStateName, StateCounts } from '../wire/nodes.ts'
 
 /** How many projects needing attention the overview names (the Projects page has them all). */
 export const ATTENTION_SHOWN = 10
-
-/** Heartbeat ages, in buckets, of the nodes that are not revoked. */
-export interface HeartbeatAges {
-  within15s: number
-  within1m: number
-  within5m: number
-  older: number
-  never: number
-}
-
-export interface Resources {
-  cpuMillis: number
-  memoryMB: number
-}
-
-export interface FleetOverview {
-  at: string
-  /** The Platform that answered. */
-  self: { id: string; hostname: string; url: string; version: string }
-  platforms: PlatformView[]
-  /** Each background loop and the live Platform running it (null: none runs it now). */
-  loops: { name: string; platform: string | null }[]
-  nodes: {
-    counts: StateCounts
-    drained: number
-    /** What ready nodes report, and what the replicas placed on them request. */
-    capacity: Resources
-    used: Resources
-    heartbeats: HeartbeatAges
-  }
-  replicas: { desired: number; placed: number; running: number; shortfall: number }
-  /** null when the caller may not see projects. */
-  projects: { total: number; needingAttention: number; attention: ProjectHealth[] } | null
-}
-
-export interface OverviewNode {
-  name: string
-  state: string
-  reason?: string
-  drained: boolean
-  lastSeenAt: string | null
-  /** Milliseconds since its last heartbeat, by the Platform's clock (null: none yet). */
-  heartbeatAgeMs: number | null
-  /** What the node reports (null: nothing yet). */
-  capacity: Resources | null
-  /** Requested by the replicas placed there. */
-  used: Resources
-  replicas: { placed: number; running: number }
-}
 
 interface Row {
   name: string
@@ -82,7 +36,17 @@ interface Row {
 }
 
 /** The registry's nodes, and the Platform's own node when it runs one. */
-function rowOf(s: Services, n: NodeEntry): Row {
+/** What the overview reads (the routes pass the Platform's services). */
+export interface FleetSources {
+  readonly ctx: Context
+  readonly fabric: Fabric
+  readonly projects: Projects
+  readonly now: () => number
+  /** The URL operators and nodes use to reach the API. */
+  readonly publicUrl: string
+}
+
+function rowOf(s: FleetSources, n: NodeEntry): Row {
   const st = s.fabric.registry.state(n)
   return {
     name: n.name,
@@ -94,14 +58,14 @@ function rowOf(s: Services, n: NodeEntry): Row {
   }
 }
 
-function localRow(s: Services): Row | null {
+function localRow(s: FleetSources): Row | null {
   const local = s.fabric.localNode?.()
   if (!local) return null
   const c = local.capacity
   return { name: local.name, state: local.state as NodeStateName, drained: local.drained, lastSeenAt: s.now(), capacity: c && c.memoryMB !== null ? { cpuMillis: c.cpuMillis, memoryMB: c.memoryMB } : null }
 }
 
-export async function fleetOverview(s: Services, role: Role): Promise<FleetOverview> {
+export async function fleetOverview(s: FleetSources, role: Role): Promise<FleetOverview> {
   const now = s.now()
   const [platforms, leases] = await Promise.all([s.fabric.platformsView(), allLeases(s.ctx.store)])
   const views = s.projects.list().projects
@@ -173,7 +137,7 @@ function overviewNode(r: Row, u: NodeUsage, now: number): OverviewNode {
  * runs on each: `limit`, `cursor`, `state`, `q` (name prefix), `label` as in
  * GET /api/v1/nodes.
  */
-export function overviewNodes(s: Services, query: Record<string, unknown>): { nodes: OverviewNode[]; nextCursor: string | null } {
+export function overviewNodes(s: FleetSources, query: Record<string, unknown>): OverviewNodePage {
   const q = nodeQuery(query)
   const now = s.now()
   const { byNode } = usageOf(s.projects.list().projects)

@@ -1,8 +1,9 @@
 // What the projects take of each node: the CPU and memory their placed
 // replicas request, how many are placed there and how many the node reports
-// running (issue 24 #5). One pass over the projects as placed, on the Platform:
+// running. One pass over the projects as placed, on the Platform:
 // the dashboard never sees more than the totals and one page of nodes.
-import type { ProjectView } from '../projects/service.ts'
+import type { ProjectHealth } from '../wire/overview.ts'
+import type { ProjectView } from '../wire/projects.ts'
 
 export interface NodeUsage {
   /** Millicores and MB requested by the replicas placed on the node. */
@@ -11,19 +12,6 @@ export interface NodeUsage {
   /** Replicas placed on the node, and those of them it reports running. */
   placed: number
   running: number
-}
-
-export interface ProjectHealth {
-  name: string
-  /** Replicas asked for. */
-  desired: number
-  /** Replicas with a node. */
-  placed: number
-  /** Replicas their node reports running (the current revision). */
-  running: number
-  /** Replicas that fit nowhere although nodes were eligible. */
-  shortfall: number
-  reason: string | null
 }
 
 export const NO_USAGE: Readonly<NodeUsage> = Object.freeze({ cpuMillis: 0, memoryMB: 0, placed: 0, running: 0 })

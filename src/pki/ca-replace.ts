@@ -10,7 +10,7 @@
 import { generateCa } from '../crypto/ca.ts'
 import { parseCertificate } from '../crypto/x509.ts'
 import { MusterError } from '../errors.ts'
-import type { Vault } from '../vault.ts'
+import type { Vault } from '../context/vault.ts'
 import { CA_SLOTS, readCa, type PlatformCa } from './platform-ca.ts'
 
 /** How long a prepared CA waits before it may be promoted: nodes refresh trust daily. */

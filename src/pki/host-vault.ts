@@ -3,9 +3,9 @@
 import { existsSync } from 'node:fs'
 import type { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
-import { loadMasterKey } from '../master-key.ts'
+import { loadMasterKey } from '../context/master-key.ts'
 import { openExistingStore } from '../store/open.ts'
-import { openVault, type Vault } from '../vault.ts'
+import { openVault, type Vault } from '../context/vault.ts'
 
 export interface HostVault {
   vault: Vault

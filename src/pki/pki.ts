@@ -2,7 +2,7 @@
 // prepared replacement), re-read from the vault so that `muster admin ca …`
 // and other Platforms sharing the vault are seen without a restart.
 import { log } from '../log.ts'
-import type { Vault } from '../vault.ts'
+import type { Vault } from '../context/vault.ts'
 import { loadOrCreateCa, readCa, type PlatformCa } from './platform-ca.ts'
 
 export class Pki {

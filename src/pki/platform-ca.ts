@@ -1,4 +1,4 @@
-// The Platform CA (SPEC §16.1): made on first start, kept in the vault as
+// The Platform CA (docs/security.md): made on first start, kept in the vault as
 // `ca/cert.pem` and `ca/key.pem`, valid 10 years. Its key's SHA-256 is the pin
 // every node holds, so it is never replaced silently: a CA key that went
 // missing stops the Platform with the way to repair it.
@@ -9,7 +9,7 @@ import { generateCa, keyMatchesCert, spkiPin } from '../crypto/ca.ts'
 import { parseCertificate } from '../crypto/x509.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import type { Vault } from '../vault.ts'
+import type { Vault } from '../context/vault.ts'
 
 export const CA_SLOTS = { current: 'ca', next: 'ca-next', previous: 'ca-previous' } as const
 type Slot = keyof typeof CA_SLOTS

@@ -1,4 +1,4 @@
-// Server certificates issued by the Platform CA (SPEC §16.1, §16.3): the
+// Server certificates issued by the Platform CA (docs/security.md): the
 // enrollment listener's (vault `tls/`) and the API's (`api/`). Each is kept
 // while it covers its addresses and has more than 30 days left, and is
 // otherwise replaced by a new one from the same CA, so the pin nodes hold
@@ -9,7 +9,7 @@
 // valid, and is sent alone. Meanwhile nodes learn the CA pin at their daily
 // trust refresh; the first renewal replaces it with one from the CA.
 //
-// Several Platforms share one vault (SPEC §16.9), each with its own addresses:
+// Several Platforms share one vault (docs/storage-ha.md), each with its own addresses:
 // a certificate is written under a name derived from the addresses it covers
 // (`tls/<tag>/cert.pem`), so each Platform keeps its own and none replaces
 // another's. One stored under the plain name (by an earlier version) is still
@@ -19,7 +19,7 @@ import { isIssuedBy, isSelfSigned, issueServerCert, keyMatchesCert } from '../cr
 import { certCovers, parseCertificate } from '../crypto/x509.ts'
 import { sha256Hex } from '../crypto/tokens.ts'
 import { log } from '../log.ts'
-import type { Vault } from '../vault.ts'
+import type { Vault } from '../context/vault.ts'
 import type { PlatformCa } from './platform-ca.ts'
 
 export const SERVER_CERT_DAYS = 365

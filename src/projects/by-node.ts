@@ -5,9 +5,9 @@
 import { canonicalJson } from '../crypto/ed25519.ts'
 import { createHmac } from 'node:crypto'
 import { deriveKey } from '../crypto/tokens.ts'
-import type { ReplicaStatus } from '../fabric/registry.ts'
-import type { AssignedReplica } from './assignments.ts'
+import type { AssignedReplica } from '../wire/projects.ts'
 import type { Placement } from './placement.ts'
+import type { ReplicaStatus } from '../wire/nodes.ts'
 
 export interface RollingPrevious {
   revision: number

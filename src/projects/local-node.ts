@@ -2,14 +2,16 @@
 // placement and runs its replicas with the same runner and the same signature
 // check as a remote Agent.
 import { cpus, totalmem } from 'node:os'
-import type { Context } from '../context.ts'
-import type { Fabric, NodeView } from '../fabric/fabric.ts'
-import { Runner } from '../agent/runner.ts'
+import type { Context } from '../context/context.ts'
+import type { Fabric } from '../fabric/fabric.ts'
+import type { NodeView } from '../wire/nodes.ts'
+import { Runner } from '../replicas/runner.ts'
 import { log } from '../log.ts'
-import { checkAssignments, type SignedAssignments } from './assignments.ts'
+import { checkAssignments } from '../signed/documents.ts'
+import type { SignedAssignments } from '../wire/projects.ts'
 import type { LocalNodeHooks } from './service.ts'
 import { VERSION } from '../version.ts'
-import { DEFAULT_LOG_MAX_BYTES } from '../agent/log-files.ts'
+import { DEFAULT_LOG_MAX_BYTES } from '../replicas/log-files.ts'
 import type { LocalLogs } from './logs.ts'
 
 export function startLocalNode(ctx: Context, fabric: Fabric): LocalNodeHooks & LocalLogs & { stop(): Promise<void>; release(): void } {

@@ -1,17 +1,17 @@
-// A nudge for a node that can be dialled (issue 24 item 3): the log request
+// A nudge for a node that can be dialled: the log request
 // waits in the store for the node's next heartbeat either way, but a node that
 // gave an address is also told at once, with a request signed by the trust key
-// (src/agent/signing.ts) to the address its certificate names — the same rule
+// (src/signed/requests.ts) to the address its certificate names — the same rule
 // as the readiness probe — so its Agent fetches the request now instead of up to
 // one heartbeat interval later. Nodes with no inbound port lose nothing.
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import { pinnedFetch } from '../crypto/pin.ts'
 import type { Fabric } from '../fabric/fabric.ts'
 import { urlNamedByCertificate } from '../fabric/probe.ts'
-import { signAgentRequest } from '../agent/signing.ts'
+import { signAgentRequest } from '../signed/requests.ts'
 import { log } from '../log.ts'
 import { getNode } from '../store/nodes.ts'
-import { LOG_POLL_PATH } from './log-request.ts'
+import { LOG_POLL_PATH } from '../wire/projects.ts'
 
 const TIMEOUT_MS = 3000
 

@@ -1,4 +1,4 @@
-// The log relay on the Platform (issue 24 item 3): `muster projects logs`
+// The log relay on the Platform: `muster projects logs`
 // reads a replica's output on its node without dialling the node. The
 // Platform asked stores a request; the node learns from a heartbeat answer
 // (`logs: true`) that one waits, fetches it over its own authenticated
@@ -9,30 +9,21 @@
 // the store every second meanwhile, so any Platform relays for any node.
 //
 // Reading logs needs server.projects.manage: output often carries what the
-// env holds, and env values are shown only to that permission (SPEC §16.6).
+// env holds, and env values are shown only to that permission (docs/security.md).
 import { deriveKey, randomId } from '../crypto/tokens.ts'
 import { sealBytes, unsealBytes } from '../crypto/seal.ts'
 import { MusterError } from '../errors.ts'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
 import type { NodeEntry } from '../fabric/registry.ts'
 import { log } from '../log.ts'
 import { countLogRequests, deleteLogChunksUpTo, deleteLogRequest, insertLogChunk, insertLogRequest, logChunksAfter, logRequest, nodesWithLogRequests, pickLogRequests, renewLogRequest, sweepLogRelay } from '../store/log-relay.ts'
-import { LogFollower, MAX_LINE_CHARS, MAX_TAIL_LINES, readTail } from '../agent/log-files.ts'
-import { LOG_REQUEST_DOMAIN, logRequestBytes, type LogChunk, type LogRequestPayload, type SignedLogRequest } from './log-request.ts'
+import { LogFollower, MAX_LINE_CHARS, MAX_TAIL_LINES, readTail } from '../replicas/log-files.ts'
+import { LOG_REQUEST } from '../signed/documents.ts'
+import { signDocument } from '../signed/signed.ts'
+import type { LogChunk, LogRequestPayload, ProjectLogs, SignedLogRequest } from '../wire/projects.ts'
 import type { Projects } from './service.ts'
 import { nudgeNode } from './log-nudge.ts'
-
-/** What GET /api/v1/projects/:name/logs answers (the dashboard shows exactly this). */
-export interface ProjectLogs {
-  project: string
-  replica: number
-  node: string
-  lines: string[]
-  truncated: boolean
-  /** Following: where the next poll goes on from; null when the follow has ended. */
-  cursor?: string | null
-}
 
 /** The Platform's own node reads its replicas' logs in place. */
 export interface LocalLogs {
@@ -236,7 +227,7 @@ export class LogRelay {
     return {
       requests: rows.map((r) => {
         const payload: LogRequestPayload = { id: r.id, node: r.node, project: r.project, replica: r.replica, tail: r.tail, follow: r.follow === 1, issuedAt }
-        return { payload, ...this.fabric.trust.sign(LOG_REQUEST_DOMAIN, logRequestBytes(payload)) }
+        return signDocument(LOG_REQUEST, (d, m) => this.fabric.trust.sign(d, m), payload)
       }),
     }
   }

@@ -3,9 +3,11 @@
 // same answer. Replicas stay where they are while their node can keep them;
 // new ones go where they fit, spread across nodes. A replica goes only to a
 // node that may run its project (labels; the local node only for a superadmin's).
-import { labelsAdmit, type Labels } from '../fabric/labels.ts'
+import { labelsAdmit, type Labels } from '../wire/labels.ts'
+import type { ShortfallReason } from '../wire/projects.ts'
 
-export interface ProjectSpec {
+/** What placement needs of a project. */
+export interface PlacementSpec {
   name: string
   replicas: number
   cpu: number
@@ -27,8 +29,8 @@ export interface PlacementNode {
   labels?: Labels
 }
 
-/** Whether `node` may run replicas of `spec` at all (SPEC §16.6, §16.11). */
-export function eligible(spec: ProjectSpec, node: PlacementNode): boolean {
+/** Whether `node` may run replicas of `spec` at all (docs/security.md, docs/cloud.md). */
+export function eligible(spec: PlacementSpec, node: PlacementNode): boolean {
   if (node.name === 'local' && !spec.allowLocal) return false
   return labelsAdmit(node.labels ?? {}, spec.nodeLabels ?? {})
 }
@@ -38,8 +40,6 @@ export interface Placement {
   replica: number
   node: string | null
 }
-
-export type ShortfallReason = 'insufficient-capacity' | 'no-eligible-node'
 
 export interface PlacementResult {
   placements: Placement[]
@@ -51,20 +51,20 @@ export interface PlacementResult {
 
 const key = (project: string, replica: number) => `${project}/${replica}`
 
-export function place(projects: ProjectSpec[], nodes: PlacementNode[], previous: Placement[]): PlacementResult {
+export function place(projects: PlacementSpec[], nodes: PlacementNode[], previous: Placement[]): PlacementResult {
   const byName = new Map(nodes.map((n) => [n.name, n]))
   const free = new Map(nodes.map((n) => [n.name, { cpu: n.cpuMillis, memory: n.memoryMB }]))
   const count = new Map<string, number>() // replicas per node, all projects
   const prev = new Map(previous.filter((p) => p.node !== null).map((p) => [key(p.project, p.replica), p.node!]))
   const sorted = [...projects].sort((a, b) => a.name.localeCompare(b.name))
   const result: PlacementResult = { placements: [], shortfall: new Map(), reasons: new Map() }
-  const take = (node: string, spec: ProjectSpec) => {
+  const take = (node: string, spec: PlacementSpec) => {
     const f = free.get(node)!
     f.cpu -= spec.cpu
     f.memory -= spec.memory
     count.set(node, (count.get(node) ?? 0) + 1)
   }
-  const fits = (node: string, spec: ProjectSpec) => {
+  const fits = (node: string, spec: PlacementSpec) => {
     const f = free.get(node)
     return f !== undefined && f.cpu >= spec.cpu && f.memory >= spec.memory
   }

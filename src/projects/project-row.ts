@@ -1,9 +1,9 @@
 // A project and its row in the store. The env values, and the previous
 // revision that carries them too, are sealed with the vault key, bound to the
-// project's name and the column (SPEC §17.4): a reader of the store sees none.
-import { labelsFromJson, labelsToJson, type Labels } from '../fabric/labels.ts'
+// project's name and the column (docs/security.md): a reader of the store sees none.
+import { labelsFromJson, labelsToJson, type Labels } from '../wire/labels.ts'
 import type { ProjectRow } from '../store/projects.ts'
-import type { FieldSeal } from '../vault.ts'
+import type { FieldSeal } from '../context/vault.ts'
 import type { PlacedProject, RollingPrevious } from './by-node.ts'
 
 export interface Project extends PlacedProject {

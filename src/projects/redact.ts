@@ -1,6 +1,6 @@
 // Project env values can be secrets (passwords, API keys): only principals
-// that may change projects see them; everyone else sees the keys (SPEC §16.6).
-import { roleCan, type Role } from '../auth/permissions.ts'
+// that may change projects see them; everyone else sees the keys (docs/security.md).
+import { roleCan, type Role } from '../wire/permissions.ts'
 
 export const MASKED = '***'
 

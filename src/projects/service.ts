@@ -1,7 +1,7 @@
 // Workloads on the Platform: projects, their placement on nodes, and each
 // node's signed assignments (long-polled by its Agent).
 //
-// Several Platforms may share the store (SPEC §16.9). A deploy or remove on
+// Several Platforms may share the store (docs/storage-ha.md). A deploy or remove on
 // any of them writes the store and tells the others. One Platform, the holder
 // of the `placement` lease, places: it reconciles whenever projects or nodes
 // change (and on a timer for nodes that go quiet) and writes placements and
@@ -10,39 +10,28 @@
 // reloading when told, and wakes the long polls of its own connected nodes.
 import { canonicalJson } from '../crypto/ed25519.ts'
 import { MusterError } from '../errors.ts'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
-import type { ReplicaStatus } from '../fabric/registry.ts'
-import { LeaseLost, type Lease } from '../ha/leases.ts'
+import { LeaseLost, type Lease } from '../context/leases.ts'
 import { log } from '../log.ts'
 import type { Db } from '../store/db.ts'
 import { allNodeAssignments, bumpNodeAssignment } from '../store/node-assignments.ts'
 import { allPlacements, allProjects, deleteProject, replacePlacements, setPrevious, upsertProject } from '../store/projects.ts'
 import { projectFromRow, projectToRow, type Project } from './project-row.ts'
-import { ASSIGNMENTS_DOMAIN, assignmentBytes, type AssignedReplica, type AssignmentPayload, type SignedAssignments } from './assignments.ts'
-import { FieldSeal } from '../vault.ts'
+import { ASSIGNMENTS } from '../signed/documents.ts'
+import { signDocument } from '../signed/signed.ts'
+import type { AssignedReplica, AssignmentPayload, SignedAssignments } from '../wire/projects.ts'
+import { FieldSeal } from '../context/vault.ts'
 import { assignmentDigest, assignmentsByNode, runsCheck, type RollingPrevious } from './by-node.ts'
-import type { ProjectSpec } from './spec.ts'
-import { place, type Placement, type PlacementNode, type PlacementResult, type ShortfallReason } from './placement.ts'
+import { place, type Placement, type PlacementNode, type PlacementResult } from './placement.ts'
+import type { ProjectRemoved, ProjectSpec, ProjectView, Shortfall } from '../wire/projects.ts'
+import type { ReplicaStatus } from '../wire/nodes.ts'
 
 /**
  * A project as deployed; `origin` says who placed it (local, or controller),
  * `deployedBy` the operator who deployed it here (none: placed by a controller).
  */
 export type ProjectInput = ProjectSpec & { origin?: string; deployedBy?: { name: string; role: string } }
-
-export interface PlacementView {
-  replica: number
-  node: string | null
-  state: 'pending' | 'running' | 'failed' | 'stopped'
-  exitCode?: number | null
-}
-
-export type ProjectView = Omit<Project, 'previous' | 'deployerRole'> & {
-  shortfall: number
-  reason: ShortfallReason | null
-  placements: PlacementView[]
-}
 
 /** The in-process Agent of the Platform's own node. */
 export interface LocalNodeHooks {
@@ -58,7 +47,7 @@ interface Wanted {
   replicas: AssignedReplica[] | null
 }
 
-/** Only a superadmin's own deploy may run on `local`, with the Platform's privileges (SPEC §16.6). */
+/** Only a superadmin's own deploy may run on `local`, with the Platform's privileges (docs/security.md). */
 const mayRunOnLocal = (p: Project) => p.origin === 'local' && p.deployerRole === 'superadmin'
 
 /** An old revision's replicas run until the new ones do, or this long at most. */
@@ -82,7 +71,7 @@ export class Projects {
   private queue: Promise<void> = Promise.resolve()
   private readonly now: () => number
   private readonly lease: Lease
-  /** Env values are sealed in the store (projects, their previous revision, node assignments): SPEC §17.4. */
+  /** Env values are sealed in the store (projects, their previous revision, node assignments): docs/security.md. */
   private readonly fields: FieldSeal
   private readonly digestOf: (replicas: AssignedReplica[]) => string
   local: LocalNodeHooks | undefined
@@ -162,7 +151,7 @@ export class Projects {
     return this.view(p)
   }
 
-  async remove(name: string): Promise<{ name: string; removed: true }> {
+  async remove(name: string): Promise<ProjectRemoved> {
     if (!this.projects.has(name)) throw new MusterError('not-found', `No project named ${name}.`)
     await deleteProject(this.db, name)
     this.projects.delete(name)
@@ -196,7 +185,7 @@ export class Projects {
   }
 
   /** Replicas that fit nowhere although nodes were eligible (the autoscaler's signal). */
-  shortfall(): { total: number; projects: Record<string, number> } {
+  shortfall(): Shortfall {
     const projects = Object.fromEntries(this.result.shortfall)
     return { total: Object.values(projects).reduce((a, b) => a + b, 0), projects }
   }
@@ -354,8 +343,7 @@ export class Projects {
     // Written by an earlier version, which kept no replicas: the placing Platform rewrites it at once.
     if (w && w.replicas === null) throw new MusterError('store-unavailable', 'This node\'s assignments are being rewritten; try again shortly.')
     const payload: AssignmentPayload = { node, revision, issuedAt: new Date(this.now()).toISOString(), replicas: w?.replicas ?? [] }
-    const { kid, signature } = this.fabric.trust.sign(ASSIGNMENTS_DOMAIN, assignmentBytes(payload))
-    const doc = { payload, kid, signature }
+    const doc = signDocument(ASSIGNMENTS, (d, m) => this.fabric.trust.sign(d, m), payload)
     this.signed.set(node, doc)
     return doc
   }

@@ -11,7 +11,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { createZstdDecompress, constants as Z } from 'node:zlib'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import { log } from '../log.ts'
 import { SingleFlight } from '../single-flight.ts'
 import { appendBlobPart, beginBlob, blobInfo, blobPart, completeBlob } from '../store/releases.ts'

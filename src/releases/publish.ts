@@ -8,7 +8,7 @@ import { readFileSync, statSync } from 'node:fs'
 import { arch as osArch } from 'node:os'
 import type { Client } from '../client/index.ts'
 import { MusterError } from '../errors.ts'
-import { isManifest, signManifest, type Arch, type Manifest, type ReleaseKeyFile } from '../signed/release-documents.ts'
+import { isManifest, signManifest, type Arch, type Manifest, type ReleaseKeyFile } from '../signed/releases.ts'
 import { isVersion } from '../version.ts'
 import type { ReleaseView } from '../wire/releases.ts'
 

@@ -6,11 +6,11 @@
 // manifest themselves.
 import { createHash } from 'node:crypto'
 import { createZstdDecompress, constants as Z } from 'node:zlib'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import { randomId } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import { endorsementValid, isReleaseKey, MAX_RELEASE_BYTES, verifyManifest, type ReleaseKey, type SignedManifest } from '../signed/release-documents.ts'
+import { endorsementValid, isReleaseKey, MAX_RELEASE_BYTES, verifyManifest, type ReleaseKey, type SignedManifest } from '../signed/releases.ts'
 import { appendBlobPart, beginBlob, blobInfo, blobPart, completeBlob, deleteBlob, dropStaleUploads, insertRelease, insertReleaseKey, listReleases, releaseBySha, releaseKeys, renameBlob, type ReleaseKeyRow, type ReleaseRow } from '../store/releases.ts'
 import type { AddRelease, ReleaseKeyView, ReleaseList, ReleaseView } from '../wire/releases.ts'
 import { Deltas } from './deltas.ts'

@@ -7,10 +7,10 @@
 // finish. Every few seconds it also adds selected nodes that joined since the
 // start, and fails told nodes that went silent.
 import type { Audit, Who } from '../audit/audit.ts'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
-import { parseLabelArgs } from '../fabric/labels.ts'
-import type { Lease } from '../ha/leases.ts'
+import { parseLabelArgs } from '../wire/labels.ts'
+import type { Lease } from '../context/leases.ts'
 import { log } from '../log.ts'
 import type { Db } from '../store/db.ts'
 import { nodeAgents, releasesOfVersion, type ReleaseRow } from '../store/releases.ts'

@@ -8,7 +8,7 @@
 //   it (skipped, with the reason), or pending;
 // - whom to tell now: never more than max-unavailable nodes between "told" and
 //   "finished", canaries before anyone else, the soak after the canaries.
-import type { Labels } from '../fabric/labels.ts'
+import type { Labels } from '../wire/labels.ts'
 import type { NodeAgentRow, ReleaseRow } from '../store/releases.ts'
 import { FINISHED, IN_FLIGHT, type RolloutNodeRow, type RolloutNodeState, type RolloutRow, type RolloutSummaryRows } from '../store/rollouts.ts'
 

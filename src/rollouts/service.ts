@@ -6,27 +6,30 @@
 // with the trust keys for it alone and valid ten minutes, and reports each
 // step. Every step is audited (budget `rollouts`). One rollout at a time.
 import type { Audit } from '../audit/audit.ts'
-import type { Context } from '../context.ts'
+import type { Context } from '../context/context.ts'
 import { randomId } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import type { Fabric } from '../fabric/fabric.ts'
-import { parseLabelArgs } from '../fabric/labels.ts'
-import { LIVE_MS } from '../ha/platforms.ts'
+import { parseLabelArgs } from '../wire/labels.ts'
+import { LIVE_MS } from '../ha/live-platforms.ts'
 import { log } from '../log.ts'
 import type { Releases } from '../releases/service.ts'
 import { signedOf } from '../releases/service.ts'
-import { signDirective, type SignedDirective } from '../signed/release-documents.ts'
+import { DIRECTIVE } from '../signed/documents.ts'
+import { signDocument } from '../signed/signed.ts'
 import { livePlatforms } from '../store/platforms.ts'
 import { nodeAgent, nodeAgents, releasesOfVersion, upsertNodeAgent, type ReleaseRow } from '../store/releases.ts'
 import { activeRollout, FINISHED, IN_FLIGHT, insertRollout, latestRollout, moveRolloutNode, recentRollouts, rolloutById, rolloutNode, rolloutNodes, rolloutNodesIn, setRolloutState, type RolloutNodeRow, type RolloutNodeState, type RolloutRow } from '../store/rollouts.ts'
+import { tunableNumber } from '../tunables.ts'
 import { compareVersions } from '../version.ts'
-import type { AgentFacts, RolloutList, RolloutView, StartRollout, UpdateReport } from '../wire/releases.ts'
+import type { AgentFacts } from '../wire/releases.ts'
+import type { RolloutList, RolloutView, SignedDirective, StartRollout, UpdateReport } from '../wire/rollouts.ts'
 import { auditStep, DIRECTIVE_TTL_MS, RolloutDriver, selectedNodes } from './driver.ts'
 import { planRollout } from './plan.ts'
 import { rolloutSummary, rolloutView } from './view.ts'
 
 /** How often the driver looks (MUSTER_ROLLOUT_TICK_MS for tests); a node's report wakes it at once too. */
-const tickMs = () => (Number(process.env.MUSTER_ROLLOUT_TICK_MS) > 0 ? Number(process.env.MUSTER_ROLLOUT_TICK_MS) : 1_000)
+const tickMs = () => tunableNumber('MUSTER_ROLLOUT_TICK_MS')
 
 export class Rollouts {
   /**
@@ -212,7 +215,7 @@ export class Rollouts {
       mirrors = JSON.parse(rel.mirrors) as string[]
     } catch {}
     const now = this.ctx.now()
-    return signDirective((d, m) => this.deps.fabric.trust.sign(d, m), { node, rollout: r.id, release: signedOf(rel), mirrors, healthTimeoutMs: r.health_timeout_ms, issuedAt: now, expiresAt: now + DIRECTIVE_TTL_MS })
+    return signDocument(DIRECTIVE, (d, m) => this.deps.fabric.trust.sign(d, m), { node, rollout: r.id, release: signedOf(rel), mirrors, healthTimeoutMs: r.health_timeout_ms, issuedAt: now, expiresAt: now + DIRECTIVE_TTL_MS })
   }
 
   /** A step or the end of a node's update. Reports for another release than the node's row names are ignored. */

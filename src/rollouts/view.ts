@@ -1,7 +1,7 @@
 // A rollout as operators see it (the wire's RolloutView): counts by state, progress per
 // (architecture, labels) group, the nodes in the order of the plan.
 import type { RolloutNodeRow, RolloutRow } from '../store/rollouts.ts'
-import { ReleaseState, type RolloutNodeStateName, type RolloutView } from '../wire/releases.ts'
+import { ReleaseState, type RolloutNodeStateName, type RolloutView } from '../wire/rollouts.ts'
 import { unavailableBudget } from './plan.ts'
 
 const emptyCounts = (): Record<RolloutNodeStateName, number> => Object.fromEntries(ReleaseState.map((s) => [s, 0])) as Record<RolloutNodeStateName, number>

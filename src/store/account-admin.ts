@@ -1,4 +1,4 @@
-// Accounts for people (issue 24): creating, listing, changing role, disabling
+// Accounts for people: creating, listing, changing role, disabling
 // and removing, and ending what an account's logins made. The rule that the
 // last live superadmin stays one is checked inside the transaction that
 // changes it (one at a time on PostgreSQL), never read-then-write.

@@ -1,4 +1,4 @@
-// The audit_log table (issue 24): one row per authenticated write, with who
+// The audit_log table: one row per authenticated write, with who
 // (principal and its kind), from where, what, on what and how it ended. Two
 // budgets, each kept to a count and an age: 'actions' (what principals did)
 // and 'refusals' (failed logins, unauthenticated or suspended attempts), so

@@ -1,18 +1,13 @@
 // The cloud_audit table: one row per cloud action (connect, disconnect,
 // provision, release, scaling, autoscale-order) with who did it. A row is
 // written as "started" before the action runs and finished after it.
+import type { CloudAuditEntry } from '../wire/cloud.ts'
 import type { Db } from './db.ts'
 
-export interface CloudAuditRow {
+/** A row: the audit entry the API shows, with its id and its time in ms. */
+export interface CloudAuditRow extends Omit<CloudAuditEntry, 'at'> {
   id: number
   at: number
-  action: string
-  principal: string
-  via: string
-  provider: string | null
-  target: string | null
-  outcome: 'started' | 'ok' | 'failed'
-  detail: string | null
 }
 
 /** How many rows are kept; older ones are dropped as new ones come. */

@@ -1,8 +1,8 @@
 // The cloud_provisions table: every machine this Platform asked a provider
 // for, recorded before the provider is called. A live name is unique.
 import type { Db } from './db.ts'
+import type { ProvisionState } from '../wire/cloud.ts'
 
-export type ProvisionState = 'creating' | 'booting' | 'enrolling' | 'ready' | 'failed' | 'released'
 export const LIVE_STATES: readonly ProvisionState[] = ['creating', 'booting', 'enrolling', 'ready']
 export const STARTING_STATES: readonly ProvisionState[] = ['creating', 'booting', 'enrolling']
 

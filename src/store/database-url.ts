@@ -1,5 +1,5 @@
 // How `muster serve` is given a PostgreSQL URL without its password on any
-// process's argv (issue 22, SPEC §17.4): from $MUSTER_DATABASE_URL or
+// process's argv (docs/security.md): from $MUSTER_DATABASE_URL or
 // `--database-file F` (mode 0600). `--database URL` still works, but serve
 // warns, hides the password in its own command line as well as it can, and
 // gives its engines the URL in their environment (which only this account and
@@ -7,9 +7,10 @@
 import { closeSync, openSync, readFileSync, readSync, writeSync } from 'node:fs'
 import { assertPrivate } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
+import { tunable, type TunableName } from '../tunables.ts'
 
 /** Where an engine finds the URL its serve process was given (read once, then removed from its environment). */
-export const DATABASE_URL_ENV = 'MUSTER_DATABASE_URL'
+export const DATABASE_URL_ENV: TunableName = 'MUSTER_DATABASE_URL'
 
 /** The password a URL carries (user:PASSWORD@ or ?password=), if any. */
 export function databasePassword(url: string): string | undefined {
@@ -71,7 +72,7 @@ export function withoutDatabasePassword(args: string[]): string[] {
  * (an engine's replicas) inherits it.
  */
 export function serveDatabaseUrl(flags: { database?: string; databaseFile?: string }): string | undefined {
-  const url = flags.databaseFile ? readDatabaseFile(flags.databaseFile) : (flags.database ?? process.env[DATABASE_URL_ENV])
+  const url = flags.databaseFile ? readDatabaseFile(flags.databaseFile) : (flags.database ?? tunable(DATABASE_URL_ENV))
   delete process.env[DATABASE_URL_ENV]
   return url
 }

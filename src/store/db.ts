@@ -4,7 +4,8 @@
 // refused, on both engines.
 import { MusterError } from '../errors.ts'
 import { MIGRATIONS, type Migration } from './migrations.ts'
-import { isPostgresUrl, openPostgres, openSqlite, type Db, type Engine, type Store } from './sql.ts'
+import { openSqlite, type Db, type Engine, type Store } from './sql.ts'
+import { isPostgresUrl, openPostgres } from './sql-postgres.ts'
 
 export type { Db, Store, Engine }
 

@@ -1,5 +1,5 @@
 // The enroll_audit table: two budgets of at most 500 entries and 30 days each
-// (SPEC §16.7), so no volume of refusals can push an enrollment record out.
+// (docs/security.md), so no volume of refusals can push an enrollment record out.
 import type { Db } from './db.ts'
 
 export const AUDIT_MAX_ENTRIES = 500

@@ -1,4 +1,4 @@
-// Batched heartbeat writes (issues 16 and 26): the registry flushes every
+// Batched heartbeat writes: the registry flushes every
 // second, and with 100,000 nodes at a 10 s interval that is 10,000 rows a
 // second. They go to node_heartbeats, one narrow row a node (name, time,
 // version, capacity, replicas), not to the node rows, which carry the

@@ -1,4 +1,4 @@
-// The leases table (SPEC §16.9): one holder for each background loop, judged
+// The leases table (docs/storage-ha.md): one holder for each background loop, judged
 // by the database's clock, with a fencing counter.
 //
 // Why it is built this way:

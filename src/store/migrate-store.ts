@@ -16,7 +16,8 @@ import { serveLockHolder } from '../serve-lock.ts'
 import { migrate, openStore } from './db.ts'
 import { MIGRATIONS } from './migrations.ts'
 import { DATABASE_URL_FILE, SQLITE_FILE } from './open.ts'
-import { isPostgresUrl, openPostgres, type Db, type Param } from './sql.ts'
+import type { Db, Param } from './sql.ts'
+import { isPostgresUrl, openPostgres } from './sql-postgres.ts'
 
 export interface MigrateResult {
   to: string

@@ -9,13 +9,8 @@ import { CLOUD_MIGRATIONS } from './schema/cloud.ts'
 import { PLATFORM_MIGRATIONS } from './schema/platform.ts'
 import { LOGS_MIGRATIONS } from './schema/logs.ts'
 import { RELEASES_MIGRATIONS } from './schema/releases.ts'
+import type { Migration } from './schema/migration.ts'
 
-export interface Migration {
-  id: number
-  name: string
-  sql: string
-  /** Run on this engine only (recorded as applied on both, so the ids stay one list). */
-  only?: 'sqlite' | 'postgres'
-}
+export type { Migration } from './schema/migration.ts'
 
 export const MIGRATIONS: readonly Migration[] = [...AUTH_MIGRATIONS, ...FABRIC_MIGRATIONS, ...PROJECTS_MIGRATIONS, ...LOGS_MIGRATIONS, ...FEDERATION_MIGRATIONS, ...CLOUD_MIGRATIONS, ...PLATFORM_MIGRATIONS, ...RELEASES_MIGRATIONS]

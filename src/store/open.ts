@@ -9,14 +9,15 @@ import { resolve } from 'node:path'
 import type { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
 import { openStore, type Store } from './db.ts'
-import { isPostgresUrl } from './sql.ts'
+import { isPostgresUrl } from './sql-postgres.ts'
+import { tunable } from '../tunables.ts'
 
 export const DATABASE_URL_FILE = 'platform/database-url'
 export const SQLITE_FILE = 'muster.db'
 
 /** The store URL for a data directory: a postgres:// URL, or the path of its SQLite file. */
 export function storeUrlFor(dataDir: DataDir, given?: string): string {
-  const url = given?.trim() || process.env.MUSTER_DATABASE_URL?.trim() || dataDir.readSecretText(DATABASE_URL_FILE)?.trim()
+  const url = given?.trim() || tunable('MUSTER_DATABASE_URL')?.trim() || dataDir.readSecretText(DATABASE_URL_FILE)?.trim()
   if (!url) return dataDir.path(SQLITE_FILE)
   if (isPostgresUrl(url)) return url
   const file = resolve(url.replace(/^sqlite:(\/\/)?/, ''))

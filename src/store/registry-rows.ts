@@ -1,4 +1,4 @@
-// The node registry's load at start (issue 16): every node but without its
+// The node registry's load at start: every node but without its
 // certificate PEM (the registry keeps only its SHA-256; the prober reads the
 // PEM row by row) with its heartbeat row, a page of rows at a time, so 100,000 nodes never sit in
 // memory as one result of full rows.

@@ -1,5 +1,5 @@
-// Columns that carry project env values are sealed (src/vault.ts FieldSeal,
-// SPEC §17.4). Rows an earlier version wrote in plain text are sealed in place
+// Columns that carry project env values are sealed (src/context/vault.ts FieldSeal,
+// docs/security.md). Rows an earlier version wrote in plain text are sealed in place
 // when a Platform of this version starts; readers accept both until then.
 import { log } from '../log.ts'
 import type { Db } from './db.ts'

@@ -1,4 +1,4 @@
-// The secrets table: the Platform's own secrets, each sealed (src/vault.ts).
+// The secrets table: the Platform's own secrets, each sealed (src/context/vault.ts).
 import type { Db } from './db.ts'
 
 export async function getSecret(db: Db, name: string): Promise<{ sealed: Uint8Array } | null> {

@@ -1,4 +1,4 @@
-// Sessions and an office's local door (issue 22, item 5): a password session
+// Sessions and an office's local door (item 5): a password session
 // opened on a joined office (a break-glass held the door open) names that
 // membership, and ends when the door closes again.
 import type { Db } from './db.ts'

@@ -88,7 +88,7 @@ class PgStore extends PgDb implements Store {
   }
 
   /**
-   * Group commit for PostgreSQL (issue 26): grouped transactions that start while a group runs
+   * Group commit for PostgreSQL: grouped transactions that start while a group runs
    * wait for it and then run together, one after another, in one BEGIN … COMMIT on one
    * connection, each inside its own SAVEPOINT. One that fails rolls back to its savepoint (its
    * work undone, the others' kept) and rejects at once, or, when the failure is a deadlock or

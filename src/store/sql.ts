@@ -1,4 +1,4 @@
-// The one asynchronous store API (SPEC §16.9), with two engines:
+// The one asynchronous store API (docs/storage-ha.md), with two engines:
 // SQLite in the data directory and PostgreSQL. Store functions write their SQL
 // once with numbered parameters (?1, ?2, …); PostgreSQL receives them as $1, $2.
 //
@@ -289,7 +289,3 @@ export async function openSqlite(file: string): Promise<Store> {
   }
   return store
 }
-
-// ---- PostgreSQL: src/store/sql-postgres.ts -----------------------------------------
-
-export { openPostgres, isPostgresUrl } from './sql-postgres.ts'

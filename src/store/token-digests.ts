@@ -12,7 +12,7 @@
 // for a restart. Federation tokens keep their fingerprint (derived from the
 // plain SHA-256, which both sides of a membership compute) in a column of its own.
 import { KEYED_PREFIX, keyedDigest, tokenDigestKey } from '../crypto/token-digest.ts'
-import { tokenFingerprint } from '../federation/formats.ts'
+import { tokenFingerprint } from '../wire/federation-formats.ts'
 import { log } from '../log.ts'
 import type { Db } from './db.ts'
 

@@ -1,4 +1,4 @@
-// The engine's side of a swap (SPEC §16.8): the old engine quiesces and then
+// The engine's side of a swap (docs/nodes.md): the old engine quiesces and then
 // drains toward the new one; the new one takes the ports and serves what the
 // old one forwards until the old one is gone.
 //
@@ -28,20 +28,39 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Server } from 'bun'
 import { log } from '../log.ts'
-import type { Platform } from '../platform.ts'
+import type { DataDir } from '../datadir.ts'
+import type { Fabric } from '../fabric/fabric.ts'
+import type { EnrollmentListener } from '../listener/listener.ts'
+import type { Projects } from '../projects/service.ts'
+import type { RequestGate } from './gate.ts'
 import type { ProbeState, ToEngine, ToSupervisor } from './protocol.ts'
-import { socketCallsAvailable } from './libc.ts'
-import { ownConnections, untilListenersDrained } from './sockets.ts'
+import { socketCallsAvailable } from '../sockets/libc.ts'
+import { ownConnections, untilListenersDrained } from '../sockets/sockets.ts'
 import { PEER_HEADER } from './gate.ts'
 import { rememberPeer } from '../http/peer.ts'
+import { tunableNumber } from '../tunables.ts'
+
+/** What a swap needs of the engine's Platform (src/platform/platform.ts is one). */
+export interface Platform {
+  readonly gate: RequestGate
+  /** Set while the swap runs: the local node's replicas run on, for the next engine to adopt. */
+  swapping: boolean
+  readonly projects: Pick<Projects, 'stop'>
+  readonly fabric: Pick<Fabric, 'registry'>
+  readonly listener: Pick<EnrollmentListener, 'drain'> | undefined
+  readonly apiPort: number | undefined
+  readonly dataDir: DataDir
+  stopServices(): Promise<void>
+  stopApi(): Promise<void>
+  handle(req: Request): Promise<Response>
+}
 
 const QUIESCE_WAIT_MS = 30_000
 /** Half-done handshakes can take up to ~63 s of SYN-ACK retries. */
 const LISTENER_DRAIN_MS = 75_000
 
 function lingerMs(): number {
-  const s = Number(process.env.MUSTER_SWAP_LINGER_SECONDS)
-  return Number.isFinite(s) && s >= 0 ? s * 1000 : 30_000
+  return tunableNumber('MUSTER_SWAP_LINGER_SECONDS') * 1000
 }
 
 /** The IPC channel to the supervisor. */

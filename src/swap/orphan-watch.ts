@@ -1,5 +1,5 @@
 // An engine whose supervisor dies exits, even when its event loop cannot run
-// (issue 22): the IPC 'disconnect' (src/swap/engine.ts) gives the clean stop,
+//: the IPC 'disconnect' (src/swap/engine.ts) gives the clean stop,
 // but an engine stuck in a synchronous call (a runaway match, a blocking read)
 // never sees it and would keep its ports for good. A worker thread, which runs
 // beside a stuck main thread, watches the parent pid and kills the process

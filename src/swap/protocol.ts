@@ -1,5 +1,6 @@
 // The messages between `muster serve` (the supervisor) and its engines, over
 // the IPC channel Bun.spawn opens (JSON). The order is in src/swap/supervisor.ts.
+import type { TunableName } from '../tunables.ts'
 
 /** A node's last readiness probe: in memory only, so the old engine hands it over. */
 export interface ProbeState {
@@ -31,4 +32,4 @@ export type ToEngine =
   | { t: 'reload' }
 
 /** Set in an engine's environment by the supervisor: `first`, or `takeover` for a replacement. */
-export const ENGINE_ENV = 'MUSTER_SERVE_ENGINE'
+export const ENGINE_ENV: TunableName = 'MUSTER_SERVE_ENGINE'

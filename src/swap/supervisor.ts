@@ -5,7 +5,7 @@
 // changes, so systemd's MAINPID, `kill -HUP <serve pid>` and a container's
 // PID 1 all stay right across engine swaps.
 //
-// SIGHUP replaces the engine with the binary now on disk (SPEC §16.8):
+// SIGHUP replaces the engine with the binary now on disk (docs/nodes.md):
 //  1. start the new binary as a replacement engine; it must start and say so
 //     within 10 s, or it is killed and the old engine keeps serving as if
 //     nothing happened (the log says why);

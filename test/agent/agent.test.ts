@@ -1,10 +1,10 @@
 // The Agent against a real Platform: readiness end to end in-process, the
-// signed-request gate on its HTTPS port, credential renewal (SPEC §7).
+// signed-request gate on its HTTPS port, credential renewal (docs/nodes.md).
 import { afterEach, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { Agent, capacity } from '../../src/agent/agent.ts'
 import { joinPlatform } from '../../src/agent/join.ts'
-import { signAgentRequest } from '../../src/agent/signing.ts'
+import { signAgentRequest } from '../../src/signed/requests.ts'
 import { generateSigningKey, signDomain } from '../../src/crypto/ed25519.ts'
 import { clearPinCache } from '../../src/crypto/pin.ts'
 import { b64url } from '../../src/crypto/tokens.ts'
@@ -48,7 +48,7 @@ describe('agent', () => {
       await p.platform.prober.probe('w1')
       const n = await nodeOf(p)
       expect(n?.state).toBe('unreachable')
-      // One generic reason for every probe failure (SPEC §16.7); the detail is in the Platform log.
+      // One generic reason for every probe failure (docs/security.md); the detail is in the Platform log.
       expect(n?.reason).toBe('health probe failed')
     } finally {
       fake.stop(true)
@@ -126,7 +126,7 @@ describe('agent', () => {
     expect(await attempt(end + 3_600_000)).toBe(401)
   })
 
-  test('a renewal answered 429 waits out Retry-After, then renews (SPEC §16.5)', async () => {
+  test('a renewal answered 429 waits out Retry-After, then renews (docs/security.md)', async () => {
     await using p = await startListenerPlatform()
     using dir = tmpDir()
     const { agent, dataDir } = await joinedAgent(p, dir.path)
@@ -177,7 +177,7 @@ describe('agent', () => {
       await waitFor(() => /^mnc_w1\.3\./.test(readFileSync(`${dataDir}/worker/node-credential`, 'utf8')), { what: 'renewed credential' })
       await p.client.nodes.rebind('w1') // the credential dies at once
       const renewsBefore = count('/api/v1/nodes/renew')
-      // One renewal attempt, then the Agent asks what the Platform holds (SPEC §17.2) and stops: no retry loop.
+      // One renewal attempt, then the Agent asks what the Platform holds (docs/operations.md) and stops: no retry loop.
       const line = await Promise.race([agent.refusedForGood, Bun.sleep(45_000).then(() => 'still retrying')])
       expect(line).toContain('an operator rebound this name')
       expect(line).toContain(`\`muster nodes rebind w1\` prints a token`)

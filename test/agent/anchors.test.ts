@@ -1,5 +1,5 @@
-// What a node takes from the Platform's enroll and trust answers (SPEC §16.1,
-// §16.3): the CA pin (keeping every pin the Platform still stands behind), and
+// What a node takes from the Platform's enroll and trust answers
+// (docs/security.md): the CA pin (keeping every pin the Platform still stands behind), and
 // an API URL that is https — or plain http only on this machine, or where the
 // operator allowed it.
 import { describe, expect, test } from 'bun:test'

@@ -1,12 +1,12 @@
 // The Agent's assignments across a restart, with a man in the middle on the
 // Platform API: the revision it runs is kept on disk, so a genuinely signed
-// but older document replayed after a restart is refused (SPEC §9).
+// but older document replayed after a restart is refused (docs/workloads.md).
 import { afterEach, describe, expect, test } from 'bun:test'
 import { Agent } from '../../src/agent/agent.ts'
 import { joinPlatform } from '../../src/agent/join.ts'
 import { clearPinCache } from '../../src/crypto/pin.ts'
 import { log } from '../../src/log.ts'
-import type { SignedAssignments } from '../../src/projects/assignments.ts'
+import type { SignedAssignments } from '../../src/wire/projects.ts'
 import { freePort, startListenerPlatform } from '../helpers/node-side.ts'
 import { ASSIGNMENTS_PATH, platformProxy } from '../helpers/proxy.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'

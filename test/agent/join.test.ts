@@ -1,4 +1,4 @@
-// `worker join` against a real Platform and enrollment listener over TLS (SPEC §7).
+// `worker join` against a real Platform and enrollment listener over TLS (docs/nodes.md).
 import { afterEach, describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:https'

@@ -1,9 +1,9 @@
-// The Agent's list of Platforms (SPEC §16.9): what it takes from an answer,
+// The Agent's list of Platforms (docs/storage-ha.md): what it takes from an answer,
 // how it spreads its first choice, when it moves, and what it keeps on disk.
 import { describe, expect, test } from 'bun:test'
 import { DataDir } from '../../src/datadir.ts'
 import { MusterError } from '../../src/errors.ts'
-import { firstChoice, isPlatformFailure, PlatformChoice, PLATFORMS_FILE, rememberPlatforms, usablePlatforms } from '../../src/agent/platforms.ts'
+import { firstChoice, isPlatformFailure, PlatformChoice, PLATFORMS_FILE, rememberPlatforms, usablePlatforms } from '../../src/agent/platform-choice.ts'
 import type { AgentConfig } from '../../src/agent/files.ts'
 import { tmpDir } from '../helpers/tmp.ts'
 

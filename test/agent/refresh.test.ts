@@ -1,4 +1,4 @@
-// When the Agent refreshes trust (SPEC §16.2): at start, when the wall clock
+// When the Agent refreshes trust (docs/security.md): at start, when the wall clock
 // says a day has passed (checked on a short tick, so a jumped clock counts),
 // and at once when a signature names a kid it does not hold (at most once a
 // minute), verifying again before it refuses anything.
@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs'
 import { Agent } from '../../src/agent/agent.ts'
 import { credentialGeneration } from '../../src/agent/files.ts'
 import { joinPlatform } from '../../src/agent/join.ts'
-import { signAgentRequest } from '../../src/agent/signing.ts'
+import { signAgentRequest } from '../../src/signed/requests.ts'
 import { clearPinCache, pinnedFetch } from '../../src/crypto/pin.ts'
 import { createClient } from '../../src/client/index.ts'
 import { freePort, startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'

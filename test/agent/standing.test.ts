@@ -1,4 +1,4 @@
-// What a node may learn about its own credential (SPEC §17.2), and when the
+// What a node may learn about its own credential (docs/operations.md), and when the
 // Agent gives up: POST /api/v1/nodes/self answers only a credential whose MAC
 // verifies for the certificate presented; the Agent stops for good on a
 // refusal the Platform confirms, never on an outage, a 5xx, a 429 or a

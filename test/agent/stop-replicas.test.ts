@@ -1,10 +1,10 @@
-// `muster agent --stop-replicas` with no Agent running (issue 27 item 1,
-// cleanups observed): the replicas the last Agent recorded — and what they
+// `muster agent --stop-replicas` with no Agent running
+// (cleanups, observed): the replicas the last Agent recorded — and what they
 // started in their process group — are gone afterwards, not merely asked to go.
 import { expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { DataDir } from '../../src/datadir.ts'
-import { Runner } from '../../src/agent/runner.ts'
+import { Runner } from '../../src/replicas/runner.ts'
 import { stopReplicas } from '../../src/agent/stop-replicas.ts'
 import { LOG_DIR, REPLICAS_FILE } from '../../src/agent/workloads.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'

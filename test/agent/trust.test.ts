@@ -1,10 +1,10 @@
-// Trust refresh (SPEC §7): follows a full key rotation with a moved clock, and
+// Trust refresh (docs/nodes.md): follows a full key rotation with a moved clock, and
 // a failed or hostile answer never replaces the keys the node has.
 import { afterEach, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { readAgentConfig } from '../../src/agent/files.ts'
 import { joinPlatform } from '../../src/agent/join.ts'
-import { signAgentRequest, verifyAgentRequest } from '../../src/agent/signing.ts'
+import { signAgentRequest, verifyAgentRequest } from '../../src/signed/requests.ts'
 import { refreshTrust } from '../../src/agent/trust.ts'
 import { clearPinCache } from '../../src/crypto/pin.ts'
 import { DataDir } from '../../src/datadir.ts'

@@ -13,7 +13,10 @@ import { join } from 'node:path'
 import { zstdCompressSync, zstdDecompressSync } from 'node:zlib'
 import { publishRelease } from '../../src/releases/publish.ts'
 import { fullBlob } from '../../src/releases/service.ts'
-import { endorseKey, newReleaseKey, signDirective, signManifest, type Directive, type Manifest } from '../../src/signed/release-documents.ts'
+import { endorseKey, newReleaseKey, signManifest, type Manifest } from '../../src/signed/releases.ts'
+import { DIRECTIVE } from '../../src/signed/documents.ts'
+import { signDocument, type TrustSigner } from '../../src/signed/signed.ts'
+import type { DirectivePayload as Directive } from '../../src/wire/rollouts.ts'
 import { appendBlobPart, beginBlob, completeBlob, insertRelease, insertReleaseKey } from '../../src/store/releases.ts'
 import { VERSION } from '../../src/version.ts'
 import { buildWithVersion } from '../helpers/builds.ts'
@@ -22,6 +25,7 @@ import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { joinNode, releaseBoth, rolloutReaches, type UpdateNode } from '../helpers/update-nodes.ts'
 
 const OLD = '0.0.9'
+const signDirective = (sign: TrustSigner, d: Directive) => signDocument(DIRECTIVE, sign, d)
 process.env.MUSTER_ROLLOUT_TICK_MS = '200'
 
 describe('attacks on updates', () => {
@@ -152,7 +156,7 @@ describe('attacks on updates', () => {
     p.platform.rollouts.directive = async (node) => {
       const d = await real(node, 'x64')
       if (!d) return null
-      return signDirective((dm, msg) => trust.sign(dm, msg), { ...d.directive, release: { manifest: m2, kid: release.key.kid, signature: signManifest(attacker, m2).signature } })
+      return signDirective((dm, msg) => trust.sign(dm, msg), { ...d.payload, release: { manifest: m2, kid: release.key.kid, signature: signManifest(attacker, m2).signature } })
     }
     try {
       const r3 = await p.client.rollouts.start({ version: m2.version, maxUnavailable: '2', maxFailures: 5, canaries: 2 })
@@ -190,11 +194,11 @@ describe('attacks on updates', () => {
     for (const [i, change] of forged.entries()) {
       p.platform.rollouts.directive = async (node) => {
         const d = await real(node, 'x64')
-        return d && signDirective((dm, msg) => trust.sign(dm, msg), change(d.directive))
+        return d && signDirective((dm, msg) => trust.sign(dm, msg), change(d.payload))
       }
       try {
         const r = await p.client.rollouts.start({ version: rel.version, canaries: 1 })
-        await w1.agent.waitForLog(i === 0 ? /update: refused a directive: the directive is for node w2, not w1/ : /update: refused a directive: the directive expired at /, 30_000)
+        await w1.agent.waitForLog(i === 0 ? /update: refused a directive: directive is for node w2, not w1/ : /update: refused a directive: directive expired at /, 30_000)
         const s = await p.client.rollouts.status(r.id)
         expect(s.nodes.find((n) => n.name === 'w1')!.state).toBe('downloading')
         unchanged(w1, before)

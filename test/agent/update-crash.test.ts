@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
-import { procStat } from '../../src/agent/procs.ts'
+import { procStat } from '../../src/replicas/procs.ts'
 import type { Step } from '../../src/agent/update/journal.ts'
 import { VERSION } from '../../src/version.ts'
 import { buildWithVersion } from '../helpers/builds.ts'

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readlinkSync } from 'node:fs'
 import { join } from 'node:path'
-import { procStat } from '../../src/agent/procs.ts'
+import { procStat } from '../../src/replicas/procs.ts'
 import { publishRelease } from '../../src/releases/publish.ts'
 import { VERSION } from '../../src/version.ts'
 import { buildWithVersion, faultyBuild, type Fault } from '../helpers/builds.ts'

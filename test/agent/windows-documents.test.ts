@@ -1,4 +1,4 @@
-// Signed documents a real Agent fetches over its own connection (issue 27):
+// Signed documents a real Agent fetches over its own connection:
 // assignments and log requests signed by the Platform's own trust key, handed
 // over by a man in the middle on the Platform API, with the Agent's clock set
 // at each edge of the key's window and of the log request's ±5 minutes, and a
@@ -9,8 +9,9 @@ import { Agent } from '../../src/agent/agent.ts'
 import { joinPlatform } from '../../src/agent/join.ts'
 import { clearPinCache } from '../../src/crypto/pin.ts'
 import { log } from '../../src/log.ts'
-import { ASSIGNMENTS_DOMAIN, assignmentBytes, type AssignmentPayload } from '../../src/projects/assignments.ts'
-import { LOG_REQUEST_DOMAIN, LOG_REQUEST_SKEW_MS, logRequestBytes, type LogRequestPayload } from '../../src/projects/log-request.ts'
+import { ASSIGNMENTS, LOG_REQUEST, LOG_REQUEST_SKEW_MS } from '../../src/signed/documents.ts'
+import { documentBytes } from '../../src/signed/signed.ts'
+import type { AssignmentPayload, LogRequestPayload } from '../../src/wire/projects.ts'
 import { randomId } from '../../src/crypto/tokens.ts'
 import { freePort, startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
 import { ASSIGNMENTS_PATH, platformProxy, type PlatformProxy } from '../helpers/proxy.ts'
@@ -107,7 +108,7 @@ async function rig(): Promise<Rig> {
 async function assign(r: Rig, at: number, payload: Omit<AssignmentPayload, 'issuedAt'>): Promise<string> {
   const full: AssignmentPayload = { issuedAt: new Date(at).toISOString(), ...payload }
   const before = r.warnings.length
-  r.handed.assignments = { payload: full, ...r.p.platform.fabric.trust.sign(ASSIGNMENTS_DOMAIN, assignmentBytes(full)) }
+  r.handed.assignments = { payload: full, ...r.p.platform.fabric.trust.sign(ASSIGNMENTS.domain, documentBytes(full)) }
   const refusal = () => r.warnings.slice(before).find((l) => l.includes('refused assignments'))
   return r.agentAt(at, async (agent) => {
     await waitFor(() => agent.workloads!.revision() === full.revision || refusal() !== undefined, { what: `assignments revision ${full.revision} handled` })
@@ -119,7 +120,7 @@ async function assign(r: Rig, at: number, payload: Omit<AssignmentPayload, 'issu
 async function askLog(r: Rig, at: number, issuedAt: number, node = 'w1'): Promise<string> {
   const payload: LogRequestPayload = { id: randomId(16), node, project: 'app', replica: 0, tail: 10, follow: false, issuedAt: new Date(issuedAt).toISOString() }
   const before = r.warnings.length
-  r.handed.logRequests = [{ payload, ...r.p.platform.fabric.trust.sign(LOG_REQUEST_DOMAIN, logRequestBytes(payload)) }]
+  r.handed.logRequests = [{ payload, ...r.p.platform.fabric.trust.sign(LOG_REQUEST.domain, documentBytes(payload)) }]
   const refusal = () => r.warnings.slice(before).find((l) => l.includes('refused a log request'))
   return r.agentAt(at, async () => {
     await waitFor(() => r.uploads.includes(payload.id) || refusal() !== undefined, { what: `log request ${payload.id} handled` })

@@ -1,13 +1,13 @@
 // The Agent's signed-request gate at the edges of its windows and with each
-// bound field swapped (issue 27): a real joined Agent on its HTTPS port, its
+// bound field swapped: a real joined Agent on its HTTPS port, its
 // clock held still, requests signed by the Platform's own trust key.
 import { afterEach, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { Agent } from '../../src/agent/agent.ts'
 import { joinPlatform } from '../../src/agent/join.ts'
-import { agentRequestMessage, MAX_SKEW_MS, signAgentRequest, SIGNATURE_HEADERS } from '../../src/agent/signing.ts'
+import { agentRequestMessage, MAX_SKEW_MS, signAgentRequest, SIGNATURE_HEADERS } from '../../src/signed/requests.ts'
 import { clearPinCache } from '../../src/crypto/pin.ts'
-import { ASSIGNMENTS_DOMAIN } from '../../src/projects/assignments.ts'
+import { ASSIGNMENTS } from '../../src/signed/documents.ts'
 import { freePort, startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
 import { tmpDir } from '../helpers/tmp.ts'
 
@@ -75,7 +75,7 @@ describe('the Agent request gate: windows and bindings', () => {
       // signed ten minutes ago, the timestamp header moved to now
       restamped: await post({ ...signAgentRequest(signer(p), r, now - 10 * 60_000), [SIGNATURE_HEADERS.timestamp]: String(now) }),
       // the very message, signed by the same trust key for another purpose (assignments)
-      purpose: await post({ ...signAgentRequest(signer(p), r, now), [SIGNATURE_HEADERS.signature]: p.platform.fabric.trust.sign(ASSIGNMENTS_DOMAIN, agentRequestMessage(r, now)).signature }),
+      purpose: await post({ ...signAgentRequest(signer(p), r, now), [SIGNATURE_HEADERS.signature]: p.platform.fabric.trust.sign(ASSIGNMENTS.domain, agentRequestMessage(r, now)).signature }),
     }))
     expect(seen).toEqual({ good: 200, method: 401, restamped: 401, purpose: 401 })
   })

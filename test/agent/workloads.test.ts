@@ -1,4 +1,4 @@
-// The assignment channel without a held request (issue 16): the heartbeat
+// The assignment channel without a held request: the heartbeat
 // answer carries the node's assignment revision, and the Agent fetches its
 // assignments only when that revision moves; it never holds a long poll.
 import { afterEach, expect, test } from 'bun:test'

@@ -1,4 +1,4 @@
-// Issue 24, item 2: one audit of every action. Written before the action runs
+// one audit of every action. Written before the action runs
 // (no audit, no action), kept on two budgets (refusals cannot flush actions),
 // read newest first in pages, filtered, followed.
 import { describe, expect, test } from 'bun:test'

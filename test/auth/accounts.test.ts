@@ -1,4 +1,4 @@
-// Issue 24, item 1, in process: the rules behind `muster accounts` — the last
+// In process: the rules behind `muster accounts` — the last
 // live superadmin stays one, accounts expire, a demotion ends what the
 // account's logins made while a promotion ends nothing, and no token of an
 // account acts above the account's current role.
@@ -104,7 +104,7 @@ describe.each(ENGINES)('on %s', (engine) => {
     expect((await p.client.accounts.list()).accounts.map((a) => [a.name, a.role])).toEqual([['olga.k@team-1', 'viewer'], ['superadmin', 'superadmin']])
   })
 
-  test('revoking a token revokes every token minted from it, and only those (issue 22, item 7)', async () => {
+  test('revoking a token revokes every token minted from it, and only those (item 7)', async () => {
     await using p = await startPlatform()
     const status = async (t: string) => (await whoami(p, { authorization: `Bearer ${t}` })).status
     const leaked = await p.platform.auth.mintApiToken({ name: 'leaked', role: 'superadmin', expiresAt: Date.now() + 86_400_000 })

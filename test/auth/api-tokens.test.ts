@@ -1,4 +1,4 @@
-// SPEC §16.5: API tokens list, revoke at once, and expire; tokens made by a
+// docs/security.md: API tokens list, revoke at once, and expire; tokens made by a
 // password login end after 30 days and with the account's password; a token
 // minted by a token inherits where it came from and ends no later.
 import { describe, expect, test } from 'bun:test'

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { chmodSync, statSync, writeFileSync } from 'node:fs'
 import { DataDir } from '../../src/datadir.ts'
 import { MusterError } from '../../src/errors.ts'
-import { Platform } from '../../src/platform.ts'
+import { Platform } from '../../src/platform/platform.ts'
 import { tmpDir } from '../helpers/tmp.ts'
 
 describe('data directory', () => {

@@ -1,4 +1,4 @@
-// Issue 22, item 3b: whoever can write the store but does not hold
+// whoever can write the store but does not hold
 // platform/master.key cannot make a working credential. Digests of API tokens,
 // sessions, join tokens and office tokens are HMACs under a key derived from
 // master.key: a row holding the plain SHA-256 of a secret the writer chose
@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { tokenDigester } from '../../src/crypto/token-digest.ts'
 import { b64url, randomBytes, randomId, randomSecret, sha256Hex } from '../../src/crypto/tokens.ts'
-import { formatOfficeToken, tokenFingerprint } from '../../src/federation/formats.ts'
+import { formatOfficeToken, tokenFingerprint } from '../../src/wire/federation-formats.ts'
 import { openStore } from '../../src/store/db.ts'
 import { MIGRATIONS } from '../../src/store/migrations.ts'
 import { VERSION } from '../../src/version.ts'

@@ -1,4 +1,4 @@
-// Operator credentials at the edges of their windows (issue 27): an account's
+// Operator credentials at the edges of their windows: an account's
 // expiry for its logins, sessions and tokens, a new account's expiry that must
 // lie ahead, a session's 12 hours and an API token's own expiry — each through
 // the HTTP routes, on a clock the test holds still and moves by hand.

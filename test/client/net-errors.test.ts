@@ -1,4 +1,4 @@
-// A failed connection is explained in words that name the fix (issue 23 item 4).
+// A failed connection is explained in words that name the fix.
 import { expect, test } from 'bun:test'
 import { explainNetworkError } from '../../src/client/net-errors.ts'
 

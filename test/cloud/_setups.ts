@@ -1,7 +1,6 @@
 // Each provider's fake wired into a Platform's endpoints, with the
 // credentials to connect, a region and size it offers, where a create request
 // carries the first-boot data, and how its API treats a repeated create.
-import type { ProviderName } from '../../src/cloud/provider.ts'
 import type { cloudOf } from '../../src/cloud/service.ts'
 import type { FakeServer } from '../fakes/common.ts'
 import { startAwsFake } from '../fakes/aws.ts'
@@ -9,6 +8,7 @@ import { startAzureFake } from '../fakes/azure.ts'
 import { startDigitalOceanFake } from '../fakes/digitalocean.ts'
 import { startGcpFake } from '../fakes/gcp.ts'
 import { startHetznerFake } from '../fakes/hetzner.ts'
+import type { ProviderName } from '../../src/wire/cloud.ts'
 
 export interface Setup {
   fake: FakeServer

@@ -1,5 +1,5 @@
-// What a provision leaves behind when it stops starting (issue 27 item 1:
-// cleanups, observed): a failed provision's first-boot token enrolls nothing;
+// What a provision leaves behind when it stops starting (cleanups,
+// observed): a failed provision's first-boot token enrolls nothing;
 // a released machine whose node still has replicas placed is revoked (its
 // credential is refused at once); a ready or failed provision keeps no sealed
 // first-boot data; and a first-boot token minted while the provision was

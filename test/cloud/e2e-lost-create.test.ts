@@ -5,7 +5,6 @@
 // `muster worker join` with the token it finds in its first-boot data (from a
 // root-only file, on stdin), then `muster agent`, which heartbeats until ready.
 import { describe, expect, test } from 'bun:test'
-import type { ProviderName } from '../../src/cloud/provider.ts'
 import { runMuster, startServe } from '../helpers/binary.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { startAwsFake } from '../fakes/aws.ts'
@@ -15,6 +14,7 @@ import { startDigitalOceanFake } from '../fakes/digitalocean.ts'
 import { startGcpFake } from '../fakes/gcp.ts'
 import { startHetznerFake } from '../fakes/hetzner.ts'
 import { bootMachine, type BootedMachine } from '../fakes/machine.ts'
+import type { ProviderName } from '../../src/wire/cloud.ts'
 
 describe('a lost create answer, through dist/muster, at every provider', () => {
   test('each provision ends ready with exactly one machine, whose agent joined with the token from its user data', { timeout: 180_000 }, async () => {

@@ -4,7 +4,6 @@
 // eventually consistent) retries with byte-identical first-boot data and ends
 // with exactly one machine, whose token enrolls; it is ready; release deletes it.
 import { describe, expect, test } from 'bun:test'
-import type { ProviderName } from '../../src/cloud/provider.ts'
 import { cloudOf } from '../../src/cloud/service.ts'
 import { createClient } from '../../src/client/index.ts'
 import { VERSION } from '../../src/version.ts'
@@ -16,6 +15,7 @@ import { ENGINES } from '../helpers/postgres.ts'
 import { waitFor } from '../helpers/tmp.ts'
 import { FAST_RETRY } from './_ctx.ts'
 import { SETUPS } from './_setups.ts'
+import type { ProviderName } from '../../src/wire/cloud.ts'
 
 describe.each(ENGINES)('on %s', (engine) => {
   onEngine(engine)

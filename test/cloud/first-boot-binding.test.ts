@@ -1,4 +1,4 @@
-// A provision's sealed first-boot data is bound to that provision (issue 27):
+// A provision's sealed first-boot data is bound to that provision:
 // a record copied by someone who can write the store onto another provision
 // does not open there, so the other machine is never sent the first one's
 // single-use enrollment (and name). Through the provisioner, against the Hetzner fake.

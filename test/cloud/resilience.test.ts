@@ -5,7 +5,6 @@
 // reported as throttling when it asks too much); Hetzner's uniqueness_error
 // answered by adopting; a failed Azure create; what a machine lets in.
 import { describe, expect, test } from 'bun:test'
-import type { ProviderName } from '../../src/cloud/provider.ts'
 import { HetznerProvider } from '../../src/cloud/providers/hetzner.ts'
 import { cloudOf } from '../../src/cloud/service.ts'
 import { startAzureFake } from '../fakes/azure.ts'
@@ -18,6 +17,7 @@ import { waitFor } from '../helpers/tmp.ts'
 import { ENGINES } from '../helpers/postgres.ts'
 import { FAST_RETRY, hz } from './_ctx.ts'
 import { SETUPS } from './_setups.ts'
+import type { ProviderName } from '../../src/wire/cloud.ts'
 
 async function setup(provider: ProviderName) {
   const p = await startListenerPlatform()

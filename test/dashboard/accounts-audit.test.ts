@@ -1,4 +1,4 @@
-// Issue 24 in headless Chromium: the Accounts page (add a person, change a
+// In headless Chromium: the Accounts page (add a person, change a
 // role, disable) and the Audit page (what those clicks wrote, filtered), for a
 // superadmin, and the permission each one needs for anyone else. Screenshots
 // at 1400 and 420 px wide land in /tmp/muster-teams-*.png.

@@ -1,5 +1,5 @@
 // The dashboard's "Add a machine" on a compiled Platform (dist/muster) shows the
-// same two lines `muster nodes enroll-token` prints (SPEC §17.1): the bootstrap
+// same two lines `muster nodes enroll-token` prints (docs/operations.md): the bootstrap
 // line and the worker join line, neither holding the token shown beside them.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, readFileSync } from 'node:fs'

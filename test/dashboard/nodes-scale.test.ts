@@ -1,4 +1,4 @@
-// The dashboard's Nodes page at fleet size (issue 16): with 100,000 registered
+// The dashboard's Nodes page at fleet size: with 100,000 registered
 // nodes it shows the first page and the counts by state within 1 s, pages
 // forward and back, searches by name prefix and filters by state, in headless
 // Chromium against a real Platform. Chromium steps get 30 s (two busy cores);

@@ -1,4 +1,4 @@
-// The Overview at fleet size (issue 24 #5): with 100,000 registered nodes and
+// The Overview at fleet size: with 100,000 registered nodes and
 // a project placed across them, GET /api/v1/overview answers within 1 s with
 // figures that match the seeded fleet and the node list's counts, its size
 // does not grow with the fleet, and the page shows them and pages the nodes

@@ -1,4 +1,4 @@
-// The Overview and the project pages (issue 24 #5) in headless Chromium
+// The Overview and the project pages in headless Chromium
 // against a real Platform with a small fleet: nodes that enrolled and
 // heartbeat through the real routes, reporting the replicas placed on them.
 // The overview's figures are checked against what the other routes say

@@ -1,4 +1,4 @@
-// Projects from the dashboard (issue 24 #5), in headless Chromium against a
+// Projects from the dashboard, in headless Chromium against a
 // real Platform: an operator deploys, scales, edits and redeploys, and removes
 // a project with the buttons, and each change is on the Platform; a viewer
 // sees the same pages without the buttons and with env values masked, and

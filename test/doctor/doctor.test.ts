@@ -1,4 +1,4 @@
-// muster doctor on prepared data directories and receipts (SPEC §7, §12).
+// muster doctor on prepared data directories and receipts (docs/nodes.md, docs/operations.md).
 import { describe, expect, test } from 'bun:test'
 import { DataDir } from '../../src/datadir.ts'
 import { openPlatformVault } from '../../src/pki/host-vault.ts'

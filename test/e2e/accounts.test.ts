@@ -1,8 +1,8 @@
-// Issue 24, item 1, through dist/muster: accounts for people, each with
+// Through dist/muster: accounts for people, each with
 // exactly its role's permissions, and each permission boundary attacked from
 // outside: a viewer deploys, an operator manages accounts, a demoted account
 // keeps using its session and token, a disabled account logs in, the last
-// superadmin is demoted. Issue 22, item 7: a leaked token's child outlives it.
+// superadmin is demoted. And a leaked token's child does not outlive it.
 import { describe, expect, test } from 'bun:test'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { runMuster, startServe } from '../helpers/binary.ts'
@@ -130,7 +130,7 @@ describe('accounts for people through dist/muster', () => {
     }
   })
 
-  test("a leaked token's children die with it, and never outlive its expiry (issue 22, item 7)", { timeout: 60_000 }, async () => {
+  test("a leaked token's children die with it, and never outlive its expiry (item 7)", { timeout: 60_000 }, async () => {
     using dir = tmpDir()
     const data = `${dir.path}/data`
     await using serve = await startServe(data)

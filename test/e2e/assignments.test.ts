@@ -1,4 +1,4 @@
-// The Agent's verification loop through dist/muster (SPEC §9): a man in the
+// The Agent's verification loop through dist/muster (docs/workloads.md): a man in the
 // middle on the plain-http Platform API hands a running Agent a document it
 // must not run — another node's genuine document, or its own edited after
 // signing. The Agent refuses it, runs nothing, and reports nothing running.
@@ -12,7 +12,7 @@ import { ASSIGNMENTS_PATH, platformProxy, type PlatformProxy } from '../helpers/
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { newCert, withProof } from '../helpers/certs.ts'
 import { VERSION } from '../../src/version.ts'
-import type { SignedAssignments } from '../../src/projects/assignments.ts'
+import type { SignedAssignments } from '../../src/wire/projects.ts'
 
 /** A Platform (no local node) whose public URL is the proxy, and w1 joined through its enrollment listener; the Agent is not started. */
 async function setUp(dir: string, proxy: PlatformProxy) {

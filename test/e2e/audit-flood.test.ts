@@ -1,6 +1,6 @@
-// Issue 10, attack 8, through dist/muster: anonymous junk used to wipe the
+// Through dist/muster: anonymous junk used to wipe the
 // audit (600 bad enrolls pushed every enrollment record out). Refusals now
-// have a budget of their own (SPEC §16.7).
+// have a budget of their own (docs/security.md).
 import { describe, expect, test } from 'bun:test'
 import { writeFileSync } from 'node:fs'
 import { runMuster, startServe } from '../helpers/binary.ts'

@@ -1,4 +1,4 @@
-// The bootstrap line trusts nothing it has not checked (SPEC §17.1): attacks
+// The bootstrap line trusts nothing it has not checked (docs/operations.md): attacks
 // through real servers on loopback. An impostor Platform (its own CA) gets the
 // line's requests: the CA's SHA-256 does not match, so no script is fetched
 // and nothing runs. A Platform whose binary was tampered with: the script stops

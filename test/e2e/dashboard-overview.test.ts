@@ -1,5 +1,5 @@
-// The dashboard's Overview and project buttons through dist/muster (issue 24
-// #5): `muster serve` with a worker joined by `muster worker join` and its
+// The dashboard's Overview and project buttons through dist/muster:
+// `muster serve` with a worker joined by `muster worker join` and its
 // Agent; in headless Chromium the superadmin sees the node ready with its
 // capacity, deploys a project with the form, sees its replica run on the
 // worker (a real process), scales it and removes it, and the process is gone.

@@ -1,4 +1,4 @@
-// Issue 22, item 3a, through dist/muster on PostgreSQL: the store's password is
+// Through dist/muster on PostgreSQL: the store's password is
 // on no process's command line. The URL comes from $MUSTER_DATABASE_URL or
 // --database-file (0600); --database URL still works but warns, and neither
 // serve nor any engine it runs (the first, or one a SIGHUP swaps in) shows the

@@ -1,4 +1,4 @@
-// `muster demo` stopped with Ctrl-C (issue 27 item 1, cleanups observed): the
+// `muster demo` stopped with Ctrl-C (cleanups observed): the
 // Platform, both Agents and the replicas they ran are gone afterwards — the
 // replicas outlive a plain Agent stop, so the demo must ask its Agents to stop
 // them — and its directory is removed.

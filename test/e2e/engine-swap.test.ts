@@ -1,4 +1,4 @@
-// Engine replacement on SIGHUP through the compiled binary (SPEC §16.8): while
+// Engine replacement on SIGHUP through the compiled binary (docs/nodes.md): while
 // clients loop requests against both ports and a joined Agent heartbeats and
 // long-polls, `kill -HUP <serve pid>` runs the binary now on disk; then a
 // binary that exits at once and one that never starts change nothing; then

@@ -1,4 +1,4 @@
-// SPEC §16.6 through dist/muster: a project's env values (passwords, keys) are
+// docs/security.md through dist/muster: a project's env values (passwords, keys) are
 // shown only to server.projects.manage; a viewer sees the keys with "***", on
 // the API and in `muster projects show|list`.
 import { expect, test } from 'bun:test'

@@ -46,7 +46,7 @@ function bothJoined(): Promise<void> {
     tokens.a = (await json<{ officeId: string; token: string }>(['federation', 'mint', 'office-a', '--label', 'Office A'])).token
     tokens.b = (await json<{ token: string }>(['federation', 'mint', 'office-b'])).token
     await office(aDir, ports.a, { token: tokens.a })
-    // office-b takes nodes: a controller's project never runs on an office's local node (SPEC §16.6)
+    // office-b takes nodes: a controller's project never runs on an office's local node (docs/security.md)
     await office(bDir, ports.b, { token: tokens.b }, ['--enrollment-port', '0', '--enrollment-address', '127.0.0.1'])
     await waitFor(async () => {
       const o = await offices()

@@ -1,4 +1,4 @@
-// Several Platforms as one, through dist/muster (SPEC §16.9): two `muster
+// Several Platforms as one, through dist/muster (docs/storage-ha.md): two `muster
 // serve` processes on one PostgreSQL, separate data directories holding the
 // same platform/master.key. Enrollment races across both listeners, joins
 // through each, a project deployed on one runs on nodes attached to the

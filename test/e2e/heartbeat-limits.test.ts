@@ -1,4 +1,4 @@
-// serve --heartbeat-rate/--heartbeat-burst (issue 26): the heartbeat bucket is
+// serve --heartbeat-rate/--heartbeat-burst: the heartbeat bucket is
 // the operator's to size, through the compiled binary; past it a heartbeat is
 // 429 with Retry-After, which the Agent waits out.
 import { expect, test } from 'bun:test'

@@ -1,4 +1,4 @@
-// Issue 10, attack 1, through dist/muster: a holder of a fleet token (or of a
+// Through dist/muster: a holder of a fleet token (or of a
 // used single-use token) takes another node's public certificate from its
 // Agent's port and enrolls under that node's name, hoping for its credential.
 // Every attempt gets the one refusal and no credential; the audit says why;

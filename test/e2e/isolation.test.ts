@@ -1,4 +1,4 @@
-// Any project reading its node's private key (issue 22 item 6), performed
+// Any project reading its node's private key, performed
 // through dist/muster: a project finds the Agent's data directory in
 // /proc/$PPID/cmdline and reads worker/agent.key and node-credential, and
 // the Agent's environ and open files. With replicas run as a separate account

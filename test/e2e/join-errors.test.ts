@@ -1,4 +1,4 @@
-// Errors on the node say what to do (issue 23 item 4), through dist/muster:
+// Errors on the node say what to do, through dist/muster:
 // every trust failure of `worker join` names the flag or URL that fixes it and
 // never the TLS library's text; a token of the wrong shape is refused before
 // it is sent; a refusal points at `muster nodes audit`. A Platform whose API

@@ -1,4 +1,4 @@
-// Labels through dist/muster (SPEC §16.11, Role): a worker joined with
+// Labels through dist/muster (docs/cloud.md; Role): a worker joined with
 // `--label role=build` shows it in `nodes list` and runs only projects that
 // ask for role=build; `projects deploy --node-label` places on labelled nodes.
 import { describe, expect, test } from 'bun:test'

@@ -1,4 +1,4 @@
-// Issue 22, item 8, through dist/muster: under --node-auth both|legacy a legacy
+// Through dist/muster: under --node-auth both|legacy a legacy
 // node that was revoked and removed must not come straight back with its next
 // shared-token heartbeat. The name stays reserved (403, not listed) until the
 // operator reuses it on purpose.

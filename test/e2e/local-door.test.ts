@@ -1,8 +1,8 @@
-// Issue 10, attack 5, through dist/muster: `admin api-token` on a joined
+// Through dist/muster: `admin api-token` on a joined
 // office used to mint a superadmin token with no record. Now it is refused
 // ("the local door is closed") unless --break-glass, which records a
 // break-glass for the account the token acts for and reports it to the
-// controller, like `admin break-glass` (SPEC §16.6).
+// controller, like `admin break-glass` (docs/security.md).
 import { describe, expect, test } from 'bun:test'
 import { runMuster, startMuster, startServe } from '../helpers/binary.ts'
 import { freePort } from '../federation/_helpers.ts'

@@ -1,4 +1,4 @@
-// The local node through dist/muster (SPEC §16.6; issue 10, attack 2): off by
+// The local node through dist/muster (docs/security.md): off by
 // default; when on, an operator's project never runs there with the
 // Platform's privileges (the attack: copy platform/master.key), while a
 // superadmin's does.

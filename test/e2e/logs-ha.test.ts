@@ -1,4 +1,4 @@
-// The log relay with two Platforms on one PostgreSQL (issue 24 item 3): a
+// The log relay with two Platforms on one PostgreSQL: a
 // node talks to one of them, and either relays its replica's log; a follow
 // started on one goes on through the other (the chunks are in the store).
 import { describe, expect, test } from 'bun:test'

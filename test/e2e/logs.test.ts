@@ -1,4 +1,4 @@
-// Workload logs through dist/muster (issue 24 item 3): a replica's stdout and
+// Workload logs through dist/muster: a replica's stdout and
 // stderr read from a node the Platform never dials (heartbeat-only), --follow,
 // the refusals (a viewer; a node credential on the operator route; another
 // node answering a request that is not its own), and an answer that survives

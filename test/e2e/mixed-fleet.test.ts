@@ -1,4 +1,4 @@
-// A mixed fleet through dist/muster (SPEC §16.8; issue 15): 200 legacy nodes
+// A mixed fleet through dist/muster (docs/nodes.md): 200 legacy nodes
 // on the shared fleet token and 200 enrolled nodes heartbeat under
 // --node-auth both and are each registered exactly once; restarted with
 // --node-auth enrolled, the Platform refuses the legacy ones. A simulator

@@ -1,4 +1,4 @@
-// A node's state is the truth (SPEC §17.2), through dist/muster processes:
+// A node's state is the truth (docs/operations.md), through dist/muster processes:
 // doctor fails for a revoked, rebound, removed or unknown credential and names
 // the way back; the Agent exits 3 with one line when its credential is refused
 // for good (and keeps going through an outage); `worker join` over a dead

@@ -1,10 +1,10 @@
-// Issue 22, item 5, through dist/muster: a superadmin token minted while the
+// Through dist/muster: a superadmin token minted while the
 // Platform was standalone kept working after it joined a controller, and
 // minted new tokens there; a session opened during break-glass survived the
 // re-join. Now local tokens and password sessions are suspended while the
 // office's door is closed (401, the closed login's words), minting over the
 // API is refused on a joined office, and a break-glass session ends when the
-// door closes again. Issue 24: seed 4's flows with accounts for people (a
+// door closes again. The federation flows with accounts for people (a
 // vouch creates an account; break-glass refuses it; the identity write).
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'

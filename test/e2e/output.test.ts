@@ -1,4 +1,4 @@
-// CLI output a script can trust (SPEC §17.5) through dist/muster: every byte
+// CLI output a script can trust (docs/operations.md) through dist/muster: every byte
 // reaches a slow reader on a pipe (over 1 MiB of JSON; a process.exit right
 // after the write cut it at 64 KiB), `muster help`, "did you mean" for a
 // mistyped command or flag, and EXAMPLES in the help of the first commands.

@@ -110,7 +110,7 @@ describe('PostgreSQL through dist/muster', () => {
       expect(notEmpty.stderr).toContain('not empty')
       await full.drop()
 
-      // The target from the environment, where a URL with a password belongs (issue 22)
+      // The target from the environment, where a URL with a password belongs
       const moved = await runMuster(['admin', 'migrate-store', '--data-dir', platformDir, '--json'], { env: { MUSTER_DATABASE_URL: db.url } })
       expect(moved.code).toBe(0)
       const result = JSON.parse(moved.stdout) as { tables: { table: string; rows: number }[] }

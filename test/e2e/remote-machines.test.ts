@@ -1,4 +1,4 @@
-// Machines across a network (SPEC §17.1, issue 23 point 7): a Platform host and
+// Machines across a network (docs/operations.md): a Platform host and
 // two worker hosts, each a network namespace on 198.18.1.0/24. The Platform
 // runs the documented `serve --host ADDR --enrollment-port 7443` (HTTPS from
 // its CA on both ports); the operator logs in as docs/operations.md says and
@@ -113,7 +113,7 @@ describeWithNetns('machines across a network', () => {
     // 6. revoke w1
     expect((await muster(p, ['nodes', 'revoke', 'w1'])).code).toBe(0)
     await waitFor(async () => (await nodes()).find((n) => n.name === 'w1')?.state === 'revoked', { timeoutMs: 30_000, what: 'w1 revoked' })
-    // w1's Agent stops with status 3 (the unit does not restart it); doctor on w1 fails naming the way back (SPEC §17.2)
+    // w1's Agent stops with status 3 (the unit does not restart it); doctor on w1 fails naming the way back (docs/operations.md)
     await waitFor(() => w1Agent.proc.exitCode !== null, { timeoutMs: 30_000, what: "w1's Agent to stop" })
     expect(w1Agent.proc.exitCode).toBe(3)
     expect(w1Agent.log()).toContain("the Platform refuses this node's credential for good: an operator revoked this node")
@@ -128,7 +128,7 @@ describeWithNetns('machines across a network', () => {
     serve = startOn(p, serveArgs, serveEnv)
     started.push(serve)
     await serve.waitForLog(/enrollment listener on https:\/\//)
-    // The Agent's back-off is capped, so a node heartbeats within 10 s of its Platform's return (SPEC §17.2).
+    // The Agent's back-off is capped, so a node heartbeats within 10 s of its Platform's return (docs/operations.md).
     const HEARTBEAT_AGAIN_MS = 10_000
     await waitFor(async () => {
       const w = (await nodes()).find((n) => n.name === 'w2')

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { procStat } from '../../src/agent/procs.ts'
+import { procStat } from '../../src/replicas/procs.ts'
 import { VERSION } from '../../src/version.ts'
 import { musterBin } from '../helpers/binary.ts'
 import { buildWithVersion } from '../helpers/builds.ts'

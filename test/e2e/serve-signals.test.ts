@@ -1,4 +1,4 @@
-// Signals to `muster serve` through the compiled binary (issue 27): kill -9
+// Signals to `muster serve` through the compiled binary: kill -9
 // as the crash tests do it kills the engine too (no clean stop: its leases are
 // still taken); SIGTERM while an old engine still drains after a swap stops
 // every engine at once; a SIGHUP that arrives during a swap is not lost; and

@@ -1,5 +1,5 @@
-// `muster serve` refuses what cannot work before it creates anything (SPEC
-// §17.1): a busy port, a data directory it cannot write, a listener other
+// `muster serve` refuses what cannot work before it creates anything
+// (docs/operations.md): a busy port, a data directory it cannot write, a listener other
 // machines reach with an API only this machine reaches; and every address flag
 // binds what it says (--host ADDR with the listener on ADDR: test/e2e/remote-machines.test.ts).
 import { describe, expect, test } from 'bun:test'

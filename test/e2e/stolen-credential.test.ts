@@ -1,8 +1,8 @@
-// Issue 10, attack 4, through dist/muster: a node credential leaks; the
+// Through dist/muster: a node credential leaks; the
 // operator rotates it; the copy tries to renew itself back to the current
 // generation. It is refused (and dies with its grace hour), while the real
 // Agent, which holds the key, renews and stays ready.
-// Issue 22, item 2: a copy of the CURRENT credential cannot renew either (every
+// a copy of the CURRENT credential cannot renew either (every
 // renewal proves the agent key), and after remove and a re-enroll of the name
 // with a new certificate, the old credential is dead though its generation matches.
 import { describe, expect, test } from 'bun:test'

@@ -1,4 +1,4 @@
-// Issue 22 items 1, 3b and 4, performed against `dist/muster serve` (the
+// 3b and 4, performed against `dist/muster serve` (the
 // in-process tests beside each fix go deeper; these run the attacks as the
 // review did, through the compiled binary):
 //   - a superadmin API token planted in the store as the plain SHA-256 of a

@@ -1,4 +1,4 @@
-// Workloads outlive their Agent (issue 24 item 4), through dist/muster: a
+// Workloads outlive their Agent, through dist/muster: a
 // SIGTERM and a kill -9 of the Agent leave its replicas running; the next
 // Agent adopts the same PIDs, stops what the assignments no longer name,
 // restarts (and reports) a replica that exited while no Agent ran; and
@@ -6,7 +6,7 @@
 // Agent running.
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
-import { procStat } from '../../src/agent/procs.ts'
+import { procStat } from '../../src/replicas/procs.ts'
 import { joinWorker, runMuster, startMuster, startServeWithListener, type Daemon } from '../helpers/binary.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 

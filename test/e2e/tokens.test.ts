@@ -1,5 +1,5 @@
-// Issue 10, attack 6, through dist/muster: API tokens could never be revoked
-// and never expired. Now (SPEC §16.5): `muster tokens list|revoke`, `muster
+// Through dist/muster: API tokens could never be revoked
+// and never expired. Now (docs/security.md): `muster tokens list|revoke`, `muster
 // logout`, login tokens end after 30 days, `admin api-token --ttl-days`, and
 // `admin passwd` / `admin break-glass` end the account's sessions and revoke
 // the tokens its logins made — each at once.

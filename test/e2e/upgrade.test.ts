@@ -1,4 +1,4 @@
-// Upgrade in place (SPEC §16.1): a data directory and a node made by the
+// Upgrade in place (docs/security.md): a data directory and a node made by the
 // version before the Platform CA — the listener pinned by its own
 // self-signed certificate — keep working under this version with no re-join.
 // The node learns the CA pin at its trust refresh while the old certificate is

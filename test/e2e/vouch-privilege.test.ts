@@ -1,6 +1,6 @@
-// Issue 10, attack 3, through dist/muster: a viewer-role API token of the
+// Through dist/muster: a viewer-role API token of the
 // superadmin account minted a vouch; the office gave the session superadmin,
-// which then minted a permanent API token there. Now (SPEC §16.6) the vouch
+// which then minted a permanent API token there. Now (docs/security.md) the vouch
 // needs server.federation.vouch and carries the voucher's role, the office
 // grants no more, and a vouched session mints no token.
 import { describe, expect, test } from 'bun:test'

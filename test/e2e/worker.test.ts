@@ -1,6 +1,6 @@
 // A machine joins a Platform through dist/muster processes: serve with its
 // enrollment listener, worker join pinned to the published fingerprint, the
-// Agent, readiness, refresh-trust, doctor, and a clean SIGTERM (SPEC §7, §8).
+// Agent, readiness, refresh-trust, doctor, and a clean SIGTERM (docs/nodes.md).
 import { describe, expect, test } from 'bun:test'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { runMuster, startMuster, startServe } from '../helpers/binary.ts'

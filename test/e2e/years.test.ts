@@ -1,4 +1,4 @@
-// Three years unattended (SPEC §16.1, §16.2, acceptance): the compiled
+// Three years unattended (docs/security.md; acceptance): the compiled
 // Platform and a running Agent under libfaketime share one timestamp file; the
 // test moves their wall clock forward in 100-day steps through three years and
 // restarts the Platform at several points (once while the clock jumps), while

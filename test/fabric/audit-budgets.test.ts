@@ -1,6 +1,6 @@
-// SPEC §16.7: the enrollment audit keeps two budgets of 500 entries / 30 days,
+// docs/security.md: the enrollment audit keeps two budgets of 500 entries / 30 days,
 // one for refusals and invalid requests, one for enrolled, node-exists and
-// worker-newer. Issue 10, attack 8: anonymous junk used to push every
+// worker-newer. The attack: anonymous junk used to push every
 // enrollment record out.
 import { describe, expect, test } from 'bun:test'
 import { join } from 'node:path'

@@ -1,10 +1,10 @@
-// Operator-declared nodes (SPEC §16.8): serve --nodes-file reserves names,
+// Operator-declared nodes (docs/nodes.md): serve --nodes-file reserves names,
 // declared fields win, a bad file is refused with its line and reason, and a
 // reload keeps the running set when the new file is bad.
 import { describe, expect, test } from 'bun:test'
 import { writeFileSync } from 'node:fs'
 import { parseNodesFile } from '../../src/fabric/nodes-file.ts'
-import { Platform } from '../../src/platform.ts'
+import { Platform } from '../../src/platform/platform.ts'
 import { VERSION } from '../../src/version.ts'
 import { enrollRaw, newCert } from '../helpers/certs.ts'
 import { onEngine, startPlatform, type TestPlatform } from '../helpers/platform.ts'

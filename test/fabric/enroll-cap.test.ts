@@ -1,4 +1,4 @@
-// The enroll in-flight cap (SPEC §16.8) is real: enroll waits on the store
+// The enroll in-flight cap (docs/nodes.md) is real: enroll waits on the store
 // asynchronously, so 256 attempts are genuinely in flight at once while the
 // store is held (a long transaction, as a slow disk or a busy PostgreSQL would
 // hold it), and the 257th is answered 429 at once. Raw HTTP/1.1 over TCP: the

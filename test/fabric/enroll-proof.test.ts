@@ -1,4 +1,4 @@
-// SPEC §16.4: an enroll proves possession of the agent key. The attacks: a
+// docs/security.md: an enroll proves possession of the agent key. The attacks: a
 // holder of a fleet token (or of a used or expired single-use token) sends
 // another node's public certificate under that node's name; a captured proof
 // is replayed late, or for another node or token. Each gets the one refusal

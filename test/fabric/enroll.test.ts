@@ -34,7 +34,7 @@ async function refusalCases(p: TestPlatform): Promise<RefusalCase[]> {
   await ok(dead.token, 'dead', deadPem)
   await p.client.nodes.revoke('dead')
   p.advance(2 * 60_000)
-  // A good token without a proof of the key (SPEC §16.4): `proof: undefined` makes enrollRaw send none.
+  // A good token without a proof of the key (docs/security.md): `proof: undefined` makes enrollRaw send none.
   const unproven = await p.client.nodes.createEnrollment({ nodeId: 'unproven' })
   const cases: [string, string, string, string?][] = [
     ['unknown token', UNKNOWN, 'w9'],

@@ -5,10 +5,10 @@
 // Platforms list the moment either moves.
 import { describe, expect, test } from 'bun:test'
 import { acceptHeartbeat, acceptHeartbeatText } from '../../src/fabric/heartbeat.ts'
-import type { NodeFacingPlatform } from '../../src/ha/platforms.ts'
 import { VERSION } from '../../src/version.ts'
 import { enrollRaw, newCert } from '../helpers/certs.ts'
 import { startPlatform, type TestPlatform } from '../helpers/platform.ts'
+import type { NodeFacingPlatform } from '../../src/wire/nodes.ts'
 
 async function enrolled(p: TestPlatform, name: string): Promise<void> {
   const { token } = await p.client.nodes.createEnrollment({ nodeId: name })

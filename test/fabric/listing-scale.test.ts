@@ -1,4 +1,4 @@
-// Listings at fleet size (issue 26): from 50,000 nodes on the counts by state
+// Listings at fleet size: from 50,000 nodes on the counts by state
 // come from the registry's cache (Registry.stateCounts), which a change to a
 // node drops at once; a name prefix counts only its own names; and the names
 // in order take a new node in, and let a removed one go, without a new sort.

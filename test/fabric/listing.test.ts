@@ -1,4 +1,4 @@
-// Listings that page (issue 16): nodes by name with state, label and prefix
+// Listings that page: nodes by name with state, label and prefix
 // filters and counts by state; projects; the enrollment audit. Every page is
 // walked and checked against the whole, and bad parameters are 400.
 import { describe, expect, test } from 'bun:test'

@@ -1,5 +1,5 @@
 // Node credentials and join tokens: who a node may speak for, and the tokens an
-// operator's later act ends (issue 27 item 1: permission checks and cleanups).
+// operator's later act ends (permission checks and cleanups).
 // Each test performs the attack through the real routes; test/mutants/perms.ts
 // drops each check in turn.
 import { describe, expect, test } from 'bun:test'

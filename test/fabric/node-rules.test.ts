@@ -1,4 +1,4 @@
-// Node rules from the seeds (SPEC §16.8) against real Platforms: a healthy
+// Node rules from the seeds (docs/nodes.md) against real Platforms: a healthy
 // node is not removed without force, and a join token is no bearer credential
 // anywhere but enroll.
 import { afterEach, describe, expect, test } from 'bun:test'

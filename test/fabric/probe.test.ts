@@ -1,4 +1,4 @@
-// SPEC §16.7: the readiness probe is no port scanner. A node that points its
+// docs/security.md: the readiness probe is no port scanner. A node that points its
 // URL at another local port learns nothing from the node list (one generic
 // reason for every failure), and a URL whose host its certificate does not
 // name is never dialled at all.

@@ -1,6 +1,6 @@
-// SPEC §16.5: renew works only with the current generation; the previous one
-// heartbeats through its grace hour but cannot renew itself back (issue 10,
-// attack 4). Every renewal proves the agent key (issue 22, item 2): a copy of
+// docs/security.md: renew works only with the current generation; the previous one
+// heartbeats through its grace hour but cannot renew itself back.
+// Every renewal proves the agent key: a copy of
 // the current credential cannot renew the real Agent out. Renewals are limited
 // per node: a burst of 3, then one a minute.
 import { describe, expect, test } from 'bun:test'

@@ -183,7 +183,7 @@ describe.each(ENGINES)('on %s', (engine) => {
     test('a bad fleet token file refuses the start before any account exists, and frees the lock', async () => {
       using dir = tmpDir()
       writeFileSync(`${dir.path}/fleet`, 'short\n', { mode: 0o600 })
-      const { Platform } = await import('../../src/platform.ts')
+      const { Platform } = await import('../../src/platform/platform.ts')
       const { existsSync } = await import('node:fs')
       await expect(Platform.open({ dataDir: `${dir.path}/data`, remoteDispatch: true, fleetTokenFile: `${dir.path}/fleet` })).rejects.toThrow(/at least 16 characters/)
       expect(existsSync(`${dir.path}/data/platform/initial-superadmin-password`)).toBe(false)

@@ -1,4 +1,4 @@
-// The trust-key schedule as a pure function of (keys, now) (SPEC §16.2):
+// The trust-key schedule as a pure function of (keys, now) (docs/security.md):
 // simulated over years with ticks of any spacing, restarts anywhere, and long
 // outages.
 import { describe, expect, test } from 'bun:test'

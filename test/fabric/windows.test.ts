@@ -1,5 +1,5 @@
 // The Platform's node routes at the edges of their windows and with each bound
-// field swapped (issue 27): enroll and renew proofs, join-token expiry, the
+// field swapped: enroll and renew proofs, join-token expiry, the
 // previous credential's grace hour, the credential's mac, the stale window.
 // A real Platform on a clock the test holds still and moves by hand.
 import { describe, expect, test } from 'bun:test'

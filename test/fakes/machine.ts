@@ -44,7 +44,7 @@ export function bootMachine(userData: string, dir: string): BootedMachine {
     const env = { PATH: process.env.PATH, HOME: dir, NO_COLOR: '1', MUSTER_AGENT_HOST: '127.0.0.1', MUSTER_AGENT_HEARTBEAT_MS: '300' }
     const tokenFile = join(root, 'root/muster-first-boot/enrollment-token')
     const reach = boot.env.MUSTER_PROBE === 'yes' ? ['--address', '127.0.0.1'] : ['--heartbeat-only']
-    // join.sh passes --label role=…; `worker join --label` arrives with node labels (issue 14, the lead's part).
+    // join.sh passes --label role=…; `worker join --label` arrives with node labels (the lead's part).
     const label = (await supportsLabel(bin)) ? ['--label', `role=${boot.env.MUSTER_ROLE}`] : []
     const j = Bun.spawn([bin, 'worker', 'join', '--platform-url', boot.env.MUSTER_PLATFORM_URL!, '--node-id', boot.env.MUSTER_NODE_ID!, '--platform-fingerprint', boot.env.MUSTER_PLATFORM_FINGERPRINT!, '--data-dir', data, ...label, ...reach, '--port', String(await freePort())], {
       env,

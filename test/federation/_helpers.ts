@@ -70,7 +70,7 @@ export function login(url: string, identifier: string, password: string) {
 /**
  * A client on a joined office that works while its local door is closed: a
  * session opened by a vouch of the controller's superadmin (local API tokens
- * are suspended there; issue 22, item 5).
+ * are suspended there).
  */
 export async function vouchedClient(controller: TestPlatform, office: TestPlatform, officeId = 'office-a') {
   const { vouch } = await (await accountClient(controller)).federation.vouch(officeId)

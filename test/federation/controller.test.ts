@@ -5,7 +5,7 @@ import { ENGINES } from '../helpers/postgres.ts'
 import { onEngine, startPlatform } from '../helpers/platform.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { MusterError } from '../../src/errors.ts'
-import { parseOfficeToken } from '../../src/federation/formats.ts'
+import { parseOfficeToken } from '../../src/wire/federation-formats.ts'
 import { federationOf } from '../../src/federation/service.ts'
 import { startOffice } from './_helpers.ts'
 

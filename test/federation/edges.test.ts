@@ -1,4 +1,4 @@
-// Federation at its edges (issue 27), through real controller and office
+// Federation at its edges, through real controller and office
 // Platforms on loopback, each with a clock the test sets: a controller call
 // replayed at the very end of its window, a vouch from a controller whose
 // clock is ahead or behind (on both sides of each limit), an office stopping
@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { b64url, randomBytes } from '../../src/crypto/tokens.ts'
 import { MusterError } from '../../src/errors.ts'
 import { CALL_WINDOW_MS } from '../../src/federation/calls.ts'
-import { DOMAINS, VOUCH_TTL_SECONDS } from '../../src/federation/formats.ts'
+import { DOMAINS, VOUCH_TTL_SECONDS } from '../../src/wire/federation-formats.ts'
 import { signProof } from '../../src/federation/proofs.ts'
 import { federationOf } from '../../src/federation/service.ts'
 import { startPlatform, type TestPlatform } from '../helpers/platform.ts'

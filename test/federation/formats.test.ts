@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { generateSigningKey } from '../../src/crypto/ed25519.ts'
 import { b64url, randomSecret, sha256Hex } from '../../src/crypto/tokens.ts'
 import { MusterError } from '../../src/errors.ts'
-import { fingerprintOfToken, formatOfficeToken, parseOfficeToken, parseVouch, tokenFingerprint } from '../../src/federation/formats.ts'
+import { fingerprintOfToken, formatOfficeToken, parseOfficeToken, parseVouch, tokenFingerprint } from '../../src/wire/federation-formats.ts'
 
 const key = generateSigningKey().publicKey
 const secret = randomSecret()

@@ -85,7 +85,7 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(body.error.message).toContain("office 'office-a'")
       expect(body.error.message).toContain('muster admin break-glass')
       expect(body.error.message).toContain('muster admin detach')
-      // a local token is suspended while the door is closed (issue 22, item 5): the same words, as 401
+      // a local token is suspended while the door is closed (item 5): the same words, as 401
       const suspended = (await refusal(o.client.federation.localAuthority())) as MusterError
       expect([suspended.code, suspended.detail?.status, suspended.message]).toEqual(['unauthorized', 401, body.error.message])
       expect(await (await vouchedClient(c, o)).federation.localAuthority()).toMatchObject({ joined: true, officeId: 'office-a', localLoginAllowed: false, breakGlass: null })

@@ -1,4 +1,4 @@
-// What a vouch may open on an office (issue 27 item 1, permission checks): an
+// What a vouch may open on an office (permission checks): an
 // account disabled on the office stays shut whatever the controller vouches,
 // and a vouched session acts with no more than the vouch's role, mints no
 // token, and cannot reach the office's superadmin routes.

@@ -5,11 +5,12 @@ import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { generateSigningKey } from '../../src/crypto/ed25519.ts'
 import { b64url, randomBytes } from '../../src/crypto/tokens.ts'
 import { MusterError } from '../../src/errors.ts'
-import { DOMAINS } from '../../src/federation/formats.ts'
-import { registerPlacedProjectRunner, type PlacedProjectSpec, type PlacedProjectStatus } from '../../src/federation/placement.ts'
+import { DOMAINS } from '../../src/wire/federation-formats.ts'
+import { registerPlacedProjectRunner, type PlacedProjectSpec } from '../../src/federation/placed-projects.ts'
 import { signProof } from '../../src/federation/proofs.ts'
 import { federationOf } from '../../src/federation/service.ts'
 import { startOffice, vouchedClient } from './_helpers.ts'
+import type { OfficeProjectStatus as PlacedProjectStatus } from '../../src/wire/federation.ts'
 
 const spec = { name: 'web', command: ['sleep', '1000'], env: { GREETING: 'hi' }, replicas: 2, cpu: 250, memory: 64 }
 

@@ -1,4 +1,4 @@
-// SPEC §16.6, issue 10 attack 3: a viewer-role API token of the superadmin
+// docs/security.md: a viewer-role API token of the superadmin
 // account used to mint a vouch that opened a superadmin session on every
 // office, which then minted a permanent token there. Now: vouching needs
 // server.federation.vouch, the vouch carries the voucher's role, the office

@@ -2,12 +2,12 @@ import { describe, expect, test } from 'bun:test'
 import { generateSigningKey } from '../../src/crypto/ed25519.ts'
 import { b64url, randomBytes, randomSecret } from '../../src/crypto/tokens.ts'
 import { MusterError } from '../../src/errors.ts'
-import { fingerprintOfToken, formatOfficeToken, parseOfficeToken } from '../../src/federation/formats.ts'
+import { fingerprintOfToken, formatOfficeToken, parseOfficeToken } from '../../src/wire/federation-formats.ts'
 import type { Membership } from '../../src/federation/membership.ts'
 import { checkVouch, mintVouch } from '../../src/federation/vouch.ts'
 import { signDomain } from '../../src/crypto/ed25519.ts'
-import { DOMAINS, vouchMessage } from '../../src/federation/formats.ts'
-import type { Role } from '../../src/auth/permissions.ts'
+import { DOMAINS, vouchMessage } from '../../src/wire/federation-formats.ts'
+import type { Role } from '../../src/wire/permissions.ts'
 
 const controller = generateSigningKey()
 const NOW = Date.parse('2026-03-01T12:00:00Z')

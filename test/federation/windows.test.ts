@@ -1,4 +1,4 @@
-// Federation at the edges of its windows (issue 27): controller calls within
+// Federation at the edges of its windows: controller calls within
 // ±120 s and their nonces kept for as long as a replay could land inside that
 // window; vouches whose nonce is kept to the last millisecond of their life,
 // and whose expiry no controller clock may push past 120 s plus 300 s of skew.
@@ -7,7 +7,7 @@ import { describe, expect, test } from 'bun:test'
 import { b64url, randomBytes } from '../../src/crypto/tokens.ts'
 import type { MusterError } from '../../src/errors.ts'
 import { CALL_WINDOW_MS } from '../../src/federation/calls.ts'
-import { DOMAINS, VOUCH_TTL_SECONDS } from '../../src/federation/formats.ts'
+import { DOMAINS, VOUCH_TTL_SECONDS } from '../../src/wire/federation-formats.ts'
 import { signProof } from '../../src/federation/proofs.ts'
 import { federationOf } from '../../src/federation/service.ts'
 import { startPlatform, type TestPlatform } from '../helpers/platform.ts'

@@ -1,4 +1,4 @@
-// Cloud provisioning with two Platforms on one PostgreSQL (SPEC §16.9): only
+// Cloud provisioning with two Platforms on one PostgreSQL (docs/storage-ha.md): only
 // the Platform holding the cloud-reconcile lease orders machines, so a
 // provision asked of the other one is ordered once, by the holder.
 import { describe, expect, test } from 'bun:test'

@@ -1,4 +1,4 @@
-// Lease deadlines on both sides (issue 27), on PostgreSQL as Platforms sharing
+// Lease deadlines on both sides, on PostgreSQL as Platforms sharing
 // a store use them: a Platform runs a leader loop only until TTL − renew after
 // it *sent* its last successful renewal (never past the database's expiry,
 // however late the answer came), and a fenced write is refused once the lease
@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { openStore, type Store } from '../../src/store/db.ts'
 import { acquireLease, checkFence, databaseTime, dbNow } from '../../src/store/leases.ts'
 import { livePlatforms, recordPlatform } from '../../src/store/platforms.ts'
-import { LIVE_MS } from '../../src/ha/platforms.ts'
-import { LeaseLost, Leases } from '../../src/ha/leases.ts'
+import { LIVE_MS } from '../../src/ha/live-platforms.ts'
+import { LeaseLost, Leases } from '../../src/context/leases.ts'
 import { freshDatabase } from '../helpers/postgres.ts'
 import { waitFor } from '../helpers/tmp.ts'
 

@@ -1,4 +1,4 @@
-// Two Platforms on one PostgreSQL act as one (SPEC §16.9): a change made on
+// Two Platforms on one PostgreSQL act as one (docs/storage-ha.md): a change made on
 // either takes effect on both within a second; the Platform holding the
 // placement lease places, and both serve every node's signed assignments from
 // the store, waking the long polls of the nodes connected to them.
@@ -6,7 +6,8 @@ import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { VERSION } from '../../src/version.ts'
-import { checkAssignments, type SignedAssignments } from '../../src/projects/assignments.ts'
+import { checkAssignments } from '../../src/signed/documents.ts'
+import type { SignedAssignments } from '../../src/wire/projects.ts'
 import { createClient, type Client } from '../../src/client/index.ts'
 import type { TestPlatform } from '../helpers/platform.ts'
 import { enrollRaw, newCert } from '../helpers/certs.ts'

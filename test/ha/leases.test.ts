@@ -1,4 +1,4 @@
-// Leases at the store level (SPEC §16.9): one holder per loop judged by the
+// Leases at the store level (docs/storage-ha.md): one holder per loop judged by the
 // database's clock, takeover once the holder stops renewing, and fencing — a
 // paused old holder's write is refused after another Platform took over. Each
 // "Platform" here is its own connection pool on one PostgreSQL database.
@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { openStore, type Store } from '../../src/store/db.ts'
 import { acquireLease, checkFence } from '../../src/store/leases.ts'
-import { LeaseLost, Leases } from '../../src/ha/leases.ts'
+import { LeaseLost, Leases } from '../../src/context/leases.ts'
 import { freshDatabase } from '../helpers/postgres.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 

@@ -3,7 +3,7 @@
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { PlatformOptions } from '../../src/platform.ts'
+import type { PlatformOptions } from '../../src/platform/platform.ts'
 import { startPlatform, type TestPlatform } from '../helpers/platform.ts'
 import { freshDatabase } from '../helpers/postgres.ts'
 

@@ -1,5 +1,5 @@
 // Two Platforms on one PostgreSQL share one Platform CA and one set of trust
-// keys (SPEC §16.9), but each serves certificates for its own addresses; the
+// keys (docs/storage-ha.md), but each serves certificates for its own addresses; the
 // trust-key schedule is applied once, by the holder of its lease.
 import { describe, expect, test } from 'bun:test'
 import { isIssuedBy } from '../../src/crypto/ca.ts'

@@ -1,5 +1,5 @@
 // Agent certificates for tests, made the way worker join makes them, and raw
-// enrolls that prove possession of the key as worker join does (SPEC §16.4).
+// enrolls that prove possession of the key as worker join does (docs/security.md).
 import { signEnrollProof } from '../../src/crypto/enroll-proof.ts'
 import { generateKeyAndCert } from '../../src/crypto/x509.ts'
 import { clockFor } from './clocks.ts'

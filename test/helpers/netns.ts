@@ -1,5 +1,5 @@
-// Hosts on a private network, made of Linux network namespaces (BUN-NOTES
-// "Revision 3"): each host is a namespace with its loopback and one veth
+// Hosts on a private network, made of Linux network namespaces
+// (docs/testing.md): each host is a namespace with its loopback and one veth
 // interface on 198.18.K.0/24; the other ends sit on a bridge inside a
 // namespace of their own. Nothing is added to the machine's own network
 // namespace (the veth pairs are made there and moved out at once), so no

@@ -1,6 +1,6 @@
 // Helpers for the node side: a Platform with its enrollment listener on
 // 127.0.0.1, a spy on what reaches the application, and free ports.
-import type { PlatformOptions } from '../../src/platform.ts'
+import type { PlatformOptions } from '../../src/platform/platform.ts'
 import type { EnrollmentListener } from '../../src/listener/listener.ts'
 import { startPlatform, type TestPlatform } from './platform.ts'
 
@@ -29,7 +29,7 @@ export async function startListenerPlatform(opts: Partial<PlatformOptions> & { k
   return out
 }
 
-import type { Vault } from '../../src/vault.ts'
+import type { Vault } from '../../src/context/vault.ts'
 
 export { freePort } from '../../src/addresses.ts'
 

@@ -4,7 +4,7 @@
 // ready (seen now), unreachable (seen an hour ago), enrolled (never seen) or revoked;
 // `labels` (optional) the labels a node reported at enroll.
 import type { Db } from '../../src/store/db.ts'
-import { labelsToJson } from '../../src/fabric/labels.ts'
+import { labelsToJson } from '../../src/wire/labels.ts'
 
 const labelsJson = (l: Record<string, string> | null) => (l ? labelsToJson(l) : null)
 

@@ -3,10 +3,12 @@
 // reports), checks its directive as the Agent does (trust keys, this node,
 // unexpired; the manifest under the release keys it learned) and plays an
 // update: downloading → installing → restarting → done, or a failure.
-import { verifyDirective, verifyManifest, type Directive, type ReleaseKey } from '../../src/signed/release-documents.ts'
-import type { TrustKey } from '../../src/fabric/trust-keys.ts'
+import { verifyManifest, type ReleaseKey } from '../../src/signed/releases.ts'
+import { checkDirective as verifyDirective } from '../../src/signed/documents.ts'
+import type { DirectivePayload as Directive } from '../../src/wire/rollouts.ts'
+import type { TrustKey } from '../../src/wire/nodes.ts'
 import { publishRelease } from '../../src/releases/publish.ts'
-import { newReleaseKey, type ReleaseKeyFile } from '../../src/signed/release-documents.ts'
+import { newReleaseKey, type ReleaseKeyFile } from '../../src/signed/releases.ts'
 import { VERSION } from '../../src/version.ts'
 import { enrollRaw, newCert } from './certs.ts'
 import type { TestPlatform } from './platform.ts'

@@ -1,4 +1,4 @@
-// SPEC §16.7: any malformed request is answered 4xx; a 5xx is always a bug.
+// docs/security.md: any malformed request is answered 4xx; a 5xx is always a bug.
 // Thousands of seeded random requests at every route of the API port and both
 // routes of the enrollment listener, through fetch and raw sockets (HTTP/1.0,
 // no Host, garbage request lines). Fails on a 5xx, a dropped connection or a

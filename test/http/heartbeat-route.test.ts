@@ -76,7 +76,7 @@ describe('the heartbeat route', () => {
     const rotated = await enrolled(p, 'w4')
     await p.client.nodes.rotate('w4')
     const [name, gen, mac] = w1.slice(4).split('.') as [string, string, string]
-    // Join tokens are refused as bearers on every route (SPEC §16.8), this one too.
+    // Join tokens are refused as bearers on every route (docs/nodes.md), this one too.
     const joinToken = (await p.client.nodes.createJoinToken({ maxUses: 5 })).token
     const enrollToken = (await p.client.nodes.createEnrollment({ nodeId: 'w9' })).token
     const credentials = [

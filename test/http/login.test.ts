@@ -1,4 +1,4 @@
-// SPEC §16.5 against a real server: login CSRF in every shape a page elsewhere
+// docs/security.md against a real server: login CSRF in every shape a page elsewhere
 // can send (multipart included), malformed Origins, and password guessing.
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'

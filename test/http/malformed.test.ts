@@ -1,4 +1,4 @@
-// SPEC §16.7, the reproduced 500s as fixed checks: HTTP/1.0 without Host and
+// docs/security.md, the reproduced 500s as fixed checks: HTTP/1.0 without Host and
 // malformed Hosts on both ports, and certificates that only the runtime's
 // X.509 parser (BoringSSL) knows to refuse.
 import { expect, test } from 'bun:test'

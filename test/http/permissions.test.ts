@@ -1,5 +1,5 @@
-// Every permission check on the API, attacked through the real route (issue 27
-// item 1): for each route, the credential that must be refused — no
+// Every permission check on the API, attacked through the real route: for
+// each route, the credential that must be refused — no
 // credential, a node credential, a join token, a viewer, an operator where
 // only a superadmin may act — is refused, and the least role that may act is
 // let through (its answer may be a 400 or a 404 for the made-up target, never
@@ -28,7 +28,7 @@ interface Row {
 const BAD = { nope: true }
 
 export const ROUTES: Row[] = [
-  // nodes (SPEC §6)
+  // nodes (docs/nodes.md)
   { method: 'GET', path: '/api/v1/nodes', allowed: 'viewer' },
   { method: 'POST', path: '/api/v1/nodes/enrollments', body: BAD, allowed: 'operator' },
   { method: 'POST', path: '/api/v1/join-tokens', body: { maxUses: 0 }, allowed: 'operator' },
@@ -41,7 +41,7 @@ export const ROUTES: Row[] = [
   { method: 'POST', path: '/api/v1/nodes/ghost/rotate', allowed: 'operator' },
   { method: 'POST', path: '/api/v1/nodes/ghost/rebind', body: {}, allowed: 'operator' },
   { method: 'POST', path: '/api/v1/nodes/ghost/drain', body: {}, allowed: 'operator' },
-  // projects and logs (SPEC §9, issue 24)
+  // projects and logs (docs/workloads.md)
   { method: 'GET', path: '/api/v1/projects', allowed: 'viewer' },
   { method: 'POST', path: '/api/v1/projects', body: BAD, allowed: 'operator' },
   { method: 'GET', path: '/api/v1/projects/ghost', allowed: 'viewer' },
@@ -59,7 +59,7 @@ export const ROUTES: Row[] = [
   { method: 'POST', path: '/api/v1/accounts/ghost/disable', allowed: 'superadmin' },
   { method: 'POST', path: '/api/v1/accounts/ghost/enable', allowed: 'superadmin' },
   { method: 'DELETE', path: '/api/v1/accounts/ghost', allowed: 'superadmin' },
-  // cloud (SPEC §11): connect and manage are the operator's
+  // cloud (docs/cloud.md): connect and manage are the operator's
   { method: 'GET', path: '/api/v1/cloud/status', allowed: 'viewer' },
   { method: 'POST', path: '/api/v1/cloud/connections', body: BAD, allowed: 'operator' },
   { method: 'DELETE', path: '/api/v1/cloud/connections/hetzner', allowed: 'operator' },

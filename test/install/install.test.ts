@@ -242,7 +242,7 @@ describeAsRoot('install.sh as root, into temporary roots', () => {
     expect(unit).toContain('ExecStart=/usr/local/bin/muster serve --data-dir /var/lib/muster $MUSTER_SERVE_ARGS')
     expect(unit).toContain('EnvironmentFile=/etc/muster/serve.env')
     expect(unit).toContain('WantedBy=multi-user.target')
-    expect(unit).toContain('ExecReload=/bin/kill -HUP $MAINPID') // systemctl reload swaps the engine (SPEC §16.8)
+    expect(unit).toContain('ExecReload=/bin/kill -HUP $MAINPID') // systemctl reload swaps the engine (docs/nodes.md)
     for (const line of [...HARDENING, 'CapabilityBoundingSet=']) expect(unit).toContain(line)
     expect(unit.some((l) => l.startsWith('AmbientCapabilities'))).toBe(false)
 
@@ -275,7 +275,7 @@ describeAsRoot('install.sh as root, into temporary roots', () => {
     expect(unit).toContain('ExecStart=/usr/local/bin/muster agent --data-dir /var/lib/muster')
     expect(unit).toContain('ConditionPathExists=/var/lib/muster/worker/agent.json')
     expect(unit).toContain('Restart=on-failure')
-    // …but not after exit status 3, the Agent's "credential refused for good" (SPEC §17.2): no restart loop.
+    // …but not after exit status 3, the Agent's "credential refused for good" (docs/operations.md): no restart loop.
     expect(unit).toContain('RestartPreventExitStatus=3')
     for (const line of HARDENING) expect(unit).toContain(line)
     // Replicas outlive the Agent and run as muster-run, which the Agent may switch to and signal (nothing else).

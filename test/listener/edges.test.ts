@@ -1,4 +1,4 @@
-// The enrollment listener at its edges (issue 27), through real TLS on
+// The enrollment listener at its edges, through real TLS on
 // 127.0.0.x: what crosses into the application with an enroll or trust POST,
 // the 64 KiB body cap on both sides of the limit, the waiting line when a
 // waiting connection goes away, a freed slot never going to a source at its

@@ -1,4 +1,4 @@
-// The enrollment listener's per-source share (SPEC §16.7): one source address
+// The enrollment listener's per-source share (docs/security.md): one source address
 // gets at most 16 of the 64 connections while others wait; the 64 cap and the
 // line of 256 still hold overall. The attack is performed for real: raw TCP
 // connections from 127.0.0.x addresses against the real listener.

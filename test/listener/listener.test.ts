@@ -1,4 +1,4 @@
-// The enrollment listener over real TLS on 127.0.0.1 (SPEC §8).
+// The enrollment listener over real TLS on 127.0.0.1 (docs/nodes.md).
 import { afterEach, describe, expect, test } from 'bun:test'
 import { connect as netConnect } from 'node:net'
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls'

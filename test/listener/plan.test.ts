@@ -1,4 +1,4 @@
-// Where the enrollment listener binds (SPEC §17.1: every address flag binds what
+// Where the enrollment listener binds (docs/operations.md: every address flag binds what
 // it says) and the refusal of a listener other machines reach with a
 // loopback-only API. Through the binary: test/e2e/serve-start.test.ts.
 import { describe, expect, test } from 'bun:test'

@@ -1,5 +1,5 @@
-// Issue 27 item 2: bugs planted by the project's own audit, written from the
-// source of src/ha, src/store, src/vault.ts, src/crypto/seal.ts, src/swap,
+// bugs planted by the project's own audit, written from the
+// source of src/ha, src/store, src/context/vault.ts, src/crypto/seal.ts, src/swap,
 // src/listener and src/federation without reading the tests first (the list as
 // first recorded, with the nearest and the wider area's test files for each:
 // commit d9dba47). Run against those files, 26 of the 51 survived: the
@@ -13,7 +13,7 @@ export default [
   // survived before
   {
     name: "audit: ha: a Platform that cannot renew keeps running leader loops (the local deadline is ignored)",
-    file: "src/ha/leases.ts",
+    file: "src/context/leases.ts",
     from: "return this.holding && performance.now() < this.until",
     to: "return this.holding",
     tests: ["test/ha/deadlines.test.ts"],
@@ -23,7 +23,7 @@ export default [
   // survived before
   {
     name: "audit: ha: the local lease deadline is counted from the answer, not from when the renewal was sent",
-    file: "src/ha/leases.ts",
+    file: "src/context/leases.ts",
     from: "sent + this.ttlMs - this.renewMs",
     to: "performance.now() + this.ttlMs - this.renewMs",
     tests: ["test/ha/deadlines.test.ts"],
@@ -32,7 +32,7 @@ export default [
   },
   {
     name: "audit: ha: a clean stop does not give its leases up (the others wait out the TTL)",
-    file: "src/ha/leases.ts",
+    file: "src/context/leases.ts",
     from: "      await releaseLease(this.store, l.name, this.holder).catch(() => {})\n",
     to: "",
     tests: ["test/ha/leases.test.ts"],
@@ -60,7 +60,7 @@ export default [
   },
   {
     name: "audit: ha: the node-facing Platform list is cached past a change of the live Platforms",
-    file: "src/ha/platforms.ts",
+    file: "src/ha/live-platforms.ts",
     from: "if (c && c.live === this.live && c.apiUrl === s.apiUrl",
     to: "if (c && c.apiUrl === s.apiUrl",
     tests: ["test/ha/followers.test.ts"],
@@ -69,7 +69,7 @@ export default [
   },
   {
     name: "audit: ha: a cleanly stopped Platform is still offered to nodes (its row is not removed)",
-    file: "src/ha/platforms.ts",
+    file: "src/ha/live-platforms.ts",
     from: "    await forgetPlatform(this.ctx.store, this.id).catch(() => {})\n",
     to: "",
     tests: ["test/ha/followers.test.ts"],
@@ -187,7 +187,7 @@ export default [
   // ---- vault -----------------------------------------------------------------
   {
     name: "audit: vault: a secret that does not open reads as missing (the Platform would make a new one)",
-    file: "src/vault.ts",
+    file: "src/context/vault.ts",
     from: "    if (value === null) throw sealedError()\n",
     to: "",
     tests: ["test/vault/name-binding.test.ts"],
@@ -195,7 +195,7 @@ export default [
   // survived before
   {
     name: "audit: vault: a Platform with another master key starts on the store",
-    file: "src/vault.ts",
+    file: "src/context/vault.ts",
     from: "if (!row || this.open(CHECK, row.sealed) !== 'muster') throw sealedError()",
     to: "if (!row) throw sealedError()",
     tests: ["test/vault/at-rest.test.ts"],
@@ -204,7 +204,7 @@ export default [
   // survived before
   {
     name: "audit: vault: the secret files of an older data directory stay on disk after the move into the store",
-    file: "src/vault.ts",
+    file: "src/context/vault.ts",
     from: "    unlinkSync(file)\n",
     to: "",
     tests: ["test/vault/at-rest.test.ts"],
@@ -262,7 +262,7 @@ export default [
   },
   {
     name: "audit: swap: the new engine steers new connections to the old engine's listener",
-    file: "src/swap/steer.ts",
+    file: "src/sockets/steer.ts",
     from: "const NEWEST = 1",
     to: "const NEWEST = 0",
     tests: ["test/swap/steer-drain.test.ts"],

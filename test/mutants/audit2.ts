@@ -1,4 +1,4 @@
-// Issue 27 item 2, second self-audit (worktree audit2): one-line bugs of the
+// second self-audit (worktree audit2): one-line bugs of the
 // kind a tired developer makes, planted by reading the source of agent,
 // fabric, auth, http, cloud, projects, bootstrap and the CLI — before looking
 // at which tests would catch them. Every entry stays, killed by the test named
@@ -9,28 +9,28 @@ export default [
   // ---- agent -----------------------------------------------------------------------------------
   {
     name: 'audit2: a stopped replica is never dropped from the runner (reported and never started again)',
-    file: 'src/agent/runner.ts',
+    file: 'src/replicas/runner.ts',
     from: '    if (this.replicas.get(key) === s) this.replicas.delete(key)\n',
     to: '    void key\n',
     tests: ['test/projects/runner.test.ts', 'test/agent/workloads.test.ts'],
   },
   {
     name: 'audit2: an adopted replica that exits after the Agent adopted it is never restarted',
-    file: 'src/agent/runner.ts',
+    file: 'src/replicas/runner.ts',
     from: '      if (!s.placeholder) this.scheduleRestart(s)',
     to: '      void s.placeholder',
     tests: ['test/projects/runner.test.ts', 'test/agent/workloads.test.ts'],
   },
   {
     name: 'audit2: the restart backoff resets while a replica crash-loops (stable-run check flipped)',
-    file: 'src/agent/runner.ts',
+    file: 'src/replicas/runner.ts',
     from: 'if (s.startedAt && Date.now() - s.startedAt > this.opts.stableAfterMs) s.restarts = 0',
     to: 'if (s.startedAt && Date.now() - s.startedAt < this.opts.stableAfterMs) s.restarts = 0',
     tests: ['test/projects/runner.test.ts', 'test/agent/workloads.test.ts'],
   },
   {
     name: 'audit2: log rotation copies to .1 but never truncates the current log',
-    file: 'src/agent/log-files.ts',
+    file: 'src/replicas/log-files.ts',
     from: '    truncateSync(file, 0)\n',
     to: '',
     tests: ['test/projects/log-files.test.ts', 'test/projects/runner.test.ts'],
@@ -58,7 +58,7 @@ export default [
   },
   {
     name: 'audit2: a node joined over https takes a plain-http Platform from a heartbeat list',
-    file: 'src/agent/platforms.ts',
+    file: 'src/agent/platform-choice.ts',
     from: "const protocols = joinedApi.startsWith('https:') ? ['https:'] : ['https:', 'http:']",
     to: "const protocols = ['https:', 'http:']",
     tests: ['test/agent/platforms.test.ts', 'test/agent/agent.test.ts'],
@@ -79,7 +79,7 @@ export default [
   },
   {
     name: 'audit2: a trust answer holding only keys not valid yet replaces the working set',
-    file: 'src/agent/trust.ts',
+    file: 'src/signed/keys.ts',
     from: "if (keysValidAt(live, now).length === 0) throw new Error('no key in the answer is valid now')",
     to: "if (live.length === 0) throw new Error('no key in the answer is valid now')",
     tests: ['test/agent/trust.test.ts', 'test/agent/refresh.test.ts'],
@@ -175,7 +175,7 @@ export default [
   },
   {
     name: 'audit2: the documented maximum page size (limit=5000) is refused',
-    file: 'src/http/paging.ts',
+    file: 'src/wire/paging.ts',
     from: 'Number(rawLimit) > MAX_LIMIT)',
     to: 'Number(rawLimit) >= MAX_LIMIT)',
     tests: ['test/fabric/listing.test.ts', 'test/http/malformed.test.ts', 'test/client/sdk.test.ts'],

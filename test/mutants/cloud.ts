@@ -1,4 +1,4 @@
-// Planted bugs in the cloud area (issue 14): each breaks one guarantee, and
+// Planted bugs in the cloud area: each breaks one guarantee, and
 // the named tests must fail for it.
 import type { Mutant } from './types.ts'
 

@@ -1,4 +1,4 @@
-// Planted bugs for cloud, round three (issue 25 items 1-9, issue 22 item 9): each breaks one
+// Planted bugs for cloud, round three: each breaks one
 // guarantee, and the named tests must fail for it. `bun run mutants --only 'cloud3:'`.
 import type { Mutant } from './types.ts'
 
@@ -256,8 +256,8 @@ export default [
   {
     name: "cloud3: AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_EC2 are ignored",
     file: "src/cloud/provider.ts",
-    from: "  aws: [['MUSTER_CLOUD_AWS_URL', 'AWS_ENDPOINT_URL_EC2', 'AWS_ENDPOINT_URL'], null],",
-    to: "  aws: [['MUSTER_CLOUD_AWS_URL'], null],",
+    from: "  aws: ['MUSTER_CLOUD_AWS_URL', ['AWS_ENDPOINT_URL_EC2', 'AWS_ENDPOINT_URL']],",
+    to: "  aws: ['MUSTER_CLOUD_AWS_URL', []],",
     tests: ["test/cloud/aws-launch.test.ts"],
     filter: "endpoints",
   },

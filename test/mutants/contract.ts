@@ -1,4 +1,4 @@
-// Planted bugs in the node rules from the seeds (SPEC §16.6, §16.8, §16.11):
+// Planted bugs in the node rules from the seeds (docs/security.md, docs/nodes.md, docs/cloud.md):
 // removing a healthy node, `newer` compatibility, the local node's superadmin
 // rule, join tokens as bearers, declared names, label placement, the build
 // rule, and the enroll in-flight cap.
@@ -93,14 +93,14 @@ export default [
   },
   {
     name: 'a project is placed on a node missing a label it asks for',
-    file: 'src/fabric/labels.ts',
+    file: 'src/wire/labels.ts',
     from: 'for (const [k, val] of Object.entries(wanted)) if (node[k] !== val) return false',
     to: '',
     tests: ['test/projects/placement.test.ts', 'test/projects/eligibility.test.ts', 'test/e2e/labels.test.ts'],
   },
   {
     name: 'a build node takes projects that do not ask for role=build',
-    file: 'src/fabric/labels.ts',
+    file: 'src/wire/labels.ts',
     from: "if (node.role === 'build' && wanted.role !== 'build') return false",
     to: '',
     tests: ['test/projects/placement.test.ts', 'test/projects/eligibility.test.ts', 'test/e2e/labels.test.ts'],

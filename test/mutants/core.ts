@@ -1,12 +1,12 @@
-// Planted bugs in the enrollment, Agent, install and federation wiring (issue 17,
-// #2–#4 and #6–#9) and in the rate limiter's clock: each must make the named tests fail.
+// Planted bugs in the enrollment, Agent, install and federation wiring and
+// in the rate limiter's clock: each must make the named tests fail.
 import type { Mutant } from './types.ts'
 
 const ENROLL = 'src/fabric/enroll.ts'
 const ENROLL_TEST = 'test/fabric/enroll.test.ts'
 
 export default [
-  // #2 byte-identical refusals: one refusal told apart from the rest, or its reason lost.
+  // byte-identical refusals: one refusal told apart from the rest, or its reason lost.
   {
     name: 'enroll: the tombstone refusal gets its own message',
     ci: true,
@@ -48,7 +48,7 @@ export default [
     tests: [ENROLL_TEST],
     filter: 'byte-identical',
   },
-  // #3 the version check ahead of revocation and expiry: a bad token gets a telling 409.
+  // the version check ahead of revocation and expiry: a bad token gets a telling 409.
   {
     name: 'enroll: worker-newer checked before revocation, name and expiry',
     ci: true,
@@ -58,7 +58,7 @@ export default [
     tests: [ENROLL_TEST],
     filter: 'worker-newer never shows',
   },
-  // #1 the token-use compare-and-set, contended across two connections (SQLite and PostgreSQL).
+  // the token-use compare-and-set, contended across two connections (SQLite and PostgreSQL).
   {
     name: 'store: the token-use compare-and-set checks only the id',
     ci: true,
@@ -69,7 +69,7 @@ export default [
     filter: '150 takes on 100 uses',
     engines: ['sqlite', 'postgres'],
   },
-  // #4 the repeat path's conditions.
+  // the repeat path's conditions.
   {
     name: 'enroll: a repeat no longer needs the same token',
     ci: true,
@@ -88,7 +88,7 @@ export default [
     tests: [ENROLL_TEST],
     filter: 'byte-identical',
   },
-  // #6 install.sh: the download is pinned, not only the probe before it.
+  // install.sh: the download is pinned, not only the probe before it.
   {
     name: 'install.sh: the download no longer pins the probed key',
     ci: true,
@@ -98,7 +98,7 @@ export default [
     tests: ['test/install/install.test.ts'],
     filter: 'swaps its certificate',
   },
-  // #7 the Agent's verification loop: a document whose check failed is applied anyway.
+  // the Agent's verification loop: a document whose check failed is applied anyway.
   {
     name: 'agent: assignments that fail their check are applied anyway',
     ci: true,
@@ -113,7 +113,7 @@ export default [
     to: ['      if (!check.ok) log.warn(`refused assignments: ${check.reason}`)', '      const next = (doc as Extract<typeof check, { ok: true }>[\'doc\']).payload'].join('\n'),
     tests: ['test/e2e/assignments.test.ts'],
   },
-  // #8 the assignment revision across Agent restarts.
+  // the assignment revision across Agent restarts.
   {
     name: 'agent: the assignments revision is no longer written to disk',
     ci: true,
@@ -145,7 +145,7 @@ export default [
     to: 'if (true) {',
     tests: ['test/fabric/rate-limit.test.ts'],
   },
-  // #9 the office's registration nonce.
+  // the office's registration nonce.
   {
     name: 'federation: the office registers with a constant nonce',
     ci: true,

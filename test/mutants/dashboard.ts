@@ -1,5 +1,5 @@
 // Planted bugs in the fleet overview and the dashboard's project pages
-// (issue 24 #5): each must make the named tests fail.
+//: each must make the named tests fail.
 import type { Mutant } from './types.ts'
 
 const FLEET = 'src/overview/fleet.ts'

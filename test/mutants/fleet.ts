@@ -1,4 +1,4 @@
-// Planted bugs for machines across a network (SPEC §17.1, issue 23): the
+// Planted bugs for machines across a network (docs/operations.md): the
 // refused setup, addresses that bind what they say, the checks before serve
 // creates anything, the listener's allow-list, and the bootstrap's checks.
 import type { Mutant } from './types.ts'
@@ -25,7 +25,7 @@ export default [
   {
     name: 'serve creates the CA, keys and superadmin before finding its port busy',
     ci: true,
-    file: 'src/serve-preflight.ts',
+    file: 'src/platform/serve-preflight.ts',
     from: "  await checkPort(o.host ?? '127.0.0.1', o.port ?? 7380, '--port')\n",
     to: '',
     tests: ['test/e2e/serve-start.test.ts'],
@@ -33,7 +33,7 @@ export default [
   },
   {
     name: 'an unwritable data directory is not checked first (EACCES from deep inside)',
-    file: 'src/serve-preflight.ts',
+    file: 'src/platform/serve-preflight.ts',
     from: '    accessSync(at, constants.W_OK | constants.X_OK)',
     to: '    accessSync(at, constants.F_OK)',
     tests: ['test/e2e/serve-start.test.ts'],
@@ -59,7 +59,7 @@ export default [
   {
     name: 'the bootstrap line runs a script from a Platform whose CA it did not check',
     ci: true,
-    file: 'src/bootstrap/commands.ts',
+    file: 'src/bootstrap/join-lines.ts',
     from: '| sha256sum -c >/dev/null && ',
     to: '| cat >/dev/null && ',
     tests: ['test/e2e/bootstrap.test.ts'],

@@ -1,4 +1,4 @@
-// Planted bugs in several Platforms as one (SPEC §16.9): lease takeover and
+// Planted bugs in several Platforms as one (docs/storage-ha.md): lease takeover and
 // its timing, fencing of a paused holder, and change propagation between
 // Platforms (notices, assignments served from the store, woken long polls).
 import type { Mutant } from './types.ts'
@@ -31,7 +31,7 @@ export default [
   },
   {
     name: 'a fenced write skips the check in its transaction',
-    file: 'src/ha/leases.ts',
+    file: 'src/context/leases.ts',
     from: 'if (!this.holding || !(await checkFence(t, this.name, this.owner.holder, fence, this.owner.exclusive))) throw new LeaseLost(this.name)',
     to: 'if (!this.holding) throw new LeaseLost(this.name)',
     tests: ['test/ha/leases.test.ts'],
@@ -47,9 +47,9 @@ export default [
   },
   {
     name: 'leases last 30 s: takeover after a kill -9 takes longer than 15 s',
-    file: 'src/ha/leases.ts',
-    from: "envMs('MUSTER_LEASE_TTL_MS', 10_000)",
-    to: "envMs('MUSTER_LEASE_TTL_MS', 30_000)",
+    file: 'src/tunables.ts',
+    from: "MUSTER_LEASE_TTL_MS: { reader: 'serve', default: 10_000,",
+    to: "MUSTER_LEASE_TTL_MS: { reader: 'serve', default: 30_000,",
     tests: ['test/e2e/ha.test.ts'],
     filter: 'kill -9 of each in turn',
   },
@@ -103,7 +103,7 @@ export default [
   },
   {
     name: 'the Agent does not move when its Platform fails',
-    file: 'src/agent/platforms.ts',
+    file: 'src/agent/platform-choice.ts',
     from: "if (e.code === 'platform-unreachable' || e.code === 'store-unavailable') return true",
     to: "if (e.code === 'store-unavailable') return true",
     tests: ['test/agent/platforms.test.ts'],

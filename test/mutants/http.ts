@@ -1,4 +1,4 @@
-// Planted bugs in the HTTP edge (SPEC §16.5–16.7): login throttling, the
+// Planted bugs in the HTTP edge (docs/security.md): login throttling, the
 // Origin checks, requests without a usable Host, certificates only BoringSSL
 // refuses, the probe's address rule and generic reason, env masking.
 import type { Mutant } from './types.ts'

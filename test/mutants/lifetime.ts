@@ -1,5 +1,5 @@
-// Planted bugs for issue 11 (years unattended: the Platform CA, the CA pin,
-// the trust-key schedule) and issue 17 item 5 (the pin's second comparison).
+// Planted bugs for years unattended (the Platform CA, the CA pin, the
+// trust-key schedule) and the pin's second comparison.
 import type { Mutant } from './types.ts'
 
 export default [
@@ -130,7 +130,7 @@ export default [
   },
   {
     name: 'serve: remote dispatch with a plain-http public URL is not refused',
-    file: 'src/platform.ts',
+    file: 'src/platform/platform.ts',
     from: "  if (u.protocol === 'https:' || isLoopback(u.hostname)) return\n",
     to: '  return\n',
     tests: ['test/pki/api-https.test.ts'],

@@ -1,5 +1,5 @@
 // Planted bugs for "a node's state is the truth", "errors say what to do" and
-// "CLI output a script can trust" (SPEC §17.2, §17.5; issue 23 items 3–5).
+// "CLI output a script can trust" (docs/operations.md).
 import type { Mutant } from './types.ts'
 
 const STANDING_TEST = 'test/agent/standing.test.ts'
@@ -12,18 +12,18 @@ export default [
   {
     name: 'agent: a credential the Platform holds dead does not stop the Agent (it retries forever)',
     ci: true,
-    file: 'src/agent/agent.ts',
-    from: '      return isDead(r.standing) ? r.standing : undefined',
-    to: '      return undefined',
+    file: 'src/agent/standing.ts',
+    from: '    return isDead(r.standing) ? r.standing : undefined',
+    to: '    return undefined',
     tests: [STANDING_TEST],
     filter: 'stops only when',
   },
   {
     name: 'agent: a Platform that cannot answer (5xx, 404) counts as a refusal for good',
     ci: true,
-    file: 'src/agent/agent.ts',
-    from: "      return code === 'node-revoked' ? 'revoked' : undefined",
-    to: "      return 'revoked'",
+    file: 'src/agent/standing.ts',
+    from: "    return code === 'node-revoked' ? 'revoked' : undefined",
+    to: "    return 'revoked'",
     tests: [STANDING_TEST],
     filter: 'stops only when',
   },

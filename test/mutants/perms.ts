@@ -1,4 +1,4 @@
-// Permission checks and cleanups (issue 27 item 1): for each, the check dropped
+// Permission checks and cleanups: for each, the check dropped
 // or widened to a lesser permission, or the cleanup skipped. The tests that
 // kill them attack through the real routes (a viewer, an operator, a node
 // credential, a join token, another account's token, a vouched session) and
@@ -205,7 +205,7 @@ export default [
   },
   {
     name: "perms: stopping the Platform leaves its own node's replicas running",
-    file: 'src/platform.ts',
+    file: 'src/platform/platform.ts',
     from: 'this.onClose(() => (this.swapping ? local.release() : local.stop()))',
     to: 'this.onClose(() => local.release())',
     tests: [WORK],
@@ -213,7 +213,7 @@ export default [
   },
   {
     name: 'perms: a replica that ignores SIGTERM outlives its stop (no SIGKILL after the grace)',
-    file: 'src/agent/runner.ts',
+    file: 'src/replicas/runner.ts',
     from: "const killer = setTimeout(() => signalGroup(pid, 'SIGKILL'), this.opts.stopGraceMs)",
     to: 'const killer = setTimeout(() => {}, this.opts.stopGraceMs)',
     tests: ['test/projects/runner.test.ts'],

@@ -1,4 +1,4 @@
-// Planted bugs in what issue 16 added: the heartbeat's dedicated route (its
+// Planted bugs in the paths made for scale: the heartbeat's dedicated route (its
 // credential check and its hand-written Register rules), the batched
 // heartbeat write, the Agent's fetch-on-change, and the paged listings.
 import type { Mutant } from './types.ts'
@@ -20,7 +20,7 @@ export default [
     tests: ['test/http/heartbeat-route.test.ts'],
   },
   {
-    // (The hand-written Register check this entry planted a bug in is gone (issue 26): the route checks
+    // (The hand-written Register check this entry planted a bug in is gone: the route checks
     // bodies with the schema and keeps those it accepted. The same bug, on the path that replaced it.)
     name: 'the dedicated route keeps a body the schema refused, and takes it from its cache the next time',
     file: 'src/http/heartbeat.ts',
@@ -45,7 +45,7 @@ export default [
   },
   {
     name: 'a page starts at its cursor instead of after it (an item twice)',
-    file: 'src/http/paging.ts',
+    file: 'src/wire/paging.ts',
     from: 'if (keys[mid]! <= key) lo = mid + 1',
     to: 'if (keys[mid]! < key) lo = mid + 1',
     tests: ['test/fabric/listing.test.ts'],

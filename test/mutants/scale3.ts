@@ -1,4 +1,4 @@
-// Planted bugs in what issue 26 added: the heartbeat route's body cache and
+// Planted bugs in the heartbeat at a million nodes: the heartbeat route's body cache and
 // its answer written as text (the tail cached per assignment revision and
 // Platforms list), the heartbeat table and its batched flush, the mac kept on
 // the node entry, PostgreSQL group commit, and the heartbeat limit flags.
@@ -22,7 +22,7 @@ export default [
   },
   {
     name: 'the Platforms list keeps its old identity (and cached answers) after the live Platforms changed',
-    file: 'src/ha/platforms.ts',
+    file: 'src/ha/live-platforms.ts',
     from: 'if (c && JSON.stringify(c.list) === JSON.stringify(list)) list = c.list',
     to: 'if (c) list = c.list',
     tests: ['test/ha/followers.test.ts'],

@@ -1,4 +1,4 @@
-// Planted bugs in issue 10's guarantees (SPEC §16.4–16.7): proof of key,
+// Planted bugs in the security model's guarantees (docs/security.md): proof of key,
 // renewal, API tokens and sessions, vouch privilege, the closed local door,
 // audit budgets. Each was applied by hand and killed by the tests named.
 import type { Mutant } from './types.ts'

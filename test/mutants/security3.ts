@@ -1,12 +1,12 @@
-// Planted bugs in issue 22's guarantees (trust, round three; SPEC §17.4): name
+// Planted bugs in trust, round three (docs/security.md): name
 // patterns in linear time, an engine that outlives its supervisor, renewal
 // proofs and credentials bound to the certificate, the database password off
-// argv, keyed token digests, sealed env, legacy tombstones. `--only 'issue 22'`.
+// argv, keyed token digests, sealed env, legacy tombstones. `--only 'security3:'`.
 import type { Mutant } from './types.ts'
 
 export default [
   {
-    name: 'issue 22: name patterns match with a backtracking RegExp again (one enroll freezes the Platform)',
+    name: 'security3: name patterns match with a backtracking RegExp again (one enroll freezes the Platform)',
     ci: true,
     file: 'src/fabric/glob.ts',
     from: 'export function globMatch(pattern: string, name: string): boolean {\n',
@@ -15,16 +15,16 @@ export default [
     filter: 'heartbeats',
   },
   {
-    name: 'issue 22: no watch on the supervisor (a stuck engine keeps its ports after serve is killed)',
+    name: 'security3: no watch on the supervisor (a stuck engine keeps its ports after serve is killed)',
     ci: true,
-    file: 'src/serve.ts',
+    file: 'src/platform/serve.ts',
     from: '  watchSupervisor()\n',
     to: '',
     tests: ['test/swap/orphan.test.ts'],
     filter: 'stuck',
   },
   {
-    name: 'issue 22: the current credential renews without a proof of the agent key (a copy locks the Agent out)',
+    name: 'security3: the current credential renews without a proof of the agent key (a copy locks the Agent out)',
     ci: true,
     file: 'src/fabric/renew.ts',
     from: 'if (!proven) {',
@@ -32,7 +32,7 @@ export default [
     tests: ['test/fabric/renew.test.ts', 'test/e2e/stolen-credential.test.ts'],
   },
   {
-    name: 'issue 22: the renewal proof is checked against the generation of the node, not of the credential presented',
+    name: 'security3: the renewal proof is checked against the generation of the node, not of the credential presented',
     file: 'src/fabric/renew.ts',
     from: 'renewProofMessage({ nodeId: node.name, generation, certSha256',
     to: 'renewProofMessage({ nodeId: node.name, generation: node.generation, certSha256',
@@ -40,7 +40,7 @@ export default [
     filter: 'rotated-away credential with a fresh proof',
   },
   {
-    name: 'issue 22: the credential mac leaves out the certificate (a removed name re-enrolled accepts the old credential)',
+    name: 'security3: the credential mac leaves out the certificate (a removed name re-enrolled accepts the old credential)',
     ci: true,
     file: 'src/fabric/credentials.ts',
     from: 'update(`${name}\\n${certSha256}\\n${generation}`)',
@@ -49,7 +49,7 @@ export default [
     filter: 're-enroll',
   },
   {
-    name: 'issue 22: a removed legacy node comes back with its next shared-token heartbeat',
+    name: 'security3: a removed legacy node comes back with its next shared-token heartbeat',
     ci: true,
     file: 'src/fabric/fabric.ts',
     from: 'if (await isTombstoned(this.db, nodeId)) {',
@@ -57,7 +57,7 @@ export default [
     tests: ['test/e2e/legacy-tombstone.test.ts'],
   },
   {
-    name: 'issue 22: serve passes --database URL to its engine on argv',
+    name: 'security3: serve passes --database URL to its engine on argv',
     ci: true,
     file: 'src/swap/supervisor.ts',
     from: 'this.args = withoutDatabaseArg(compiled ? process.argv.slice(2) : process.argv.slice(1))',
@@ -66,7 +66,7 @@ export default [
     filter: 'warns in one line',
   },
   {
-    name: 'issue 22: serve leaves the password in its own command line',
+    name: 'security3: serve leaves the password in its own command line',
     file: 'commands/serve.ts',
     from: '        db.hideInOwnArgv(password)\n',
     to: '',
@@ -74,7 +74,7 @@ export default [
     filter: 'warns in one line',
   },
   {
-    name: 'issue 22: --database-file is read whatever its mode',
+    name: 'security3: --database-file is read whatever its mode',
     file: 'src/store/database-url.ts',
     from: '  assertPrivate(path)\n',
     to: '',
@@ -82,7 +82,7 @@ export default [
     filter: 'MUSTER_DATABASE_URL',
   },
   {
-    name: 'issue 22: token digests are the plain SHA-256 (a row written without master.key is a superadmin token)',
+    name: 'security3: token digests are the plain SHA-256 (a row written without master.key is a superadmin token)',
     ci: true,
     file: 'src/crypto/token-digest.ts',
     from: '  return keyedDigest(key, sha256Hex(secret))',
@@ -91,7 +91,7 @@ export default [
     filter: 'without master.key',
   },
   {
-    name: 'issue 22: the re-key of older digests runs again whenever its record is missing (a planted plain row is keyed)',
+    name: 'security3: the re-key of older digests runs again whenever its record is missing (a planted plain row is keyed)',
     file: 'src/store/token-digests.ts',
     from: '    if (keyed === 0) {',
     to: '    if (true) {',
@@ -99,7 +99,7 @@ export default [
     filter: 'upgrading',
   },
   {
-    name: 'issue 22: project env stored in plain text',
+    name: 'security3: project env stored in plain text',
     ci: true,
     file: 'src/projects/project-row.ts',
     from: "  env: fields.seal('projects', p.name, 'env', JSON.stringify(p.env)),",
@@ -108,7 +108,7 @@ export default [
     filter: 'store holds no env value',
   },
   {
-    name: 'issue 22: the previous revision (and its env) stored in plain text',
+    name: 'security3: the previous revision (and its env) stored in plain text',
     file: 'src/projects/project-row.ts',
     from: "  previous: p.previous ? fields.seal('projects', p.name, 'previous', JSON.stringify(p.previous)) : null,",
     to: '  previous: p.previous ? JSON.stringify(p.previous) : null,',
@@ -116,7 +116,7 @@ export default [
     filter: 'store holds no env value',
   },
   {
-    name: "issue 22: a node's assignments (with env) stored in plain text",
+    name: "security3: a node's assignments (with env) stored in plain text",
     file: 'src/projects/service.ts',
     from: "this.fields.seal('node_assignments', c.node, 'replicas', JSON.stringify(c.replicas))",
     to: 'JSON.stringify(c.replicas)',
@@ -124,7 +124,7 @@ export default [
     filter: 'store holds no env value',
   },
   {
-    name: "issue 22: a node's assignment digest is a plain SHA-256 (confirms a guessed env value)",
+    name: "security3: a node's assignment digest is a plain SHA-256 (confirms a guessed env value)",
     file: 'src/projects/by-node.ts',
     from: "createHmac('sha256', key).update(canonicalJson(replicas)).digest('hex')",
     to: "new Bun.CryptoHasher('sha256').update(canonicalJson(replicas)).digest('hex')",
@@ -132,7 +132,7 @@ export default [
     filter: 'store holds no env value',
   },
   {
-    name: 'issue 22: a project spec the controller placed is stored in plain text on the office',
+    name: 'security3: a project spec the controller placed is stored in plain text on the office',
     file: 'src/federation/office.ts',
     from: "new FieldSeal(fed.ctx.masterKey).seal(SPEC_COLUMN[0], spec.name, SPEC_COLUMN[1], JSON.stringify(spec))",
     to: 'JSON.stringify(spec)',
@@ -140,8 +140,8 @@ export default [
     filter: 'store holds no env value',
   },
   {
-    name: 'issue 22: a sealed env value opens in any row (the associated data leaves out the row)',
-    file: 'src/vault.ts',
+    name: 'security3: a sealed env value opens in any row (the associated data leaves out the row)',
+    file: 'src/context/vault.ts',
     from: 'return `${PURPOSE}:field\\n${table}\\n${row}\\n${column}`',
     to: 'return `${PURPOSE}:field\\n${table}\\n${column}`',
     tests: ['test/projects/env-sealed.test.ts'],

@@ -1,5 +1,5 @@
-// Planted bugs for the engine swap (SPEC §16.8) and the listener's per-source
-// share (SPEC §16.7): each must make the named tests fail.
+// Planted bugs for the engine swap (docs/nodes.md) and the listener's per-source
+// share (docs/security.md): each must make the named tests fail.
 import type { Mutant } from './types.ts'
 
 export default [
@@ -27,7 +27,7 @@ export default [
   },
   {
     name: 'the new engine does not steer the reuseport group to itself',
-    file: 'src/swap/steer.ts',
+    file: 'src/sockets/steer.ts',
     from: 'if (steerGroup(fd, NEWEST)) steered++',
     to: 'if (fd >= 0) steered++',
     tests: ['test/swap/steer-drain.test.ts'],
@@ -35,7 +35,7 @@ export default [
   },
   {
     name: 'the old engine closes its listener without waiting for its accept queue (queued connections are reset)',
-    file: 'src/swap/sockets.ts',
+    file: 'src/sockets/sockets.ts',
     from: 'export async function untilListenersDrained(port: number, deadlineMs: number, fds = ownListenerFds(port)): Promise<boolean> {',
     to: 'export async function untilListenersDrained(port: number, deadlineMs: number, fds = ownListenerFds(port)): Promise<boolean> {\n  if (port) return true',
     tests: ['test/swap/steer-drain.test.ts'],
@@ -72,14 +72,14 @@ export default [
   },
   {
     name: 'the new engine starts without the old one’s probe results (ready nodes flap to unreachable)',
-    file: 'src/serve.ts',
+    file: 'src/platform/serve.ts',
     from: '  seedProbes(platform, probes)',
     to: '  void seedProbes',
     tests: ['test/e2e/engine-swap.test.ts'],
   },
   {
     name: 'a replacement engine reads its files only after the old one stopped (a bad file ends serve)',
-    file: 'src/serve.ts',
+    file: 'src/platform/serve.ts',
     from: '    preflight(options)',
     to: '    void preflight',
     tests: ['test/e2e/serve-signals.test.ts'],
@@ -87,7 +87,7 @@ export default [
   },
   {
     name: 'a replacement engine does not check --nodes-file before the old one stops (a bad file ends serve)',
-    file: 'src/serve.ts',
+    file: 'src/platform/serve.ts',
     from: '  if (options.nodesFile) DeclaredNodes.open(options.nodesFile)',
     to: '  void DeclaredNodes',
     tests: ['test/e2e/serve-signals.test.ts'],
@@ -111,7 +111,7 @@ export default [
   },
   {
     name: 'a SIGHUP sent to an engine ends it',
-    file: 'src/serve.ts',
+    file: 'src/platform/serve.ts',
     from: "  process.on('SIGHUP', () =>",
     to: "  process.on('SIGUSR2', () =>",
     tests: ['test/e2e/engine-swap.test.ts'],
@@ -134,7 +134,7 @@ export default [
   },
   {
     name: 'an engine starts without the serve process holding the lock',
-    file: 'src/serve.ts',
+    file: 'src/platform/serve.ts',
     from: 'if (serveLockHolder(new DataDir(options.dataDir)) !== process.ppid) throw',
     to: 'if (serveLockHolder(new DataDir(options.dataDir)) === -1) throw',
     tests: ['test/e2e/serve-signals.test.ts'],

@@ -1,6 +1,6 @@
 // Planted bugs for accounts for people, the audit of every action, the
-// office's local door for tokens and sessions, and token lineage (issues 24
-// and 22): each breaks one guarantee, and the named tests must fail for it.
+// office's local door for tokens and sessions, and token lineage: each
+// breaks one guarantee, and the named tests must fail for it.
 import type { Mutant } from './types.ts'
 
 const ACCOUNTS = ['test/auth/accounts.test.ts']
@@ -28,7 +28,7 @@ export default [
   },
   {
     name: 'teams: the operator role holds server.accounts.manage',
-    file: 'src/auth/permissions.ts',
+    file: 'src/wire/permissions.ts',
     from: "    'server.federation.vouch',\n  ]),",
     to: "    'server.federation.vouch',\n    'server.accounts.manage',\n  ]),",
     tests: ACCOUNTS,
@@ -69,7 +69,7 @@ export default [
   },
   {
     name: 'teams: account names are not checked',
-    file: 'src/auth/accounts.ts',
+    file: 'src/wire/accounts.ts',
     from: 'export const NEW_ACCOUNT_NAME = /^[a-z0-9][a-z0-9._@-]{0,63}$/',
     to: 'export const NEW_ACCOUNT_NAME = /^.{1,200}$/',
     tests: ACCOUNTS,
@@ -121,7 +121,7 @@ export default [
   },
   {
     name: 'teams: writes are not audited at all',
-    file: 'src/platform.ts',
+    file: 'src/platform/platform.ts',
     from: 'this.auditedInstance ??= auditHook(this, (r) => app.handle(r))',
     to: 'this.auditedInstance ??= (r) => app.handle(r)',
     tests: AUDIT,

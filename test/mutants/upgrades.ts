@@ -13,7 +13,7 @@ const ROUTES = 'test/rollouts/node-routes.test.ts'
 const UPDATE = 'test/agent/update.test.ts'
 const ATTACKS = 'test/agent/update-attacks.test.ts'
 const CRASH = 'test/agent/update-crash.test.ts'
-const SIGNED = 'src/signed/release-documents.ts'
+const SIGNED = 'src/signed/releases.ts'
 const UPDATER = 'src/agent/update/updater.ts'
 
 export default [
@@ -21,8 +21,8 @@ export default [
   { name: 'upgrades: a manifest is taken without checking its signature', file: SIGNED, from: "  if (!verifyDomain(MANIFEST_DOMAIN, fromB64url(key.publicKey), canonicalJson(d.manifest), fromB64url(d.signature))) return { ok: false, reason: `the release manifest's signature by ${key.kid} does not verify` }\n", to: '', tests: [DOCS, ATTACKS], ci: true },
   { name: 'upgrades: a node holding release keys takes an unendorsed one too (a stolen Platform adds its own)', file: SIGNED, from: '  if (keys.length === 0) {\n    for (const k of list)', to: '  if (true) {\n    for (const k of list)', tests: [DOCS, ATTACKS], ci: true },
   { name: 'upgrades: an endorsement is taken without checking its signature', file: SIGNED, from: "  return k.endorsedBy === endorser.kid && typeof k.signature === 'string' && verifyDomain(ENDORSEMENT_DOMAIN, fromB64url(endorser.publicKey), endorsementBytes(k), fromB64url(k.signature))", to: '  return k.endorsedBy === endorser.kid', tests: [DOCS] },
-  { name: 'upgrades: a directive for another node is carried out', file: SIGNED, from: '  if (x.node !== node) return', to: '  if (false) return', tests: [DOCS, ATTACKS], ci: true },
-  { name: 'upgrades: an expired directive is carried out', file: SIGNED, from: '  if (now >= x.expiresAt!) return', to: '  if (false) return', tests: [DOCS, ATTACKS] },
+  { name: 'upgrades: a directive for another node is carried out', file: 'src/signed/signed.ts', from: '  if (p.node !== node) return', to: '  if (false) return', tests: [DOCS, ATTACKS], ci: true },
+  { name: 'upgrades: an expired directive is carried out', file: 'src/signed/documents.ts', from: '  if (now >= x.expiresAt) return', to: '  if (false) return', tests: [DOCS, ATTACKS] },
   { name: 'upgrades: an older signed release is installed over a newer one (replay)', file: UPDATER, from: '    if (man.sequence < j.sequence) return', to: '    if (man.sequence < 0) return', tests: [ATTACKS], filter: 'replayed' },
   { name: 'upgrades: a rolled-back release is installed again on the same node', file: 'src/rollouts/plan.ts', from: "  if (skipped.includes(r.sha256)) return", to: '  if (false) return', tests: [PLAN, UPDATE], filter: 'what a node starts as|exits at start' },
   { name: 'upgrades: the downloaded binary is not checked against the manifest SHA-256', file: 'src/agent/update/fetch-release.ts', from: '  if (got !== m.sha256) throw', to: '  if (false) throw', tests: [ATTACKS], filter: 'tampered' },

@@ -1,5 +1,5 @@
 // Planted bugs for what a newcomer meets between the demo and a second
-// machine (issue 23 items 1, 2, 4, 6): prompts on stderr, the way back after
+// machine: prompts on stderr, the way back after
 // a rebind, doctor's words on a dead credential, errors that name the cause.
 import type { Mutant } from './types.ts'
 
@@ -80,7 +80,7 @@ export default [
   },
   {
     name: 'ux: a lone Platform on SQLite logs six lease lines at every start',
-    file: 'src/ha/leases.ts',
+    file: 'src/context/leases.ts',
     from: "log[this.owner.exclusive ? 'debug' : 'info']",
     to: "log['info']",
     tests: [NEWCOMER_E2E],

@@ -1,5 +1,5 @@
-// Planted bugs for issue 24 items 3 (workload logs) and 4 (workloads outlive
-// their Agent) and issue 22 item 6 (replicas cannot read their node's key).
+// Planted bugs for workload logs, workloads that outlive their Agent, and
+// replicas that cannot read their node's key.
 import type { Mutant } from './types.ts'
 
 export default [
@@ -7,7 +7,7 @@ export default [
   {
     name: 'logs: a replica\'s log is never rotated (no size cap)',
     ci: true,
-    file: 'src/agent/log-files.ts',
+    file: 'src/replicas/log-files.ts',
     from: 'if (size <= maxBytes) return false',
     to: 'if (size <= maxBytes * 1000) return false',
     tests: ['test/projects/runner.test.ts', 'test/projects/log-files.test.ts'],
@@ -37,14 +37,14 @@ export default [
   },
   {
     name: 'logs: the Agent serves a log request whatever signed it',
-    file: 'src/projects/log-request.ts',
-    from: "if (!verifyDomain(LOG_REQUEST_DOMAIN, fromB64url(key.publicKey), bytes, fromB64url(d.signature))) return { ok: false, reason: 'log request with a bad signature' }",
+    file: 'src/signed/signed.ts',
+    from: "if (!verifyDomain(domain, fromB64url(key.publicKey), bytes, fromB64url(signature))) return { ok: false, reason: 'bad signature' }",
     to: '',
     tests: ['test/projects/log-request.test.ts'],
   },
   {
     name: 'logs: the Agent serves a log request made for another node',
-    file: 'src/projects/log-request.ts',
+    file: 'src/signed/signed.ts',
     from: 'if (p.node !== node) return',
     to: 'if (false) return',
     tests: ['test/projects/log-request.test.ts'],
@@ -68,7 +68,7 @@ export default [
   {
     name: 'adoption: a recorded PID is taken whatever process now holds it (recycled PID)',
     ci: true,
-    file: 'src/agent/procs.ts',
+    file: 'src/replicas/procs.ts',
     from: 'return s !== null && s.startTime === startTime && s.state !== \'Z\' && s.state !== \'X\'',
     to: 'return s !== null && s.state !== \'Z\' && s.state !== \'X\'',
     tests: ['test/projects/runner.test.ts'],
@@ -76,7 +76,7 @@ export default [
   },
   {
     name: 'adoption: a PID recorded in another boot is taken',
-    file: 'src/agent/procs.ts',
+    file: 'src/replicas/procs.ts',
     from: "if (!boot || boot !== bootId()) return false",
     to: '',
     tests: ['test/projects/runner.test.ts'],
@@ -84,7 +84,7 @@ export default [
   },
   {
     name: 'adoption: a replica that exited while no Agent ran is taken as running (never reported nor restarted)',
-    file: 'src/agent/runner.ts',
+    file: 'src/replicas/runner.ts',
     from: 'if (sameProcess(r.pid, r.startTime, r.boot)) {',
     to: 'if (true) {',
     tests: ['test/projects/runner.test.ts'],
@@ -93,7 +93,7 @@ export default [
   {
     name: 'adoption: adopted replicas the assignments no longer name keep running',
     ci: true,
-    file: 'src/agent/runner.ts',
+    file: 'src/replicas/runner.ts',
     from: 'for (const [key, s] of this.replicas) if (!want.has(key)) void this.stop(key, s)',
     to: 'for (const [key, s] of this.replicas) if (!want.has(key) && !s.placeholder) void this.stop(key, s)',
     tests: ['test/projects/runner.test.ts'],
@@ -117,7 +117,7 @@ export default [
   {
     name: 'stop: what a replica left in its group survives its stop (no group SIGKILL after it exits)',
     ci: true,
-    file: 'src/agent/runner.ts',
+    file: 'src/replicas/runner.ts',
     from: "signalGroup(pid, 'SIGKILL') // anything the replica left behind in its group",
     to: '',
     tests: ['test/projects/runner.test.ts'],
@@ -127,14 +127,14 @@ export default [
   {
     name: 'isolation: replicas keep the Agent\'s uid and gid',
     ci: true,
-    file: 'src/agent/runner.ts',
+    file: 'src/replicas/runner.ts',
     from: '...(runAs ? { uid: runAs.uid, gid: runAs.gid, cwd: runAs.home } : {})',
     to: '...(runAs ? { cwd: runAs.home } : {})',
     tests: ['test/e2e/isolation.test.ts'],
   },
   {
     name: 'isolation: an Agent with ambient capabilities hands them on to every replica',
-    file: 'src/agent/isolation.ts',
+    file: 'src/replicas/isolation.ts',
     from: 'if (!(await clearInheritedCapabilities())) {',
     to: 'if (!true) {',
     tests: ['test/e2e/isolation.test.ts'],

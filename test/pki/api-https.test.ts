@@ -1,4 +1,4 @@
-// SPEC §16.3: node traffic is never plain text. The API binds loopback by
+// docs/security.md: node traffic is never plain text. The API binds loopback by
 // default; off loopback it serves HTTPS with a certificate from the Platform
 // CA, which nodes verify with the same pin; serve refuses remote dispatch
 // with a plain-http public URL unless told; a node refuses to send its

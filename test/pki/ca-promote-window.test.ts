@@ -1,7 +1,7 @@
 // `muster admin ca promote` refuses a CA prepared less than two days ago
 // (nodes learn the next pin at their daily trust refresh): to the millisecond,
 // on both sides of the edge, through the function the command calls with its
-// clock (issue 27). The e2e test (test/e2e/ca-replace.test.ts) runs the binary
+// clock. The e2e test (test/e2e/ca-replace.test.ts) runs the binary
 // three days on; this one holds the clock at the edge.
 import { expect, test } from 'bun:test'
 import { parseCertificate } from '../../src/crypto/x509.ts'

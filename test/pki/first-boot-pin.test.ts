@@ -1,6 +1,6 @@
 // A machine the Platform creates downloads the binary from the Platform's API.
 // When that API serves HTTPS from the Platform CA, the first-boot script hands
-// install.sh the CA pin, so the download is verified against that CA (SPEC §16.3).
+// install.sh the CA pin, so the download is verified against that CA (docs/security.md).
 import { describe, expect, test } from 'bun:test'
 import { firstBootData } from '../../src/cloud/user-data.ts'
 import { readFirstBoot } from '../fakes/first-boot.ts'

@@ -1,4 +1,4 @@
-// The Platform CA and the server certificates it issues (SPEC §16.1): the CA
+// The Platform CA and the server certificates it issues (docs/security.md): the CA
 // is made once and kept; the listener's certificate is kept while it fits and
 // renewed from the same CA when the addresses change or 30 days remain, so
 // the pin nodes hold never changes.
@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { isIssuedBy, spkiPin } from '../../src/crypto/ca.ts'
 import { probeChain } from '../../src/crypto/pin.ts'
 import { certCovers, certFingerprint, derToPem, generateKeyAndCert } from '../../src/crypto/x509.ts'
-import { Platform } from '../../src/platform.ts'
+import { Platform } from '../../src/platform/platform.ts'
 import { startListenerPlatform } from '../helpers/node-side.ts'
 import { tmpDir } from '../helpers/tmp.ts'
 

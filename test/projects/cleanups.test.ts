@@ -1,5 +1,5 @@
 // Cleanups and ownership around workloads, observed rather than assumed
-// (issue 27 item 1): a log follow belongs to whoever started it; a log request
+//: a log follow belongs to whoever started it; a log request
 // is gone from the store once its tail was read; the Platform's own node
 // stops its replicas when the Platform stops (the processes are gone).
 import { describe, expect, test } from 'bun:test'

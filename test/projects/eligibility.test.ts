@@ -1,8 +1,8 @@
-// Where a project may run (SPEC §16.6, §16.11), on real Platforms: the local
+// Where a project may run (docs/security.md, docs/cloud.md), on real Platforms: the local
 // node only for a superadmin's own deploys, node labels from enroll, projects
 // asking for labels, and the build rule.
 import { describe, expect, test } from 'bun:test'
-import { PLACED_ORIGIN } from '../../src/federation/placement.ts'
+import { PLACED_ORIGIN } from '../../src/federation/placed-projects.ts'
 import { createClient } from '../../src/client/index.ts'
 import { VERSION } from '../../src/version.ts'
 import { enrollRaw, newCert } from '../helpers/certs.ts'

@@ -1,4 +1,4 @@
-// Issue 22, item 4: project env values are sealed wherever the store holds them
+// project env values are sealed wherever the store holds them
 // (the project, its previous revision, each node's assignments, the specs a
 // controller placed on an office). A read-only look at the store after deploys
 // with env — every row of every table, as a read-only database role sees it —

@@ -1,5 +1,5 @@
 // A replica's log passes through the store sealed, each chunk bound to its
-// request and its place in it (issue 27): a chunk copied by someone who can
+// request and its place in it: a chunk copied by someone who can
 // write the store onto another request, or to a later place in its own
 // follow, does not open — an operator reading one project's log never sees
 // another's, nor old lines again as new. The node's part is played over its

@@ -2,7 +2,7 @@
 // one, whether older output was left out, and a follower across a rotation.
 import { describe, expect, test } from 'bun:test'
 import { appendFileSync, writeFileSync } from 'node:fs'
-import { LogFollower, readTail, rotateIfOver } from '../../src/agent/log-files.ts'
+import { LogFollower, readTail, rotateIfOver } from '../../src/replicas/log-files.ts'
 import { tmpDir } from '../helpers/tmp.ts'
 
 const numbered = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `line ${from + i}`)

@@ -1,9 +1,11 @@
-// The signed log request (issue 24 item 3): an Agent serves a request only when
+// The signed log request: an Agent serves a request only when
 // the Platform's trust key signed it, for this node, lately.
 import { describe, expect, test } from 'bun:test'
 import { generateSigningKey, signDomain } from '../../src/crypto/ed25519.ts'
 import { b64url } from '../../src/crypto/tokens.ts'
-import { checkLogRequest, LOG_REQUEST_DOMAIN, logRequestBytes, type LogRequestPayload } from '../../src/projects/log-request.ts'
+import { checkLogRequest, LOG_REQUEST } from '../../src/signed/documents.ts'
+import { documentBytes } from '../../src/signed/signed.ts'
+import type { LogRequestPayload } from '../../src/wire/projects.ts'
 import { fitChunk } from '../../src/agent/log-relay.ts'
 
 const now = Date.parse('2030-01-01T12:00:00Z')
@@ -11,7 +13,7 @@ const key = generateSigningKey()
 const other = generateSigningKey()
 const trust = [{ kid: 'k1', publicKey: b64url(key.publicKey), notBefore: '2029-01-01T00:00:00Z', notAfter: '2031-01-01T00:00:00Z' }]
 const payload = (more: Partial<LogRequestPayload> = {}): LogRequestPayload => ({ id: 'abcdefghijklmnopqrstuvwx', node: 'w1', project: 'web', replica: 0, tail: 10, follow: false, issuedAt: new Date(now).toISOString(), ...more })
-const sign = (p: LogRequestPayload, by = key.privateKey, kid = 'k1') => ({ payload: p, kid, signature: b64url(signDomain(LOG_REQUEST_DOMAIN, by, logRequestBytes(p))) })
+const sign = (p: LogRequestPayload, by = key.privateKey, kid = 'k1') => ({ payload: p, kid, signature: b64url(signDomain(LOG_REQUEST.domain, by, documentBytes(p))) })
 
 describe('log requests', () => {
   test('a request signed by a current trust key for this node is served', () => {

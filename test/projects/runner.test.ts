@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { bootId, procStat } from '../../src/agent/procs.ts'
-import { Runner } from '../../src/agent/runner.ts'
-import type { AssignedReplica } from '../../src/projects/assignments.ts'
+import { bootId, procStat } from '../../src/replicas/procs.ts'
+import { Runner } from '../../src/replicas/runner.ts'
+import type { AssignedReplica } from '../../src/wire/projects.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 const replica = (command: string[], more: Partial<AssignedReplica> = {}): AssignedReplica => ({ project: 'p', replica: 0, revision: 1, command, env: {}, cpu: 10, memory: 10, ...more })

@@ -3,7 +3,12 @@
 import { describe, expect, test } from 'bun:test'
 import { generateSigningKey } from '../../src/crypto/ed25519.ts'
 import { b64url } from '../../src/crypto/tokens.ts'
-import { acceptReleaseKeys, endorseKey, newReleaseKey, parseReleaseKeyFile, signDirective, signManifest, verifyDirective, verifyManifest, type Directive, type Manifest } from '../../src/signed/release-documents.ts'
+import { acceptReleaseKeys, endorseKey, newReleaseKey, parseReleaseKeyFile, signManifest, verifyManifest, type Manifest } from '../../src/signed/releases.ts'
+import { checkDirective as verifyDirective, DIRECTIVE } from '../../src/signed/documents.ts'
+import { signDocument, type TrustSigner } from '../../src/signed/signed.ts'
+import type { DirectivePayload as Directive } from '../../src/wire/rollouts.ts'
+
+const signDirective = (sign: TrustSigner, d: Directive) => signDocument(DIRECTIVE, sign, d)
 import { signDomain } from '../../src/crypto/ed25519.ts'
 import { fromB64url } from '../../src/crypto/tokens.ts'
 
@@ -81,12 +86,12 @@ describe('rollout directives', () => {
     expect(verifyDirective(signDirective(sign, directive()), trust, 'w1', now).ok).toBe(true)
   })
   test('another node, expired, issued in the future, too long-lived, or tampered: refused', () => {
-    expect(verifyDirective(signDirective(sign, directive()), trust, 'w2', now)).toMatchObject({ ok: false, reason: 'the directive is for node w1, not w2' })
+    expect(verifyDirective(signDirective(sign, directive()), trust, 'w2', now)).toMatchObject({ ok: false, reason: 'directive is for node w1, not w2' })
     expect(verifyDirective(signDirective(sign, directive({ expiresAt: now - 1 })), trust, 'w1', now)).toMatchObject({ ok: false, reason: expect.stringMatching(/expired/) })
     expect(verifyDirective(signDirective(sign, directive({ issuedAt: now + 3_600_000, expiresAt: now + 3_700_000 })), trust, 'w1', now)).toMatchObject({ ok: false, reason: expect.stringMatching(/future/) })
-    expect(verifyDirective(signDirective(sign, directive({ expiresAt: now + 3_600_000 })), trust, 'w1', now)).toMatchObject({ ok: false, reason: 'the directive has no valid lifetime' })
+    expect(verifyDirective(signDirective(sign, directive({ expiresAt: now + 3_600_000 })), trust, 'w1', now)).toMatchObject({ ok: false, reason: 'directive has no valid lifetime' })
     const doc = signDirective(sign, directive())
-    expect(verifyDirective({ ...doc, directive: { ...doc.directive, node: 'w2' } }, trust, 'w2', now)).toMatchObject({ ok: false, reason: 'the directive signature does not verify' })
+    expect(verifyDirective({ ...doc, payload: { ...doc.payload, node: 'w2' } }, trust, 'w2', now)).toMatchObject({ ok: false, reason: 'bad signature' })
   })
   test('signed by a key not held, or outside its validity: refused as unknown (a refresh may help)', () => {
     const other = generateSigningKey()

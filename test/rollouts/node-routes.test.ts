@@ -84,6 +84,6 @@ describe('node routes of rollouts', () => {
     expect((await w1!.beat()).update).toBe(true)
     expect((await w2!.beat()).update).toBeUndefined()
     expect(await w2!.directive()).toBeNull()
-    expect(((await w1!.directive()) as { directive: { node: string } }).directive.node).toBe('w1')
+    expect(((await w1!.directive()) as { payload: { node: string } }).payload.node).toBe('w1')
   })
 })

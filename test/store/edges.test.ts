@@ -1,4 +1,4 @@
-// The store at its edges (issue 27): the enrollment audit's two budgets as
+// The store at its edges: the enrollment audit's two budgets as
 // pruning leaves them (exactly 500 each, the newest kept, neither touching the
 // other); several Platforms opening one new PostgreSQL database at once; a
 // deadlock between two writers retried, not failed; and `admin migrate-store`
@@ -11,7 +11,7 @@ import { openStore, type Store } from '../../src/store/db.ts'
 import { AUDIT_MAX_ENTRIES, insertAudit, pruneAudit } from '../../src/store/enroll-audit.ts'
 import { migrateStore } from '../../src/store/migrate-store.ts'
 import { MIGRATIONS } from '../../src/store/migrations.ts'
-import { openPostgres } from '../../src/store/sql.ts'
+import { openPostgres } from '../../src/store/sql-postgres.ts'
 import { freshDatabase } from '../helpers/postgres.ts'
 import { tmpDir } from '../helpers/tmp.ts'
 

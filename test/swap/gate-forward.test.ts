@@ -1,4 +1,4 @@
-// What the old engine forwards to the new one during a swap (issue 27), with a
+// What the old engine forwards to the new one during a swap, with a
 // real old Platform quiesced and handed over to a stand-in for the new engine
 // on its handover socket that records what it receives: the client's address
 // is the one the old engine saw (a client cannot name its own in the header

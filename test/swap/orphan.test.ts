@@ -1,4 +1,4 @@
-// Issue 22, item 1: an engine whose supervisor dies exits, through dist/muster.
+// an engine whose supervisor dies exits, through dist/muster.
 // The IPC disconnect stops a running engine cleanly; an engine whose event loop
 // cannot run (here: blocked opening a FIFO given as --fleet-token-file, with no
 // writer left after serve's own check read it; as a runaway match once blocked

@@ -4,7 +4,7 @@
 // sees them, and the held requests are forwarded to it over its handover socket.
 import { describe, expect, test } from 'bun:test'
 import { DataDir } from '../../src/datadir.ts'
-import { Platform } from '../../src/platform.ts'
+import { Platform } from '../../src/platform/platform.ts'
 import { openExistingStore } from '../../src/store/open.ts'
 import { handOver, quiesce, startHandoverServer } from '../../src/swap/engine.ts'
 import { VERSION } from '../../src/version.ts'

@@ -6,7 +6,7 @@ import { describe, expect, test } from 'bun:test'
 import { writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join, resolve } from 'node:path'
-import { steerToNewest } from '../../src/swap/steer.ts'
+import { steerToNewest } from '../../src/sockets/steer.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 const ROOT = resolve(import.meta.dir, '../..')
@@ -59,8 +59,8 @@ describe('engine swap sockets', () => {
       script,
       `import { createServer } from 'node:net'
 import { existsSync } from 'node:fs'
-import { socketCallsAvailable } from '${ROOT}/src/swap/libc.ts'
-import { untilListenersDrained } from '${ROOT}/src/swap/sockets.ts'
+import { socketCallsAvailable } from '${ROOT}/src/sockets/libc.ts'
+import { untilListenersDrained } from '${ROOT}/src/sockets/sockets.ts'
 await socketCallsAvailable()
 const srv = createServer((c) => c.end('HTTP/1.1 200 OK\\r\\ncontent-length: 3\\r\\nconnection: close\\r\\n\\r\\nold'))
 await new Promise((r) => srv.listen({ port: 0, host: '127.0.0.1', reusePort: true }, r))

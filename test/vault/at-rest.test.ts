@@ -1,4 +1,4 @@
-// The Platform's secrets at rest (issue 27), through real Platforms: every
+// The Platform's secrets at rest, through real Platforms: every
 // sealed value has a nonce of its own; a data directory of an older version
 // (secret files under platform/) has them moved into the store and the files
 // removed; and with a master.key that cannot open the store, the Platform

@@ -1,4 +1,4 @@
-// The vault binds each sealed secret to its name (src/vault.ts: the AES-GCM
+// The vault binds each sealed secret to its name (src/context/vault.ts: the AES-GCM
 // additional data names the row). Someone who can write the store but has no
 // master.key cannot move one sealed secret onto another name: the copy does
 // not open, and a Platform on that store refuses to start instead of using it.

@@ -9,7 +9,7 @@ import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readF
 import { createZstdDecompress, constants as Z } from 'node:zlib'
 import { dirname } from 'node:path'
 import type { DataDir } from '../../datadir.ts'
-import type { Manifest } from '../../signed/release-documents.ts'
+import type { Manifest } from '../../signed/releases.ts'
 import { releaseBinary, releaseDir, VERSIONS_DIR } from './journal.ts'
 
 const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd]

@@ -6,7 +6,7 @@
 // started after the trial died, or by the trial itself when the watchdog is gone.
 import { readFileSync } from 'node:fs'
 import type { DataDir } from '../../datadir.ts'
-import { bootId, sameProcess } from '../procs.ts'
+import { bootId, sameProcess } from '../../replicas/procs.ts'
 import { HEALTH_FILE, writeDurable, type Update } from './journal.ts'
 
 /** What the trial writes after each heartbeat the Platform accepted. */

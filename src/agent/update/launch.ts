@@ -15,15 +15,16 @@
 import { existsSync, readdirSync, realpathSync, rmSync } from 'node:fs'
 import type { DataDir } from '../../datadir.ts'
 import { log } from '../../log.ts'
+import type { TunableName } from '../../tunables.ts'
 import { VERSION } from '../../version.ts'
-import { procStat, sameProcess } from '../procs.ts'
+import { procStat, sameProcess } from '../../replicas/procs.ts'
 import { ownArgv, ownBinary, execInPlace } from './exec.ts'
 import { trialAlive } from './gate.ts'
 import { CURRENT_LINK, currentBinary, recordVerdict, pointLink, readJournal, readVerdict, VERSIONS_DIR, writeJournal, type Update } from './journal.ts'
 import { applyVerdict } from './verdict.ts'
 
-export const LAUNCHED_ENV = 'MUSTER_LAUNCHED'
-export const TRIAL_ENV = 'MUSTER_UPDATE_TRIAL'
+export const LAUNCHED_ENV = 'MUSTER_LAUNCHED' satisfies TunableName
+export const TRIAL_ENV = 'MUSTER_UPDATE_TRIAL' satisfies TunableName
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 

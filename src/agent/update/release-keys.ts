@@ -5,7 +5,7 @@
 // authenticated (docs/upgrading.md). Nothing the Platform says removes a key.
 import type { DataDir } from '../../datadir.ts'
 import { log } from '../../log.ts'
-import { acceptReleaseKeys, isReleaseKey, type ReleaseKey } from '../../signed/release-documents.ts'
+import { acceptReleaseKeys, isReleaseKey, type ReleaseKey } from '../../signed/releases.ts'
 
 export const RELEASE_KEYS_FILE = 'worker/release-keys.json'
 

@@ -12,14 +12,15 @@
 // Every step is in the journal first (./journal.ts) and reported to the Platform.
 import { arch as osArch } from 'node:os'
 import type { Agent } from '../agent.ts'
-import type { HeartbeatAnswer } from '../../fabric/heartbeat.ts'
+import type { HeartbeatAnswer } from '../../wire/nodes.ts'
 import { log } from '../../log.ts'
 import { VERSION } from '../../version.ts'
-import { verifyDirective, verifyManifest, type Directive, type Manifest } from '../../signed/release-documents.ts'
-import type { UpdateReport } from '../../wire/releases.ts'
+import { checkDirective } from '../../signed/documents.ts'
+import { verifyManifest, type Manifest } from '../../signed/releases.ts'
+import type { DirectivePayload as Directive, UpdateReport } from '../../wire/rollouts.ts'
 import { apiClient, apiFetcher } from '../connect.ts'
-import { bootId, procStat, sameProcess } from '../procs.ts'
-import { readRecords } from '../replica-records.ts'
+import { bootId, procStat, sameProcess } from '../../replicas/procs.ts'
+import { readRecords } from '../../replicas/records.ts'
 import { REPLICAS_FILE } from '../workloads.ts'
 import { execInPlace, ownArgv, ownBinary } from './exec.ts'
 import { fetchRelease, fileSha256, type Source } from './fetch-release.ts'
@@ -96,11 +97,7 @@ export class Updater {
   }
 
   start(): void {
-    const before = this.agent.afterHeartbeat
-    this.agent.afterHeartbeat = (a) => {
-      before(a)
-      this.afterHeartbeat(a)
-    }
+    this.agent.onHeartbeat((a) => this.afterHeartbeat(a))
     if (this.opts.trial) this.startTrial(this.opts.trial)
     void this.sendFacts()
   }
@@ -169,8 +166,8 @@ export class Updater {
     try {
       const answer = await this.api().directive()
       if (!answer.directive) return
-      let check = verifyDirective(answer.directive, this.agent.trustKeys, this.agent.config.nodeId, Date.now())
-      if (!check.ok && check.unknownKey && (await this.agent.refreshForUnknownKid())) check = verifyDirective(answer.directive, this.agent.trustKeys, this.agent.config.nodeId, Date.now())
+      let check = checkDirective(answer.directive, this.agent.trustKeys, this.agent.config.nodeId, Date.now())
+      if (!check.ok && check.unknownKey && (await this.agent.refreshForUnknownKid())) check = checkDirective(answer.directive, this.agent.trustKeys, this.agent.config.nodeId, Date.now())
       if (!check.ok) {
         log.warn(`update: refused a directive: ${check.reason}`)
         this.quietUntil = Date.now() + REFUSED_QUIET_MS

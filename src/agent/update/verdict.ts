@@ -8,7 +8,7 @@
 import { rmSync } from 'node:fs'
 import type { DataDir } from '../../datadir.ts'
 import { log } from '../../log.ts'
-import { sameProcess } from '../procs.ts'
+import { sameProcess } from '../../replicas/procs.ts'
 import { clearVerdict, CURRENT_LINK, PREVIOUS_LINK, pointLink, pruneVersions, readJournal, VERSIONS_DIR, writeJournal, type Journal, type Verdict } from './journal.ts'
 
 /** Applies `v` to the trial the journal holds (nothing when it holds none, or another). */

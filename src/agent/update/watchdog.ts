@@ -9,7 +9,7 @@
 // killed Agent (Restart=on-failure), and that start reads the verdict.
 import type { DataDir } from '../../datadir.ts'
 import { log } from '../../log.ts'
-import { sameProcess } from '../procs.ts'
+import { sameProcess } from '../../replicas/procs.ts'
 import { judge, readHealth, trialAlive } from './gate.ts'
 import { recordVerdict, readJournal, readVerdict, type Update } from './journal.ts'
 import { LAUNCHED_ENV, TRIAL_ENV } from './launch.ts'

@@ -15,11 +15,13 @@
 import { MusterError } from '../../errors.ts'
 import { isCode } from '../http.ts'
 import { backoffMs } from '../retry.ts'
-import { awsUrl, type AwsCredentials, type CloudProvider, type CreateMachine, type Machine, type MachineRef, type MachineStatus, type ProviderContext, type Region, type Size } from '../provider.ts'
+import { awsUrl, type AwsCredentials, type CloudProvider, type CreateMachine, type Machine, type MachineRef, type MachineStatus, type ProviderContext } from '../provider.ts'
 import { AwsCredentialSource } from './aws-credentials.ts'
+import { gzipText } from '../user-data.ts'
 import { AwsNetwork } from './aws-network.ts'
 import { queryCall } from './aws-query.ts'
 import { items, textOf, type XmlNode } from './xml.ts'
+import type { Region, Size } from '../../wire/cloud.ts'
 
 const API_VERSION = '2016-11-15'
 /** A short, common list per architecture (the catalogue has hundreds); DescribeInstanceTypes answers their shape. */
@@ -34,7 +36,7 @@ const STATUS: Record<string, MachineStatus> = { pending: 'pending', running: 'ru
 
 /** The user data as RunInstances carries it: the cloud-config gzipped (level 9; the same bytes for the same text). */
 export function awsUserData(text: string): Uint8Array {
-  return Bun.gzipSync(new TextEncoder().encode(text), { level: 9 })
+  return gzipText(text)
 }
 
 export class AwsProvider implements CloudProvider {

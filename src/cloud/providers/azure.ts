@@ -22,8 +22,9 @@ import { MusterError } from '../../errors.ts'
 import { randomSecret } from '../../crypto/tokens.ts'
 import { callJson, unless404 } from '../http.ts'
 import { backoffMs } from '../retry.ts'
-import { inboundKey, inboundRules, type AzureCredentials, type CloudProvider, type CreateMachine, type Inbound, type Machine, type MachineRef, type MachineStatus, type ProviderContext, type Region, type Size } from '../provider.ts'
+import { inboundKey, inboundRules, type AzureCredentials, type CloudProvider, type CreateMachine, type Inbound, type Machine, type MachineRef, type MachineStatus, type ProviderContext } from '../provider.ts'
 import { AzureToken } from './azure-auth.ts'
+import type { Region, Size } from '../../wire/cloud.ts'
 
 /** api-versions each resource type publishes (azure-rest-api-specs, stable). */
 export const API = { compute: '2024-07-01', network: '2024-05-01', resources: '2022-12-01', skus: '2021-07-01' } as const

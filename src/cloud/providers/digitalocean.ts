@@ -10,7 +10,8 @@
 // firewall found by name is read and put back (PUT /v2/firewalls/{id}) when
 // its rules or tags drifted. Shapes follow godo (droplets.go, firewalls.go).
 import { callJson, isStatus, unless404 } from '../http.ts'
-import { inboundKey, inboundRules, type CloudProvider, type CreateMachine, type Inbound, type MachineRef, type Machine, type MachineStatus, type ProviderContext, type Region, type Size, type TokenCredentials } from '../provider.ts'
+import { inboundKey, inboundRules, type CloudProvider, type CreateMachine, type Inbound, type MachineRef, type Machine, type MachineStatus, type ProviderContext, type TokenCredentials } from '../provider.ts'
+import type { Region, Size } from '../../wire/cloud.ts'
 
 interface Droplet {
   id: number

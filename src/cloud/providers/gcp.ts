@@ -20,7 +20,8 @@ import { createHash } from 'node:crypto'
 import { MusterError } from '../../errors.ts'
 import { callJson, isStatus, send, unless404 } from '../http.ts'
 import { backoffMs } from '../retry.ts'
-import { inboundKey, inboundRules, type CloudProvider, type CreateMachine, type GcpCredentials, type Inbound, type Machine, type MachineRef, type MachineStatus, type ProviderContext, type Region, type Size } from '../provider.ts'
+import { inboundKey, inboundRules, type CloudProvider, type CreateMachine, type GcpCredentials, type Inbound, type Machine, type MachineRef, type MachineStatus, type ProviderContext } from '../provider.ts'
+import type { Region, Size } from '../../wire/cloud.ts'
 
 const SCOPE = 'https://www.googleapis.com/auth/compute'
 const IMAGE = { x86_64: 'projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64', arm64: 'projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-arm64' }

@@ -11,7 +11,8 @@
 // (hcloud/schema/*.go).
 import { MusterError } from '../../errors.ts'
 import { callJson, isCode, unless404 } from '../http.ts'
-import { inboundKey, inboundRules, type CloudProvider, type CreateMachine, type Inbound, type MachineRef, type Machine, type MachineStatus, type ProviderContext, type Region, type Size, type TokenCredentials } from '../provider.ts'
+import { inboundKey, inboundRules, type CloudProvider, type CreateMachine, type Inbound, type MachineRef, type Machine, type MachineStatus, type ProviderContext, type TokenCredentials } from '../provider.ts'
+import type { Region, Size } from '../../wire/cloud.ts'
 
 interface HServer {
   id: number

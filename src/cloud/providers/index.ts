@@ -1,10 +1,11 @@
 // Builds the client for one provider from its (opened) credentials.
-import type { AwsCredentials, AzureCredentials, CloudProvider, Credentials, GcpCredentials, ProviderContext, ProviderName, TokenCredentials } from '../provider.ts'
+import type { AwsCredentials, AzureCredentials, CloudProvider, Credentials, GcpCredentials, ProviderContext, TokenCredentials } from '../provider.ts'
 import { AwsProvider } from './aws.ts'
 import { AzureProvider } from './azure.ts'
 import { DigitalOceanProvider } from './digitalocean.ts'
 import { GcpProvider } from './gcp.ts'
 import { HetznerProvider } from './hetzner.ts'
+import type { ProviderName } from '../../wire/cloud.ts'
 
 export function createProvider(name: ProviderName, creds: Credentials, ctx: ProviderContext): CloudProvider {
   const e = ctx.endpoints

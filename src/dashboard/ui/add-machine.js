@@ -1,6 +1,6 @@
 // "Add a machine": issues a single-use enrollment for one name
 // (POST /api/v1/nodes/enrollments) and shows once what the Platform answered
-// to run on the machine (SPEC §17.1): the one-line bootstrap for a machine with
+// to run on the machine (docs/operations.md): the one-line bootstrap for a machine with
 // only curl and sh, and the `muster worker join` line (the same two lines
 // `muster nodes enroll-token` prints). The token is never part of a command (a command line lands in shell history and process listings):
 // it is shown beside it, to paste at worker join's no-echo prompt or into a

@@ -1,4 +1,4 @@
-// Audit panel (issue 24): every write with who did it (an account or a token,
+// Audit panel: every write with who did it (an account or a token,
 // and how), from where, what, on what, and how it ended (GET /api/v1/audit,
 // server.audit.view), newest first, with filters and older pages. The first
 // page refreshes itself; `muster audit --follow --jsonl` feeds a SIEM.

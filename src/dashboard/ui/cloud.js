@@ -1,4 +1,4 @@
-// Providers and machines (SPEC §16.11): each provider with Connect or
+// Providers and machines (docs/cloud.md): each provider with Connect or
 // Disconnect, the machines this Platform created (Add a machine, Release),
 // the scale-out card, all as text. A build without the cloud routes answers
 // 404, and the panel says so instead of failing.

@@ -267,3 +267,10 @@ export async function act(button, out, permission, what, fn) {
     button.disabled = false
   }
 }
+
+/** A link-styled button that goes back (`text`, like "← All projects"). */
+export function backLink(text, onClick) {
+  const b = h('button', { type: 'button', class: 'link back' }, text)
+  b.addEventListener('click', onClick)
+  return b
+}

@@ -1,4 +1,4 @@
-// Overview panel (issue 24 #5): "is my fleet healthy" on one screen, at 10
+// Overview panel: "is my fleet healthy" on one screen, at 10
 // nodes or 100,000. The Platform aggregates (GET /api/v1/overview: nodes by
 // state, capacity and requests, replicas, heartbeat ages, projects needing
 // attention, the Platforms and the loops each runs, which one answered); the

@@ -3,9 +3,8 @@
 // logs (GET /api/v1/projects/:name/logs), and for operators Scale, Edit and
 // redeploy (POST /api/v1/projects) and Remove (DELETE /api/v1/projects/:name).
 // A refresh updates the figures in place: the logs and what is being typed stay.
-import { act, api, ApiError, badge, can, code, failure, h, modal, notice, table } from './lib.js'
+import { act, api, ApiError, backLink, badge, can, code, failure, h, modal, notice, table } from './lib.js'
 import { deployDialog, specOf } from './project-form.js'
-import { backLink } from './projects.js'
 
 const TAILS = [50, 200, 1000]
 
@@ -19,7 +18,7 @@ export function projectPage(body, flash, project, { back, reload }) {
     logs: logsViewer(() => p),
   }
   body.replaceChildren(
-    backLink(),
+    backLink('← All projects', back),
     h('div', { class: 'panel-head' }, h('h2', { 'data-project-page': p.name }, p.name)),
     parts.summary,
     can('server.projects.manage') ? actions(() => p, flash, back, reload) : h('p', { class: 'muted small readonly' }, 'Read-only: changing projects needs permission server.projects.manage.'),

@@ -3,7 +3,7 @@
 // (project-page.js) with its replicas, logs and, for operators, Scale,
 // Edit and redeploy, Remove; Deploy a project (project-form.js). Viewers see
 // the same pages without the buttons (and the Platform refuses them anyway).
-import { api, badge, can, code, cursorPager, failure, h, panelHead, table } from './lib.js'
+import { api, backLink, badge, can, code, cursorPager, failure, h, panelHead, table } from './lib.js'
 import { deployDialog } from './project-form.js'
 import { projectPage } from './project-page.js'
 
@@ -86,7 +86,7 @@ async function load() {
     } catch (e) {
       if (!current()) return
       p.page = null
-      p.body.replaceChildren(backLink(), failure(e, 'server.projects.view', `to see project ${name}`))
+      p.body.replaceChildren(backLink('← All projects', back), failure(e, 'server.projects.view', `to see project ${name}`))
     }
     return
   }
@@ -110,12 +110,6 @@ function back() {
 /** The Projects tab pressed while a project's page is open: the list again. */
 export function home() {
   if (selected) back()
-}
-
-export function backLink() {
-  const b = h('button', { type: 'button', class: 'link back' }, '← All projects')
-  b.addEventListener('click', back)
-  return b
 }
 
 function projectsTable(projects) {

@@ -1,22 +1,12 @@
-// Accounts for people (issue 24), under server.accounts.manage: list, add with
+// Accounts for people, under server.accounts.manage: list, add with
 // a role, change role, disable/enable, remove.
 import { Elysia } from 'elysia'
-import * as v from 'valibot'
-import { Accounts, NEW_ACCOUNT_NAME } from '../../auth/accounts.ts'
+import { Accounts } from '../../auth/accounts.ts'
+import { AddAccount, SetRole } from '../../wire/accounts.ts'
 import { ACCOUNT_NAME } from '../../auth/auth.ts'
-import { ROLES } from '../../auth/permissions.ts'
 import { MusterError } from '../../errors.ts'
-import type { Services } from '../../services.ts'
-import { parseBody } from '../validate.ts'
-
-const Role = v.picklist(ROLES, 'expected viewer, operator or superadmin')
-const AddAccount = v.object({
-  name: v.pipe(v.string(), v.regex(NEW_ACCOUNT_NAME, 'expected lowercase letters, digits and . _ @ - (at most 64, starting with a letter or digit)')),
-  role: Role,
-  password: v.pipe(v.string(), v.minLength(12, 'expected at least 12 characters'), v.maxLength(1024, 'expected at most 1024 characters')),
-  expiresAt: v.optional(v.pipe(v.string(), v.isoTimestamp('expected an ISO 8601 time like 2027-01-31T00:00:00Z'))),
-})
-const SetRole = v.object({ role: Role })
+import type { Services } from '../services.ts'
+import { parseBody } from '../../wire/validate.ts'
 
 export const accountRoutes = (platform: Services) => {
   const accounts = new Accounts(platform.ctx.store, platform.now)

@@ -1,10 +1,11 @@
-// The audit (issue 24), for server.audit.view: newest first, paged by the id
+// The audit, for server.audit.view: newest first, paged by the id
 // of the last entry given; `after` (an entry id) gives the entries newer than
 // it, oldest first, which is how `muster audit --follow` streams.
 import { Elysia } from 'elysia'
 import { MusterError } from '../../errors.ts'
-import type { Services } from '../../services.ts'
-import { encodeCursor, pageQuery, queryText } from '../paging.ts'
+import type { Services } from '../services.ts'
+import { encodeCursor, pageQuery, queryText } from '../../wire/paging.ts'
+import type { AuditPage } from '../../wire/accounts.ts'
 
 const ID = /^[1-9]\d{0,15}$/
 
@@ -40,5 +41,6 @@ export const auditRoutes = (platform: Services) =>
     const rows = await platform.audit.search({ ...f, limit: f.limit + 1 })
     const entries = rows.slice(0, f.limit)
     const more = f.after === undefined && rows.length > f.limit
-    return { entries, nextCursor: more ? encodeCursor(String(entries[entries.length - 1]!.id)) : null }
+    const page: AuditPage = { entries, nextCursor: more ? encodeCursor(String(entries[entries.length - 1]!.id)) : null }
+    return page
   })

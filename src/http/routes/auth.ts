@@ -1,29 +1,18 @@
 // Operator login/logout (form or JSON) and API token minting for `muster login`.
 import { Elysia } from 'elysia'
-import * as v from 'valibot'
 import { SESSION_COOKIE, SESSION_TTL_MS, readCookie } from '../../auth/auth.ts'
-import { ROLE_PERMISSIONS, ROLES } from '../../auth/permissions.ts'
+import { ROLE_PERMISSIONS } from '../../wire/permissions.ts'
+import { Login, MintToken, TokenId, type LoginAnswer, type Whoami } from '../../wire/accounts.ts'
 import { listForCaller, mintForCaller, revokeForCaller } from '../../auth/api-tokens.ts'
 import { MusterError } from '../../errors.ts'
-import type { Services } from '../../services.ts'
-import { parseBody } from '../validate.ts'
+import type { Services } from '../services.ts'
+import { parseBody } from '../../wire/validate.ts'
 import { isJson } from '../request.ts'
 import { peerAddress } from '../peer.ts'
 import { throttledLogin } from '../../auth/throttle.ts'
 import { ACCOUNT_NAME } from '../../auth/auth.ts'
 import { getAccount } from '../../store/accounts.ts'
 import { noteAudit } from '../audit-hook.ts'
-
-const Login = v.object({
-  identifier: v.pipe(v.string(), v.minLength(1), v.maxLength(256)),
-  password: v.pipe(v.string(), v.minLength(1), v.maxLength(1024)),
-})
-const MintToken = v.object({
-  name: v.optional(v.pipe(v.string(), v.regex(/^[\w .@-]{1,64}$/, 'expected 1–64 letters, digits, spaces or ._@-'))),
-  role: v.optional(v.picklist(ROLES)),
-  ttlDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
-})
-const TokenId = v.object({ id: v.pipe(v.string(), v.regex(/^[a-z2-7]{16}$/, 'expected a token id (16 characters, as `muster tokens list` shows)')) })
 
 export const authRoutes = (platform: Services) => {
   const caller = async (request: Request) => {
@@ -47,7 +36,8 @@ export const authRoutes = (platform: Services) => {
       noteAudit(request, { who: { principal: account, kind: 'session' }, target: account })
       const cookie = sessionCookie(sessionId, platform.secure, SESSION_TTL_MS / 1000)
       if (!isJson(request)) return new Response(null, { status: 303, headers: { location: '/', 'set-cookie': cookie } })
-      return new Response(JSON.stringify({ ok: true, account }), { headers: { 'content-type': 'application/json', 'set-cookie': cookie } })
+      const answer: LoginAnswer = { ok: true, account }
+      return new Response(JSON.stringify(answer), { headers: { 'content-type': 'application/json', 'set-cookie': cookie } })
     })
     .post('/logout', async ({ request }) => {
       const sid = readCookie(request.headers.get('cookie'), SESSION_COOKIE)
@@ -60,7 +50,8 @@ export const authRoutes = (platform: Services) => {
       const p = await platform.auth.authenticate(request.headers)
       if (!p) throw new MusterError('unauthorized', 'Authentication required.')
       // permissions: what the dashboard offers (it still asks the Platform, which checks every call).
-      return { name: p.name, account: p.account, role: p.role, kind: p.kind, permissions: [...ROLE_PERMISSIONS[p.role]] }
+      const answer: Whoami = { name: p.name, account: p.account, role: p.role, kind: p.kind, permissions: [...ROLE_PERMISSIONS[p.role]] }
+      return answer
     })
     .post('/api/v1/api-tokens', async ({ body, request }) => {
       const p = await caller(request)

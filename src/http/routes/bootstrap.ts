@@ -1,14 +1,14 @@
-// What a new machine downloads to join (SPEC §17.1), anonymous on purpose and
+// What a new machine downloads to join (docs/operations.md), anonymous on purpose and
 // served on the API and through the enrollment listener (its allow-list names
 // these four): the Platform CA certificate (public; the bootstrap line checks
 // its SHA-256 before trusting it), the bootstrap script, install.sh and the
 // muster binary (the script checks both SHA-256s before using them).
 import { Elysia } from 'elysia'
-import { bootstrapBase, INSTALL_SH, INSTALL_SH_SHA256 } from '../../bootstrap/commands.ts'
-import { servedBinary, servedBinarySha256 } from '../../served-binary.ts'
+import { bootstrapBase, INSTALL_SH, INSTALL_SH_SHA256 } from '../../bootstrap/join-lines.ts'
+import { servedBinary, servedBinarySha256 } from '../../bootstrap/served-binary.ts'
 import { bootstrapScript, unameArch } from '../../bootstrap/script.ts'
 import { MusterError } from '../../errors.ts'
-import type { Services } from '../../services.ts'
+import type { Services } from '../services.ts'
 
 export const BOOTSTRAP_ROUTES = ['/bootstrap/ca.pem', '/bootstrap/bootstrap.sh', '/bootstrap/install.sh', '/bootstrap/muster'] as const
 

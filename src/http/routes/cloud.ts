@@ -1,41 +1,15 @@
-// Cloud routes (SPEC §11): connections, regions and sizes, provisions, and
+// Cloud routes (docs/cloud.md): connections, regions and sizes, provisions, and
 // automatic scale-out. Credentials go in and are never sent back.
 import { Elysia } from 'elysia'
 import * as v from 'valibot'
-import { servedBinary } from '../../served-binary.ts'
-import { PROVIDERS, isProvider, type ProviderName } from '../../cloud/provider.ts'
+import { servedBinary } from '../../bootstrap/served-binary.ts'
+import { Connect, isProvider, Provision, PROVIDERS, Scaling, Slug, type ProviderName } from '../../wire/cloud.ts'
 import { actorFrom } from '../../cloud/audit.ts'
 import { checkCidr, platformSource } from '../../cloud/inbound.ts'
 import { MusterError } from '../../errors.ts'
-import type { Permission } from '../../auth/permissions.ts'
-import type { Services } from '../../services.ts'
-import { NodeName, parseBody } from '../validate.ts'
-
-const Provider = v.picklist(PROVIDERS, `expected one of ${PROVIDERS.join(', ')}`)
-const Slug = (what: string) => v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, `expected a ${what} id from \`muster cloud ${what === 'region' ? 'regions' : 'sizes'}\``))
-const Role = v.picklist(['general', 'build'], 'expected general or build')
-
-export const Connect = v.object({ provider: Provider, credentials: v.union([v.pipe(v.string(), v.maxLength(16384)), v.record(v.string(), v.unknown())], 'expected the credentials as a string or a JSON object') })
-export const Provision = v.object({
-  provider: Provider,
-  name: NodeName,
-  region: Slug('region'),
-  size: Slug('size'),
-  role: v.optional(Role, 'general'),
-  /** Open the Agent port to the Platform's address only, and have the node give its address so the Platform probes it. */
-  probe: v.optional(v.boolean()),
-  /** Open 22 to this CIDR. */
-  allowSshInbound: v.optional(v.pipe(v.string(), v.maxLength(64))),
-})
-export const Scaling = v.object({
-  enabled: v.optional(v.boolean()),
-  maxMachines: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))),
-  cooldownMinutes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1440))),
-  provider: v.optional(Provider),
-  region: v.optional(Slug('region')),
-  size: v.optional(Slug('size')),
-  role: v.optional(Role),
-})
+import type { Permission } from '../../wire/permissions.ts'
+import type { Services } from '../services.ts'
+import { parseBody } from '../../wire/validate.ts'
 
 const providerParam = (p: string): ProviderName => {
   if (!isProvider(p)) throw new MusterError('not-found', `No cloud provider ${p}; known: ${PROVIDERS.join(', ')}.`)

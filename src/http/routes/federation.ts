@@ -4,20 +4,11 @@
 import { Elysia } from 'elysia'
 import * as v from 'valibot'
 import { sendPlaceCall } from '../../federation/calls.ts'
-import { OFFICE_ID } from '../../federation/formats.ts'
-import { PlacedProjectSpec } from '../../federation/placement.ts'
-import { HeartbeatBody, RegisterBody } from '../../federation/wire.ts'
-import type { Services } from '../../services.ts'
-import { parseBody } from '../validate.ts'
+import { PlacedProjectSpec } from '../../federation/placed-projects.ts'
+import { MintOfficeToken, OfficeHeartbeatBody, OfficeId, OfficeRegisterBody } from '../../wire/federation.ts'
+import type { Services } from '../services.ts'
+import { parseBody } from '../../wire/validate.ts'
 import { officeRoutes } from './office.ts'
-
-const OfficeId = v.pipe(v.string(), v.regex(OFFICE_ID, 'expected an office id like office-a (lowercase letters, digits, dashes; at most 63)'))
-const MintToken = v.object({
-  officeId: OfficeId,
-  label: v.optional(v.pipe(v.string(), v.maxLength(64))),
-  note: v.optional(v.pipe(v.string(), v.maxLength(256))),
-  rotate: v.optional(v.boolean()),
-})
 
 function officeParam(id: string): string {
   return parseBody(v.object({ officeId: OfficeId }), { officeId: id }).officeId
@@ -31,7 +22,7 @@ export const federationRoutes = (platform: Services) => {
       app
         .post('/join-tokens', async ({ body, request }) => {
           await need(request.headers, 'server.federation.manage') // held by superadmin only
-          return controller().mint(parseBody(MintToken, body))
+          return controller().mint(parseBody(MintOfficeToken, body))
         })
         .get('/join-tokens', async ({ request }) => {
           await need(request.headers, 'server.federation.view')
@@ -58,8 +49,8 @@ export const federationRoutes = (platform: Services) => {
           return controller().breakGlassReports()
         })
         // Offices: anonymous, the office token in the body is the credential.
-        .post('/register', ({ body }) => controller().register(parseBody(RegisterBody, body)))
-        .post('/heartbeat', ({ body }) => controller().heartbeat(parseBody(HeartbeatBody, body))),
+        .post('/register', ({ body }) => controller().register(parseBody(OfficeRegisterBody, body)))
+        .post('/heartbeat', ({ body }) => controller().heartbeat(parseBody(OfficeHeartbeatBody, body))),
     )
     .use(officeRoutes(platform))
 }

@@ -1,10 +1,10 @@
-// Replica logs (issue 24 item 3): operators read them through any Platform;
+// Replica logs: operators read them through any Platform;
 // nodes fetch the requests meant for them and send back what was asked for.
 import { Elysia } from 'elysia'
 import { MusterError } from '../../errors.ts'
-import type { Services } from '../../services.ts'
+import type { Services } from '../services.ts'
 import { DEFAULT_TAIL } from '../../projects/logs.ts'
-import { MAX_TAIL_LINES } from '../../agent/log-files.ts'
+import { MAX_TAIL_LINES } from '../../replicas/log-files.ts'
 
 const PROJECT = /^[a-z0-9][a-z0-9-]{0,62}$/
 
@@ -23,7 +23,7 @@ function boolQuery(raw: unknown, field: string): boolean {
 export const logRoutes = (platform: Services) =>
   new Elysia({ name: 'routes/logs', prefix: '/api/v1' })
     .get('/projects/:name/logs', async ({ request, params, query }) => {
-      // Output often carries what the env holds, and env values are for server.projects.manage only (SPEC §16.6).
+      // Output often carries what the env holds, and env values are for server.projects.manage only (docs/security.md).
       const who = await platform.auth.require(request.headers, 'server.projects.manage')
       if (!PROJECT.test(params.name)) throw new MusterError('not-found', `No project named ${params.name}.`)
       const principal = who.token ? `api-token:${who.token.id}` : `${who.kind}:${who.account ?? who.name}`

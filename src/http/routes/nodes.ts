@@ -1,49 +1,17 @@
-// Enrollment authority routes (SPEC §6).
+// Enrollment authority routes (docs/nodes.md).
 import { Elysia } from 'elysia'
-import * as v from 'valibot'
-import type { Services } from '../../services.ts'
+import type { Services } from '../services.ts'
 import { enroll } from '../../fabric/enroll.ts'
 import { renewCredential } from '../../fabric/renew.ts'
 import { credentialState } from '../../fabric/node-state.ts'
 import { createFleetToken, issueEnrollment, listFleetTokenViews, revokeJoinTokenById } from '../../fabric/join-tokens.ts'
-import { NAME_PATTERN } from '../../fabric/glob.ts'
-import { NodeName, parseBody } from '../validate.ts'
+import { parseBody } from '../../wire/validate.ts'
+import { CreateEnrollment, CreateJoinToken, Drain, Rebind, Register, type Enrollment, type FleetToken } from '../../wire/nodes.ts'
 import { nodeQuery } from '../../fabric/listing.ts'
 import { auditPage } from '../pages.ts'
 import { MusterError } from '../../errors.ts'
-import type { Permission } from '../../auth/permissions.ts'
-import { nodeCommands } from '../../bootstrap/commands.ts'
-
-const CreateEnrollment = v.object({
-  nodeId: NodeName,
-  ttlMinutes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1440, 'at most 1440 minutes (24 hours)'))),
-  replace: v.optional(v.boolean()),
-})
-const CreateJoinToken = v.object({
-  maxUses: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000))),
-  namePattern: v.optional(v.pipe(v.string(), v.regex(NAME_PATTERN, 'expected a glob of name characters, * and ?, like rack1-*'))),
-  ttlMinutes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(43200, 'at most 43200 minutes (30 days)'))),
-  label: v.optional(v.pipe(v.string(), v.maxLength(100))),
-})
-const Capacity = v.object({
-  cpuMillis: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(10_000_000)),
-  memoryMB: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1_000_000_000)),
-})
-const ReplicaStatus = v.object({
-  project: v.pipe(v.string(), v.maxLength(100)),
-  replica: v.pipe(v.number(), v.integer(), v.minValue(0)),
-  state: v.picklist(['pending', 'running', 'failed', 'stopped']),
-  exitCode: v.optional(v.nullable(v.number())),
-  revision: v.optional(v.number()),
-})
-export const Register = v.object({
-  nodeId: v.optional(NodeName),
-  version: v.optional(v.pipe(v.string(), v.regex(/^\d{1,6}\.\d{1,6}\.\d{1,6}([-+][0-9A-Za-z.-]{1,64})?$/, 'expected X.Y.Z'))),
-  capacity: v.optional(Capacity),
-  replicas: v.optional(v.pipe(v.array(ReplicaStatus), v.maxLength(10_000))),
-})
-const Rebind = v.object({ ttlMinutes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1440))) })
-const Drain = v.object({ drained: v.optional(v.boolean()) })
+import type { Permission } from '../../wire/permissions.ts'
+import { nodeCommands } from '../../bootstrap/join-lines.ts'
 
 /** `?force=true` (or 1); anything else that is not false is a bad request. */
 function forceOf(raw: unknown): boolean {
@@ -65,12 +33,12 @@ export const nodeRoutes = (platform: Services) => {
       await need(request, 'server.nodes.enroll')
       const b = parseBody(CreateEnrollment, body)
       const e = await issueEnrollment(fabric, b.nodeId, b.ttlMinutes, b.replace)
-      // What to run on the machine (SPEC §17.1): the join line and the bootstrap line, without the token.
-      return { ...e, ...nodeCommands(platform, e.nodeId) }
+      // What to run on the machine (docs/operations.md): the join line and the bootstrap line, without the token.
+      return { ...e, ...nodeCommands(platform, e.nodeId) } satisfies Enrollment
     })
     .post('/join-tokens', async ({ request, body }) => {
       await need(request, 'server.nodes.enroll')
-      return { ...(await createFleetToken(fabric, parseBody(CreateJoinToken, body))), ...nodeCommands(platform, null) }
+      return { ...(await createFleetToken(fabric, parseBody(CreateJoinToken, body))), ...nodeCommands(platform, null) } satisfies FleetToken
     })
     .get('/join-tokens', ({ request }) => need(request, 'server.nodes.view').then(() => listFleetTokenViews(fabric)))
     .delete('/join-tokens/:id', ({ request, params }) => need(request, 'server.nodes.enroll').then(() => revokeJoinTokenById(fabric, params.id)))
@@ -90,8 +58,8 @@ export const nodeRoutes = (platform: Services) => {
     .post('/nodes/:name/rebind', async ({ request, params, body }) => {
       await need(request, 'server.nodes.manage')
       const r = await fabric.rebind(name(params), parseBody(Rebind, body).ttlMinutes)
-      // The way back for the machine: the same two lines as a new enrollment (SPEC §17.1).
-      return { ...r, ...nodeCommands(platform, r.nodeId) }
+      // The way back for the machine: the same two lines as a new enrollment (docs/operations.md).
+      return { ...r, ...nodeCommands(platform, r.nodeId) } satisfies Enrollment
     })
     .post('/nodes/:name/drain', async ({ request, params, body }) => {
       await need(request, 'server.nodes.manage')

@@ -5,14 +5,13 @@ import { Elysia } from 'elysia'
 import * as v from 'valibot'
 import { localAuthority } from '../../federation/membership.ts'
 import { handleControllerCall, identityWrites, placedProjects, redeemVouch } from '../../federation/office.ts'
-import { ControllerCall } from '../../federation/wire.ts'
-import type { Services } from '../../services.ts'
+import { ControllerCall, RedeemVouch, type OfficeLocalAuthority, type VouchRedeemed } from '../../wire/federation.ts'
+import type { Services } from '../services.ts'
 import { VOUCHED_SESSION_TTL_MS } from '../../auth/auth.ts'
-import { parseBody } from '../validate.ts'
+import { parseBody } from '../../wire/validate.ts'
 import { sessionCookie } from './auth.ts'
 import { noteAudit } from '../audit-hook.ts'
 
-const Redeem = v.object({ vouch: v.pipe(v.string(), v.maxLength(1024)) })
 
 /** The audit entry of a redeemed vouch names the account it opened (and says when the vouch created it). */
 function noted<R extends { account: string; created: boolean; role: string }>(request: Request, r: R): R {
@@ -25,8 +24,9 @@ export const officeRoutes = (platform: Services) => {
   const cookieFor = (sessionId: string) => sessionCookie(sessionId, platform.secure, VOUCHED_SESSION_TTL_MS / 1000)
   return new Elysia({ name: 'routes/office' })
     .post('/api/office/vouch', async ({ body, request }) => {
-      const r = noted(request, await redeemVouch(platform.federation, parseBody(Redeem, body).vouch))
-      return new Response(JSON.stringify({ ok: true, account: r.account, created: r.created, role: r.role }), {
+      const r = noted(request, await redeemVouch(platform.federation, parseBody(RedeemVouch, body).vouch))
+      const answer: VouchRedeemed = { ok: true, account: r.account, created: r.created, role: r.role }
+      return new Response(JSON.stringify(answer), {
         headers: { 'content-type': 'application/json', 'set-cookie': cookieFor(r.sessionId) },
       })
     })
@@ -38,10 +38,11 @@ export const officeRoutes = (platform: Services) => {
     .get('/api/v1/office/local-authority', async ({ request }) => {
       await view(request.headers)
       const link = platform.federation.link
-      return {
+      const answer: OfficeLocalAuthority = {
         ...(await localAuthority(platform.ctx.dataDir, platform.ctx.store)),
         controller: link ? { url: link.config.controllerUrl ?? null, state: link.state, lastContactAt: link.lastContactAt === null ? null : new Date(link.lastContactAt).toISOString() } : null,
       }
+      return answer
     })
     .get('/api/v1/office/identity-writes', async ({ request }) => {
       await view(request.headers)

@@ -1,8 +1,8 @@
-// The fleet at a glance (issue 24 #5): the overview and its page of nodes
+// The fleet at a glance: the overview and its page of nodes
 // with what runs on each. Aggregated on the Platform: the answer's size does
 // not grow with the fleet.
 import { Elysia } from 'elysia'
-import type { Services } from '../../services.ts'
+import type { Services } from '../services.ts'
 import { fleetOverview, overviewNodes } from '../../overview/fleet.ts'
 
 export const overviewRoutes = (platform: Services) =>

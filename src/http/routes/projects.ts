@@ -1,9 +1,9 @@
-// Workload routes (SPEC §9): projects for operators, signed assignments for nodes.
+// Workload routes (docs/workloads.md): projects for operators, signed assignments for nodes.
 import { Elysia } from 'elysia'
 import { MusterError } from '../../errors.ts'
-import type { Services } from '../../services.ts'
-import { parseBody } from '../validate.ts'
-import { ProjectSpec } from '../../projects/spec.ts'
+import type { Services } from '../services.ts'
+import { parseBody } from '../../wire/validate.ts'
+import { ProjectSpec } from '../../wire/projects.ts'
 import { projectFor } from '../../projects/redact.ts'
 import { projectPage } from '../pages.ts'
 
@@ -21,7 +21,7 @@ export const projectRoutes = (platform: Services) => {
     })
     .post('/projects', async ({ request, body }) => {
       const who = await need(request, 'server.projects.manage')
-      // Who deployed it decides whether it may run on the local node (a superadmin only; SPEC §16.6).
+      // Who deployed it decides whether it may run on the local node (a superadmin only; docs/security.md).
       return projects().deploy({ ...parseBody(ProjectSpec, body), deployedBy: { name: who.account ?? who.name, role: who.role } })
     })
     .get('/projects/:name', async ({ request, params }) => {

@@ -3,9 +3,10 @@
 // them; nodes fetch their directive and the binary, and report each step.
 import { Elysia } from 'elysia'
 import { MusterError } from '../../errors.ts'
-import type { Services } from '../../services.ts'
-import { AddRelease, AddReleaseKey, AgentFacts, StartRollout, StartUpload, UpdateReport, isSha256 } from '../../wire/releases.ts'
-import { parseBody } from '../validate.ts'
+import type { Services } from '../services.ts'
+import { AddRelease, AddReleaseKey, AgentFacts, StartUpload, isSha256 } from '../../wire/releases.ts'
+import { StartRollout, UpdateReport } from '../../wire/rollouts.ts'
+import { parseBody } from '../../wire/validate.ts'
 
 const ROLLOUT_ID = /^([a-z2-7]{12}|latest)$/
 

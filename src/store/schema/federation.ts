@@ -2,7 +2,7 @@
 // the break-glass reports offices sent, what was placed where. Office side:
 // where its controller is, break-glass and detach acts, spent vouch and call
 // nonces, identity writes, and the projects its controller placed here.
-import type { Migration } from '../migrations.ts'
+import type { Migration } from './migration.ts'
 
 export const FEDERATION_MIGRATIONS: Migration[] = [
   {

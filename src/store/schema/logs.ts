@@ -1,6 +1,6 @@
-import type { Migration } from '../migrations.ts'
+import type { Migration } from './migration.ts'
 
-/** The log relay (issue 24 item 3): requests waiting for their node, and what nodes sent back (sealed). */
+/** The log relay: requests waiting for their node, and what nodes sent back (sealed). */
 export const LOGS_MIGRATIONS: Migration[] = [
   {
     id: 230,

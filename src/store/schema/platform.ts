@@ -1,7 +1,7 @@
 // The Platform's own tables (range 500–599): its sealed secrets, the
 // Platforms sharing this store, and the leases that give each background loop
 // one holder.
-import type { Migration } from '../migrations.ts'
+import type { Migration } from './migration.ts'
 
 export const PLATFORM_MIGRATIONS: Migration[] = [
   {

@@ -2,7 +2,7 @@
 // public keys (never a private one), each release's signed manifest, the
 // compressed binaries and deltas in parts, what each node's Agent said it runs,
 // and the rollouts with one row per node in their order.
-import type { Migration } from '../migrations.ts'
+import type { Migration } from './migration.ts'
 
 export const RELEASES_MIGRATIONS: Migration[] = [
   {

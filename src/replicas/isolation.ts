@@ -1,0 +1,181 @@
+// Who a node's replicas run as. A replica must not read the
+// node's key or credential: where the Agent can switch users (root, or
+// CAP_SETUID + CAP_SETGID + CAP_KILL as install.sh's unit grants), replicas run
+// as a separate unprivileged account — `--run-as USER`, else `muster-run` when
+// it exists — that cannot enter the data directory. Where it cannot (a
+// laptop, `muster demo`), replicas run as the Agent's own user and the Agent
+// warns once at start; worker/isolation.json records which, for `doctor`.
+//
+// An Agent given capabilities as ambient ones (systemd's AmbientCapabilities=)
+// would hand them on to every program it starts: it clears its inheritable
+// and ambient sets first, so a replica starts with no capability at all.
+import { readFileSync, statSync } from 'node:fs'
+import type { DataDir } from '../datadir.ts'
+import { MusterError } from '../errors.ts'
+import { log } from '../log.ts'
+
+export const DEFAULT_RUN_AS = 'muster-run'
+export const ISOLATION_FILE = 'worker/isolation.json'
+
+const CAP_KILL = 5
+const CAP_SETGID = 6
+const CAP_SETUID = 7
+const NEEDED = (1n << BigInt(CAP_KILL)) | (1n << BigInt(CAP_SETGID)) | (1n << BigInt(CAP_SETUID))
+
+export interface RunAs {
+  user: string
+  uid: number
+  gid: number
+  /** The account's home when it has one to work in, else '/'. */
+  home: string
+}
+
+/** What worker/isolation.json holds. */
+export interface Isolation {
+  isolated: boolean
+  /** The account replicas run as (isolated), or the Agent's own. */
+  user: string
+  uid: number
+  gid: number
+  /** Why replicas are not isolated (a one-line reason with the way out). */
+  reason?: string
+  checkedAt: string
+}
+
+interface PasswdEntry {
+  name: string
+  uid: number
+  gid: number
+  home: string
+}
+
+function passwd(): PasswdEntry[] {
+  try {
+    return readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .map((l) => l.split(':'))
+      .filter((f) => f.length >= 7 && /^\d+$/.test(f[2]!) && /^\d+$/.test(f[3]!))
+      .map((f) => ({ name: f[0]!, uid: Number(f[2]), gid: Number(f[3]), home: f[5]! }))
+  } catch {
+    return []
+  }
+}
+
+/** An account by name (or `UID:GID`), or undefined. */
+export function findAccount(spec: string): RunAs | undefined {
+  const ids = /^(\d{1,10}):(\d{1,10})$/.exec(spec)
+  if (ids) return { user: spec, uid: Number(ids[1]), gid: Number(ids[2]), home: '/' }
+  const e = passwd().find((p) => p.name === spec)
+  return e ? { user: e.name, uid: e.uid, gid: e.gid, home: usableHome(e) } : undefined
+}
+
+function usableHome(e: PasswdEntry): string {
+  try {
+    const s = statSync(e.home)
+    return s.isDirectory() && s.uid === e.uid ? e.home : '/'
+  } catch {
+    return '/'
+  }
+}
+
+/** The capability sets of this thread (hex bitmasks from /proc), 0n where unknown. */
+export function capabilities(): { eff: bigint; inh: bigint; amb: bigint } {
+  let text = ''
+  try {
+    text = readFileSync('/proc/thread-self/status', 'utf8')
+  } catch {
+    try {
+      text = readFileSync('/proc/self/status', 'utf8')
+    } catch {}
+  }
+  const get = (k: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${k}:`))
+    const hex = line?.slice(k.length + 1).trim() ?? ''
+    return /^[0-9a-f]{1,16}$/.test(hex) ? BigInt(`0x${hex}`) : 0n
+  }
+  return { eff: get('CapEff'), inh: get('CapInh'), amb: get('CapAmb') }
+}
+
+/** Whether this process can start replicas as another user and stop them. */
+export function canSwitchUser(): boolean {
+  if (process.getuid?.() === 0) return true
+  return (capabilities().eff & NEEDED) === NEEDED
+}
+
+/** Clears this thread's inheritable (and so its ambient) capabilities; true when none is left. */
+export async function clearInheritedCapabilities(): Promise<boolean> {
+  const before = capabilities()
+  if (before.inh === 0n && before.amb === 0n) return true
+  try {
+    const { dlopen, FFIType, ptr } = await import('bun:ffi')
+    let lib: { symbols: { capget: (h: number, d: number) => number; capset: (h: number, d: number) => number } } | undefined
+    for (const name of ['libc.so.6', 'libc.musl-x86_64.so.1', 'libc.musl-aarch64.so.1']) {
+      try {
+        lib = dlopen(name, { capget: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 }, capset: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 } }) as unknown as typeof lib
+        break
+      } catch {}
+    }
+    if (!lib) return false
+    // struct __user_cap_header_struct { u32 version = _LINUX_CAPABILITY_VERSION_3; int pid = 0 }
+    const header = new Uint8Array(8)
+    new DataView(header.buffer).setUint32(0, 0x20080522, true)
+    // struct __user_cap_data_struct { u32 effective, permitted, inheritable } [2]
+    const data = new Uint8Array(24)
+    if (lib.symbols.capget(ptr(header), ptr(data)) !== 0) return false
+    const d = new DataView(data.buffer)
+    d.setUint32(8, 0, true)
+    d.setUint32(20, 0, true)
+    if (lib.symbols.capset(ptr(header), ptr(data)) !== 0) return false
+  } catch (e) {
+    log.debug(`cannot clear capabilities: ${(e as Error).message}`)
+    return false
+  }
+  const after = capabilities()
+  return after.inh === 0n && after.amb === 0n
+}
+
+/**
+ * Decides who replicas run as and records it. `runAs`: the --run-as flag
+ * (an account that must exist, and a switch the Agent must be able to make);
+ * without it, `muster-run` when the Agent can switch and the account exists.
+ */
+export async function decideIsolation(dataDir: DataDir | undefined, runAsFlag: string | undefined): Promise<{ runAs: RunAs | undefined; isolation: Isolation }> {
+  if (!(await clearInheritedCapabilities())) {
+    throw new MusterError('insecure-permissions', 'This Agent holds ambient capabilities it cannot clear, so every replica would inherit them; run it without AmbientCapabilities= or as root.')
+  }
+  const ownUid = process.getuid?.() ?? -1
+  const ownGid = process.getgid?.() ?? -1
+  const own = passwd().find((p) => p.uid === ownUid)?.name ?? String(ownUid)
+  const can = canSwitchUser()
+  const wanted = runAsFlag ?? DEFAULT_RUN_AS
+  const account = findAccount(wanted)
+  const record = (i: Omit<Isolation, 'checkedAt'>) => {
+    const isolation = { ...i, checkedAt: new Date().toISOString() }
+    dataDir?.writeSecret(ISOLATION_FILE, `${JSON.stringify(isolation, null, 2)}\n`)
+    return isolation
+  }
+  if (runAsFlag !== undefined) {
+    if (!account) throw new MusterError('invalid-request', `--run-as ${runAsFlag}: no such account on this machine (create it, e.g. useradd --system --no-create-home --shell /usr/sbin/nologin ${runAsFlag}).`)
+    if (account.uid === 0 || account.uid === ownUid) throw new MusterError('invalid-request', `--run-as ${runAsFlag}: replicas must run as an account other than root and the Agent's own.`)
+    if (!can) throw new MusterError('forbidden', `--run-as ${runAsFlag} needs an Agent running as root or with CAP_SETUID, CAP_SETGID and CAP_KILL (install.sh's unit grants them).`)
+  }
+  if (can && account && account.uid !== 0 && account.uid !== ownUid) {
+    log.info(`replicas run as ${account.user} (uid ${account.uid}), which cannot read this node's key or credential`)
+    return { runAs: account, isolation: record({ isolated: true, user: account.user, uid: account.uid, gid: account.gid }) }
+  }
+  const reason = can
+    ? `there is no account ${DEFAULT_RUN_AS} to run them as (install.sh creates it; or pass --run-as USER)`
+    : `this Agent runs as ${own} without root or CAP_SETUID, CAP_SETGID and CAP_KILL (install.sh's unit grants them)`
+  log.warn(`replicas run as ${own}, the Agent's own user, and can read this node's key and credential: ${reason}`)
+  return { runAs: undefined, isolation: record({ isolated: false, user: own, uid: ownUid, gid: ownGid, reason }) }
+}
+
+/** What the last Agent recorded, or undefined. */
+export function readIsolation(dataDir: DataDir): Isolation | undefined {
+  try {
+    const v = JSON.parse(dataDir.readSecretText(ISOLATION_FILE) ?? 'null') as Isolation | null
+    return v && typeof v.isolated === 'boolean' ? v : undefined
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,290 @@
+// The replica runner: each assigned replica is a process in its own session
+// (its own process group), its stdout and stderr on a size-capped file,
+// restarted with exponential backoff. `apply` makes the running set match the
+// assignments.
+//
+// Replicas outlive their Agent: nothing ties them to the
+// Agent's process (no pipes, their own session), and every start is recorded
+// (PID, start time from /proc, boot id) in the state file. The next Agent
+// adopts each recorded replica that is still the same process — a recycled
+// PID has another start time and is never taken — and stops only what its
+// assignments no longer name. A replica that exited while no Agent ran is
+// reported (its exit status could not be waited on, so it is unknown) and
+// restarted. `release` leaves everything running; `stopAll` stops it.
+import { appendFileSync, closeSync, mkdirSync } from 'node:fs'
+import type { AssignedReplica } from '../wire/projects.ts'
+import { log } from '../log.ts'
+import { writeFileAtomic } from '../datadir.ts'
+import type { RunAs } from './isolation.ts'
+import { DEFAULT_LOG_MAX_BYTES, logFileName, openForAppend, rotateIfOver } from './log-files.ts'
+import { bootId, sameProcess, procStat, signalGroup } from './procs.ts'
+import { readRecords, type ReplicaRecord } from './records.ts'
+
+export type ReplicaState = 'pending' | 'running' | 'failed' | 'stopped'
+
+export interface RunnerOptions {
+  /** Folder for per-replica logs. */
+  logDir: string
+  /** Where started replicas are recorded for the next Agent to adopt (none: nothing is adopted). */
+  stateFile?: string
+  /** Bytes a log may grow to before it is rotated to `.1`. */
+  maxLogBytes?: number
+  /** SIGTERM, then SIGKILL after this long. */
+  stopGraceMs?: number
+  backoffStartMs?: number
+  backoffMaxMs?: number
+  /** A replica that ran this long resets its backoff. */
+  stableAfterMs?: number
+  /** How often logs are checked for rotation and adopted replicas for their exit. */
+  watchMs?: number
+  /** Run replicas as this account (none: as the runner's own user). */
+  runAs?: RunAs
+  /** Called when a replica changes state (the Agent reports it early). */
+  onChange?: () => void
+}
+
+interface Supervised {
+  spec: AssignedReplica
+  /** Our own child (null for one adopted from an earlier Agent, or none running). */
+  proc: Bun.Subprocess | null
+  pid: number | null
+  startTime: string | null
+  state: ReplicaState
+  exitCode: number | null
+  restarts: number
+  startedAt: number
+  timer: ReturnType<typeof setTimeout> | null
+  stopping: boolean
+  /** Adopted from the state file and not yet named by an assignment. */
+  placeholder: boolean
+}
+
+const keyOf = (r: { project: string; replica: number; revision: number }) => `${r.project}/${r.replica}/${r.revision}`
+
+export class Runner {
+  private readonly replicas = new Map<string, Supervised>()
+  private readonly opts: Required<Omit<RunnerOptions, 'stateFile' | 'runAs'>> & Pick<RunnerOptions, 'stateFile' | 'runAs'>
+  private watch: ReturnType<typeof setInterval> | undefined
+  private released = false
+
+  constructor(opts: RunnerOptions) {
+    this.opts = { maxLogBytes: DEFAULT_LOG_MAX_BYTES, stopGraceMs: 5000, backoffStartMs: 500, backoffMaxMs: 60_000, stableAfterMs: 30_000, watchMs: 1000, onChange: () => {}, ...opts }
+    mkdirSync(this.opts.logDir, { recursive: true, mode: 0o700 })
+    this.adopt()
+    this.watch = setInterval(() => this.check(), this.opts.watchMs)
+    this.watch.unref?.()
+  }
+
+  /** Starts what is assigned and not running; stops what runs and is no longer assigned. */
+  apply(assigned: AssignedReplica[]): void {
+    if (this.released) return
+    const want = new Map(assigned.map((r) => [keyOf(r), r]))
+    for (const [key, s] of this.replicas) if (!want.has(key)) void this.stop(key, s)
+    for (const [key, spec] of want) {
+      const s = this.replicas.get(key)
+      if (!s) this.start(key, spec)
+      else if (s.placeholder) {
+        // Adopted (or found exited) at start: now we know how to restart it.
+        s.spec = spec
+        s.placeholder = false
+        if (s.state === 'failed' && !s.timer && !s.stopping) this.scheduleRestart(s)
+      }
+    }
+  }
+
+  status(): { project: string; replica: number; revision: number; state: ReplicaState; exitCode: number | null }[] {
+    return [...this.replicas.values()].map((s) => ({ project: s.spec.project, replica: s.spec.replica, revision: s.spec.revision, state: s.state, exitCode: s.exitCode }))
+  }
+
+  /** The PIDs of running replicas (tests and the log relay). */
+  pids(): { project: string; replica: number; revision: number; pid: number }[] {
+    return [...this.replicas.values()].filter((s) => s.pid !== null && s.state === 'running').map((s) => ({ project: s.spec.project, replica: s.spec.replica, revision: s.spec.revision, pid: s.pid! }))
+  }
+
+  /** Stops every replica (on purpose: `agent --stop-replicas`, or the Platform's own node stopping). */
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.replicas].map(([key, s]) => this.stop(key, s)))
+    this.close()
+  }
+
+  /** Leaves every replica running for the next Agent to adopt (the Agent stops or restarts). */
+  release(): void {
+    this.released = true
+    for (const s of this.replicas.values()) if (s.timer) clearTimeout(s.timer)
+    this.save()
+    this.close()
+  }
+
+  logFile(project: string, replica: number): string {
+    return logFileName(this.opts.logDir, project, replica)
+  }
+
+  private close(): void {
+    if (this.watch) clearInterval(this.watch)
+    this.watch = undefined
+  }
+
+  /** Takes over what the state file records: the same processes keep running, the gone ones are reported. */
+  private adopt(): void {
+    if (!this.opts.stateFile) return
+    for (const r of readRecords(this.opts.stateFile)) {
+      const spec: AssignedReplica = { project: r.project, replica: r.replica, revision: r.revision, command: [], env: {}, cpu: 0, memory: 0 }
+      const key = keyOf(spec)
+      if (this.replicas.has(key)) continue
+      const s: Supervised = { spec, proc: null, pid: null, startTime: null, state: 'failed', exitCode: null, restarts: 0, startedAt: r.startedAt, timer: null, stopping: false, placeholder: true }
+      if (sameProcess(r.pid, r.startTime, r.boot)) {
+        Object.assign(s, { pid: r.pid, startTime: r.startTime, state: 'running' })
+        log.info(`replica ${r.project}/${r.replica} (pid ${r.pid}) is still running: adopted`)
+      } else {
+        this.exitedUnseen(s, r.pid, 'while no Agent ran')
+      }
+      this.replicas.set(key, s)
+    }
+    this.save()
+  }
+
+  private exitedUnseen(s: Supervised, pid: number, when: string): void {
+    s.state = 'failed'
+    s.exitCode = null
+    s.pid = null
+    s.startTime = null
+    this.writeLog(this.logFile(s.spec.project, s.spec.replica), `--- exited ${when} (pid ${pid}); its exit status is unknown\n`)
+    log.warn(`replica ${s.spec.project}/${s.spec.replica} (pid ${pid}) exited ${when}; its exit status is unknown`)
+  }
+
+  /** Each tick: rotate logs past the cap; notice adopted replicas that exited. */
+  private check(): void {
+    for (const s of this.replicas.values()) {
+      const file = this.logFile(s.spec.project, s.spec.replica)
+      rotateIfOver(file, this.opts.maxLogBytes)
+      if (s.proc || s.pid === null || s.stopping || s.state !== 'running') continue
+      if (sameProcess(s.pid, s.startTime ?? '', bootId())) continue
+      this.exitedUnseen(s, s.pid, 'after this Agent adopted it')
+      this.save()
+      this.opts.onChange()
+      if (!s.placeholder) this.scheduleRestart(s)
+    }
+  }
+
+  private start(key: string, spec: AssignedReplica): void {
+    const s: Supervised = { spec, proc: null, pid: null, startTime: null, state: 'pending', exitCode: null, restarts: 0, startedAt: 0, timer: null, stopping: false, placeholder: false }
+    this.replicas.set(key, s)
+    this.launch(s)
+  }
+
+  private launch(s: Supervised): void {
+    const { spec } = s
+    const runAs = this.opts.runAs
+    const file = this.logFile(spec.project, spec.replica)
+    this.writeLog(file, `--- ${new Date().toISOString()} starting revision ${spec.revision}: ${spec.command.join(' ')}\n`)
+    let fd: number | undefined
+    try {
+      fd = openForAppend(file)
+      s.proc = Bun.spawn(spec.command, {
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: runAs ? runAs.home : (process.env.HOME ?? '/'), ...spec.env, MUSTER_PROJECT: spec.project, MUSTER_REPLICA: String(spec.replica) },
+        stdin: 'ignore',
+        // A file, not a pipe to the Agent: the replica writes on when the Agent is gone.
+        stdout: fd,
+        stderr: fd,
+        // setsid(): its own session and process group, so it outlives the Agent and a stop reaches its children.
+        detached: true,
+        ...(runAs ? { uid: runAs.uid, gid: runAs.gid, cwd: runAs.home } : {}),
+      })
+    } catch (e) {
+      s.proc = null
+      s.state = 'failed'
+      s.exitCode = 127
+      this.writeLog(file, `cannot start: ${(e as Error).message}\n`)
+      this.scheduleRestart(s)
+      return
+    } finally {
+      if (fd !== undefined) closeSync(fd)
+    }
+    const proc = s.proc
+    s.pid = proc.pid
+    s.startTime = procStat(proc.pid)?.startTime ?? null
+    s.state = 'running'
+    s.exitCode = null
+    s.startedAt = Date.now()
+    this.save()
+    this.opts.onChange()
+    void proc.exited.then((code) => {
+      if (s.proc !== proc) return
+      s.proc = null
+      s.pid = null
+      s.exitCode = code
+      this.writeLog(file, `--- exited with ${code}\n`)
+      if (this.released) return
+      this.save()
+      if (s.stopping) {
+        s.state = 'stopped'
+        return
+      }
+      s.state = 'failed'
+      this.opts.onChange()
+      log.warn(`replica ${spec.project}/${spec.replica} exited with ${code}`)
+      this.scheduleRestart(s)
+    })
+  }
+
+  private scheduleRestart(s: Supervised): void {
+    if (s.stopping || this.released) return
+    if (s.startedAt && Date.now() - s.startedAt > this.opts.stableAfterMs) s.restarts = 0
+    const delay = Math.min(this.opts.backoffMaxMs, this.opts.backoffStartMs * 2 ** s.restarts)
+    s.restarts++
+    this.writeLog(this.logFile(s.spec.project, s.spec.replica), `--- restarting in ${delay} ms\n`)
+    s.timer = setTimeout(() => {
+      s.timer = null
+      if (!s.stopping && !this.released) this.launch(s)
+    }, delay)
+  }
+
+  private async stop(key: string, s: Supervised): Promise<void> {
+    s.stopping = true
+    if (s.timer) clearTimeout(s.timer)
+    const pid = s.pid
+    if (pid !== null) {
+      const proc = s.proc
+      const startTime = s.startTime ?? ''
+      // Our child: its exit is awaited. Adopted: watched in /proc until it is no longer that process.
+      const gone = proc ? proc.exited.then(() => {}) : this.until(() => !sameProcess(pid, startTime, bootId()))
+      signalGroup(pid, 'SIGTERM')
+      const killer = setTimeout(() => signalGroup(pid, 'SIGKILL'), this.opts.stopGraceMs)
+      await gone
+      clearTimeout(killer)
+      signalGroup(pid, 'SIGKILL') // anything the replica left behind in its group
+    }
+    s.state = 'stopped'
+    s.pid = null
+    if (this.replicas.get(key) === s) this.replicas.delete(key)
+    this.save()
+    this.opts.onChange()
+  }
+
+  private async until(done: () => boolean): Promise<void> {
+    while (!done()) await Bun.sleep(50)
+  }
+
+  /** Records every running replica for the next Agent. */
+  private save(): void {
+    if (!this.opts.stateFile) return
+    const boot = bootId()
+    const records: ReplicaRecord[] = []
+    for (const s of this.replicas.values()) {
+      if (s.pid === null || s.startTime === null || s.state !== 'running') continue
+      records.push({ project: s.spec.project, replica: s.spec.replica, revision: s.spec.revision, pid: s.pid, startTime: s.startTime, boot, startedAt: s.startedAt })
+    }
+    try {
+      writeFileAtomic(this.opts.stateFile, `${JSON.stringify({ replicas: records }, null, 2)}\n`, 0o600)
+    } catch (e) {
+      log.warn(`cannot record the running replicas in ${this.opts.stateFile}: ${(e as Error).message}`)
+    }
+  }
+
+  private writeLog(file: string, data: string | Uint8Array): void {
+    try {
+      rotateIfOver(file, this.opts.maxLogBytes)
+      appendFileSync(file, data, { mode: 0o600 })
+    } catch {}
+  }
+}

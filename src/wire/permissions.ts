@@ -1,0 +1,53 @@
+// Roles and the permissions they grant (docs/accounts-audit.md).
+export const PERMISSIONS = [
+  'server.nodes.view',
+  'server.nodes.enroll',
+  'server.nodes.manage',
+  'server.projects.view',
+  'server.projects.manage',
+  'server.cloud.view',
+  'server.cloud.connect',
+  'server.cloud.manage',
+  'server.federation.view',
+  'server.federation.manage',
+  'server.accounts.manage',
+  'server.federation.vouch',
+  'server.audit.view',
+  /** Add releases and steer rollouts (superadmin only): what every node runs. */
+  'server.releases.manage',
+] as const
+export type Permission = (typeof PERMISSIONS)[number]
+
+export const ROLES = ['superadmin', 'operator', 'viewer'] as const
+export type Role = (typeof ROLES)[number]
+
+const VIEW: Permission[] = ['server.nodes.view', 'server.projects.view', 'server.cloud.view', 'server.federation.view']
+
+export const ROLE_PERMISSIONS: Record<Role, ReadonlySet<Permission>> = {
+  superadmin: new Set(PERMISSIONS),
+  operator: new Set<Permission>([
+    ...VIEW,
+    'server.nodes.enroll',
+    'server.nodes.manage',
+    'server.projects.manage',
+    'server.cloud.connect',
+    'server.cloud.manage',
+    'server.federation.vouch',
+  ]),
+  viewer: new Set(VIEW),
+}
+
+export function isRole(value: string): value is Role {
+  return (ROLES as readonly string[]).includes(value)
+}
+
+const RANK: Record<Role, number> = { viewer: 0, operator: 1, superadmin: 2 }
+
+/** The lesser of two roles (least privilege). */
+export function lowerRole(a: Role, b: Role): Role {
+  return RANK[a] <= RANK[b] ? a : b
+}
+
+export function roleCan(role: Role, permission: Permission): boolean {
+  return ROLE_PERMISSIONS[role].has(permission)
+}
