@@ -16,8 +16,9 @@ export const releaseRoutes = (platform: Services) => {
   const manage = (request: Request) => platform.auth.require(request.headers, 'server.releases.manage')
   const view = (request: Request) => platform.auth.require(request.headers, 'server.nodes.view')
   const who = (p: { account: string | null; name: string }) => p.account ?? p.name
-  const rolloutId = (id: string) => {
-    if (!ROLLOUT_ID.test(id)) throw new MusterError('not-found', `No rollout ${id.slice(0, 40)}.`)
+  // A path parameter the router could not decode (`%ZZ`) arrives as null: not a rollout either.
+  const rolloutId = (id: string | null) => {
+    if (typeof id !== 'string' || !ROLLOUT_ID.test(id)) throw new MusterError('not-found', 'No such rollout (a rollout id is 12 characters: muster rollouts list).')
     return id
   }
   return new Elysia({ name: 'routes/releases', prefix: '/api/v1' })
@@ -31,8 +32,8 @@ export const releaseRoutes = (platform: Services) => {
       '/releases/uploads/:upload/:part',
       async ({ request, params }) => {
         await manage(request)
-        if (!/^\d{1,6}$/.test(params.part)) throw new MusterError('invalid-request', 'Invalid part: expected a whole number', { field: 'part' })
-        return releases().uploadPart(params.upload, Number(params.part), new Uint8Array(await request.arrayBuffer()))
+        if (typeof params.part !== 'string' || !/^\d{1,6}$/.test(params.part)) throw new MusterError('invalid-request', 'Invalid part: expected a whole number', { field: 'part' })
+        return releases().uploadPart(String(params.upload), Number(params.part), new Uint8Array(await request.arrayBuffer()))
       },
       { parse: 'none' },
     )
@@ -61,7 +62,7 @@ export const releaseRoutes = (platform: Services) => {
     })
     .get('/nodes/self/release/:sha256', async ({ request, params, query }) => {
       await platform.fabric.authenticateNode(request.headers)
-      if (!isSha256(params.sha256)) throw new MusterError('not-found', 'No such release.')
+      if (typeof params.sha256 !== 'string' || !isSha256(params.sha256)) throw new MusterError('not-found', 'No such release.')
       const from = typeof query.from === 'string' && isSha256(query.from) ? query.from : undefined
       return releases().download(params.sha256, from)
     })
