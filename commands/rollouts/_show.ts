@@ -7,7 +7,7 @@ const clean = (v: unknown) => String(v ?? '').replace(/[\u0000-\u001f\u007f-\u00
 
 export function showRollout(r: RolloutView, opts: { nodes?: boolean } = {}): void {
   const c = r.counts
-  const total = r.nodes.length
+  const total = r.total
   printLine(`rollout ${r.id} to ${clean(r.version)}: ${r.state}${r.reason ? ` (${clean(r.reason)})` : ''}`)
   printLine(`  ${c.done} of ${total} done, ${c.downloading + c.installing + c.restarting} in progress (at most ${r.maxUnavailableNodes}), ${c.pending} pending, ${c.failed} failed, ${c['rolled-back']} rolled back, ${c.skipped} skipped`)
   if (r.groups.length > 1) printTable(['group', 'nodes', 'done', 'in progress', 'failed', 'pending'], r.groups.map((g) => [g.group, g.total, g.counts.done, g.counts.downloading + g.counts.installing + g.counts.restarting, g.counts.failed + g.counts['rolled-back'], g.counts.pending]))

@@ -22,8 +22,8 @@ export function rolloutsApi(call: Transport) {
   return {
     start: (body: StartRollout) => call<RolloutView>('POST', '/api/v1/rollouts', body),
     list: () => call<RolloutList>('GET', '/api/v1/rollouts'),
-    /** One rollout; without an id the newest. */
-    status: (rollout?: string) => call<RolloutView>('GET', `/api/v1/rollouts/${rollout ? id(rollout) : 'latest'}`),
+    /** One rollout; without an id the newest. `nodes: 'watch'`: only canaries and the nodes updating or failed. */
+    status: (rollout?: string, opts: { nodes?: 'watch' } = {}) => call<RolloutView>('GET', `/api/v1/rollouts/${rollout ? id(rollout) : 'latest'}${opts.nodes ? `?nodes=${opts.nodes}` : ''}`),
     pause: (rollout: string) => call<RolloutView>('POST', `/api/v1/rollouts/${id(rollout)}/pause`),
     resume: (rollout: string) => call<RolloutView>('POST', `/api/v1/rollouts/${id(rollout)}/resume`),
     cancel: (rollout: string) => call<RolloutView>('POST', `/api/v1/rollouts/${id(rollout)}/cancel`),

@@ -25,6 +25,10 @@ import { selectorOf } from './view.ts'
 export const DIRECTIVE_TTL_MS = 10 * 60_000
 /** How often the driver looks for selected nodes that joined after the start. */
 const NEWCOMERS_MS = 3_000
+/** Steps of the driver are at least this far apart (a burst of reports makes one step). */
+const MIN_GAP_MS = 50
+/** How often told nodes are checked for silence (they have minutes). */
+const SILENCE_CHECK_MS = 2_000
 /** How often the rollouts budget of the audit is trimmed. */
 const PRUNE_MS = 5_000
 /** A told node that reports nothing for this long has failed. */
@@ -58,6 +62,8 @@ export class RolloutDriver {
   private newcomersMark = ''
   private prunedAt = -Infinity
   private again = false
+  private lastDrive = -Infinity
+  private lookedForSilence = -Infinity
 
   constructor(
     private readonly ctx: Context,
@@ -80,6 +86,10 @@ export class RolloutDriver {
     this.ticking = (async () => {
       do {
         this.again = false
+        // Reports that come in a burst (hundreds of nodes at once) are taken together: one step per gap at most.
+        const wait = this.lastDrive + MIN_GAP_MS - performance.now()
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+        this.lastDrive = performance.now()
         await this.lease.run(() => this.drive()).catch((e) => log.warn(`rollouts: ${(e as Error).message}`))
       } while (this.again && this.lease.held)
     })().finally(() => (this.ticking = undefined))
@@ -94,7 +104,10 @@ export class RolloutDriver {
       this.lookedForNewcomers = performance.now()
       await this.addNewcomers(r, now)
     }
-    await this.expireSilent(r, now)
+    if (performance.now() - this.lookedForSilence >= SILENCE_CHECK_MS) {
+      this.lookedForSilence = performance.now()
+      await this.expireSilent(r, now)
+    }
     // Counts, canaries and the last failure: a tick reads a handful of rows, however large the rollout.
     const summary = await rolloutSummaryRows(this.ctx.store, r.id)
     const step = nextStep(r, summary, now)

@@ -19,7 +19,7 @@ import { DIRECTIVE } from '../signed/documents.ts'
 import { signDocument } from '../signed/signed.ts'
 import { livePlatforms } from '../store/platforms.ts'
 import { nodeAgent, nodeAgents, releasesOfVersion, upsertNodeAgent, type ReleaseRow } from '../store/releases.ts'
-import { activeRollout, FINISHED, IN_FLIGHT, insertRollout, latestRollout, moveRolloutNode, recentRollouts, rolloutById, rolloutNode, rolloutNodes, rolloutNodesIn, setRolloutState, type RolloutNodeRow, type RolloutNodeState, type RolloutRow } from '../store/rollouts.ts'
+import { activeRollout, FINISHED, IN_FLIGHT, insertRollout, latestRollout, moveRolloutNode, recentRollouts, rolloutById, rolloutNode, rolloutGroupCounts, rolloutNodes, rolloutNodesToWatch, rolloutNodesIn, setRolloutState, type RolloutNodeRow, type RolloutNodeState, type RolloutRow } from '../store/rollouts.ts'
 import { tunableNumber } from '../tunables.ts'
 import { compareVersions } from '../version.ts'
 import type { AgentFacts } from '../wire/releases.ts'
@@ -28,6 +28,10 @@ import { auditStep, DIRECTIVE_TTL_MS, RolloutDriver, selectedNodes } from './dri
 import { planRollout } from './plan.ts'
 import { rolloutSummary, rolloutView } from './view.ts'
 
+/** At most this many nodes in a view that lists only those worth a look. */
+const WATCH_LIMIT = 1_000
+/** Reads of who is told are at least this far apart (every report asks for one). */
+const REFRESH_GAP_MS = 100
 /** How often the driver looks (MUSTER_ROLLOUT_TICK_MS for tests); a node's report wakes it at once too. */
 const tickMs = () => tunableNumber('MUSTER_ROLLOUT_TICK_MS')
 
@@ -40,6 +44,7 @@ export class Rollouts {
   private timer: ReturnType<typeof setInterval> | undefined
   private refreshing: Promise<void> | undefined
   private refreshAgain = false
+  private refreshedAt = -Infinity
   private readonly lease
   private readonly driver: RolloutDriver
 
@@ -84,6 +89,9 @@ export class Rollouts {
     this.refreshing = (async () => {
       do {
         this.refreshAgain = false
+        const wait = this.refreshedAt + REFRESH_GAP_MS - performance.now()
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+        this.refreshedAt = performance.now()
         try {
           const r = await activeRollout(this.ctx.store)
           this.wanting = new Set(r ? (await rolloutNodesIn(this.ctx.store, r.id, IN_FLIGHT)).map((n) => n.name) : [])
@@ -164,15 +172,17 @@ export class Rollouts {
     }
   }
 
-  async view(id?: string): Promise<RolloutView> {
+  /** One rollout (the newest without an id); `nodes: 'watch'` lists only canaries and the nodes updating or failed (a dashboard at 10,000 nodes). */
+  async view(id?: string, opts: { nodes?: 'all' | 'watch' } = {}): Promise<RolloutView> {
     const r = id && id !== 'latest' ? await rolloutById(this.ctx.store, id) : await latestRollout(this.ctx.store)
     if (!r) throw new MusterError('not-found', id && id !== 'latest' ? `No rollout ${id}.` : 'No rollout yet: muster rollouts start VERSION.')
-    return rolloutView(r, await rolloutNodes(this.ctx.store, r.id))
+    const rows = opts.nodes === 'watch' ? await rolloutNodesToWatch(this.ctx.store, r.id, WATCH_LIMIT) : await rolloutNodes(this.ctx.store, r.id)
+    return rolloutView(r, await rolloutGroupCounts(this.ctx.store, r.id), rows)
   }
 
   async list(): Promise<RolloutList> {
     const rows = await recentRollouts(this.ctx.store, 50)
-    return { rollouts: await Promise.all(rows.map(async (r) => rolloutSummary(r, await rolloutNodes(this.ctx.store, r.id)))) }
+    return { rollouts: await Promise.all(rows.map(async (r) => rolloutSummary(r, await rolloutGroupCounts(this.ctx.store, r.id)))) }
   }
 
   /** pause | resume | cancel; refused when the rollout cannot move that way. */

@@ -151,6 +151,16 @@ export async function rolloutSummaryRows(db: Db, id: string): Promise<RolloutSum
   return { total, counts, canaries, lastFailure }
 }
 
+/** Nodes by (group, state): the progress per group without reading every node. */
+export async function rolloutGroupCounts(db: Db, id: string): Promise<{ grp: string; state: RolloutNodeState; n: number }[]> {
+  return (await db.all<{ grp: string; state: RolloutNodeState; n: number }>('SELECT grp, state, COUNT(*) AS n FROM rollout_nodes WHERE rollout_id = ?1 GROUP BY grp, state', id)).map((r) => ({ ...r, n: Number(r.n) }))
+}
+
+/** The nodes worth a look: canaries, those updating now, those that failed or rolled back (at most `limit`). */
+export async function rolloutNodesToWatch(db: Db, id: string, limit: number): Promise<RolloutNodeRow[]> {
+  return db.all<RolloutNodeRow>(`SELECT * FROM rollout_nodes WHERE rollout_id = ?1 AND (canary = 1 OR state IN ('downloading', 'installing', 'restarting', 'failed', 'rolled-back')) ORDER BY position LIMIT ${Math.floor(limit)}`, id)
+}
+
 /** The first `limit` pending nodes in the rollout's order. */
 export async function pendingInOrder(db: Db, id: string, limit: number): Promise<RolloutNodeRow[]> {
   return db.all<RolloutNodeRow>(`SELECT * FROM rollout_nodes WHERE rollout_id = ?1 AND state = 'pending' ORDER BY position LIMIT ${Math.max(0, Math.floor(limit))}`, id)

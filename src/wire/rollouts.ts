@@ -59,6 +59,8 @@ export interface RolloutView {
   createdAt: string
   createdBy: string
   updatedAt: string
+  /** Nodes in the rollout (`nodes` may list fewer: `?nodes=watch`). */
+  total: number
   counts: Record<RolloutNodeStateName, number>
   groups: RolloutGroupView[]
   nodes: RolloutNodeView[]

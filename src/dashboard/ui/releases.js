@@ -35,7 +35,7 @@ async function load() {
     ;[releases, history, rollout] = await Promise.all([
       api('GET', '/api/v1/releases'),
       api('GET', '/api/v1/rollouts'),
-      api('GET', '/api/v1/rollouts/latest').catch((e) => (e instanceof ApiError && e.status === 404 ? null : Promise.reject(e))),
+      api('GET', '/api/v1/rollouts/latest?nodes=watch').catch((e) => (e instanceof ApiError && e.status === 404 ? null : Promise.reject(e))),
     ])
   } catch (e) {
     if (p === parts && mine === loads) p.body.replaceChildren(failure(e, 'server.nodes.view', 'to see releases and rollouts'))
@@ -57,7 +57,7 @@ const inFlight = (c) => IN_FLIGHT.reduce((n, s) => n + c[s], 0)
 const failedOf = (c) => c.failed + c['rolled-back']
 
 function rolloutCard(r) {
-  const total = r.nodes.length
+  const total = r.total
   const c = r.counts
   const kind = r.state === 'halted' ? 'error' : r.state === 'paused' ? 'warn' : r.state === 'done' && failedOf(c) === 0 ? 'ok' : 'info'
   const headline = h(

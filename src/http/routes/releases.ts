@@ -50,7 +50,7 @@ export const releaseRoutes = (platform: Services) => {
       const p = await manage(request)
       return rollouts().start(parseBody(StartRollout, body), who(p))
     })
-    .get('/rollouts/:id', ({ request, params }) => view(request).then(() => rollouts().view(rolloutId(params.id))))
+    .get('/rollouts/:id', ({ request, params, query }) => view(request).then(() => rollouts().view(rolloutId(params.id), { nodes: query.nodes === 'watch' ? 'watch' : 'all' })))
     .post('/rollouts/:id/pause', ({ request, params }) => manage(request).then(() => rollouts().steer(rolloutId(params.id), 'pause')))
     .post('/rollouts/:id/resume', ({ request, params }) => manage(request).then(() => rollouts().steer(rolloutId(params.id), 'resume')))
     .post('/rollouts/:id/cancel', ({ request, params }) => manage(request).then(() => rollouts().steer(rolloutId(params.id), 'cancel')))
