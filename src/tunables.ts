@@ -67,6 +67,7 @@ export const TUNABLES = {
   MUSTER_UPDATE_STEP_DELAY_MS: { reader: 'agent', default: 0, unit: 'ms', zero: true, meaning: 'How long the Agent waits after writing each step of an update to its journal (tests kill it at each step); 0: no wait.' },
   MUSTER_LAUNCHED: { reader: 'agent', default: null, meaning: 'Set by the Agent on the release binary it execs (docs/upgrading.md); not for operators.' },
   MUSTER_UPDATE_TRIAL: { reader: 'agent', default: null, meaning: 'Set by the Agent on a new binary on trial: the SHA-256 of that release; not for operators.' },
+  MUSTER_AGENT_CGROUPS: { reader: 'agent', default: null, meaning: '`off`: replicas get no cgroups (the cgroup tree is left alone; a stop reaches their process group and their project\'s uid, and --cpu/--memory are not enforced); unset: each replica in its own cgroup where the Agent has a subtree.' },
   // ---- the command line -------------------------------------------------------
   MUSTER_URL: { reader: 'cli', default: null, meaning: 'The Platform URL when --platform-url is not given (then the one `muster login` saved, then http://127.0.0.1:7380).' },
   MUSTER_TOKEN: { reader: 'cli', default: null, meaning: 'The operator API token when --token is not given (then the one `muster login` saved).' },

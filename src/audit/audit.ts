@@ -84,7 +84,7 @@ export class Audit {
   }
 
   /** Keeps `budget` within the retention. */
-  async prune(budget: AuditBudget): Promise<void> {
+  async pruneBudget(budget: AuditBudget): Promise<void> {
     await pruneAuditLog(this.db, budget, this.now(), this.retention)
   }
 

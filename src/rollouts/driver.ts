@@ -157,7 +157,7 @@ export class RolloutDriver {
   private async pruneAudit(): Promise<void> {
     if (performance.now() - this.prunedAt < PRUNE_MS) return
     this.prunedAt = performance.now()
-    await this.audit_.prune('rollouts').catch((e) => log.warn(`rollouts: audit prune: ${(e as Error).message}`))
+    await this.audit_.pruneBudget('rollouts').catch((e) => log.warn(`rollouts: audit prune: ${(e as Error).message}`))
   }
 
   /** Selected nodes that joined (or first told what their Agent runs) after the start get the target too. */

@@ -34,6 +34,8 @@ const ReplicaStatus = v.object({
   state: v.picklist(['pending', 'running', 'failed', 'stopped']),
   exitCode: v.optional(v.nullable(v.number())),
   revision: v.optional(v.number()),
+  /** Why it failed, when its node knows more than the exit status (killed for its memory limit). */
+  reason: v.optional(v.picklist(['out-of-memory'])),
 })
 /** A replica as its node reports it in a heartbeat. */
 export type ReplicaStatus = v.InferOutput<typeof ReplicaStatus>

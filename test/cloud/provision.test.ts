@@ -182,8 +182,11 @@ describe.each(ENGINES)('on %s', (engine) => {
     test('a slow provider: the request answers creating and the create goes on in the background', async () => {
       await using s = await setup()
       s.cloud.provisioner.answerWithinMs = 0
+      // The provider holds the create until the answer is in: the answer cannot race the create.
+      const release = s.hz.holdCreates()
       const prv = await s.p.client.cloud.provision({ provider: 'hetzner', name: 'cloud-8', region: 'fsn1', size: 'cx22' })
       expect(prv).toMatchObject({ state: 'creating', machineId: null })
+      release()
       await waitFor(async () => (await s.p.client.cloud.provisionInfo(prv.id)).machineId !== null, { what: 'machine id' })
       expect(s.hz.book.created).toHaveLength(1)
     })
