@@ -15,34 +15,17 @@ import { join, resolve } from 'node:path'
 import { VERSION } from '../../src/version.ts'
 import { musterBin } from '../helpers/binary.ts'
 import { buildWithVersion, faultyBuild } from '../helpers/builds.ts'
-import { Network, runOn, startOn, type Host, type Ran, type Started } from '../helpers/netns.ts'
+import { describeWithMachines, Machine, machinesUnavailable } from '../helpers/machines.ts'
+import { Network, runOn, startOn, type Started } from '../helpers/netns.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
-import { describe } from 'bun:test'
 
-// test/helpers/machines.ts (booted Debian machines) comes with the systemd harness; until it is there this file skips.
-interface MachineLike {
-  bootMs: number
-  run(cmd: string[], opts?: { env?: Record<string, string>; timeoutMs?: number }): Promise<Ran>
-  sh(script: string, opts?: { env?: Record<string, string>; timeoutMs?: number }): Promise<Ran>
-  path(p: string): string
-  stop(): Promise<void>
-}
-interface Machines {
-  machinesUnavailable(): Promise<string | null>
-  Machine: { boot(host: Host, opts?: { binds?: { host: string; machine: string; readOnly?: boolean }[] }): Promise<MachineLike> }
-}
-const helper = '../helpers/machines.ts'
-const machines = (await import(helper).catch(() => null)) as Machines | null
-const why = machines ? await machines.machinesUnavailable() : 'test/helpers/machines.ts is not in this tree'
+const why = await machinesUnavailable()
 const OLD = '0.0.9'
 const INSTALL_SH = resolve(import.meta.dir, '../../install.sh')
 
-const run = why ? describe.skip : describe
-if (why) process.stderr.write(`skip: "a rollout under systemd": ${why}; CI runs it as root where systemd-nspawn boots\n`)
-
-run(`a rollout under systemd${why ? ` [skipped: ${why}]` : ' [root]'}`, () => {
+describeWithMachines(why, 'a rollout under systemd', () => {
   let net: Network
-  let machine: MachineLike | undefined
+  let machine: Machine | undefined
   const started: Started[] = []
   const dir = tmpDir('muster-systemd-upgrade-')
   beforeAll(() => {
@@ -85,7 +68,7 @@ run(`a rollout under systemd${why ? ` [skipped: ${why}]` : ' [root]'}`, () => {
     const token = created.stdout.trim()
     const line = created.stderr.split('\n').map((l) => l.trim()).find((l) => l.startsWith('c=$(mktemp)'))!.replace('NAME', 'm1')
 
-    machine = await machines!.Machine.boot(m1, { binds: [{ host: share, machine: '/opt/muster-test', readOnly: true }] })
+    machine = await Machine.boot(m1, { binds: [{ host: share, machine: '/opt/muster-test', readOnly: true }] })
     const m = machine
     process.stderr.write(`systemd upgrade: m1 booted in ${m.bootMs} ms\n`)
     // 1. the printed bootstrap line; then install.sh puts the older build in place (the unit restarts into it)

@@ -81,7 +81,7 @@ describe('node routes of rollouts', () => {
     const s = await p.client.rollouts.status(r.id)
     expect(s.nodes.map((n) => [n.name, n.state])).toEqual([['w1', 'downloading'], ['w2', 'pending']])
     // the heartbeat of the told node says update; the other's does not
-    expect((await w1!.beat()).update).toBe(true)
+    await waitFor(async () => (await w1!.beat()).update === true, { what: "w1's heartbeat answer saying update" })
     expect((await w2!.beat()).update).toBeUndefined()
     expect(await w2!.directive()).toBeNull()
     expect(((await w1!.directive()) as { payload: { node: string } }).payload.node).toBe('w1')
