@@ -35,7 +35,7 @@ const MAX_UNAVAILABLE = arg('max-unavailable', '5%')
 const INTERVAL_MS = Number(arg('interval', '10')) * 1000
 const GATE_MS = Number(arg('gate', '3')) * 1000
 const CHANGE = arg('change', 'line')
-const FROM = arg('from', '4c14d1fad0ea3c43f03a68ce3e434b6d08e3da92')
+const FROM = arg('from', '4c14d1f4cec39cf23f5f3ab8f5f5df284aaee47b')
 const say = (s: string) => process.stderr.write(s)
 const cpuSeconds = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
