@@ -79,7 +79,7 @@ export function circles(files: string[], edges: Edge[]): string[][] {
  */
 export const LAYERS: string[][] = [
   ['src'], // errors, log, version, tunables, addresses, datadir, serve-lock, shutdown, single-flight
-  ['src/crypto'],
+  ['src/crypto', 'src/metrics'],
   ['src/wire'],
   ['src/signed', 'src/store', 'src/sockets', 'src/client'],
   ['src/auth', 'src/replicas'],

@@ -2,7 +2,7 @@
 // 2), runs it, and turns errors into one clear line (exit 1), never a stack.
 import { renderUsage, runCommand, type ArgsDef, type CommandDef } from 'citty'
 import { MusterError } from '../src/errors.ts'
-import { wrapWords } from '../src/log.ts'
+import { jsonLine, logsAreJson, wrapWords } from '../src/log.ts'
 import { UsageError } from './_args.ts'
 import { examplesFor } from './_examples.ts'
 import { outputDelivered, trackOutput } from './_out.ts'
@@ -114,6 +114,7 @@ export async function main(root: AnyCommand, argv: string[]): Promise<number> {
 // One line per error for pipes and scripts; on a terminal the line is wrapped
 // between words to its width, never inside a flag.
 function say(text: string): void {
+  if (logsAreJson()) return void process.stderr.write(jsonLine({ args: [text.trimEnd()], type: 'error', date: new Date() }))
   const columns = process.stderr.isTTY ? process.stderr.columns : 0
   process.stderr.write(columns ? `${wrapWords(text.trimEnd(), columns - 1, 2)}\n` : text)
 }

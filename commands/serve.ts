@@ -1,5 +1,5 @@
 import { defineCommand } from 'citty'
-import { dataDirArg, intArg, multiArg, UsageError } from './_args.ts'
+import { dataDirArg, intArg, logFormatArg, multiArg, UsageError } from './_args.ts'
 import { consola } from 'consola'
 import { ENGINE_ENV } from '../src/swap/protocol.ts'
 import { tunable } from '../src/tunables.ts'
@@ -47,6 +47,7 @@ export default defineCommand({
     'enrollment-address': { type: 'string', valueHint: 'ADDR', description: 'Address nodes reach the listener by, and that it binds (repeatable; default: --host\'s address and localhost, else the first routable IPv4 and localhost)' },
     'remote-dispatch': { type: 'boolean', description: 'Allow nodes to enroll (implied by --enrollment-port)' },
     'local-node': { type: 'boolean', default: false, description: 'Run an Agent in-process as node `local` (off by default; only a superadmin\'s projects run there, with the Platform\'s privileges)', negativeDescription: 'Do not run the local node (the default)' },
+    'cloud-identity-roots': { type: 'string', valueHint: 'FILE', description: 'More roots for cloud identity joins: JSON {"aws":{"REGION":"PEM"},"gcp":{"KID":"PEM"},"azure":["PEM"]} (AWS certificates and Microsoft roots ship built in)' },
     'nodes-file': { type: 'string', valueHint: 'FILE', description: 'Operator-declared nodes: JSON {"nodes":[{"name","labels"?,"drained"?}]}; their names enroll only with their own enrollment' },
     'node-auth': { type: 'enum', options: ['legacy', 'both', 'enrolled'], default: 'both', description: 'How nodes authenticate: shared fleet token, both, or enrolled credentials only' },
     'fleet-token-file': { type: 'string', valueHint: 'FILE', description: 'File holding the legacy fleet-wide registration token' },
@@ -70,8 +71,10 @@ export default defineCommand({
     'oidc-display-name': { type: 'string', valueHint: 'NAME', description: 'The name on the dashboard\'s "Sign in with …" button' },
     'oidc-only': { type: 'boolean', description: 'No password login: only host-local commands and break-glass remain beside the provider' },
     'oidc-config': { type: 'string', valueHint: 'FILE', description: 'The --oidc-* settings as JSON {issuer, clientId, clientSecretFile, roleMap, …} instead of flags' },
+    ...logFormatArg,
   },
   async run({ args, rawArgs }) {
+    if (args['log-format'] === 'json') (await import('../src/log.ts')).setLogFormat('json', consola)
     const port = intArg(args, 'port', 0, 65535) ?? 7380
     const enrollmentPort = intArg(args, 'enrollment-port', 0, 65535)
     if (enrollmentPort !== undefined && enrollmentPort !== 0 && enrollmentPort < 1024) throw new UsageError(`--enrollment-port must be 1024 or higher (got ${enrollmentPort}); ports below 1024 need root privileges muster does not take`)
@@ -106,6 +109,7 @@ export default defineCommand({
       remoteDispatch: Boolean(args['remote-dispatch']),
       localNode: args['local-node'] === true,
       nodesFile: args['nodes-file'],
+      cloudIdentityRoots: args['cloud-identity-roots'],
       nodeAuth: args['node-auth'] as 'legacy' | 'both' | 'enrolled',
       fleetTokenFile: args['fleet-token-file'],
       nodeStaleAfterMs: (intArg(args, 'node-stale-seconds', 1, 86400) ?? 45) * 1000,

@@ -55,6 +55,9 @@ export const TUNABLES = {
   MUSTER_CLOUD_AZURE_LOGIN_URL: { reader: 'serve', default: 'https://login.microsoftonline.com', meaning: 'The Microsoft identity platform (Azure tokens).' },
   MUSTER_CLOUD_GCP_URL: { reader: 'serve', default: 'https://compute.googleapis.com/compute/v1', meaning: 'The Compute Engine API.' },
   MUSTER_CLOUD_GCP_TOKEN_URL: { reader: 'serve', default: 'https://oauth2.googleapis.com/token', meaning: 'Google\'s OAuth 2.0 token endpoint.' },
+  MUSTER_CLOUD_GCP_CERTS_URL: { reader: 'serve', default: 'https://www.googleapis.com/oauth2/v1/certs', meaning: 'Google\'s signing certificates for GCP identity tokens (kept until their Expires).' },
+  MUSTER_CLOUD_AZURE_CA_ISSUERS_HOST: { reader: 'serve', default: 'www.microsoft.com', meaning: 'The only host an Azure attested document\'s missing intermediate is fetched from (its CA Issuers URL).' },
+  MUSTER_CLOUD_CHALLENGE_TTL_MS: { reader: 'serve', default: 5 * 60_000, unit: 'ms', meaning: 'How long the nonce an Azure machine fetches its attested data with is good for.' },
   MUSTER_ROLLOUT_TICK_MS: { reader: 'serve', default: 1_000, unit: 'ms', meaning: 'How often the Platform holding the rollouts lease looks at the active rollout (a node\'s report wakes it at once too).' },
   // ---- the Agent ------------------------------------------------------------
   MUSTER_AGENT_HOST: { reader: 'agent', default: null, meaning: 'Where the Agent\'s HTTPS port binds; unset: all interfaces (loopback when the node joined with a loopback address).' },

@@ -6,7 +6,7 @@ export default defineCommand({
   args: {
     ...dataDirArg,
     name: { type: 'string', default: 'admin', valueHint: 'NAME', description: 'A label for the token' },
-    role: { type: 'string', default: 'superadmin', valueHint: 'ROLE', description: 'Role: superadmin, operator or viewer' },
+    role: { type: 'string', default: 'superadmin', valueHint: 'ROLE', description: 'Role: superadmin, operator, viewer, or metrics (reads GET /metrics only)' },
     account: { type: 'string', valueHint: 'ACCOUNT', description: 'Account the token acts for (default: superadmin for a superadmin token, none otherwise); needed to vouch on offices' },
     'ttl-days': { type: 'string', valueHint: 'N', description: 'Expire the token after N days (default: never; revoke with `muster tokens revoke`)' },
     'break-glass': { type: 'boolean', description: 'On a joined office (local door closed): mint anyway, recorded as a break-glass and reported to the controller' },
@@ -14,7 +14,7 @@ export default defineCommand({
   },
   async run({ args }) {
     const { isRole } = await import('../../src/wire/permissions.ts')
-    if (!isRole(args.role)) throw new UsageError(`--role must be superadmin, operator or viewer, got "${args.role}"`)
+    if (!isRole(args.role)) throw new UsageError(`--role must be superadmin, operator, viewer or metrics, got "${args.role}"`)
     const role = args.role
     if (!/^[\w .@-]{1,64}$/.test(args.name)) throw new UsageError('--name must be 1–64 letters, digits, spaces or ._@-')
     const ttlDays = intArg(args, 'ttl-days', 1, 3650)

@@ -232,6 +232,17 @@ export class Auth {
     return p
   }
 
+  /**
+   * Any operator (routes that need no one permission: whoami, the caller's own tokens): 401 without
+   * credentials; a `metrics` token is refused (403), since it reads GET /metrics and nothing else.
+   */
+  async requireOperator(headers: Headers): Promise<Principal> {
+    const p = await this.authenticate(headers)
+    if (!p) throw new MusterError('unauthorized', 'Authentication required.')
+    if (p.role === 'metrics') throw new MusterError('forbidden', 'A metrics token reads GET /metrics only.')
+    return p
+  }
+
   private async fromApiToken(token: string): Promise<Principal | null> {
     // Every API token is local: while the door is closed it is suspended, decided before the token is read.
     const door = await this.door()

@@ -33,6 +33,8 @@ export interface PlatformOptions {
   localNode?: boolean
   nodeAuth?: 'legacy' | 'both' | 'enrolled'
   fleetTokenFile?: string
+  /** More verification roots for cloud identity joins: JSON {"aws":{REGION:PEM},"gcp":{KID:PEM},"azure":[PEM]} (docs/cloud.md). */
+  cloudIdentityRoots?: string
   /** Operator-declared nodes: JSON {"nodes":[{"name","labels"?,"drained"?}]} (docs/nodes.md). */
   nodesFile?: string
   /** A node without a heartbeat for this long is unreachable (default 45 s). */

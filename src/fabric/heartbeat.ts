@@ -10,6 +10,7 @@
 import type { Fabric } from './fabric.ts'
 import type { NodeEntry } from './registry.ts'
 import type { HeartbeatAnswer, HeartbeatBody, NodeFacingPlatform } from '../wire/nodes.ts'
+import { heartbeats } from '../metrics/platform.ts'
 
 const PREFIX = 'Bearer mnc_'
 const MAC_LENGTH = 43
@@ -70,6 +71,7 @@ export function currentNode(fabric: Fabric, authorization: string, nodeId: strin
 
 /** Records an authenticated node's heartbeat (both paths); what the answer says that is the node's own. */
 function record(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): void {
+  heartbeats.inc()
   if (fabric.registry.heartbeat(n, body)) for (const l of fabric.heartbeatListeners) l(n)
 }
 

@@ -9,6 +9,7 @@ import { compareVersions, isVersion, VERSION } from '../version.ts'
 import { labelsFromJson, type Labels } from '../wire/labels.ts'
 import type { NodeStateName, ReplicaStatus, StateCounts } from '../wire/nodes.ts'
 import { indexFrom } from '../wire/paging.ts'
+import { CensusCount } from './census.ts'
 
 export type Compatibility = 'current' | 'behind' | 'newer' | 'unknown'
 
@@ -116,6 +117,8 @@ const PULL_OVERLAP_MS = 3_000
 /** From this many nodes on, listings count states from a cache (Registry.stateCounts). */
 const COUNT_CACHE_FROM = 50_000
 const COUNT_REFRESH_MS = 2_000
+/** From COUNT_CACHE_FROM nodes on, a full count runs at least this often (a scrape starts none: docs/monitoring.md). */
+const CENSUS_REFRESH_MS = 30_000
 /** Nodes counted between two turns of the event loop (about 2–5 ms). */
 const COUNT_SLICE = 10_000
 
@@ -158,6 +161,7 @@ export class Registry {
     this.timer = setInterval(() => {
       void this.flush().catch((e) => log.warn(`writing heartbeats: ${(e as Error).message}`))
       if (this.db.engine === 'postgres') void this.pullHeartbeats().catch((e) => log.warn(`reading heartbeats: ${(e as Error).message}`))
+      if (this.nodes.size >= COUNT_CACHE_FROM) this.stateCounts(CENSUS_REFRESH_MS) // the metrics' counts: a full pass every 30 s
     }, intervalMs)
     this.timer.unref?.()
   }
@@ -252,16 +256,17 @@ export class Registry {
    * and a listing that finds the last full count older than COUNT_REFRESH_MS starts another in slices that
    * give the event loop back (a node that falls silent turns unreachable by time alone: counted then).
    */
-  stateCounts(): StateCounts {
+  stateCounts(refreshAfterMs = COUNT_REFRESH_MS): StateCounts {
     if (this.nodes.size < COUNT_CACHE_FROM) return this.countNow()
     const now = this.now()
     if (this.counts === null) {
       this.counts = this.countNow()
       this.countedAt = now
-    } else if (!this.counting && (now - this.countedAt >= COUNT_REFRESH_MS || now < this.countedAt)) void this.countInSlices()
+    } else if (!this.counting && (now - this.countedAt >= refreshAfterMs || now < this.countedAt)) void this.countInSlices()
     return { ...this.counts }
   }
   private counts: StateCounts | null = null
+  readonly census = new CensusCount(compatibilityOf, () => this.stateCounts(Infinity)) // the metrics' (src/fabric/census.ts)
   private countedAt = 0
   private counting = false
   /** Moves one node's count from the state it was in to the one it is in (null: absent). */
@@ -275,28 +280,24 @@ export class Registry {
   }
 
   private countNow(): StateCounts {
-    const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
-    for (const n of this.nodes.values()) {
-      counts.total++
-      counts[this.state(n).state]++
-    }
-    return counts
+    const census = this.census.start()
+    for (const n of this.nodes.values()) this.census.add(census, n, this.state(n).state, this.now())
+    return (this.census.last = census).states
   }
 
   private async countInSlices(): Promise<void> {
     this.counting = true
     const at = this.now()
     try {
-      const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
+      const census = this.census.start()
       let i = 0
       for (const n of this.nodes.values()) {
-        counts.total++
-        counts[this.state(n).state]++
+        this.census.add(census, n, this.state(n).state, at)
         if (++i % COUNT_SLICE === 0) await new Promise((r) => setImmediate(r))
       }
       // Moves made meanwhile are in the old count, and the new one saw most of them: it wins (a node's count
       // is off at most until the next one).
-      this.counts = counts
+      this.counts = (this.census.last = census).states
       this.countedAt = at
     } finally {
       this.counting = false

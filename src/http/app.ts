@@ -3,7 +3,7 @@
 import { Elysia } from 'elysia'
 import { MusterError } from '../errors.ts'
 import { SESSION_COOKIE, bearerToken } from '../auth/auth.ts'
-import { log } from '../log.ts'
+import { fields, log } from '../log.ts'
 import type { Services } from './services.ts'
 import { isJson, isPath, joinTokenAsBearer, malformedRequest, mediaType, sameOrigin } from './request.ts'
 import { authRoutes } from './routes/auth.ts'
@@ -20,6 +20,8 @@ import { accountRoutes } from './routes/accounts.ts'
 import { auditRoutes } from './routes/audit.ts'
 import { releaseRoutes } from './routes/releases.ts'
 import { oidcRoutes } from './routes/oidc.ts'
+import { metricsRoutes } from './routes/metrics.ts'
+import { noteRoute, requestId } from './request-metrics.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
   return new Response(JSON.stringify(err.toJSON()), {
@@ -70,7 +72,10 @@ export function createApp(platform: Services) {
         if (refusal) return errorResponse(refusal)
       }
     })
-    .onError(({ code, error }) => {
+    // The matched route's template, for the request metrics (src/http/request-metrics.ts).
+    .onTransform({ as: 'global' }, ({ request, route }) => noteRoute(request, route))
+    .onError(({ code, error, request, route }) => {
+      noteRoute(request, route)
       if (error instanceof MusterError) {
         const headers: Record<string, string> = {}
         const retryAfter = error.detail?.retryAfterSeconds
@@ -80,10 +85,11 @@ export function createApp(platform: Services) {
       if (code === 'NOT_FOUND') return errorResponse(new MusterError('not-found', 'No such route.'))
       if (code === 'PARSE') return errorResponse(new MusterError('invalid-request', 'Invalid body: not parseable as JSON or form data.', { field: 'body' }))
       if (code === 'VALIDATION') return errorResponse(new MusterError('invalid-request', 'Invalid request.'))
-      log.error(`unhandled error: ${(error as Error)?.stack ?? String(error)}`)
+      log.error(`unhandled error: ${(error as Error)?.stack ?? String(error)}`, fields({ request: requestId(request), route: route ?? null }))
       return errorResponse(new MusterError('internal', 'Internal error; see the Platform log.'))
     })
     .use(healthRoutes())
+    .use(metricsRoutes(platform))
     .use(authRoutes(platform))
     .use(oidcRoutes(platform))
     .use(accountRoutes(platform))

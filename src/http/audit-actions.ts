@@ -97,6 +97,7 @@ export const UNAUDITED_WRITES: { method: string; path: string }[] = [
   { method: 'POST', path: '/api/v1/nodes/self/agent' },
   // The parts of an upload: its start and the release it becomes are audited.
   { method: 'PUT', path: '/api/v1/releases/uploads/:upload/:part' },
+  { method: 'POST', path: '/api/v1/nodes/identity-challenge' },
   { method: 'POST', path: '/api/v1/federation/register' },
   { method: 'POST', path: '/api/v1/federation/heartbeat' },
   // Sign-in with the identity provider: its pipeline (src/sso/signin.ts) writes sso.login itself,

@@ -15,6 +15,7 @@ import * as v from 'valibot'
 import { MusterError } from '../errors.ts'
 import { acceptHeartbeatText, currentNode } from '../fabric/heartbeat.ts'
 import { log } from '../log.ts'
+import { codeOf, heartbeatRefusals } from '../metrics/platform.ts'
 import type { Services } from './services.ts'
 import { errorResponse } from './app.ts'
 import { joinTokenAsBearer, malformedRequest } from './request.ts'
@@ -71,6 +72,7 @@ export function parseRegister(text: string): { body: HeartbeatBody } | { error: 
 const JSON_HEADERS = { 'content-type': 'application/json;charset=utf-8' }
 
 function refusal(e: unknown): Response {
+  heartbeatRefusals.inc({ code: codeOf(e) })
   if (e instanceof MusterError) {
     const retryAfter = e.detail?.retryAfterSeconds
     return errorResponse(e, typeof retryAfter === 'number' ? { 'retry-after': String(Math.max(1, Math.ceil(retryAfter))) } : undefined)

@@ -20,6 +20,8 @@ import { MusterError } from '../errors.ts'
 import { startFederation, type Federation } from '../federation/service.ts'
 import { createApp } from '../http/app.ts'
 import { heartbeatRoutes } from '../http/heartbeat.ts'
+import { countRequests } from '../http/request-metrics.ts'
+import { watchMetrics } from './metrics.ts'
 import { ApiEndpoint } from '../http/api-endpoint.ts'
 import { log } from '../log.ts'
 import type { PlatformOptions } from '../context/options.ts'
@@ -36,6 +38,7 @@ import { LogRelay, type LocalLogs } from '../projects/logs.ts'
 import { ReadinessProber } from '../fabric/probe.ts'
 import { EnrollmentListener } from '../listener/listener.ts'
 import { startCloud, type Cloud } from '../cloud/service.ts'
+import { identityRoots } from '../cloud/identity/roots.ts'
 import { Pki } from '../pki/pki.ts'
 import { FieldSeal, openVault, type Vault } from '../context/vault.ts'
 import { Leases } from '../context/leases.ts'
@@ -209,7 +212,7 @@ export class Platform implements Services {
     // services: federation
     this.federation = await startFederation(ctx, { auth: this.auth, projects: this.projects })
     // services: cloud
-    this.cloud = startCloud(ctx, { fabric: this.fabric, projects: this.projects, publicUrl: () => this.publicUrl, apiCaPin: () => this.api.caPin })
+    this.cloud = startCloud(ctx, { fabric: this.fabric, projects: this.projects, publicUrl: () => this.publicUrl, apiCaPin: () => this.api.caPin }, identityRoots(this.options.cloudIdentityRoots))
     // services: releases and rollouts (docs/upgrading.md)
     this.releases = new Releases(ctx)
     await this.releases.start()
@@ -265,7 +268,7 @@ export class Platform implements Services {
   /** The application behind the audit hook: every write is recorded before it runs (src/http/audit-hook.ts). */
   private get audited(): (r: Request) => Promise<Response> {
     const app = this.app
-    this.auditedInstance ??= auditHook(this, (r) => app.handle(r))
+    this.auditedInstance ??= countRequests(auditHook(this, (r) => app.handle(r)))
     return this.auditedInstance
   }
   private auditedInstance: ((r: Request) => Promise<Response>) | undefined
@@ -313,6 +316,8 @@ export class Platform implements Services {
     this.fabric.platformsView = () => this.platforms.view()
     await this.platforms.start()
     this.onClose(() => this.platforms.stop())
+    // listen: the metrics' gauges read this Platform (GET /metrics)
+    this.onClose(watchMetrics(this))
     // listen: certificates are checked against the wall clock on a short tick (a clock may jump);
     // the API has no per-connection hook, and a certificate a jump left expired fails the handshake.
     let ticks = 0

@@ -25,7 +25,8 @@
 // --stop-replicas`) stops what escaped its process group too.
 import { appendFileSync, closeSync, existsSync, mkdirSync } from 'node:fs'
 import type { AssignedReplica } from '../wire/projects.ts'
-import { log } from '../log.ts'
+import { fields, log } from '../log.ts'
+import { replicaRestarts } from '../metrics/agent.ts'
 import { writeFileAtomic } from '../datadir.ts'
 import type { RunAs } from './isolation.ts'
 import { cgroupMembers, killCgroup, oomKills, removeCgroup, enterCgroup, signalCgroup, type Cgroups, type ReplicaCgroup } from './cgroups.ts'
@@ -311,7 +312,7 @@ export class Runner {
       s.state = 'failed'
       s.reason = oom ? 'out-of-memory' : null
       this.opts.onChange()
-      log.warn(`replica ${spec.project}/${spec.replica} exited with ${code}${oom ? ' (killed for its memory limit)' : ''}`)
+      log.warn(`replica ${spec.project}/${spec.replica} exited with ${code}${oom ? ' (killed for its memory limit)' : ''}`, fields({ project: spec.project, replica: spec.replica }))
       this.scheduleRestart(s)
     })
   }
@@ -321,6 +322,7 @@ export class Runner {
     if (s.startedAt && Date.now() - s.startedAt > this.opts.stableAfterMs) s.restarts = 0
     const delay = Math.min(this.opts.backoffMaxMs, this.opts.backoffStartMs * 2 ** s.restarts)
     s.restarts++
+    replicaRestarts.inc()
     this.writeLog(this.logFile(s.spec.project, s.spec.replica), `--- restarting in ${delay} ms\n`)
     s.timer = setTimeout(() => {
       s.timer = null

@@ -18,8 +18,11 @@ export const PERMISSIONS = [
 ] as const
 export type Permission = (typeof PERMISSIONS)[number]
 
+/** The roles of accounts (people). */
 export const ROLES = ['superadmin', 'operator', 'viewer'] as const
-export type Role = (typeof ROLES)[number]
+/** The roles of API tokens: an account's, or `metrics`, which reads GET /metrics and nothing else (docs/monitoring.md). */
+export const TOKEN_ROLES = [...ROLES, 'metrics'] as const
+export type Role = (typeof TOKEN_ROLES)[number]
 
 const VIEW: Permission[] = ['server.nodes.view', 'server.projects.view', 'server.cloud.view', 'server.federation.view']
 
@@ -35,13 +38,14 @@ export const ROLE_PERMISSIONS: Record<Role, ReadonlySet<Permission>> = {
     'server.federation.vouch',
   ]),
   viewer: new Set(VIEW),
+  metrics: new Set(),
 }
 
 export function isRole(value: string): value is Role {
-  return (ROLES as readonly string[]).includes(value)
+  return (TOKEN_ROLES as readonly string[]).includes(value)
 }
 
-const RANK: Record<Role, number> = { viewer: 0, operator: 1, superadmin: 2 }
+const RANK: Record<Role, number> = { metrics: -1, viewer: 0, operator: 1, superadmin: 2 }
 
 /** The lesser of two roles (least privilege). */
 export function lowerRole(a: Role, b: Role): Role {

@@ -150,6 +150,27 @@ describe('every operator route refuses the credential that may not act, and lets
   })
 })
 
+describe('a metrics token reads GET /metrics and nothing else', () => {
+  let metrics: string
+  beforeAll(async () => {
+    metrics = (await p.platform.auth.mintApiToken({ name: 'scraper', role: 'metrics' })).token
+  })
+  const mine: Row[] = [
+    { method: 'GET', path: '/api/v1/whoami', allowed: 'viewer' },
+    { method: 'GET', path: '/api/v1/api-tokens', allowed: 'viewer' },
+    { method: 'POST', path: '/api/v1/api-tokens', body: { role: 'metrics' }, allowed: 'viewer' },
+    { method: 'DELETE', path: '/api/v1/api-tokens/aaaaaaaaaaaaaaaa', allowed: 'viewer' },
+  ]
+  test.each([...ROUTES, ...mine].map((r) => [`${r.method} ${r.path}`, r] as const))('metrics token: %s is refused', async (_, row) => {
+    const token = metrics
+    const r = await fetch(`${p.url}${row.path}`, { method: row.method, headers: { authorization: `Bearer ${token}`, ...(row.body !== undefined ? { 'content-type': 'application/json' } : {}) }, body: row.body === undefined ? undefined : JSON.stringify(row.body) })
+    expect(`${row.method} ${row.path} ${r.status}`).toBe(`${row.method} ${row.path} 403`)
+  })
+  test('metrics token: GET /metrics answers', async () => {
+    expect((await fetch(`${p.url}/metrics`, { headers: { authorization: `Bearer ${metrics}` } })).status).toBe(200)
+  })
+})
+
 // ---- API tokens: whose, and of what role ---------------------------------------------------
 
 const api = (token: string, method: Method, path: string, body?: unknown) =>

@@ -25,7 +25,7 @@ import type { Mutant } from './types.ts'
 import { sweepStale as sweepStaleNamespaces } from '../helpers/netns.ts'
 
 const ROOT = resolve(import.meta.dir, '../..')
-const COPIED = ['src', 'commands', 'test', 'bench', 'build.ts', 'package.json', 'bunfig.toml', 'tsconfig.json', 'install.sh']
+const COPIED = ['src', 'commands', 'test', 'bench', 'docs', 'build.ts', 'package.json', 'bunfig.toml', 'tsconfig.json', 'install.sh']
 /** A named test runs dist/muster when it is end-to-end or its file mentions the binary helpers. */
 const SPAWNS_BINARY = /\b(musterBin|runMuster|startMuster|startServe)\b|dist\/muster/
 /** What goes into dist/muster (install.sh too: the Platform serves the copy built into it). */

@@ -4,7 +4,6 @@ import { SESSION_COOKIE, SESSION_TTL_MS, readCookie } from '../../auth/auth.ts'
 import { ROLE_PERMISSIONS } from '../../wire/permissions.ts'
 import { Login, MintToken, TokenId, type LoginAnswer, type Whoami } from '../../wire/accounts.ts'
 import { listForCaller, mintForCaller, revokeForCaller } from '../../auth/api-tokens.ts'
-import { MusterError } from '../../errors.ts'
 import type { Services } from '../services.ts'
 import { parseBody } from '../../wire/validate.ts'
 import { isJson } from '../request.ts'
@@ -15,11 +14,7 @@ import { getAccount } from '../../store/accounts.ts'
 import { noteAudit } from '../audit-hook.ts'
 
 export const authRoutes = (platform: Services) => {
-  const caller = async (request: Request) => {
-    const p = await platform.auth.authenticate(request.headers)
-    if (!p) throw new MusterError('unauthorized', 'Authentication required.')
-    return p
-  }
+  const caller = (request: Request) => platform.auth.requireOperator(request.headers)
   return new Elysia({ name: 'routes/auth' })
     // Origin (login CSRF) and the local door are checked in app.ts before the body is read.
     .post('/login', async ({ body, request }) => {
@@ -47,8 +42,7 @@ export const authRoutes = (platform: Services) => {
       })
     })
     .get('/api/v1/whoami', async ({ request }) => {
-      const p = await platform.auth.authenticate(request.headers)
-      if (!p) throw new MusterError('unauthorized', 'Authentication required.')
+      const p = await caller(request)
       // permissions: what the dashboard offers (it still asks the Platform, which checks every call).
       const answer: Whoami = { name: p.name, account: p.account, role: p.role, kind: p.kind, permissions: [...ROLE_PERMISSIONS[p.role]] }
       return answer
