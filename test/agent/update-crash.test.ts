@@ -6,11 +6,12 @@
 // MUSTER_UPDATE_STEP_DELAY_MS after it is written, so the kill lands in it.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { procStat } from '../../src/replicas/procs.ts'
 import type { Step } from '../../src/agent/update/journal.ts'
 import { VERSION } from '../../src/version.ts'
+import { musterBin } from '../helpers/binary.ts'
 import { buildWithVersion } from '../helpers/builds.ts'
 import { startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
 import { asRoot } from '../helpers/root.ts'
@@ -139,7 +140,8 @@ describe('an update interrupted', () => {
       const r = await p.client.rollouts.start({ version: VERSION, selector: ['case=disk'] })
       const s = await rolloutReaches(p, r.id, ['done', 'halted'])
       expect(s.nodes[0]!.state).toBe('failed')
-      expect(s.nodes[0]!.error).toBe(`no space left on the device for the staging file in ${versions} (the release needs 112 MB there): free some space; the running version is unchanged`)
+      const mb = Math.ceil(statSync(await musterBin()).size / 1048576)
+      expect(s.nodes[0]!.error).toBe(`no space left on the device for the staging file in ${versions} (the release needs ${mb} MB there): free some space; the running version is unchanged`)
       expect(readdirSync(versions)).toEqual([])
       expect(n.pid()).toBe(pid)
       expect(n.journal().step).toBeUndefined()
