@@ -22,14 +22,14 @@ import { VERSION } from '../../src/version.ts'
 import { buildWithVersion } from '../helpers/builds.ts'
 import { startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
-import { joinNode, releaseBoth, rolloutReaches, type UpdateNode } from '../helpers/update-nodes.ts'
+import { joinNode, killAgentsUnder, releaseBoth, rolloutReaches, updateDirPrefix, type UpdateNode } from '../helpers/update-nodes.ts'
 
 const OLD = '0.0.9'
 const signDirective = (sign: TrustSigner, d: Directive) => signDocument(DIRECTIVE, sign, d)
 process.env.MUSTER_ROLLOUT_TICK_MS = '200'
 
 describe('attacks on updates', () => {
-  const dir = tmpDir('muster-update-attacks-')
+  const dir = tmpDir(updateDirPrefix('attacks'))
   const marker = join(dir.path, 'the-attacker-binary-ran')
   let p: ListenerPlatform
   let w1: UpdateNode
@@ -52,6 +52,7 @@ describe('attacks on updates', () => {
   })
   afterAll(async () => {
     for (const n of [w1, w2]) await n?.stop()
+    await killAgentsUnder(dir.path)
     await p?.close()
     dir[Symbol.dispose]()
   })

@@ -16,14 +16,14 @@ import { buildWithVersion } from '../helpers/builds.ts'
 import { startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
 import { asRoot } from '../helpers/root.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
-import { joinNode, releaseBoth, rolloutReaches, type UpdateNode } from '../helpers/update-nodes.ts'
+import { joinNode, killAgentsUnder, releaseBoth, rolloutReaches, updateDirPrefix, type UpdateNode } from '../helpers/update-nodes.ts'
 
 const OLD = '0.0.9'
 process.env.MUSTER_ROLLOUT_TICK_MS = '200'
 const sha = (f: string) => createHash('sha256').update(readFileSync(f)).digest('hex')
 
 describe('an update interrupted', () => {
-  const dir = tmpDir('muster-update-crash-')
+  const dir = tmpDir(updateDirPrefix('crash'))
   let p: ListenerPlatform
   let released: Set<string>
   const nodes: UpdateNode[] = []
@@ -39,6 +39,7 @@ describe('an update interrupted', () => {
   })
   afterAll(async () => {
     for (const n of nodes) await n.stop()
+    await killAgentsUnder(dir.path)
     await p?.close()
     dir[Symbol.dispose]()
   })

@@ -15,13 +15,13 @@ import { VERSION } from '../../src/version.ts'
 import { buildWithVersion, faultyBuild, type Fault } from '../helpers/builds.ts'
 import { startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
-import { joinNode, releaseBoth, rolloutReaches, type UpdateNode } from '../helpers/update-nodes.ts'
+import { joinNode, killAgentsUnder, releaseBoth, rolloutReaches, updateDirPrefix, type UpdateNode } from '../helpers/update-nodes.ts'
 
 const OLD = '0.0.9'
 process.env.MUSTER_ROLLOUT_TICK_MS = '200'
 
 describe('the Agent updates itself', () => {
-  const dir = tmpDir('muster-update-')
+  const dir = tmpDir(updateDirPrefix('self'))
   let p: ListenerPlatform
   let oldBin: string
   let release: Awaited<ReturnType<typeof releaseBoth>>
@@ -36,6 +36,7 @@ describe('the Agent updates itself', () => {
   })
   afterAll(async () => {
     for (const n of nodes) await n.stop()
+    await killAgentsUnder(dir.path)
     await p?.close()
     dir[Symbol.dispose]()
   })

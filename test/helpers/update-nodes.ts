@@ -4,7 +4,7 @@
 // after an update, a new one after a rollback without systemd), the journal,
 // the replicas' PIDs and start times. The releases: the old build and
 // dist/muster, signed with a fresh release key and uploaded.
-import { readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { readJournal, type Journal } from '../../src/agent/update/journal.ts'
 import { procStat } from '../../src/replicas/procs.ts'
@@ -14,6 +14,51 @@ import { newReleaseKey, type ReleaseKeyFile } from '../../src/signed/releases.ts
 import { musterBin, runMuster, startMuster, type Daemon } from './binary.ts'
 import { freePort, type ListenerPlatform } from './node-side.ts'
 import { waitFor } from './tmp.ts'
+
+/** The data directories of update tests carry the test run's pid: `muster-update…-<pid>-…`. */
+export const updateDirPrefix = (kind: string) => `muster-update-${kind}-${process.pid}-`
+
+function processes(): { pid: number; argv: string[] }[] {
+  const out: { pid: number; argv: string[] }[] = []
+  for (const e of readdirSync('/proc')) {
+    const pid = Number(e)
+    if (!pid || pid === process.pid) continue
+    try {
+      out.push({ pid, argv: readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0') })
+    } catch {}
+  }
+  return out
+}
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+const dataDirOf = (argv: string[]) => argv[argv.indexOf('--data-dir') + 1]
+
+/** Kills the Agents and watchdogs running on a data directory under `root`, after asking them to stop their replicas (a rollback without systemd starts the old Agent detached: nothing else would end it). */
+export async function killAgentsUnder(root: string): Promise<void> {
+  const mine = processes().filter((p) => p.argv.includes('agent') && dataDirOf(p.argv)?.startsWith(root))
+  for (const d of new Set(mine.map((p) => dataDirOf(p.argv)!))) if (existsSync(d)) await runMuster(['agent', '--stop-replicas', '--data-dir', d], { timeoutMs: 30_000, bin: await musterBin() }).catch(() => {})
+  for (const p of processes()) if (p.argv.includes('agent') && dataDirOf(p.argv)?.startsWith(root)) try { process.kill(p.pid, 'SIGKILL') } catch {}
+}
+
+let swept = false
+/** Agents of update-test runs that died before their afterAll (a mutant run's timeout): their replicas stopped, they and their data directory removed. */
+async function sweepStale(): Promise<void> {
+  if (swept) return
+  swept = true
+  for (const p of processes()) {
+    const d = p.argv.includes('agent') ? dataDirOf(p.argv) : undefined
+    const run = d && /^(.*\/muster-update-[a-z]+-(\d+)-[^/]+)/.exec(d)
+    if (!run || alive(Number(run[2]))) continue
+    await killAgentsUnder(run[1]!)
+    rmSync(run[1]!, { recursive: true, force: true })
+  }
+}
 
 export interface UpdateNode {
   name: string
@@ -31,6 +76,7 @@ export interface UpdateNode {
 }
 
 export async function joinNode(p: ListenerPlatform, name: string, bin: string, root: string, env: Record<string, string> = {}, labels: string[] = []): Promise<UpdateNode> {
+  await sweepStale()
   const dataDir = join(root, name)
   const { token } = await p.client.nodes.createEnrollment({ nodeId: name })
   const joined = await runMuster(['worker', 'join', '--platform-url', p.enrollUrl, '--node-id', name, '--platform-fingerprint', p.fingerprint, '--data-dir', dataDir, '--port', String(await freePort()), '--address', '127.0.0.1', ...labels.flatMap((l) => ['--label', l])], { bin, stdin: `${token}\n` })
