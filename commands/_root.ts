@@ -20,6 +20,8 @@ const root = defineCommand({
     projects: () => import('./projects/index.ts').then((m) => m.default),
     federation: () => import('./federation/index.ts').then((m) => m.default),
     cloud: () => import('./cloud/index.ts').then((m) => m.default),
+    releases: () => import('./releases/index.ts').then((m) => m.default),
+    rollouts: () => import('./rollouts/index.ts').then((m) => m.default),
     worker: () => import('./worker/index.ts').then((m) => m.default),
     agent: () => import('./agent.ts').then((m) => m.default),
     doctor: () => import('./doctor.ts').then((m) => m.default),

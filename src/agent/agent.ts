@@ -61,6 +61,9 @@ export class Agent {
   replicaStatus: () => ReplicaStatus[] = () => []
   /** Called with every heartbeat answer (the workloads fetch assignments when their revision moved). */
   afterHeartbeat: (answer: HeartbeatAnswer) => void = () => {}
+  /** Further parts' heartbeat hooks (the updater: src/agent/update/updater.ts), called after the workloads'; add with `onHeartbeat`. */
+  private readonly heartbeatHooks: ((answer: HeartbeatAnswer) => void)[] = []
+  readonly onHeartbeat = (hook: (answer: HeartbeatAnswer) => void): void => void this.heartbeatHooks.push(hook)
   /** Signed requests from the Platform (other than /health) go here; undefined = 404. */
   handleSigned: SignedHandler = () => undefined
   readonly dataDir: DataDir
@@ -322,6 +325,7 @@ export class Agent {
     if (r.state !== this.state) log.info(`node ${this.config.nodeId} is ${r.state}${r.reason ? ` (${r.reason})` : ''}`, fields({ node: this.config.nodeId, state: r.state }))
     this.state = r.state
     this.afterHeartbeat(r)
+    for (const hook of this.heartbeatHooks) hook(r)
     return r
   }
 

@@ -6,14 +6,14 @@ import { principalName, type Principal } from '../auth/auth.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import type { Db } from '../store/db.ts'
-import { DEFAULT_AUDIT_RETENTION, finishAuditEntry, insertAuditEntry, listAuditEntries, pruneAuditLog, type AuditBudget, type AuditFilter, type AuditLogRow, type AuditRetention } from '../store/audit-log.ts'
+import { DEFAULT_AUDIT_RETENTION, finishAuditEntry, insertAuditEntry, insertAuditRow, listAuditEntries, pruneAuditLog, type AuditBudget, type AuditFilter, type AuditLogRow, type AuditRetention } from '../store/audit-log.ts'
 import type { AuditEntry } from '../wire/accounts.ts'
 
 export type { AuditRetention }
 export { DEFAULT_AUDIT_RETENTION }
 
 /** How a principal acted: a password session, a vouched session, an API token, the host's CLI, the controller, or nobody known. */
-export type PrincipalKind = 'session' | 'vouched-session' | 'api-token' | 'host' | 'controller' | 'anonymous'
+export type PrincipalKind = 'session' | 'vouched-session' | 'api-token' | 'host' | 'controller' | 'anonymous' | 'platform'
 
 export interface Who {
   principal: string
@@ -90,6 +90,20 @@ export class Audit {
   /** A whole entry at once (what has already been decided: a refusal, a host act about to run). */
   record(who: Who, e: { source: string; action: string; target?: string | null; budget?: AuditBudget; outcome: Outcome; detail?: string | null }): Promise<number> {
     return this.begin(who, e)
+  }
+
+  /**
+   * A step the Platform itself took (a rollout telling a node), written in `db` — the transaction of the
+   * step, so the step and its entry are kept together — without trimming its budget; `prune` does that,
+   * once for many entries (a rollout over ten thousand nodes writes twenty thousand).
+   */
+  async recordStep(db: Db, who: Who, e: { action: string; target?: string | null; budget: AuditBudget; outcome: Outcome; detail?: string | null }): Promise<void> {
+    await insertAuditRow(db, { at: this.now(), budget: e.budget, principal: clip(who.principal, 200)!, principal_kind: who.kind, token_id: null, source: 'platform', action: e.action, target: clip(e.target, 300), outcome: e.outcome, detail: clip(e.detail, 500) })
+  }
+
+  /** Keeps `budget` within the retention. */
+  async pruneBudget(budget: AuditBudget): Promise<void> {
+    await pruneAuditLog(this.db, budget, this.now(), this.retention)
   }
 
   /** The outcome of an entry written by begin; a failure is logged (the action has happened, its started entry stays). */

@@ -23,7 +23,7 @@ import type { Db, Store } from '../store/db.ts'
 import { acquireLease, checkFence, releaseLease } from '../store/leases.ts'
 import { tunableNumber } from '../tunables.ts'
 
-export type LeaseName = 'placement' | 'trust-keys' | 'probes' | 'cloud-reconcile' | 'cloud-autoscale' | 'audit-prune' | 'federation-heartbeat'
+export type LeaseName = 'placement' | 'trust-keys' | 'probes' | 'cloud-reconcile' | 'cloud-autoscale' | 'audit-prune' | 'federation-heartbeat' | 'rollouts'
 
 /** A lease lasts this long after its last renewal (MUSTER_LEASE_TTL_MS for tests). */
 export const LEASE_TTL_MS = tunableNumber('MUSTER_LEASE_TTL_MS')

@@ -55,6 +55,8 @@ export class Fabric {
   assignmentRevision: (node: string) => number | undefined = () => undefined
   /** Whether a log request waits for the node (the log relay, src/projects/logs.ts, sets this). */
   logRequestsFor: (node: string) => boolean = () => false
+  /** Whether a rollout waits for the node (the rollouts service, src/rollouts/, sets this). */
+  updateWanted: (node: string) => boolean = () => false
   /** Called when an operator changes a node (drain, revoke, remove, rebind); the change's answer waits for them. */
   readonly nodeChangeListeners: ((name: string) => void | Promise<void>)[] = []
   remoteDispatch: boolean

@@ -93,6 +93,7 @@ export function acceptHeartbeat(fabric: Fabric, n: NodeEntry, body: HeartbeatBod
   const platforms = fabric.platforms()
   if (platforms.length > 0) answer.platforms = platforms
   if (logsWanted(fabric, n)) answer.logs = true
+  if (fabric.updateWanted(n.name)) answer.update = true
   return answer
 }
 
@@ -127,5 +128,5 @@ export function acceptHeartbeatText(fabric: Fabric, n: NodeEntry, body: Heartbea
   const st = fabric.registry.state(n)
   const reason = st.reason
   const head = `{"nodeId":${JSON.stringify(n.name)},"state":"${st.state}"${reason ? `,"reason":${JSON.stringify(reason)}` : ''},"generation":${JSON.stringify(n.generation)},"drained":${drainedOf(fabric, n)}`
-  return head + answerTail(fabric.platforms(), fabric.assignmentRevision(n.name)) + (logsWanted(fabric, n) ? ',"logs":true}' : '}')
+  return head + answerTail(fabric.platforms(), fabric.assignmentRevision(n.name)) + (logsWanted(fabric, n) ? ',"logs":true' : '') + (fabric.updateWanted(n.name) ? ',"update":true}' : '}')
 }

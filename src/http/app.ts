@@ -18,6 +18,7 @@ import { bootstrapRoutes } from './routes/bootstrap.ts'
 import { dashboardRoutes } from '../dashboard/routes.ts'
 import { accountRoutes } from './routes/accounts.ts'
 import { auditRoutes } from './routes/audit.ts'
+import { releaseRoutes } from './routes/releases.ts'
 import { oidcRoutes } from './routes/oidc.ts'
 import { metricsRoutes } from './routes/metrics.ts'
 import { noteRoute, requestId } from './request-metrics.ts'
@@ -109,6 +110,8 @@ export function createApp(platform: Services) {
     .use(federationRoutes(platform))
   // routes: cloud
     .use(cloudRoutes(platform))
+  // routes: releases and rollouts
+    .use(releaseRoutes(platform))
   // routes: overview (dashboard)
     .use(overviewRoutes(platform))
     .use(dashboardRoutes())

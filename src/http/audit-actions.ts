@@ -66,6 +66,14 @@ export const AUDITED_ROUTES: AuditedRoute[] = [
   { method: 'POST', path: '/api/v1/cloud/provisions', action: 'cloud.provision', target: b('name'), detail: (body) => [field(body, 'provider'), field(body, 'region'), field(body, 'size')].map(str).filter(Boolean).join(' ') || null },
   { method: 'DELETE', path: '/api/v1/cloud/provisions/:id', action: 'cloud.release', target: p('id') },
   { method: 'PUT', path: '/api/v1/cloud/scaling', action: 'cloud.scaling', detail: (body) => (typeof field(body, 'enabled') === 'boolean' ? `enabled=${field(body, 'enabled')}` : null) },
+  // releases and rollouts: what the fleet runs
+  { method: 'POST', path: '/api/v1/releases/uploads', action: 'release.upload', result: (a) => str(field(a, 'upload')) },
+  { method: 'POST', path: '/api/v1/releases', action: 'release.add', target: (_, body) => str(field(field(field(body, 'release'), 'manifest'), 'version')), detail: (body) => [field(field(field(body, 'release'), 'manifest'), 'arch'), field(field(field(body, 'release'), 'manifest'), 'sequence')].map(str).filter(Boolean).join(' sequence ') || null },
+  { method: 'POST', path: '/api/v1/releases/keys', action: 'release.key.add', target: b('kid'), detail: (body) => (str(field(body, 'endorsedBy')) ? `endorsed by ${str(field(body, 'endorsedBy'))}` : null) },
+  { method: 'POST', path: '/api/v1/rollouts', action: 'rollout.start', target: b('version'), result: (a) => str(field(a, 'id')) },
+  { method: 'POST', path: '/api/v1/rollouts/:id/pause', action: 'rollout.pause', target: p('id') },
+  { method: 'POST', path: '/api/v1/rollouts/:id/resume', action: 'rollout.resume', target: p('id') },
+  { method: 'POST', path: '/api/v1/rollouts/:id/cancel', action: 'rollout.cancel', target: p('id') },
   // federation: the controller's verbs, and what reaches an office
   { method: 'POST', path: '/api/v1/federation/join-tokens', action: 'federation.token.mint', target: b('officeId'), detail: (body) => (field(body, 'rotate') === true ? 'rotate' : null) },
   { method: 'POST', path: '/api/v1/federation/join-tokens/:officeId/revoke', action: 'federation.token.revoke', target: p('officeId') },
@@ -88,6 +96,10 @@ export const UNAUDITED_WRITES: { method: string; path: string }[] = [
   { method: 'POST', path: '/api/v1/nodes/trust' },
   { method: 'POST', path: '/api/v1/nodes/self/logs/:id' },
   { method: 'POST', path: '/api/v1/nodes/self' },
+  { method: 'POST', path: '/api/v1/nodes/self/update' },
+  { method: 'POST', path: '/api/v1/nodes/self/agent' },
+  // The parts of an upload: its start and the release it becomes are audited.
+  { method: 'PUT', path: '/api/v1/releases/uploads/:upload/:part' },
   { method: 'POST', path: '/api/v1/nodes/identity-challenge' },
   { method: 'POST', path: '/api/v1/federation/register' },
   { method: 'POST', path: '/api/v1/federation/heartbeat' },

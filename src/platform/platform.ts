@@ -45,6 +45,8 @@ import { Leases } from '../context/leases.ts'
 import { PlatformRegistry } from '../ha/live-platforms.ts'
 import { RequestGate } from '../swap/gate.ts'
 import { tunableNumber } from '../tunables.ts'
+import { Releases } from '../releases/service.ts'
+import { Rollouts } from '../rollouts/service.ts'
 
 export type { PlatformOptions }
 
@@ -93,6 +95,8 @@ export class Platform implements Services {
   logs!: LogRelay
   federation!: Federation
   cloud!: Cloud
+  releases!: Releases
+  rollouts!: Rollouts
   listener: EnrollmentListener | undefined
   prober!: ReadinessProber
   /** The Platforms sharing this store (several Platforms, docs/storage-ha.md). */
@@ -209,6 +213,11 @@ export class Platform implements Services {
     this.federation = await startFederation(ctx, { auth: this.auth, projects: this.projects })
     // services: cloud
     this.cloud = startCloud(ctx, { fabric: this.fabric, projects: this.projects, publicUrl: () => this.publicUrl, apiCaPin: () => this.api.caPin }, identityRoots(this.options.cloudIdentityRoots))
+    // services: releases and rollouts (docs/upgrading.md)
+    this.releases = new Releases(ctx)
+    await this.releases.start()
+    this.rollouts = new Rollouts(ctx, { fabric: this.fabric, releases: this.releases, audit: this.audit })
+    await this.rollouts.startLoops()
     // Every service has named its leases: take what is free, so each loop knows its holder.
     await ctx.leases.start()
   }
@@ -234,6 +243,8 @@ export class Platform implements Services {
       pins: [...this.pki.caPins(), ...(served?.legacy ? [served.pin] : [])],
       platformUrl: this.publicUrl,
       ...(this.options.allowInsecureNodeTraffic ? { insecureNodeTraffic: true } : {}),
+      // Only public halves: a node takes the first key and keys one it holds endorsed (docs/upgrading.md).
+      ...(this.releases?.publicKeys().length ? { releaseKeys: this.releases.publicKeys() } : {}),
     }
   }
 

@@ -6,8 +6,9 @@
 // out; within a budget each principal has its share (principalShare).
 import type { Db } from './db.ts'
 
-export type AuditBudget = 'actions' | 'refusals'
-export const AUDIT_BUDGETS: AuditBudget[] = ['actions', 'refusals']
+export type AuditBudget = 'actions' | 'refusals' | 'rollouts'
+/** 'rollouts': each step of a rollout (a node told, done, rolled back), so a rollout of a large fleet cannot push people's actions out. */
+export const AUDIT_BUDGETS: AuditBudget[] = ['actions', 'refusals', 'rollouts']
 
 export interface AuditLogRow {
   id: number
@@ -47,15 +48,20 @@ export function principalShare(keep: AuditRetention): number {
  * that turns out refused or unchanged must not push an action out on its way in).
  */
 export async function insertAuditEntry(db: Db, e: Omit<AuditLogRow, 'id'>, keep: AuditRetention, prune = true): Promise<number> {
+  const id = await insertAuditRow(db, e)
+  // Each entry trims its own budget (by count through the (budget, id) index, by age through (budget, at)), the writer's own entries first.
+  if (prune) await pruneAuditLog(db, e.budget, e.at, keep, e.principal)
+  return id
+}
+
+/** Inserts one entry without trimming its budget (the caller prunes it: many entries, one prune). */
+export async function insertAuditRow(db: Db, e: Omit<AuditLogRow, 'id'>): Promise<number> {
   const row = await db.get<{ id: number }>(
     `INSERT INTO audit_log (at, budget, principal, principal_kind, token_id, source, action, target, outcome, detail)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id`,
     e.at, e.budget, e.principal, e.principal_kind, e.token_id, e.source, e.action, e.target, e.outcome, e.detail,
   )
-  const id = Number(row!.id)
-  // Each entry trims its own budget (by count through the (budget, id) index, by age through (budget, at)), the writer's own entries first.
-  if (prune) await pruneAuditLog(db, e.budget, e.at, keep, e.principal)
-  return id
+  return Number(row!.id)
 }
 
 /** The id from which entries fall outside the newest `n` of the rows matched, if there are more than `n`. */

@@ -13,6 +13,8 @@ export const PERMISSIONS = [
   'server.accounts.manage',
   'server.federation.vouch',
   'server.audit.view',
+  /** Add releases and steer rollouts (superadmin only): what every node runs. */
+  'server.releases.manage',
 ] as const
 export type Permission = (typeof PERMISSIONS)[number]
 

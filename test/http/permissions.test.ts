@@ -85,6 +85,18 @@ export const ROUTES: Row[] = [
   { method: 'GET', path: '/api/v1/office/local-authority', allowed: 'viewer' },
   { method: 'GET', path: '/api/v1/office/identity-writes', allowed: 'viewer' },
   { method: 'GET', path: '/api/v1/office/projects', allowed: 'viewer' },
+  // releases and rollouts (server.releases.manage: superadmin only; everyone who sees nodes reads them)
+  { method: 'GET', path: '/api/v1/releases', allowed: 'viewer' },
+  { method: 'POST', path: '/api/v1/releases/uploads', body: BAD, allowed: 'superadmin' },
+  { method: 'PUT', path: '/api/v1/releases/uploads/aaaaaaaaaaaaaaaa/0', allowed: 'superadmin' },
+  { method: 'POST', path: '/api/v1/releases', body: BAD, allowed: 'superadmin' },
+  { method: 'POST', path: '/api/v1/releases/keys', body: BAD, allowed: 'superadmin' },
+  { method: 'GET', path: '/api/v1/rollouts', allowed: 'viewer' },
+  { method: 'POST', path: '/api/v1/rollouts', body: BAD, allowed: 'superadmin' },
+  { method: 'GET', path: '/api/v1/rollouts/latest', allowed: 'viewer' },
+  { method: 'POST', path: '/api/v1/rollouts/aaaaaaaaaaaa/pause', allowed: 'superadmin' },
+  { method: 'POST', path: '/api/v1/rollouts/aaaaaaaaaaaa/resume', allowed: 'superadmin' },
+  { method: 'POST', path: '/api/v1/rollouts/aaaaaaaaaaaa/cancel', allowed: 'superadmin' },
 ]
 
 const RANK = { viewer: 0, operator: 1, superadmin: 2 } as const
