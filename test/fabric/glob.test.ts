@@ -59,9 +59,14 @@ describe('fleet token name patterns', () => {
       expect(NAME_PATTERN.test(p)).toBe(true)
       expect(p.length).toBeLessThanOrEqual(63)
       globMatch(p, n) // warm
-      const t = performance.now()
-      for (let i = 0; i < 10; i++) globMatch(p, n)
-      expect((performance.now() - t) / 10).toBeLessThan(1)
+      // The fastest of 20 runs: a busy machine preempts some runs, not all; a backtracking matcher is slow in every one.
+      let best = Infinity
+      for (let i = 0; i < 20; i++) {
+        const t = performance.now()
+        globMatch(p, n)
+        best = Math.min(best, performance.now() - t)
+      }
+      expect(best).toBeLessThan(1)
     }
   })
 
