@@ -138,6 +138,8 @@ async function check(page: Page, width: number, name: string) {
   const o = await overflow(page)
   expect({ page: name, ...o, out: o.out.slice(0, 5) }).toEqual({ page: name, width, scrollWidth: width, out: [] })
   expect({ page: name, scrollingTables: await scrollingTables(page) }).toEqual({ page: name, scrollingTables: 0 })
+  // on the narrow screen a table is cards: its header row is gone, each cell says its column
+  if (width < 700) expect({ page: name, headers: await page.locator('.table-wrap thead:visible').count() }).toEqual({ page: name, headers: 0 })
   if (SCREENS) await screenshots(page, width, name)
 }
 
