@@ -127,7 +127,7 @@ export default [
   {
     name: 'isolation: replicas keep the Agent\'s uid and gid',
     ci: true,
-    file: 'src/replicas/runner.ts',
+    file: 'src/replicas/spawn.ts',
     from: '...(runAs ? { uid: runAs.uid, gid: runAs.gid, cwd: runAs.home } : {})',
     to: '...(runAs ? { cwd: runAs.home } : {})',
     tests: ['test/e2e/isolation.test.ts'],
