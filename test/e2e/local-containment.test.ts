@@ -9,11 +9,13 @@
 //  - a replica that calls setsid and double-forks dies with `projects
 //    remove`, also after serve was killed -9 and its next engine adopted it;
 //  - the control: `--local-run-as root` (only by that name) lets the same
-//    attack read the master key, and doctor fails `local-node-isolation`.
+//    attack read the master key, and doctor fails `local-node-isolation`;
+//  - serve run by an account without root keeps working: its replicas run as
+//    that account (it says so, and doctor fails), and --local-run-as needs root.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { issueServerCert, generateCa } from '../../src/crypto/ca.ts'
-import { killServeHard, runMuster, startServe } from '../helpers/binary.ts'
+import { killServeHard, musterBin, runMuster, startServe } from '../helpers/binary.ts'
 import { processesOf, runTag, sessionOf, sweepReplicas, uidOf } from '../helpers/replica-procs.ts'
 import { describeAsRoot } from '../helpers/root.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
@@ -181,6 +183,42 @@ describeAsRoot('the local node contains its replicas', () => {
       expect((await cli(['projects', 'remove', p], opened.env)).code).toBe(0)
     } finally {
       await opened.serve.stop()
+    }
+  })
+
+  test('serve as an account without root: the local node runs replicas as that account and says so; --local-run-as needs root', { timeout: 120_000 }, async () => {
+    // The binary, the data directory and HOME where `nobody` reaches them; every command as nobody, without capabilities.
+    const home = `${dir.path}/nobody`
+    mkdirSync(home, { mode: 0o700 })
+    chownSync(home, 65534, 65534)
+    const bin = `${dir.path}/muster`
+    copyFileSync(await musterBin(), bin)
+    chmodSync(bin, 0o755)
+    const asNobody = `${dir.path}/muster-as-nobody`
+    writeFileSync(asNobody, `#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups ${bin} "$@"\n`, { mode: 0o755 })
+    const data = `${home}/platform`
+    const nobodyEnv = { HOME: home }
+    const refused = await runMuster(['serve', '--data-dir', data, '--port', '0', '--local-node', '--local-run-as', 'root'], { env: nobodyEnv, bin: asNobody, timeoutMs: 30_000 })
+    expect(refused.code).not.toBe(0)
+    expect(refused.stderr).toContain('--local-run-as root needs a Platform running as root or with CAP_SETUID, CAP_SETGID and CAP_KILL')
+    const s = await startServe(data, ['--local-node'], nobodyEnv, asNobody)
+    try {
+      expect(s.log()).toContain("local node: replicas run as nobody, the Platform's own user, and can read the Platform's master key and store")
+      const tok = await runMuster(['admin', 'api-token', '--data-dir', data, '--json'], { env: nobodyEnv, bin: asNobody })
+      expect(tok.code).toBe(0)
+      const e = { MUSTER_URL: s.url, MUSTER_TOKEN: (JSON.parse(tok.stdout) as { token: string }).token }
+      const p = `plain-${tag}`
+      expect((await cli(['projects', 'deploy', p, '--replicas', '1', '--cpu', '10', '--memory', '32', '--', 'sh', '-c', 'echo "UID:$(id -u)"; echo RAN; exec sleep 3600'], e)).code).toBe(0)
+      const lines = await logLines(p, 'RAN', e)
+      expect(field(lines, 'UID')).toBe('65534')
+      const [pid] = await placed(p)
+      expect(uidOf(pid!)).toBe(65534)
+      const doctor = JSON.parse((await runMuster(['doctor', '--data-dir', data, '--json'], { env: nobodyEnv, bin: asNobody })).stdout) as { checks: { name: string; status: string; message: string }[] }
+      expect(doctor.checks.find((c) => c.name === 'local-node-isolation')).toMatchObject({ status: 'fail', message: expect.stringContaining('replicas run as nobody') })
+      expect((await cli(['projects', 'remove', p], e)).code).toBe(0)
+      await waitFor(() => processesOf(p).length === 0, { timeoutMs: 30_000, what: `${p} stopped by projects remove` })
+    } finally {
+      await s.stop()
     }
   })
 })
