@@ -7,7 +7,8 @@
 //    environment, and cannot signal serve, its engine or another project;
 //  - each replica is in a cgroup of its own with its --memory as the limit;
 //  - a replica that calls setsid and double-forks dies with `projects
-//    remove`, also after serve was killed -9 and its next engine adopted it;
+//    remove`, also after serve was killed -9 and its next engine adopted it,
+//    and when serve stops;
 //  - the control: `--local-run-as root` (only by that name) lets the same
 //    attack read the master key, and doctor fails `local-node-isolation`;
 //  - serve run by an account without root keeps working: its replicas run as
@@ -131,7 +132,7 @@ describeAsRoot('the local node contains its replicas', () => {
     await waitFor(() => processesOf(alice).length + processesOf(mallory).length === 0, { timeoutMs: 30_000, what: 'both projects stopped' })
   })
 
-  test('a replica that calls setsid and double-forks dies with `projects remove`, also after serve was killed -9 and adopted it', { timeout: 240_000 }, async () => {
+  test('a replica that calls setsid and double-forks dies with `projects remove`, also after serve was killed -9 and adopted it, and with serve\'s stop', { timeout: 240_000 }, async () => {
     const base = (JSON.parse(readFileSync(`${data}/platform/local-node/isolation.json`, 'utf8')) as { cgroup: string }).cgroup
     const cgroupsOf = (project: string) => (existsSync(base) ? readdirSync(base).filter((n) => n.startsWith(`${project}.`)) : [])
     const escaped = (project: string) =>
@@ -157,6 +158,14 @@ describeAsRoot('the local node contains its replicas', () => {
     expect((await cli(['projects', 'remove', b])).code).toBe(0)
     await waitFor(() => processesOf(b).length === 0, { timeoutMs: 30_000, what: `every process of ${b} gone after projects remove (left: ${processesOf(b).join(' ')})` })
     await waitFor(() => cgroupsOf(b).length === 0, { timeoutMs: 10_000, what: `${b}'s cgroup, found through the record, removed` })
+
+    // Stopping serve stops its node's replicas: the escaped processes too.
+    const c = `escape3-${tag}`
+    expect((await cli(['projects', 'deploy', c, '--replicas', '1', '--cpu', '10', '--memory', '32', '--', 'sh', '-c', ESCAPE])).code).toBe(0)
+    await escaped(c)
+    expect(await serve.stop()).toBe(0)
+    await waitFor(() => processesOf(c).length === 0, { timeoutMs: 30_000, what: `every process of ${c} gone after serve stopped (left: ${processesOf(c).join(' ')})` })
+    expect(cgroupsOf(c)).toEqual([])
   })
 
   test('the control: with --local-run-as root the same attack reads the master key, and doctor fails; other accounts are refused by name', { timeout: 120_000 }, async () => {
