@@ -16,6 +16,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { issueServerCert, generateCa } from '../../src/crypto/ca.ts'
+import { DataDir } from '../../src/datadir.ts'
+import { ProjectUids } from '../../src/replicas/uids.ts'
 import { killServeHard, musterBin, runMuster, startServe } from '../helpers/binary.ts'
 import { processesOf, runTag, sessionOf, sweepReplicas, uidOf } from '../helpers/replica-procs.ts'
 import { describeAsRoot } from '../helpers/root.ts'
@@ -120,6 +122,11 @@ describeAsRoot('the local node contains its replicas', () => {
     expect(ua).not.toBe(um)
     for (const u of [ua, um]) expect(u).toBeGreaterThanOrEqual(UID_FIRST)
     expect(field(lines, 'UID')).toBe(String(um))
+    // from the local node's own slice, never the one an Agent on this very data directory takes
+    const localFirst = (JSON.parse(readFileSync(`${data}/platform/local-node/isolation.json`, 'utf8')) as { uid: number }).uid
+    const agentFirst = ProjectUids.open(new DataDir(data)).first
+    expect(localFirst).not.toBe(agentFirst)
+    for (const u of [ua, um]) expect(u >= localFirst && u < localFirst + 65536 && !(u >= agentFirst && u < agentFirst + 65536)).toBe(true)
     // its own cgroup, with its --memory as the limit
     const isolation = JSON.parse(readFileSync(`${data}/platform/local-node/isolation.json`, 'utf8')) as { containment: string; limits: string; cgroup: string }
     expect(isolation).toMatchObject({ containment: 'cgroup', limits: expect.stringMatching(/^cgroup[12]$/) })

@@ -28,4 +28,18 @@ export default [
     to: '    const started = goAhead(proc)\n    this.pauseForTest(s)\n    this.save()\n',
     tests: ['test/e2e/start-crash.test.ts'],
   },
+  {
+    name: "nodeside: the local node takes the uid slice an Agent on the same data directory takes (their projects' uids collide)",
+    file: 'src/replicas/uids.ts',
+    from: '      const slice = salt === undefined ? agents : (agents + 1 + (hash(`${dataDir.root}\\0${salt}`) % (SLICES - 1))) % SLICES\n',
+    to: '      const slice = agents\n',
+    tests: ['test/e2e/local-containment.test.ts'],
+  },
+  {
+    name: "nodeside: every project on the local node runs as the same uid (one reads and signals another)",
+    file: 'src/projects/local-node.ts',
+    from: '    runAs: contained.runAs,\n',
+    to: "    runAs: () => contained.runAs('shared'),\n",
+    tests: ['test/e2e/local-containment.test.ts'],
+  },
 ] satisfies Mutant[]
