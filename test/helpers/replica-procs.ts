@@ -2,8 +2,10 @@
 // (and all it starts) has in its environment; readable for every process as
 // root, for the test's own otherwise. Project names end in -<pid>t<random>
 // (`runTag`), so what a run killed before its afterAll left (replicas outlive
-// their Agent) is swept by the next.
-import { readdirSync, readFileSync } from 'node:fs'
+// their Agent) is swept by the next, with the replicas' cgroups (no runner is
+// left to remove them once the run's data directories are gone).
+import { existsSync, readdirSync, readFileSync, rmdirSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
 
 export const runTag = (): string => `${process.pid}t${crypto.randomUUID().slice(0, 4)}`
 
@@ -33,7 +35,21 @@ export function alive(pid: number): boolean {
   }
 }
 
-/** Kills what earlier runs left (their pid is gone), or, with `tag`, this run's. */
+/** The cgroup folders of `pid` that a runner made for a replica (`<project>.<replica>.<revision>.<start>` under `muster-replicas-…`). */
+function replicaCgroupsOf(pid: number): string[] {
+  const points = readFileSync('/proc/self/mounts', 'utf8').split('\n').map((l) => l.split(' ')).filter((f) => f[2] === 'cgroup' || f[2] === 'cgroup2').map((f) => f[1]!)
+  const out: string[] = []
+  try {
+    for (const line of readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n')) {
+      const path = line.split(':').slice(2).join(':')
+      if (!basename(dirname(path)).startsWith('muster-replicas-')) continue
+      for (const p of points) if (existsSync(join(p, path))) out.push(join(p, path))
+    }
+  } catch {}
+  return out
+}
+
+/** Kills what earlier runs left (their pid is gone), or, with `tag`, this run's; then removes their emptied cgroups. */
 export function sweepReplicas(tag?: string): void {
   const left = processesWhere((p) => {
     const m = /-(\d+)t[0-9a-f]{4}$/.exec(p)
@@ -42,10 +58,21 @@ export function sweepReplicas(tag?: string): void {
     const pid = Number(m[1])
     return pid !== process.pid && !alive(pid)
   })
+  const cgroups = new Set(left.flatMap(replicaCgroupsOf))
   for (const pid of left) {
     try {
       process.kill(pid, 'SIGKILL')
     } catch {}
+  }
+  if (cgroups.size === 0) return
+  const deadline = Date.now() + 5_000
+  while (left.some(alive) && Date.now() < deadline) Bun.sleepSync(20)
+  for (const dir of cgroups) {
+    for (const d of [dir, dirname(dir)]) {
+      try {
+        rmdirSync(d) // only an empty one goes; the subtree goes once no other replica's is left in it
+      } catch {}
+    }
   }
 }
 
