@@ -28,7 +28,7 @@ const crossSiteForm = (fields: Record<string, string>, headers: Record<string, s
   headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
   body: new URLSearchParams(fields).toString(),
 })
-const FOREIGN = [
+const FOREIGN: Record<string, string>[] = [
   { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
   // A sibling site, and a browser that hides the Origin but says where the form came from.
   { origin: 'http://127.0.0.2:8080', 'sec-fetch-site': 'same-site' },

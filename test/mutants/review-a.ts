@@ -23,4 +23,28 @@ export default [
     tests: ['test/e2e/argv-secrets.test.ts'],
     filter: 'camelCase',
   },
+  {
+    name: 'review-a: each token an account-less token mints is a principal of its own (a share of the audit each: children flush it)',
+    ci: true,
+    file: 'src/auth/auth.ts',
+    from: "  return p.account ?? (p.token ? `token:${p.token.root}` : `token:${p.name}`)",
+    to: "  return p.account ?? (p.token ? `token:${p.token.id}` : `token:${p.name}`)",
+    tests: ['test/e2e/audit-principals.test.ts'],
+    filter: 'seventy children',
+  },
+  {
+    name: 'review-a: a child token starts a lineage of its own (its children act as it, not as the token the host made)',
+    file: 'src/auth/api-tokens.ts',
+    from: "  const rootId = p.kind === 'api-token' ? p.token?.root : undefined",
+    to: "  const rootId = p.kind === 'api-token' ? p.token?.id : undefined",
+    tests: ['test/e2e/audit-principals.test.ts'],
+    filter: 'seventy children',
+  },
+  {
+    name: 'review-a: tokens minted before lineage roots keep no lineage at the upgrade (each descendant its own principal)',
+    file: 'src/store/schema/auth.ts',
+    from: '      UPDATE api_tokens SET root_id = (SELECT root FROM lineage WHERE lineage.id = api_tokens.id) WHERE parent_id IS NOT NULL;',
+    to: '      UPDATE api_tokens SET root_id = NULL WHERE parent_id IS NOT NULL;',
+    tests: ['test/auth/token-lineage-root.test.ts'],
+  },
 ] satisfies Mutant[]

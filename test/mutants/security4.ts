@@ -70,7 +70,7 @@ export default [
   {
     name: 'security4: "deployed by" names an account-less token by its chosen name',
     file: 'src/auth/auth.ts',
-    from: "  return p.account ?? (p.token ? `token:${p.token.id}` : `token:${p.name}`)",
+    from: "  return p.account ?? (p.token ? `token:${p.token.root}` : `token:${p.name}`)",
     to: '  return p.account ?? p.name',
     tests: ['test/e2e/audit-principals.test.ts'],
     filter: 'never her',
