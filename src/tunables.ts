@@ -78,7 +78,7 @@ export const TUNABLES = {
   MUSTER_TOKEN: { reader: 'cli', default: null, meaning: 'The operator API token when --token is not given (then the one `muster login` saved).' },
   MUSTER_PLATFORM_FINGERPRINT: { reader: 'cli', default: null, meaning: 'The Platform CA pin when --platform-fingerprint is not given.' },
   MUSTER_PLATFORM_CA_FILE: { reader: 'cli', default: null, meaning: 'The Platform CA certificate file when --platform-ca-file is not given.' },
-  MUSTER_ENROLLMENT_TOKEN: { reader: 'cli', default: null, meaning: 'The join token for `worker join` and `nodes enroll` (else a file, stdin or a prompt; never an argument).' },
+  MUSTER_ENROLLMENT_TOKEN: { reader: 'cli', default: null, meaning: 'The join token for `worker join` and `nodes enroll` when no token flag gives it (else stdin or a prompt): it keeps the token off the command line.' },
   // ---- the benchmarks (bench/) ---------------------------------------------
   MUSTER_BENCH_CACHE: { reader: 'bench', default: null, meaning: 'Where the benchmarks keep the node identities they made (slow to make); unset: muster-bench-cache in the temp directory.' },
 } as const satisfies Record<`MUSTER_${string}`, Tunable>
