@@ -5,11 +5,15 @@
 // the leases it holds; the idle one's heartbeats and assignment revision stay
 // where they started. With families shared by the process, the idle Platform's
 // /metrics showed the busy one's heartbeats and revision, and each showed the
-// leases of both.
+// leases of both. Two Platforms on one PostgreSQL store (HA) split the
+// leases: each one's /metrics shows the ones it holds and the changes it made.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { VERSION } from '../../src/version.ts'
+import { startPair } from '../ha/pair.ts'
 import { enrollRaw, newCert } from '../helpers/certs.ts'
 import { startPlatform, type TestPlatform } from '../helpers/platform.ts'
+import { ENGINES } from '../helpers/postgres.ts'
+import { waitFor } from '../helpers/tmp.ts'
 
 let busy: TestPlatform
 let idle: TestPlatform
@@ -60,6 +64,20 @@ describe('two Platforms in one process', () => {
       expect(held.length).toBeGreaterThanOrEqual(5)
       expect(await total(p, 'muster_lease_changes_total', { change: 'acquired' })).toBe(held.length)
       expect(await total(p, 'muster_lease_changes_total', { change: 'lost' })).toBe(0)
+    }
+  })
+})
+
+describe.if(ENGINES.includes('postgres'))('two Platforms on one PostgreSQL store', () => {
+  test('the leases are split between them: each shows the ones it holds, acquired by it, and the other none of them', async () => {
+    await using pair = await startPair()
+    const held = async (p: TestPlatform) => (await samples(p, 'muster_leases_held')).filter((s) => s.value === 1).map((s) => s.labels.lease!).sort()
+    const [a, b] = [await held(pair.a), await held(pair.b)]
+    expect(a.length + b.length).toBeGreaterThanOrEqual(5)
+    expect(a.filter((l) => b.includes(l))).toEqual([])
+    for (const [p, mine] of [[pair.a, a], [pair.b, b]] as const) {
+      expect(await total(p, 'muster_lease_changes_total', { change: 'acquired' })).toBe(mine.length)
+      await waitFor(async () => (await total(p, 'muster_platforms_live')) === 2, { what: 'each Platform seeing both live' })
     }
   })
 })
