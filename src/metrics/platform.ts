@@ -13,7 +13,7 @@
 // count here without an import circle. What the gauges read is handed in by
 // the Platform (watch) as the small interfaces below.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
-import { withProcessMetrics } from './process.ts'
+import { processRegistry } from './process.ts'
 
 // ---- nodes --------------------------------------------------------------------------
 
@@ -90,6 +90,7 @@ export class PlatformMetrics {
   private sources: PlatformSources = {}
   private rolloutSource: (() => RolloutCounts | Promise<RolloutCounts>) | undefined
   private highestRevision = 0
+  private withProcess = false
   private readonly registers = [this.registry]
 
   // ---- nodes
@@ -131,10 +132,15 @@ export class PlatformMetrics {
   /** Points the gauges at the running Platform (and turns the process metrics on); the returned function forgets it. */
   watch(s: PlatformSources): () => void {
     this.sources = s
-    withProcessMetrics(this.registry)
+    this.withProcess = true
     return () => {
       if (this.sources === s) this.sources = {}
     }
+  }
+
+  /** What GET /metrics serves: this Platform's families, with the process's once it runs (watch). */
+  scraped(): Registry {
+    return this.withProcess ? Registry.merge([this.registry, processRegistry()]) : this.registry
   }
 
   /**

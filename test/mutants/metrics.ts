@@ -55,7 +55,7 @@ export default [
   family('the trust-key rotation read from the key\'s end', 'src/fabric/trust-schedule.ts', 'return next ? nb(next) : Math.min(nb(current) + SIGNING_MS, na(current) - HANDOVER_MS)', 'return next ? nb(next) : na(current)', 'trust keys'),
   family("the CA's expiry in milliseconds", 'src/metrics/platform.ts', 'const at = s.caNotAfter?.()\n      if (at !== undefined) g.set((at - (s.now ?? Date.now)()) / 1000)', 'const at = s.caNotAfter?.()\n      if (at !== undefined) g.set(at - (s.now ?? Date.now)())', 'trust keys'),
   family('a registered rollout source is not read', 'src/metrics/platform.ts', 'const by = (await this.rolloutSource?.()) ?? {}', 'const by = {} as Record<string, number>', 'rollouts'),
-  family('no process metrics', 'src/metrics/platform.ts', '    this.sources = s\n    withProcessMetrics(this.registry)', '    this.sources = s', 'process'),
+  family('no process metrics', 'src/metrics/platform.ts', '    this.sources = s\n    this.withProcess = true', '    this.sources = s', 'process'),
   {
     name: 'metrics: OpenMetrics counters without _total (Prometheus cannot read the scrape)',
     file: 'src/metrics/exposition.ts',
