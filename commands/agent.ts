@@ -27,7 +27,7 @@ export default defineCommand({
       const { stopReplicas } = await import('../src/agent/stop-replicas.ts')
       const r = await stopReplicas(dataDir)
       if (r.agentPid !== undefined) printLine(esc`the Agent (pid ${r.agentPid}) stopped its replicas and exited`)
-      else printLine(r.stopped.length === 0 ? 'no replica was running' : `stopped ${r.stopped.length} replica(s): ${r.stopped.map((p) => `${p.project}/${p.replica} (pid ${p.pid})`).join(', ')}`)
+      else printLine(r.stopped.length === 0 ? 'no replica was running' : esc`stopped ${r.stopped.length} replica(s): ${r.stopped.map((p) => `${p.project}/${p.replica} (pid ${p.pid})`).join(', ')}`)
       return
     }
     if (args['update-watch']) {

@@ -28,7 +28,7 @@ export default defineCommand({
     if (args.json) (await import('../_out.ts')).printJson(p)
     if (p.state === 'failed') {
       const { MusterError } = await import('../../src/errors.ts')
-      throw new MusterError('cloud-provider-error', `${p.id} ${p.name} failed: ${p.reason}`)
+      throw new MusterError('cloud-provider-error', esc`${p.id} ${p.name} failed: ${p.reason}`)
     }
     if (args.json) return
     const { consola } = await import('consola')

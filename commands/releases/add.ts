@@ -24,10 +24,11 @@ export default defineCommand({
     const key = await readKeyFile(args.key)
     const { clientFrom } = await import('../_client.ts')
     const { publishRelease } = await import('../../src/releases/publish.ts')
-    const r = await publishRelease(clientFrom(args), { binary: args.binary, key, version: args.version, arch: args.arch as 'x64' | undefined, sequence, mirrors, level, progress: (l) => process.stderr.write(`${l}\n`) })
-    const { printJson, printLine } = await import('../_out.ts')
+    const { clean, esc, note, printJson, printLine } = await import('../_out.ts')
+    // The progress lines carry what the binary said its version is: one inert line each.
+    const r = await publishRelease(clientFrom(args), { binary: args.binary, key, version: args.version, arch: args.arch as 'x64' | undefined, sequence, mirrors, level, progress: (l) => note(clean(l)) })
     if (args.json) return printJson(r)
-    printLine(`released ${r.version} for ${r.arch}: sequence ${r.sequence}, sha256 ${r.sha256}, ${r.size} bytes (${r.compressedSize} to download whole)`)
-    process.stderr.write(`Roll it out: muster rollouts start ${r.version}\n`)
+    printLine(esc`released ${r.version} for ${r.arch}: sequence ${r.sequence}, sha256 ${r.sha256}, ${r.size} bytes (${r.compressedSize} to download whole)`)
+    note(esc`Roll it out: muster rollouts start ${r.version}`)
   },
 })

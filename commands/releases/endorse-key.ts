@@ -17,8 +17,8 @@ export default defineCommand({
     const e = endorseKey(by, next)
     const { clientFrom } = await import('../_client.ts')
     const r = await clientFrom(args).releases.addKey({ kid: e.kid, publicKey: e.publicKey, endorsedBy: e.endorsedBy!, signature: e.signature! })
-    const { printJson } = await import('../_out.ts')
+    const { esc, note, printJson } = await import('../_out.ts')
     if (args.json) return printJson(r)
-    process.stderr.write(`Release key ${r.kid} endorsed by ${by.kid}: nodes take it at their next trust refresh (daily, or when they meet it).\n`)
+    note(esc`Release key ${r.kid} endorsed by ${by.kid}: nodes take it at their next trust refresh (daily, or when they meet it).`)
   },
 })

@@ -20,9 +20,9 @@ export default defineCommand({
     } finally {
       closeSync(fd)
     }
-    const { printJson, printLine } = await import('../_out.ts')
+    const { esc, note, printJson, printLine } = await import('../_out.ts')
     if (args.json) return printJson({ kid: key.kid, publicKey: key.publicKey, file: args.out })
-    printLine(`release key ${key.kid}: ${key.publicKey}`)
-    process.stderr.write(`The private key is in ${args.out} (mode 0600). Sign releases with it (muster releases add BINARY --key ${args.out}); nodes take the first release key they hear of, and after that only keys it endorses (muster releases endorse-key).\n`)
+    printLine(esc`release key ${key.kid}: ${key.publicKey}`)
+    note(esc`The private key is in ${args.out} (mode 0600). Sign releases with it (muster releases add BINARY --key ${args.out}); nodes take the first release key they hear of, and after that only keys it endorses (muster releases endorse-key).`)
   },
 })

@@ -35,10 +35,10 @@ export default defineCommand({
     }
     const { clientFrom } = await import('../_client.ts')
     const r = await clientFrom(args).rollouts.start(body)
-    const { printJson, printLine } = await import('../_out.ts')
+    const { esc, note, printJson, printLine } = await import('../_out.ts')
     if (args.json) return printJson({ id: r.id, version: r.version, state: r.state, reason: r.reason, nodes: r.nodes.map((n) => ({ name: n.name, state: n.state, from: n.from, to: n.to, error: n.error })) })
-    printLine(r.id)
+    printLine(esc`${r.id}`)
     const canaries = r.nodes.filter((n) => n.canary).map((n) => n.name)
-    process.stderr.write(`Rollout ${r.id} to ${r.version} started: ${r.nodes.length} node(s), canaries ${canaries.join(', ') || 'none'}, at most ${r.maxUnavailableNodes} at a time. Follow it: muster rollouts status ${r.id}\n`)
+    note(esc`Rollout ${r.id} to ${r.version} started: ${r.nodes.length} node(s), canaries ${canaries.join(', ') || 'none'}, at most ${r.maxUnavailableNodes} at a time. Follow it: muster rollouts status ${r.id}`)
   },
 })

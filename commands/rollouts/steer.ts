@@ -12,9 +12,9 @@ function verb(name: 'pause' | 'resume' | 'cancel', description: string, said: st
       if (!/^[a-z2-7]{12}$/.test(args.id)) throw new UsageError(`ID must be a rollout id of 12 characters (muster rollouts list), got "${args.id}"`)
       const { clientFrom } = await import('../_client.ts')
       const r = await clientFrom(args).rollouts[name](args.id)
-      const { printJson } = await import('../_out.ts')
+      const { esc, note, printJson } = await import('../_out.ts')
       if (args.json) return printJson({ id: r.id, version: r.version, state: r.state, reason: r.reason, nodes: r.nodes.map((n) => ({ name: n.name, state: n.state, from: n.from, to: n.to, error: n.error })) })
-      process.stderr.write(`Rollout ${r.id} ${said} (now ${r.state}).\n`)
+      note(esc`Rollout ${r.id} ${said} (now ${r.state}).`)
     },
   })
 }

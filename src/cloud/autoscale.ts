@@ -10,7 +10,6 @@ import { getScaling, updateScaling, type ScalingRow } from '../store/cloud-scali
 import { audited, AUTOSCALER, type Actor } from './audit.ts'
 import type { Cloud } from './service.ts'
 import type { CloudScaling, ProviderName } from '../wire/cloud.ts'
-import { autoscaleRequests } from '../metrics/platform.ts'
 
 export const HOLD_MS = 2 * 60_000
 
@@ -131,7 +130,7 @@ export class Autoscaler {
       return { action: 'none', why: 'audit-unavailable', detail: e.message }
     }
     if (!row) return { action: 'none', why: 'already-requested' }
-    autoscaleRequests.inc()
+    this.cloud.ctx.metrics.autoscaleRequests.inc()
     log.info(`cloud: scale-out requested ${row.id} (${name}) for a shortfall held since ${new Date(this.shortfallSince).toISOString()}`)
     // 4. Only now the provider.
     await this.cloud.provisioner.create(row)

@@ -17,6 +17,7 @@
 //   x-ms-retry-after-ms or Retry-After; exponentialRetryStrategy: 408 and 5xx but 501/505), and
 //   ARM's 409 AnotherOperationInProgress / RetryableError, which ask to come back.
 import type { ProviderName } from '../wire/cloud.ts'
+import type { PlatformMetrics } from '../metrics/platform.ts'
 import { tunableNumber } from '../tunables.ts'
 
 export interface RetryPolicy {
@@ -28,6 +29,8 @@ export interface RetryPolicy {
   baseMs: number
   capMs: number
   sleep(ms: number): Promise<void>
+  /** Where the sends are counted (the Platform's families; none: uncounted). */
+  metrics?: Pick<PlatformMetrics, 'providerCalls' | 'providerRetries'>
 }
 
 export const DEFAULT_RETRY: RetryPolicy = {

@@ -108,7 +108,7 @@ export class Cloud {
   // ---- connections -------------------------------------------------------------
 
   private context(): ProviderContext {
-    return { endpoints: this.endpoints, retry: this.retry, arch: this.arch, env: process.env }
+    return { endpoints: this.endpoints, retry: { ...this.retry, metrics: this.ctx.metrics }, arch: this.arch, env: process.env }
   }
 
   /** The client for a connected provider; refuses when it is not connected. */

@@ -6,6 +6,7 @@
 import type { Changes } from './changes.ts'
 import type { DataDir } from '../datadir.ts'
 import type { Leases } from './leases.ts'
+import type { PlatformMetrics } from '../metrics/platform.ts'
 import type { Store } from '../store/db.ts'
 import type { Vault } from './vault.ts'
 
@@ -19,6 +20,8 @@ export interface Context {
   readonly changes: Changes
   /** One holder per background loop among the Platforms on the store (src/context/leases.ts). */
   readonly leases: Leases
+  /** This Platform's metric families (GET /metrics): count here, one line where it happens. */
+  readonly metrics: PlatformMetrics
   /** Registers something to stop when the Platform closes (run in reverse order). */
   onClose(fn: () => void | Promise<void>): void
 }

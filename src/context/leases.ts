@@ -18,7 +18,7 @@
 // code path takes every lease at once and always holds it.
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
-import { countsLease, leaseChanges } from '../metrics/platform.ts'
+import { PlatformMetrics } from '../metrics/platform.ts'
 import type { Db, Store } from '../store/db.ts'
 import { acquireLease, checkFence, releaseLease } from '../store/leases.ts'
 import { tunableNumber } from '../tunables.ts'
@@ -89,7 +89,7 @@ export class Lease {
     this.until = until
     if (held) this.fence = fence
     if (!changed) return
-    leaseChanges.inc({ lease: this.name, change: held ? 'acquired' : this.owner.stopping ? 'released' : 'lost' })
+    this.owner.metrics.leaseChanges.inc({ lease: this.name, change: held ? 'acquired' : this.owner.stopping ? 'released' : 'lost' })
     // On SQLite every lease is this Platform's (one per store): news only where Platforms share a store.
     log[this.owner.exclusive ? 'debug' : 'info'](held ? `this Platform now runs ${this.name} (lease fence ${fence})` : `this Platform no longer runs ${this.name}`)
     for (const fn of this.listeners) {
@@ -119,6 +119,8 @@ export class Leases {
     /** This Platform process (its changes origin): a restart is a new holder. */
     readonly holder: string,
     readonly ttlMs = LEASE_TTL_MS,
+    /** This Platform's families (muster_lease_changes_total); a test's Leases count in a registry of their own. */
+    readonly metrics = new PlatformMetrics(),
   ) {
     this.renewMs = Math.max(50, Math.floor(ttlMs / 5))
   }
@@ -138,7 +140,7 @@ export class Leases {
     if (!l) {
       l = new Lease(name, this)
       this.leases.set(name, l)
-      countsLease(name)
+      this.metrics.countsLease(name)
     }
     return l
   }

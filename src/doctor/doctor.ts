@@ -1,7 +1,7 @@
 // `muster doctor` (docs/nodes.md): inspects a Platform or a worker from the machine
 // it runs on — role, install receipt, data directory ownership and modes,
 // joined or not, the Agent port, the Platform over the pinned connection,
-// trust key expiry. One line per check: ok, warn or fail.
+// trust key expiry, the Agent's own update. One line per check: ok, warn or fail.
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { apiClient, enrollmentClient } from '../agent/connect.ts'
@@ -17,6 +17,7 @@ import { caDaysLeft, caWarning, readCa } from '../pki/platform-ca.ts'
 import { openPlatformVault, type HostVault } from '../pki/host-vault.ts'
 import { serveLockHolder } from '../serve-lock.ts'
 import { checkIsolation } from './isolation.ts'
+import { checkUpdate } from './update.ts'
 import { localNodePlace } from '../projects/local-node.ts'
 import { VERSION } from '../version.ts'
 import { MusterError } from '../errors.ts'
@@ -58,6 +59,7 @@ export async function runDoctor(opts: { dataDir?: string; root?: string }): Prom
   checkDataDir(dataDir, receipt, add)
   if (role === 'worker') {
     await checkWorker(dataDir, add)
+    checkUpdate(dataDir, add)
     explainStoppedAgent(checks)
   }
   if (role === 'platform') await checkPlatform(dataDir, add)

@@ -27,7 +27,6 @@ import { startFabricLoops, trustSchedule } from './background.ts'
 import { caWarning } from '../pki/platform-ca.ts'
 import { NODE_NAME } from '../wire/validate.ts'
 import { fields, log } from '../log.ts'
-import { revocations } from '../metrics/platform.ts'
 import { bearerToken } from '../auth/auth.ts'
 import { assertPrivate } from '../datadir.ts'
 import type { Labels } from '../wire/labels.ts'
@@ -309,7 +308,7 @@ export class Fabric {
     // A node revoked already keeps the time it was revoked.
     await this.registry.update(name, { revoked_at: n.revokedAt ?? this.now() })
     await this.changed(name)
-    revocations.inc()
+    this.ctx.metrics.revocations.inc()
     log.info(`node ${name} revoked`, fields({ node: name }))
     return { nodeId: name, state: 'revoked' }
   }

@@ -10,7 +10,6 @@
 import type { Fabric } from './fabric.ts'
 import type { NodeEntry } from './registry.ts'
 import type { HeartbeatAnswer, HeartbeatBody, NodeFacingPlatform } from '../wire/nodes.ts'
-import { heartbeats } from '../metrics/platform.ts'
 
 const PREFIX = 'Bearer mnc_'
 const MAC_LENGTH = 43
@@ -71,7 +70,7 @@ export function currentNode(fabric: Fabric, authorization: string, nodeId: strin
 
 /** Records an authenticated node's heartbeat (both paths); what the answer says that is the node's own. */
 function record(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): void {
-  heartbeats.inc()
+  fabric.ctx.metrics.heartbeats.inc()
   if (fabric.registry.heartbeat(n, body)) for (const l of fabric.heartbeatListeners) l(n)
 }
 

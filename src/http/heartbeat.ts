@@ -15,7 +15,7 @@ import * as v from 'valibot'
 import { MusterError } from '../errors.ts'
 import { acceptHeartbeatText, currentNode } from '../fabric/heartbeat.ts'
 import { log } from '../log.ts'
-import { codeOf, heartbeatRefusals } from '../metrics/platform.ts'
+import { codeOf, type PlatformMetrics } from '../metrics/platform.ts'
 import type { Services } from './services.ts'
 import { errorResponse } from './app.ts'
 import { joinTokenAsBearer, malformedRequest } from './request.ts'
@@ -71,8 +71,8 @@ export function parseRegister(text: string): { body: HeartbeatBody } | { error: 
 // What the framework sends with an object it serialises.
 const JSON_HEADERS = { 'content-type': 'application/json;charset=utf-8' }
 
-function refusal(e: unknown): Response {
-  heartbeatRefusals.inc({ code: codeOf(e) })
+function refusal(metrics: PlatformMetrics, e: unknown): Response {
+  metrics.heartbeatRefusals.inc({ code: codeOf(e) })
   if (e instanceof MusterError) {
     const retryAfter = e.detail?.retryAfterSeconds
     return errorResponse(e, typeof retryAfter === 'number' ? { 'retry-after': String(Math.max(1, Math.ceil(retryAfter))) } : undefined)
@@ -145,7 +145,7 @@ export function heartbeatRoutes(platform: Services, fallback: (req: Request, ser
     try {
       limit.enter()
     } catch (e) {
-      return refusal(e)
+      return refusal(fabric.ctx.metrics, e)
     }
     try {
       let n = currentNode(fabric, authorization, body.nodeId)
@@ -155,7 +155,7 @@ export function heartbeatRoutes(platform: Services, fallback: (req: Request, ser
       else bodies.set(text, body)
       return new Response(acceptHeartbeatText(fabric, n, body), { headers: JSON_HEADERS })
     } catch (e) {
-      return refusal(e)
+      return refusal(fabric.ctx.metrics, e)
     } finally {
       limit.leave()
     }

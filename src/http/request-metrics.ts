@@ -4,7 +4,7 @@
 // path); a request that matched none counts as `unmatched`. The heartbeat's
 // own route (src/http/heartbeat.ts) is not counted here: it increments
 // muster_heartbeats_total and nothing else.
-import { httpDuration, httpRequests } from '../metrics/platform.ts'
+import type { PlatformMetrics } from '../metrics/platform.ts'
 
 const templates = new WeakMap<Request, string>()
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
@@ -28,7 +28,8 @@ export function noteRoute(request: Request, template: string | undefined): void 
   if (template) templates.set(request, template)
 }
 
-export function countRequests(handle: (r: Request) => Promise<Response>): (r: Request) => Promise<Response> {
+export function countRequests(metrics: PlatformMetrics, handle: (r: Request) => Promise<Response>): (r: Request) => Promise<Response> {
+  const { httpRequests, httpDuration } = metrics
   return async (request) => {
     const started = performance.now()
     let status = 500

@@ -1,6 +1,7 @@
 // Where the enrollment listener binds and which addresses it publishes
 // (docs/operations.md: every address flag binds what it says), and the refusal of a
-// Platform whose listener other machines reach while its API is loopback-only.
+// Platform whose listener other machines reach while its API is loopback-only
+// or whose nodes would send their credentials over plain http.
 //   - the addresses: --enrollment-address, else the API's --host (when it is a
 //     specific non-loopback address) and localhost, else this machine's first
 //     routable IPv4 and localhost;
@@ -76,5 +77,26 @@ export function refuseUnreachableApi(o: PlatformOptions, command?: string[]): vo
   throw new MusterError(
     'not-configured',
     `Refusing to start: the enrollment listener is reachable from other machines (${reachable}) but the API listens on ${host} only, so nodes would enroll and then never reach it. Run: ${fix} (the API then serves HTTPS from the Platform CA). For nodes on this machine only, add --enrollment-address 127.0.0.1 instead; behind a proxy, give --public-url.`,
+  )
+}
+
+/**
+ * docs/security.md: a node is never told to send its credential over plain http to
+ * another machine. Remote dispatch with a plain-http public URL off loopback
+ * needs the operator to say a TLS-terminating proxy carries it.
+ */
+export function refuseInsecureNodeTraffic(o: PlatformOptions): void {
+  const remote = Boolean(o.remoteDispatch || o.enrollmentPort !== undefined)
+  if (!remote || !o.publicUrl || o.allowInsecureNodeTraffic) return
+  let u: URL
+  try {
+    u = new URL(o.publicUrl)
+  } catch {
+    throw new MusterError('invalid-request', `--public-url ${o.publicUrl}: not a URL`)
+  }
+  if (u.protocol === 'https:' || isLoopback(u.hostname)) return
+  throw new MusterError(
+    'not-configured',
+    `Refusing remote dispatch with the plain-http --public-url ${u.origin}: nodes would send their credentials unencrypted. Serve the API over HTTPS (bind --host to a non-loopback address for a certificate from the Platform CA, or give --tls-cert/--tls-key) with an https --public-url; or, behind a TLS-terminating proxy that forwards plain http on a private link, add --allow-insecure-node-traffic.`,
   )
 }

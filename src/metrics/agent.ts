@@ -46,9 +46,12 @@ export function watchAgent(s: AgentSources): () => void {
   }
 }
 
-/** Where muster_agent_rollout_state reads this node's rollout state: the node's rollout code registers it (one line); until then it reads `none`. */
-export function reportAgentRollout(state: () => string | undefined): void {
+/** Where muster_agent_rollout_state reads this node's rollout state: the updater registers it (one line); until then it reads `none`. The returned function forgets it. */
+export function reportAgentRollout(state: () => string | undefined): () => void {
   rolloutState = state
+  return () => {
+    if (rolloutState === state) rolloutState = undefined
+  }
 }
 
 const gauge = (name: string, help: string, labelNames: string[], collect: (g: Gauge, s: AgentSources) => void) =>

@@ -4,9 +4,19 @@
 // (nodejs_eventloop_lag_seconds and its percentiles), from prom-client's
 // default collectors. Turned on once per registry, and only in a process
 // that serves metrics: they keep an event-loop monitor running.
-import { collectDefaultMetrics, type Registry } from 'prom-client'
+import { collectDefaultMetrics, Registry } from 'prom-client'
 
 const on = new WeakSet<Registry>()
+let shared: Registry | undefined
+
+/** The process families in one registry for the whole process: one event-loop monitor however many Platforms it runs (the tests' run hundreds). */
+export function processRegistry(): Registry {
+  if (!shared) {
+    shared = new Registry()
+    withProcessMetrics(shared)
+  }
+  return shared
+}
 
 export function withProcessMetrics(registry: Registry): void {
   if (on.has(registry)) return

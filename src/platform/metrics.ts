@@ -4,14 +4,13 @@
 import type { Context } from '../context/context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
 import type { PlatformRegistry } from '../ha/live-platforms.ts'
-import { watchPlatform } from '../metrics/platform.ts'
 import type { Pki } from '../pki/pki.ts'
 import type { Projects } from '../projects/service.ts'
 import { provisionCounts } from '../store/cloud-provisions.ts'
 
 /** Points the gauges at this Platform's services; the returned function forgets them (the Platform's close). */
 export function watchMetrics(p: { ctx: Context; fabric: Fabric; projects: Projects; platforms: PlatformRegistry; pki: Pki; now: () => number }): () => void {
-  return watchPlatform({
+  return p.ctx.metrics.watch({
     census: () => p.fabric.registry.census.read(),
     replicas: () => p.projects.replicaCounts(),
     platformsLive: () => p.platforms.nodeFacing().length,

@@ -14,9 +14,7 @@ import { Changes } from '../context/changes.ts'
 import type { Context } from '../context/context.ts'
 import { loadMasterKey } from '../context/master-key.ts'
 import { DataDir } from '../datadir.ts'
-import { isLoopback } from '../addresses.ts'
-import { refuseUnreachableApi } from '../listener/plan.ts'
-import { MusterError } from '../errors.ts'
+import { refuseInsecureNodeTraffic, refuseUnreachableApi } from '../listener/plan.ts'
 import { startFederation, type Federation } from '../federation/service.ts'
 import { createApp } from '../http/app.ts'
 import { heartbeatRoutes } from '../http/heartbeat.ts'
@@ -42,6 +40,7 @@ import { identityRoots } from '../cloud/identity/roots.ts'
 import { Pki } from '../pki/pki.ts'
 import { FieldSeal, openVault, type Vault } from '../context/vault.ts'
 import { Leases } from '../context/leases.ts'
+import { PlatformMetrics } from '../metrics/platform.ts'
 import { PlatformRegistry } from '../ha/live-platforms.ts'
 import { RequestGate } from '../swap/gate.ts'
 import { tunableNumber } from '../tunables.ts'
@@ -56,27 +55,6 @@ export const CA_CERT_FILE = 'platform/ca.pem'
 const CERT_CHECK_MS = tunableNumber('MUSTER_CERT_CHECK_MS')
 /** Every this many ticks the vault is read again (a CA replaced on purpose, another Platform's work). */
 const CA_RELOAD_TICKS = 15
-
-/**
- * docs/security.md: a node is never told to send its credential over plain http to
- * another machine. Remote dispatch with a plain-http public URL off loopback
- * needs the operator to say a TLS-terminating proxy carries it.
- */
-export function refuseInsecureNodeTraffic(o: PlatformOptions): void {
-  const remote = Boolean(o.remoteDispatch || o.enrollmentPort !== undefined)
-  if (!remote || !o.publicUrl || o.allowInsecureNodeTraffic) return
-  let u: URL
-  try {
-    u = new URL(o.publicUrl)
-  } catch {
-    throw new MusterError('invalid-request', `--public-url ${o.publicUrl}: not a URL`)
-  }
-  if (u.protocol === 'https:' || isLoopback(u.hostname)) return
-  throw new MusterError(
-    'not-configured',
-    `Refusing remote dispatch with the plain-http --public-url ${u.origin}: nodes would send their credentials unencrypted. Serve the API over HTTPS (bind --host to a non-loopback address for a certificate from the Platform CA, or give --tls-cert/--tls-key) with an https --public-url; or, behind a TLS-terminating proxy that forwards plain http on a private link, add --allow-insecure-node-traffic.`,
-  )
-}
 
 export class Platform implements Services {
   readonly ctx: Context
@@ -109,7 +87,7 @@ export class Platform implements Services {
 
   private constructor(
     readonly options: PlatformOptions,
-    parts: { dataDir: DataDir; store: Store; masterKey: Uint8Array; vault: Vault; changes: Changes; leases: Leases },
+    parts: { dataDir: DataDir; store: Store; masterKey: Uint8Array; vault: Vault; changes: Changes; leases: Leases; metrics: PlatformMetrics },
   ) {
     this.dataDir = parts.dataDir
     this.store = parts.store
@@ -124,6 +102,7 @@ export class Platform implements Services {
       masterKey: parts.masterKey,
       changes: parts.changes,
       leases: parts.leases,
+      metrics: parts.metrics,
       onClose: (fn) => this.onClose(fn),
     }
     this.auth = new Auth(this.ctx)
@@ -142,6 +121,9 @@ export class Platform implements Services {
     try {
       const masterKey = loadMasterKey(dataDir)
       const store = await openPlatformStore(dataDir, options.database)
+      // This Platform's metric families, in a registry of its own (src/metrics/platform.ts).
+      const metrics = new PlatformMetrics()
+      store.measure(metrics)
       try {
         const vault = await openVault(store, dataDir, masterKey)
         // Digests older versions wrote are keyed once, before any service looks a token up.
@@ -151,8 +133,8 @@ export class Platform implements Services {
         await sealPlainFields(store, (table, row, column, text) => fields.seal(table, row, column, text))
         const changes = new Changes(store)
         await changes.start()
-        const leases = new Leases(store, changes.origin)
-        p = new Platform(options, { dataDir, store, masterKey, vault, changes, leases })
+        const leases = new Leases(store, changes.origin, undefined, metrics)
+        p = new Platform(options, { dataDir, store, masterKey, vault, changes, leases, metrics })
         // Leases are given up after the services stopped, so another Platform takes over at once.
         p.closers.push(() => leases.stop(), () => changes.stop(), () => store.close())
       } catch (e) {
@@ -268,7 +250,7 @@ export class Platform implements Services {
   /** The application behind the audit hook: every write is recorded before it runs (src/http/audit-hook.ts). */
   private get audited(): (r: Request) => Promise<Response> {
     const app = this.app
-    this.auditedInstance ??= countRequests(auditHook(this, (r) => app.handle(r)))
+    this.auditedInstance ??= countRequests(this.ctx.metrics, auditHook(this, (r) => app.handle(r)))
     return this.auditedInstance
   }
   private auditedInstance: ((r: Request) => Promise<Response>) | undefined

@@ -26,7 +26,6 @@ import { assignmentDigest, assignmentsByNode, runsCheck, type RollingPrevious } 
 import { place, type Placement, type PlacementNode, type PlacementResult } from './placement.ts'
 import type { ProjectRemoved, ProjectSpec, ProjectView, Shortfall } from '../wire/projects.ts'
 import type { ReplicaStatus } from '../wire/nodes.ts'
-import { noteAssignmentRevision } from '../metrics/platform.ts'
 
 /**
  * A project as deployed; `origin` says who placed it (local, or controller),
@@ -292,7 +291,7 @@ export class Projects {
   /** A node's assignments moved: a new document, and its long polls here answer at once. */
   private changedAssignments(node: string, w: Wanted): void {
     this.wanted.set(node, w)
-    noteAssignmentRevision(w.revision)
+    this.ctx.metrics.noteAssignmentRevision(w.revision)
     this.signed.delete(node)
     for (const done of this.waiters.get(node) ?? []) done()
   }

@@ -19,7 +19,7 @@ import { DIRECTIVE } from '../signed/documents.ts'
 import { signDocument } from '../signed/signed.ts'
 import { livePlatforms } from '../store/platforms.ts'
 import { nodeAgent, nodeAgents, releasesOfVersion, upsertNodeAgent, type ReleaseRow } from '../store/releases.ts'
-import { activeRollout, FINISHED, IN_FLIGHT, insertRollout, latestRollout, moveRolloutNode, recentRollouts, rolloutById, rolloutNode, rolloutGroupCounts, rolloutNodes, rolloutNodesToWatch, rolloutNodesIn, setRolloutState, type RolloutNodeRow, type RolloutNodeState, type RolloutRow } from '../store/rollouts.ts'
+import { activeRollout, activeRolloutCounts, FINISHED, IN_FLIGHT, insertRollout, latestRollout, moveRolloutNode, recentRollouts, rolloutById, rolloutNode, rolloutGroupCounts, rolloutNodes, rolloutNodesToWatch, rolloutNodesIn, setRolloutState, type RolloutNodeRow, type RolloutNodeState, type RolloutRow } from '../store/rollouts.ts'
 import { tunableNumber } from '../tunables.ts'
 import { compareVersions } from '../version.ts'
 import type { AgentFacts } from '../wire/releases.ts'
@@ -64,6 +64,8 @@ export class Rollouts {
   /** Serves the heartbeat hint and runs the driver while this Platform holds the lease. */
   async startLoops(): Promise<void> {
     this.deps.fabric.updateWanted = (name) => this.wanting.has(name)
+    // muster_rollout_nodes: the rollout under way by node state, one statement a scrape (docs/monitoring.md).
+    this.ctx.onClose(this.ctx.metrics.reportRolloutNodes(() => activeRolloutCounts(this.ctx.store)))
     this.ctx.changes.on('rollouts', () => {
       void this.refreshWanting()
       if (this.lease.held) void this.tick()

@@ -2,8 +2,10 @@
 // the Platform created (provider, account, region, the id the cloud gives it,
 // or the request's idempotency token and creation window), kept until one
 // identity join consumes it — in the transaction that registers the node — and
-// cloud_identity_challenges: the nonces Azure's attested data must carry, each
-// used once. Both are compare-and-set statements, never read-then-write.
+// cloud_identity_challenges: the Azure nonces joins used (a nonce is given
+// without a row, src/cloud/identity/nonce.ts; the join that uses one records
+// it, so each is used once). Both are compare-and-set statements, never
+// read-then-write.
 import type { Db } from './db.ts'
 
 export interface ExpectedRow {
@@ -74,16 +76,17 @@ export async function revokeExpected(db: Db, nodeName: string, now: number): Pro
   await db.run(`UPDATE cloud_expected_machines SET revoked_at = ?2 WHERE node_name = ?1 AND consumed_at IS NULL AND revoked_at IS NULL`, nodeName, now)
 }
 
-export async function insertChallenge(db: Db, nonce: string, nodeName: string, now: number, expiresAt: number): Promise<void> {
+/**
+ * Records a checked nonce as used by this join, once: false when a join used it already or it has expired.
+ * Rows past their expiry by an hour go (an expired nonce is refused by its own expiry).
+ */
+export async function takeChallenge(db: Db, nonce: string, nodeName: string, now: number, expiresAt: number): Promise<boolean> {
+  if (expiresAt <= now) return false
   await db.run(`DELETE FROM cloud_identity_challenges WHERE expires_at < ?1`, now - 3600_000)
-  await db.run(`INSERT INTO cloud_identity_challenges (nonce, node_name, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)`, nonce, nodeName, now, expiresAt)
+  return (await db.get(`INSERT INTO cloud_identity_challenges (nonce, node_name, created_at, expires_at, used_at) VALUES (?1, ?2, ?3, ?4, ?3) ON CONFLICT (nonce) DO NOTHING RETURNING nonce`, nonce, nodeName, now, expiresAt)) !== null
 }
 
-/** Takes the challenge for this name once; false when unknown, for another name, used or expired. */
-export async function takeChallenge(db: Db, nonce: string, nodeName: string, now: number): Promise<boolean> {
-  return (await db.get(`UPDATE cloud_identity_challenges SET used_at = ?3 WHERE nonce = ?1 AND node_name = ?2 AND used_at IS NULL AND expires_at > ?3 RETURNING nonce`, nonce, nodeName, now)) !== null
-}
-
-export async function getChallenge(db: Db, nonce: string): Promise<{ nonce: string; node_name: string; expires_at: number; used_at: number | null } | null> {
-  return await db.get(`SELECT nonce, node_name, expires_at, used_at FROM cloud_identity_challenges WHERE nonce = ?1`, nonce)
+/** Whether a join used this nonce already. */
+export async function challengeUsed(db: Db, nonce: string): Promise<boolean> {
+  return (await db.get(`SELECT nonce FROM cloud_identity_challenges WHERE nonce = ?1`, nonce)) !== null
 }

@@ -139,13 +139,16 @@ export interface RolloutSummaryRows {
   lastFailure: RolloutNodeRow | null
 }
 
+const byState = (rows: { state: RolloutNodeState; n: number }[]): Partial<Record<RolloutNodeState, number>> => Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]))
+
+/** The nodes of the rollout under way (running, paused or halted) by state, in one statement; none: {}. */
+export async function activeRolloutCounts(db: Db): Promise<Partial<Record<RolloutNodeState, number>>> {
+  return byState(await db.all<{ state: RolloutNodeState; n: number }>('SELECT n.state AS state, COUNT(*) AS n FROM rollout_nodes n JOIN rollouts r ON r.id = n.rollout_id WHERE r.active = 1 GROUP BY n.state'))
+}
+
 export async function rolloutSummaryRows(db: Db, id: string): Promise<RolloutSummaryRows> {
-  const counts: Partial<Record<RolloutNodeState, number>> = {}
-  let total = 0
-  for (const r of await db.all<{ state: RolloutNodeState; n: number }>('SELECT state, COUNT(*) AS n FROM rollout_nodes WHERE rollout_id = ?1 GROUP BY state', id)) {
-    counts[r.state] = Number(r.n)
-    total += Number(r.n)
-  }
+  const counts = byState(await db.all<{ state: RolloutNodeState; n: number }>('SELECT state, COUNT(*) AS n FROM rollout_nodes WHERE rollout_id = ?1 GROUP BY state', id))
+  const total = Object.values(counts).reduce((a, b) => a + b, 0)
   const canaries = await db.all<RolloutNodeRow>('SELECT * FROM rollout_nodes WHERE rollout_id = ?1 AND canary = 1 ORDER BY position', id)
   const lastFailure = await db.get<RolloutNodeRow>("SELECT * FROM rollout_nodes WHERE rollout_id = ?1 AND state IN ('failed', 'rolled-back') ORDER BY updated_at DESC, position DESC LIMIT 1", id)
   return { total, counts, canaries, lastFailure }

@@ -4,7 +4,7 @@
 // group commit for the transactions that ask for it.
 import { SQL } from 'bun'
 import type { Db, Param, Store, TxJob, TxOptions } from './sql.ts'
-import { observeQuery, storeNotices, storeRetries } from '../metrics/platform.ts'
+import type { StoreMeter } from '../metrics/platform.ts'
 
 function redact(url: string): string {
   try {
@@ -39,18 +39,24 @@ function normalise<T>(rows: PgRows): T[] {
   return [...rows] as T[]
 }
 
+/** Where a store and its transactions count (set by `measure`; shared, so a transaction counts where its store does). */
+interface Meter {
+  meter?: StoreMeter
+}
+
 class PgDb implements Db {
   readonly engine = 'postgres' as const
   constructor(
     protected readonly sql: SQL,
     private readonly nested: boolean,
+    protected readonly counts: Meter,
   ) {}
   async all<T>(text: string, ...params: Param[]): Promise<T[]> {
     const started = performance.now()
     try {
       return normalise<T>((await this.sql.unsafe(pgText(text), params)) as PgRows)
     } finally {
-      observeQuery('postgres', started)
+      this.counts.meter?.observeQuery('postgres', started)
     }
   }
   async get<T>(text: string, ...params: Param[]): Promise<T | null> {
@@ -61,7 +67,7 @@ class PgDb implements Db {
     try {
       return ((await this.sql.unsafe(pgText(text), params)) as PgRows).count
     } finally {
-      observeQuery('postgres', started)
+      this.counts.meter?.observeQuery('postgres', started)
     }
   }
   async script(text: string): Promise<void> {
@@ -71,10 +77,10 @@ class PgDb implements Db {
     if (this.nested) return fn(this)
     for (let attempt = 1; ; attempt++) {
       try {
-        return (await this.sql.begin((t) => fn(new PgDb(t as unknown as SQL, true)))) as T
+        return (await this.sql.begin((t) => fn(new PgDb(t as unknown as SQL, true, this.counts)))) as T
       } catch (e) {
         if (attempt >= 5 || !RETRYABLE.has(String((e as { errno?: unknown }).errno))) throw e
-        storeRetries.inc({ engine: 'postgres' })
+        this.counts.meter?.storeRetries.inc({ engine: 'postgres' })
         await Bun.sleep(5 * attempt + Math.random() * 20)
       }
     }
@@ -96,7 +102,11 @@ class PgStore extends PgDb implements Store {
     sql: SQL,
     readonly label: string,
   ) {
-    super(sql, false)
+    super(sql, false, {})
+  }
+
+  measure(meter: StoreMeter): void {
+    this.counts.meter = meter
   }
 
   /**
@@ -137,7 +147,7 @@ class PgStore extends PgDb implements Store {
       await this.sql.begin(async (t) => {
         for (const job of jobs) {
           try {
-            const value = await (t as unknown as { savepoint<R>(fn: (sp: SQL) => Promise<R>): Promise<R> }).savepoint((sp) => job.fn(new PgDb(sp, true)))
+            const value = await (t as unknown as { savepoint<R>(fn: (sp: SQL) => Promise<R>): Promise<R> }).savepoint((sp) => job.fn(new PgDb(sp, true, this.counts)))
             kept.push({ job, value })
           } catch (e) {
             if (RETRYABLE.has(String((e as { errno?: unknown }).errno))) again.push(job)
@@ -151,12 +161,12 @@ class PgStore extends PgDb implements Store {
       return
     }
     for (const { job, value } of kept) job.resolve(value)
-    if (again.length > 0) storeRetries.inc({ engine: 'postgres' }, again.length)
+    if (again.length > 0) this.counts.meter?.storeRetries.inc({ engine: 'postgres' }, again.length)
     for (const job of again) void super.tx(job.fn).then(job.resolve, job.reject)
   }
 
   async listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>> {
-    const sub = (await this.sql.listen(channel, (payload: string) => (storeNotices.inc({ direction: 'received' }), fn(payload)))) as unknown as { unlisten?: () => Promise<void> } | (() => Promise<void>)
+    const sub = (await this.sql.listen(channel, (payload: string) => (this.counts.meter?.storeNotices.inc({ direction: 'received' }), fn(payload)))) as unknown as { unlisten?: () => Promise<void> } | (() => Promise<void>)
     return async () => {
       if (typeof sub === 'function') await sub()
       else await sub?.unlisten?.()
@@ -185,7 +195,7 @@ class PgStore extends PgDb implements Store {
       const batch = this.notices.splice(0, MAX_NOTICES)
       try {
         await this.sql.unsafe(NOTIFY_MANY, [JSON.stringify(batch.map((n) => [n.channel, n.payload]))])
-        storeNotices.inc({ direction: 'sent' }, batch.length)
+        this.counts.meter?.storeNotices.inc({ direction: 'sent' }, batch.length)
         for (const n of batch) n.resolve()
       } catch (e) {
         for (const n of batch) n.reject(e)

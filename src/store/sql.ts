@@ -24,7 +24,7 @@
 import { Database, type SQLQueryBindings, type Statement } from 'bun:sqlite'
 import { chmodSync } from 'node:fs'
 import { EventEmitter } from 'node:events'
-import { observeQuery } from '../metrics/platform.ts'
+import type { StoreMeter } from '../metrics/platform.ts'
 
 export type Engine = 'sqlite' | 'postgres'
 export type Param = string | number | boolean | null | Uint8Array
@@ -64,6 +64,8 @@ export interface Store extends Db {
   listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>>
   notify(channel: string, payload: string): Promise<void>
   close(): Promise<void>
+  /** Times every statement (and counts retries and notices) in these families from now on: the Platform's own. */
+  measure(meter: StoreMeter): void
 }
 
 /** A unique or primary-key violation (the loser of an insert race). */
@@ -77,6 +79,7 @@ export function isUniqueViolation(e: unknown): boolean {
 /** One connection with its prepared statements, kept by text (the store's texts are constants). */
 class SqliteConn {
   private readonly statements = new Map<string, Statement>()
+  meter: StoreMeter | undefined
   constructor(readonly db: Database) {}
 
   /** Runs `use` on the statement for `text`: a kept one, or (past the cap) one finalized after. */
@@ -100,7 +103,7 @@ class SqliteConn {
     try {
       return this.with(text, (s) => s.all(...(params as SQLQueryBindings[])) as T[])
     } finally {
-      observeQuery('sqlite', started)
+      this.meter?.observeQuery('sqlite', started)
     }
   }
 
@@ -109,7 +112,7 @@ class SqliteConn {
     try {
       return this.with(text, (s) => s.run(...(params as SQLQueryBindings[])).changes)
     } finally {
-      observeQuery('sqlite', started)
+      this.meter?.observeQuery('sqlite', started)
     }
   }
 
@@ -175,6 +178,10 @@ class SqliteStore extends SqliteDb implements Store {
   ) {
     super(conn, (fn) => this.serial(fn))
     this.events.setMaxListeners(0)
+  }
+
+  measure(meter: StoreMeter): void {
+    this.conn.meter = meter
   }
 
   /**

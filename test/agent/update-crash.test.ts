@@ -4,6 +4,8 @@
 // one, never with a half-written binary — every file under versions/ is a
 // whole release — and the replicas keep their PIDs throughout. Each step waits
 // MUSTER_UPDATE_STEP_DELAY_MS after it is written, so the kill lands in it.
+// `muster doctor` warns while a killed step waits for the Agent to start
+// again, and about the release a node rolled back.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs'
@@ -11,7 +13,7 @@ import { join } from 'node:path'
 import { procStat } from '../../src/replicas/procs.ts'
 import type { Step } from '../../src/agent/update/journal.ts'
 import { VERSION } from '../../src/version.ts'
-import { musterBin } from '../helpers/binary.ts'
+import { musterBin, runMuster } from '../helpers/binary.ts'
 import { buildWithVersion } from '../helpers/builds.ts'
 import { startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
 import { asRoot } from '../helpers/root.ts'
@@ -64,6 +66,12 @@ describe('an update interrupted', () => {
     }
   }
 
+  /** What `muster doctor --json` (dist/muster) says of the node's update. */
+  const doctorUpdate = async (n: UpdateNode) => {
+    const r = await runMuster(['doctor', '--data-dir', n.dataDir, '--json'], { timeoutMs: 60_000 })
+    return (JSON.parse(r.stdout) as { checks: { name: string; status: string; message: string }[] }).checks.find((c) => c.name === 'update')
+  }
+
   const killAt = async (n: UpdateNode, step: Step) => {
     const pid = await waitFor(() => (n.journal().step === step ? n.pid() : undefined), { timeoutMs: 60_000, intervalMs: 10, what: `${n.name} at step ${step}` })
     process.kill(pid, 'SIGKILL')
@@ -78,6 +86,7 @@ describe('an update interrupted', () => {
       const r = await p.client.rollouts.start({ version: VERSION, selector: [`case=${step}`] })
       await killAt(n, step)
       whole(n)
+      expect(await doctorUpdate(n)).toEqual({ name: 'update', status: 'warn', message: expect.stringMatching(new RegExp(`^the update to ${VERSION.replace(/\./g, '\\.')} \\(rollout ${r.id}\\), at step ${step} since .*, has no Agent running it: restart the Agent`)) })
       await n.restart()
       const s = await rolloutReaches(p, r.id, ['done', 'halted'])
       expect(s.state).toBe('done')
@@ -85,6 +94,7 @@ describe('an update interrupted', () => {
       expect(n.replicas()).toEqual(replicas)
       expect(readlinkSync(join(n.dataDir, 'versions', 'current'))).toBe(`${VERSION}-2`)
       whole(n)
+      expect(await doctorUpdate(n)).toEqual({ name: 'update', status: 'ok', message: `runs release ${VERSION} (sequence 2); no update under way` })
     })
   }
 
@@ -101,6 +111,7 @@ describe('an update interrupted', () => {
     expect(existsSync(join(n.dataDir, 'versions', 'current'))).toBe(false)
     expect(n.replicas()).toEqual(replicas)
     whole(n)
+    expect(await doctorUpdate(n)).toMatchObject({ status: 'warn', message: expect.stringContaining(`this node rolled back ${VERSION} (release sequence 2) at `) })
     await p.client.rollouts.cancel(r.id)
   })
 

@@ -6,6 +6,9 @@
 // that never heartbeats, one that kills its replicas) are rolled back on the
 // canary within the health deadline, the rollout halts, the other node is
 // never touched, and the rolled-back release is skipped on that node after.
+// w1 serves its metrics (--metrics-address): muster_agent_rollout_state,
+// sampled every 50 ms, goes none → downloading → installing → restarting → done
+// across the swap (each step held 400 ms so a sample sees it).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readlinkSync } from 'node:fs'
 import { join } from 'node:path'
@@ -13,12 +16,26 @@ import { procStat } from '../../src/replicas/procs.ts'
 import { publishRelease } from '../../src/releases/publish.ts'
 import { VERSION } from '../../src/version.ts'
 import { buildWithVersion, faultyBuild, type Fault } from '../helpers/builds.ts'
-import { startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
+import { freePort, startListenerPlatform, type ListenerPlatform } from '../helpers/node-side.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { joinNode, killAgentsUnder, releaseBoth, rolloutReaches, updateDirPrefix, type UpdateNode } from '../helpers/update-nodes.ts'
 
 const OLD = '0.0.9'
 process.env.MUSTER_ROLLOUT_TICK_MS = '200'
+const ROLLOUT_ORDER = ['none', 'pending', 'downloading', 'installing', 'restarting', 'done']
+
+/** The state muster_agent_rollout_state reads 1 for on an Agent's metrics address; undefined while nothing answers there (the exec). */
+async function agentRolloutState(port: number): Promise<string | undefined> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(2_000) })).text()
+    const on = text.split('\n').filter((l) => l.startsWith('muster_agent_rollout_state{') && / 1$/.test(l))
+    if (on.length !== 1) throw new Error(`muster_agent_rollout_state reads 1 for ${on.length} states: ${on.join('; ')}`)
+    return /state="([^"]+)"/.exec(on[0]!)![1]
+  } catch (e) {
+    if ((e as Error).message.startsWith('muster_agent_rollout_state')) throw e
+    return undefined
+  }
+}
 
 describe('the Agent updates itself', () => {
   const dir = tmpDir(updateDirPrefix('self'))
@@ -26,11 +43,14 @@ describe('the Agent updates itself', () => {
   let oldBin: string
   let release: Awaited<ReturnType<typeof releaseBoth>>
   const nodes: UpdateNode[] = []
+  let metricsPort = 0
   beforeAll(async () => {
     oldBin = await buildWithVersion(OLD)
     p = await startListenerPlatform({ remoteDispatch: true, rescheduleGraceMs: 600_000 })
     release = await releaseBoth(p, { bin: oldBin, version: OLD })
-    for (const name of ['w1', 'w2']) nodes.push(await joinNode(p, name, oldBin, dir.path))
+    metricsPort = await freePort()
+    nodes.push(await joinNode(p, 'w1', oldBin, dir.path, { MUSTER_UPDATE_STEP_DELAY_MS: '400' }, [], ['--metrics-address', `127.0.0.1:${metricsPort}`]))
+    nodes.push(await joinNode(p, 'w2', oldBin, dir.path))
     await p.client.projects.deploy({ name: 'web', replicas: 2, cpu: 10, memory: 8, command: ['sh', '-c', 'exec sleep 3600'] })
     await waitFor(() => nodes.every((n) => Object.keys(n.replicas()).length === 1), { timeoutMs: 30_000, what: 'a replica on each node' })
   })
@@ -43,9 +63,27 @@ describe('the Agent updates itself', () => {
 
   test('a rollout of dist/muster: the same process runs the new binary, the replicas keep their PIDs, the journal holds the sequence', async () => {
     const before = nodes.map((n) => ({ pid: n.pid()!, start: procStat(n.pid()!)!.startTime, replicas: n.replicas() }))
+    const seen = [await waitFor(() => agentRolloutState(metricsPort), { what: "w1's metrics" })]
+    let sampling = true
+    const sampler = (async () => {
+      while (sampling) {
+        const state = await agentRolloutState(metricsPort)
+        if (state && state !== seen.at(-1)) seen.push(state)
+        await Bun.sleep(50)
+      }
+    })()
     const r = await p.client.rollouts.start({ version: VERSION })
     const s = await rolloutReaches(p, r.id, ['done', 'halted'])
+    await waitFor(() => seen.at(-1) === 'done', { timeoutMs: 15_000, what: "w1's muster_agent_rollout_state to read done" })
+      .catch((e: Error) => {
+        throw new Error(`${e.message} (seen: ${seen.join(' → ')})`)
+      })
+      .finally(() => (sampling = false))
+    await sampler
     expect(s.state).toBe('done')
+    // in the rollout's order, never back; every step of the swap seen (pending lasts one request: maybe not)
+    expect(seen.map((x) => ROLLOUT_ORDER.indexOf(x))).toEqual(seen.map((x) => ROLLOUT_ORDER.indexOf(x)).toSorted((a, b) => a - b))
+    expect(seen.filter((x) => x !== 'pending')).toEqual(['none', 'downloading', 'installing', 'restarting', 'done'])
     expect(s.nodes.map((n) => [n.name, n.state, n.from, n.to])).toEqual([['w1', 'done', OLD, VERSION], ['w2', 'done', OLD, VERSION]])
     nodes.forEach((n, i) => {
       expect(n.pid()).toBe(before[i]!.pid)

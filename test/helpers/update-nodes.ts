@@ -75,14 +75,15 @@ export interface UpdateNode {
   stop(): Promise<void>
 }
 
-export async function joinNode(p: ListenerPlatform, name: string, bin: string, root: string, env: Record<string, string> = {}, labels: string[] = []): Promise<UpdateNode> {
+/** `agentArgs`: more flags for `muster agent` (its --metrics-address), kept by the process an update execs into. */
+export async function joinNode(p: ListenerPlatform, name: string, bin: string, root: string, env: Record<string, string> = {}, labels: string[] = [], agentArgs: string[] = []): Promise<UpdateNode> {
   await sweepStale()
   const dataDir = join(root, name)
   const { token } = await p.client.nodes.createEnrollment({ nodeId: name })
   const joined = await runMuster(['worker', 'join', '--platform-url', p.enrollUrl, '--node-id', name, '--platform-fingerprint', p.fingerprint, '--data-dir', dataDir, '--port', String(await freePort()), '--address', '127.0.0.1', ...labels.flatMap((l) => ['--label', l])], { bin, stdin: `${token}\n` })
   if (joined.code !== 0) throw new Error(`join ${name}: ${joined.stderr}`)
   const agentEnv = { MUSTER_AGENT_HEARTBEAT_MS: '300', MUSTER_AGENT_LOG_MAX_BYTES: '100000', ...env }
-  const daemons = [await startMuster(['agent', '--data-dir', dataDir], { bin, env: agentEnv })]
+  const daemons = [await startMuster(['agent', '--data-dir', dataDir, ...agentArgs], { bin, env: agentEnv })]
   const agent = daemons[0]!
   const d = new DataDir(dataDir)
   const pid = () => {
@@ -109,7 +110,7 @@ export async function joinNode(p: ListenerPlatform, name: string, bin: string, r
     },
     log: () => daemons.map((d) => d.log()).join(''),
     async restart() {
-      daemons.push(await startMuster(['agent', '--data-dir', dataDir], { bin, env: agentEnv }))
+      daemons.push(await startMuster(['agent', '--data-dir', dataDir, ...agentArgs], { bin, env: agentEnv }))
     },
     async stop() {
       const running = pid()

@@ -12,14 +12,16 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { send } from '../../src/cloud/http.ts'
 import { signRenewProof } from '../../src/crypto/enroll-proof.ts'
-import { reportRolloutNodes } from '../../src/metrics/platform.ts'
 import { VERSION } from '../../src/version.ts'
 import { enrollRaw, newCert } from '../helpers/certs.ts'
 import { startPlatform, type TestPlatform } from '../helpers/platform.ts'
 import { promtool, startPrometheus, type Prometheus } from '../helpers/prometheus.ts'
-import { tmpDir } from '../helpers/tmp.ts'
+import { fakeRelease, SimNode } from '../helpers/sim-nodes.ts'
+import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 const DAY = 86_400_000
+// The rollout driver looks every 100 ms (a report wakes it at once too).
+process.env.MUSTER_ROLLOUT_TICK_MS = '100'
 let p: TestPlatform
 let prom: Prometheus
 let metricsToken: string
@@ -215,7 +217,7 @@ describe('the families, as Prometheus reads them', () => {
     await using api = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => (++calls === 1 ? Response.json({ error: { code: 'rate_limit_exceeded' } }, { status: 429, headers: { 'retry-after': '1' } }) : Response.json({ ok: true })) })
     const q = (o: string) => `muster_cloud_provider_calls_total{provider="hetzner",outcome="${o}"}`
     const before = { ok: await now(q('ok')), throttled: await now(q('throttled')), retries: await now('muster_cloud_provider_retries_total{provider="hetzner"}') }
-    const a = await send('hetzner', `http://127.0.0.1:${api.port}/v1/servers`, { method: 'GET' }, { idempotent: true, policy: { attempts: 3, maxWaitMs: 5_000, baseMs: 1, capMs: 1, sleep: () => Promise.resolve() } })
+    const a = await send('hetzner', `http://127.0.0.1:${api.port}/v1/servers`, { method: 'GET' }, { idempotent: true, policy: { attempts: 3, maxWaitMs: 5_000, baseMs: 1, capMs: 1, sleep: () => Promise.resolve(), metrics: p.platform.ctx.metrics } })
     expect(a.status).toBe(200)
     expect(calls).toBe(2)
     await moved(q('throttled'), before.throttled, 1)
@@ -235,15 +237,38 @@ describe('the families, as Prometheus reads them', () => {
     await prom.waitValue('muster_ca_expiry_seconds', (v) => Math.abs(v - (Date.parse(ca.validTo) - p.platform.now()) / 1000) < 5)
   })
 
-  test('rollouts: the nodes a registered rollout source counts, by state; every state read 0 before', async () => {
-    expect((await prom.query('muster_rollout_nodes')).map((s) => [s.metric.state, s.value]).sort()).toEqual(['done', 'downloading', 'failed', 'installing', 'pending', 'restarting', 'rolled-back', 'skipped'].map((s) => [s, 0]))
-    const forget = reportRolloutNodes(() => ({ downloading: 2, done: 5 }))
-    try {
-      await prom.waitValue('muster_rollout_nodes{state="done"}', (v) => v === 5)
-      expect(await now('muster_rollout_nodes{state="downloading"}')).toBe(2)
-    } finally {
-      forget()
+  test('rollouts: the nodes of the rollout under way by state, moving as the nodes report; all 0 before and after', async () => {
+    const rolloutNodes = async () => Object.fromEntries((await prom.query('muster_rollout_nodes')).map((x) => [x.metric.state, x.value]))
+    const zeros = Object.fromEntries(['done', 'downloading', 'failed', 'installing', 'pending', 'restarting', 'rolled-back', 'skipped'].map((s) => [s, 0]))
+    expect(await rolloutNodes()).toEqual(zeros)
+    await fakeRelease(p, dir.path, VERSION)
+    const nodes = await Promise.all(['ro-1', 'ro-2', 'ro-3'].map((n) => new SimNode(p, n, '0.0.1', { wave: 'one' }).enroll()))
+    for (const n of nodes) {
+      await n.facts()
+      await n.beat()
     }
+    const r = await p.client.rollouts.start({ version: VERSION, selector: ['wave=one'], canaries: 1, maxUnavailable: '1' })
+    // 1. started: the three are pending (the canary perhaps told already); Prometheus reads the store's counts.
+    await prom.waitValue('sum(muster_rollout_nodes{state=~"pending|downloading"})', (v) => v === 3)
+    // 2. the canary fails: the rollout halts with one failed and the other two pending, as its status says.
+    const canary = nodes.find((n) => n.name === r.nodes.find((x) => x.canary)!.name)!
+    canary.play = 'failed'
+    const keys = (await p.client.releases.list()).keys.map((k) => ({ kid: k.kid, publicKey: k.publicKey }))
+    const trust = async () => (await p.client.nodes.trust()).trustKeys
+    await waitFor(
+      async () => {
+        await Promise.all(nodes.map((n) => n.round(trust, keys, 0, p.platform.now)))
+        return (await p.client.rollouts.status(r.id)).state === 'halted'
+      },
+      { timeoutMs: 30_000, what: 'the rollout halted by its canary' },
+    )
+    const halted = await p.client.rollouts.status(r.id)
+    expect(halted.counts).toMatchObject({ failed: 1, pending: 2 })
+    await prom.waitValue('muster_rollout_nodes{state="failed"}', (v) => v === 1)
+    expect(await rolloutNodes()).toEqual({ ...zeros, failed: 1, pending: 2 })
+    // 3. cancelled: no rollout is under way, every state reads 0 again.
+    await p.client.rollouts.cancel(r.id)
+    await prom.waitValue('sum(muster_rollout_nodes)', (v) => v === 0)
   })
 
   test('process: CPU seconds, resident memory, open file descriptors, event-loop lag', async () => {

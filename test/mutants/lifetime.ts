@@ -130,7 +130,7 @@ export default [
   },
   {
     name: 'serve: remote dispatch with a plain-http public URL is not refused',
-    file: 'src/platform/platform.ts',
+    file: 'src/listener/plan.ts',
     from: "  if (u.protocol === 'https:' || isLoopback(u.hostname)) return\n",
     to: '  return\n',
     tests: ['test/pki/api-https.test.ts'],

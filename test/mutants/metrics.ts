@@ -7,6 +7,8 @@ import type { Mutant } from './types.ts'
 const FAMILIES = 'test/metrics/families.test.ts'
 const E2E = 'test/e2e/prometheus.test.ts'
 const PERMS = 'test/http/permissions.test.ts'
+const PER_PLATFORM = 'test/metrics/per-platform.test.ts'
+const UPDATE = 'test/agent/update.test.ts'
 
 const family = (name: string, file: string, from: string, to: string, filter?: string, ci = false): Mutant => ({ name: `metrics: ${name}`, file, from, to, tests: [FAMILIES], ...(filter ? { filter } : {}), ...(ci ? { ci } : {}) })
 
@@ -35,25 +37,25 @@ export default [
   family('nodes counted in the wrong state', 'src/fabric/census.ts', '    c.states[state]++', "    c.states[state === 'enrolled' ? 'ready' : state]++", 'nodes by state', true),
   family('compatibility counted as unknown', 'src/fabric/census.ts', '    c.compatibility[compat]++', "    c.compatibility['unknown']++", 'nodes by state'),
   family('heartbeat age one bucket off', 'src/fabric/census.ts', 'while (age > AGE_BUCKETS[b]!.upTo) b++', 'while (age > AGE_BUCKETS[b]!.upTo) b++\n    if (b > 0) b--', 'nodes by state'),
-  family('heartbeats not counted', 'src/fabric/heartbeat.ts', '  heartbeats.inc()\n', '', 'nodes by state', true),
-  family('refused heartbeats not counted', 'src/http/heartbeat.ts', '  heartbeatRefusals.inc({ code: codeOf(e) })\n', '', 'nodes by state'),
+  family('heartbeats not counted', 'src/fabric/heartbeat.ts', '  fabric.ctx.metrics.heartbeats.inc()\n', '', 'nodes by state', true),
+  family('refused heartbeats not counted', 'src/http/heartbeat.ts', '  metrics.heartbeatRefusals.inc({ code: codeOf(e) })\n', '', 'nodes by state'),
   family('a refused enroll counted as an error', 'src/metrics/platform.ts', "if (code === 'enrollment-refused') return 'refused'", "if (code === 'enrollment-refused') return 'error'", 'enroll attempts', true),
-  family('renewals not counted', 'src/metrics/platform.ts', "(answer) => (renewals.inc({ outcome: 'renewed' }), answer),", '(answer) => answer,', 'enroll attempts'),
-  family('revocations not counted', 'src/fabric/fabric.ts', '    revocations.inc()\n', '', 'enroll attempts'),
+  family('renewals not counted', 'src/metrics/platform.ts', "(answer) => (this.renewals.inc({ outcome: 'renewed' }), answer),", '(answer) => answer,', 'enroll attempts'),
+  family('revocations not counted', 'src/fabric/fabric.ts', '    this.ctx.metrics.revocations.inc()\n', '', 'enroll attempts'),
   family('requests labelled by no route template', 'src/http/app.ts', ".onTransform({ as: 'global' }, ({ request, route }) => noteRoute(request, route))", ".onTransform({ as: 'global' }, () => {})", 'API requests', true),
   family('requests not timed', 'src/http/request-metrics.ts', 'httpDuration.observe({ method, route }, (performance.now() - started) / 1000)', 'void httpDuration', 'API requests'),
   family('wanted replicas miscounted', 'src/projects/service.ts', 'for (const p of this.projects.values()) c.wanted += p.replicas', 'for (const p of this.projects.values()) c.wanted += 1', 'replicas wanted'),
   family('running replicas of an old revision counted', 'src/projects/service.ts', "r.state === 'running' && (r.revision ?? p.revision) === p.revision)) c.running++", "r.state !== 'stopped')) c.running++", 'replicas wanted'),
-  family('the assignment revision not followed', 'src/projects/service.ts', '    noteAssignmentRevision(w.revision)\n', '', 'replicas wanted'),
+  family('the assignment revision not followed', 'src/projects/service.ts', '    this.ctx.metrics.noteAssignmentRevision(w.revision)\n', '', 'replicas wanted'),
   family('SQLite statements timed as PostgreSQL ones', 'src/metrics/platform.ts', "storeQueryDuration.observe(engine === 'sqlite' ? SQLITE : POSTGRES,", 'storeQueryDuration.observe(POSTGRES,', 'the store'),
   family('leases read as not held', 'src/metrics/platform.ts', "g.set({ lease: l.name }, l.held ? 1 : 0)", "g.set({ lease: l.name }, 0)", 'the store'),
-  family('lease changes not counted', 'src/context/leases.ts', "    leaseChanges.inc({ lease: this.name, change: held ? 'acquired' : this.owner.stopping ? 'released' : 'lost' })\n", '', 'the store'),
+  family('lease changes not counted', 'src/context/leases.ts', "    this.owner.metrics.leaseChanges.inc({ lease: this.name, change: held ? 'acquired' : this.owner.stopping ? 'released' : 'lost' })\n", '', 'the store'),
   family('a throttled provider call counted as refused', 'src/cloud/http.ts', "outcome: a.status < 300 ? 'ok' : (verdict?.kind ?? 'refused')", "outcome: a.status < 300 ? 'ok' : 'refused'", 'cloud provider'),
-  family('provider retries not counted', 'src/cloud/http.ts', '    providerRetries.inc({ provider })\n    waited += wait\n    // A reset header', '    waited += wait\n    // A reset header', 'cloud provider'),
+  family('provider retries not counted', 'src/cloud/http.ts', '    counts?.providerRetries.inc({ provider })\n    waited += wait\n    // A reset header', '    waited += wait\n    // A reset header', 'cloud provider'),
   family('the trust-key rotation read from the key\'s end', 'src/fabric/trust-schedule.ts', 'return next ? nb(next) : Math.min(nb(current) + SIGNING_MS, na(current) - HANDOVER_MS)', 'return next ? nb(next) : na(current)', 'trust keys'),
-  family("the CA's expiry in milliseconds", 'src/metrics/platform.ts', "if (at !== undefined) g.set((at - (sources.now ?? Date.now)()) / 1000)\n})\n\nexport const ROLLOUT", "if (at !== undefined) g.set(at - (sources.now ?? Date.now)())\n})\n\nexport const ROLLOUT", 'trust keys'),
-  family('a registered rollout source is not read', 'src/metrics/platform.ts', 'const by = (await (rolloutSource ?? sources.rolloutNodes)?.()) ?? {}', 'const by = (await sources.rolloutNodes?.()) ?? {}', 'rollouts'),
-  family('no process metrics', 'src/metrics/platform.ts', '  sources = s\n  withProcessMetrics(platformRegistry)', '  sources = s', 'process'),
+  family("the CA's expiry in milliseconds", 'src/metrics/platform.ts', 'const at = s.caNotAfter?.()\n      if (at !== undefined) g.set((at - (s.now ?? Date.now)()) / 1000)', 'const at = s.caNotAfter?.()\n      if (at !== undefined) g.set(at - (s.now ?? Date.now)())', 'trust keys'),
+  family('a registered rollout source is not read', 'src/metrics/platform.ts', 'const by = (await this.rolloutSource?.()) ?? {}', 'const by = {} as Record<string, number>', 'rollouts'),
+  family('no process metrics', 'src/metrics/platform.ts', '    this.sources = s\n    this.withProcess = true', '    this.sources = s', 'process'),
   {
     name: 'metrics: OpenMetrics counters without _total (Prometheus cannot read the scrape)',
     file: 'src/metrics/exposition.ts',
@@ -61,6 +63,48 @@ export default [
     to: 'const name = counter ? family :',
     tests: [FAMILIES],
     filter: 'enroll attempts',
+  },
+  // ---- each Platform its own (several in one process: the whole suite) -----------------------
+  {
+    name: "metrics: heartbeats counted in one family the process's Platforms share",
+    file: 'src/metrics/platform.ts',
+    from: "  readonly heartbeats = new Counter({ name: 'muster_heartbeats_total', help: 'Heartbeats accepted from nodes.', registers: this.registers })",
+    to: "  readonly heartbeats = ((globalThis as { h?: Counter }).h ??= new Counter({ name: 'muster_heartbeats_total', help: 'Heartbeats accepted from nodes.', registers: [] }), this.registry.registerMetric((globalThis as { h?: Counter }).h!), (globalThis as { h?: Counter }).h!)",
+    tests: [PER_PLATFORM],
+    ci: true,
+  },
+  {
+    name: "metrics: a Platform's lease changes counted outside its registry",
+    file: 'src/platform/platform.ts',
+    from: 'new Leases(store, changes.origin, undefined, metrics)',
+    to: 'new Leases(store, changes.origin)',
+    tests: [PER_PLATFORM],
+  },
+  family("a Platform's store times its statements nowhere", 'src/platform/platform.ts', '      store.measure(metrics)\n', '', 'the store'),
+  // ---- rollouts: the Agent's own state, through real Agents ----------------------------------
+  {
+    name: "metrics: the Agent's rollout state never registered (reads none throughout)",
+    file: 'src/agent/update/updater.ts',
+    from: '    this.forgetMetrics = reportAgentRollout(() => this.rolloutState())\n',
+    to: '',
+    tests: [UPDATE],
+    filter: 'a rollout of dist/muster',
+  },
+  {
+    name: "metrics: the Agent's rollout state reads none between the swap's stop and its exec",
+    file: 'src/agent/update/updater.ts',
+    from: '    this.stop(false)\n',
+    to: '    this.stop()\n',
+    tests: [UPDATE],
+    filter: 'a rollout of dist/muster',
+  },
+  {
+    name: "metrics: the Agent on trial reads its journal's step as none",
+    file: 'src/agent/update/updater.ts',
+    from: "swapping: 'restarting', trial: 'restarting' }",
+    to: "swapping: 'restarting', trial: 'none' as 'done' }",
+    tests: [UPDATE],
+    filter: 'a rollout of dist/muster',
   },
   // ---- the Agent's, through the compiled binary ----------------------------------------------
   { name: 'metrics: the Agent counts no successful heartbeat', file: 'src/agent/agent.ts', from: "      agentHeartbeats.inc({ outcome: 'ok' })\n", to: '', tests: [E2E] },

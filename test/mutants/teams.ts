@@ -122,8 +122,8 @@ export default [
   {
     name: 'teams: writes are not audited at all',
     file: 'src/platform/platform.ts',
-    from: 'this.auditedInstance ??= auditHook(this, (r) => app.handle(r))',
-    to: 'this.auditedInstance ??= (r) => app.handle(r)',
+    from: 'countRequests(this.ctx.metrics, auditHook(this, (r) => app.handle(r)))',
+    to: 'countRequests(this.ctx.metrics, (r) => app.handle(r))',
     tests: AUDIT,
     filter: 'each write is recorded',
   },

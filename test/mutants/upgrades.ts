@@ -50,6 +50,9 @@ export default [
   { name: 'upgrades: an update interrupted before its trial is not undone at the next start', file: 'src/agent/update/launch.ts', from: "  if (j.step && j.step !== 'trial') {", to: '  if (false) {', tests: [CRASH], filter: 'downloading' },
   { name: 'upgrades: a trial whose watchdog died is never judged', file: UPDATER, from: '      if (watchdogAlive) return', to: '      if (true) return', tests: [CRASH], filter: 'watchdog' },
   { name: 'upgrades: a full disk is reported as an unexplained write failure', file: 'src/agent/update/fetch-release.ts', from: "      failure = err.code === 'ENOSPC' || err.code === 'EDQUOT'", to: '      failure = false', tests: [CRASH], filter: 'full disk' },
+  // ---- doctor on the node ------------------------------------------------------------------
+  { name: 'upgrades: doctor calls a step no Agent runs under way', file: 'src/doctor/update.ts', from: "    if (runningAgentPid(dataDir) === undefined) return add('update', 'warn',", to: "    if (runningAgentPid(dataDir) === -1) return add('update', 'warn',", tests: [CRASH], filter: 'kill -9 at \"downloading\"' },
+  { name: 'upgrades: doctor says nothing of a release the node rolled back', file: 'src/doctor/update.ts', from: 'j.skipped.filter((s) => s.sequence > j.sequence)', to: 'j.skipped.filter((s) => s.sequence < 0)', tests: [CRASH], filter: 'kill -9 at \"trial\", before' },
   // ---- cheap to distribute ------------------------------------------------------------------
   { name: 'upgrades: no delta for a node that runs a release the Platform holds', file: 'src/releases/service.ts', from: '    if (from && from !== sha256 && (await releaseBySha(this.ctx.store, from))) {', to: '    if (false) {', tests: [ROUTES], filter: 'delta', ci: true },
 ] satisfies Mutant[]

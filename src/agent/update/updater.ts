@@ -14,6 +14,7 @@ import { arch as osArch } from 'node:os'
 import type { Agent } from '../agent.ts'
 import type { HeartbeatAnswer } from '../../wire/nodes.ts'
 import { log } from '../../log.ts'
+import { reportAgentRollout } from '../../metrics/agent.ts'
 import { VERSION } from '../../version.ts'
 import { checkDirective } from '../../signed/documents.ts'
 import { verifyManifest, type Manifest } from '../../signed/releases.ts'
@@ -55,6 +56,9 @@ async function startWatchdog(argv: string[], env: Record<string, string | undefi
 /** How long after refusing a directive the Agent asks again. */
 const REFUSED_QUIET_MS = 10_000
 
+/** The rollout state a journal step stands for (docs/monitoring.md, muster_agent_rollout_state). */
+const STEP_STATE: Record<NonNullable<Journal['step']>, UpdateReport['state']> = { downloading: 'downloading', staged: 'installing', swapping: 'restarting', trial: 'restarting' }
+
 const archOf = (): string => (osArch() === 'x64' || osArch() === 'arm64' ? osArch() : process.arch)
 
 export interface UpdaterOptions {
@@ -74,6 +78,9 @@ export class Updater {
   /** Settles with a line when this Agent cannot go on (an exec that failed twice): `muster agent` exits 1. */
   readonly fatal: Promise<string>
   private fatalLine: ((line: string) => void) | undefined
+  /** The last rollout state this process reported (or was told: pending); before any, the journal's. */
+  private reported: UpdateReport['state'] | 'pending' | undefined
+  private forgetMetrics: (() => void) | undefined
 
   constructor(
     private readonly agent: Agent,
@@ -96,14 +103,24 @@ export class Updater {
     return this.ownSha
   }
 
+  /** This node's state in a rollout, as muster_agent_rollout_state shows it: `none` until one reaches it. */
+  rolloutState(): string {
+    if (this.reported) return this.reported
+    const j = readJournal(this.dataDir)
+    return j.step ? STEP_STATE[j.step] : (j.outcome?.state ?? 'none')
+  }
+
   start(): void {
+    this.forgetMetrics = reportAgentRollout(() => this.rolloutState())
     this.agent.onHeartbeat((a) => this.afterHeartbeat(a))
     if (this.opts.trial) this.startTrial(this.opts.trial)
     void this.sendFacts()
   }
 
-  stop(): void {
+  /** `forget`: muster_agent_rollout_state reads `none` from now on; not before the exec of a swap, whose metrics read `restarting` until the new binary answers. */
+  stop(forget = true): void {
     this.stopped = true
+    if (forget) this.forgetMetrics?.()
     if (this.trialTimer) clearInterval(this.trialTimer)
   }
 
@@ -134,6 +151,7 @@ export class Updater {
     const o = readJournal(this.dataDir).outcome
     if (!o) return
     try {
+      this.reported = o.state
       await this.api().report({ rollout: o.rollout, sha256: o.sha256, state: o.state, version: o.version, ...(o.error ? { error: o.error.slice(0, 1000) } : {}) })
       const j = readJournal(this.dataDir)
       if (j.outcome?.at === o.at) {
@@ -147,6 +165,7 @@ export class Updater {
   }
 
   private async report(r: UpdateReport): Promise<void> {
+    this.reported = r.state
     try {
       await this.api().report(r)
     } catch (e) {
@@ -163,9 +182,12 @@ export class Updater {
   async run(): Promise<void> {
     if (this.busy) return
     this.busy = true
+    const before = this.reported
+    // Told (the heartbeat said `update`): pending until a step is reported; a node asked once more after it finished gets no directive.
+    this.reported = 'pending'
     try {
       const answer = await this.api().directive()
-      if (!answer.directive) return
+      if (!answer.directive) return void (this.reported = before)
       let check = checkDirective(answer.directive, this.agent.trustKeys, this.agent.config.nodeId, Date.now())
       if (!check.ok && check.unknownKey && (await this.agent.refreshForUnknownKid())) check = checkDirective(answer.directive, this.agent.trustKeys, this.agent.config.nodeId, Date.now())
       if (!check.ok) {
@@ -175,6 +197,7 @@ export class Updater {
       }
       await this.carryOut(check.directive)
     } catch (e) {
+      if (this.reported === 'pending') this.reported = before
       log.warn(`update: ${(e as Error).message}`)
     } finally {
       this.busy = false
@@ -246,7 +269,7 @@ export class Updater {
     const self = procStat(process.pid)
     if (!self) return this.undoSwap(u, 'cannot read this process from /proc')
     await this.agent.stop({ stopReplicas: false })
-    this.stop()
+    this.stop(false)
     const replicas = readRecords(dataDir.path(REPLICAS_FILE)).map((r) => ({ project: r.project, replica: r.replica, pid: r.pid, startTime: r.startTime }))
     const argv = ownArgv()
     const trial: Update = { ...u, pid: process.pid, startTime: self.startTime, boot: bootId(), deadline: Date.now() + d.healthTimeoutMs, replicas, argv, systemd: underSystemd() }

@@ -10,11 +10,10 @@
 //   azure the attested data, its signer under metadata.azure.com chained to
 //         Microsoft's roots; a nonce this Platform gave this name, unused and
 //         fresh; subscription and vmId
-import { randomBytes } from 'node:crypto'
 import { MusterError } from '../../errors.ts'
 import type { IdentityChallenge, IdentityJoins, IdentityMatch, IdentityProof } from '../../fabric/identity-join.ts'
 import { getProvision } from '../../store/cloud-provisions.ts'
-import { consumeExpected, getChallenge, insertChallenge, latestExpected, openExpected, takeChallenge, type ExpectedRow } from '../../store/cloud-expected.ts'
+import { challengeUsed, consumeExpected, latestExpected, openExpected, takeChallenge, type ExpectedRow } from '../../store/cloud-expected.ts'
 import type { Db } from '../../store/db.ts'
 import type { ProviderName } from '../../wire/cloud.ts'
 import type { Cloud } from '../service.ts'
@@ -23,6 +22,7 @@ import { verifyAwsDocument } from './aws.ts'
 import { expectAgain } from './expected.ts'
 import { verifyAzureDocument } from './azure.ts'
 import { GOOGLE_CERTS_URL, GoogleKeys, verifyGcpToken } from './gcp.ts'
+import { ChallengeNonces } from './nonce.ts'
 import { refuse } from './refuse.ts'
 import type { IdentityRoots } from './roots.ts'
 
@@ -32,15 +32,16 @@ const CLOCK_SKEW_MS = 5 * 60_000
 const challengeTtlMs = () => tunableNumber('MUSTER_CLOUD_CHALLENGE_TTL_MS')
 
 const iso = (t: number) => new Date(t).toISOString()
-const NONCE_CHARS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
-
 export class CloudIdentity implements IdentityJoins {
   readonly google: GoogleKeys
+  /** Azure's nonces: given without a write, recorded by the join that uses one (src/cloud/identity/nonce.ts). */
+  private readonly nonces: ChallengeNonces
 
   constructor(
     private readonly cloud: Cloud,
     readonly roots: IdentityRoots,
   ) {
+    this.nonces = new ChallengeNonces(cloud.ctx.masterKey)
     this.google = new GoogleKeys(roots.gcp, tunable('MUSTER_CLOUD_GCP_CERTS_URL')?.trim() || GOOGLE_CERTS_URL, () => this.cloud.now())
   }
 
@@ -61,7 +62,7 @@ export class CloudIdentity implements IdentityJoins {
   }
 
   async consume(db: Db, m: IdentityMatch, nodeId: string, certSha256: string, now: number): Promise<boolean> {
-    if (m.nonce && !(await takeChallenge(db, m.nonce, nodeId, now))) return false
+    if (m.nonce && !(await takeChallenge(db, m.nonce, nodeId, now, this.nonces.check(m.nonce, nodeId) ?? now))) return false
     return await consumeExpected(db, m.expectedId, certSha256, now)
   }
 
@@ -75,11 +76,9 @@ export class CloudIdentity implements IdentityJoins {
   }
 
   async challenge(nodeId: string): Promise<IdentityChallenge> {
-    const now = this.cloud.now()
-    const bytes = randomBytes(32)
-    const nonce = Array.from(bytes, (b) => NONCE_CHARS[b % NONCE_CHARS.length]).join('')
-    await insertChallenge(this.db, nonce, nodeId, now, now + challengeTtlMs())
-    return { nonce, expiresAt: iso(now + challengeTtlMs()) }
+    // Anonymous: nothing is written (a caller asking a million times fills no table).
+    const expiresAt = this.cloud.now() + challengeTtlMs()
+    return { nonce: this.nonces.issue(nodeId, expiresAt), expiresAt: iso(expiresAt) }
   }
 
   rebound(db: Db, nodeId: string, now: number, until: number): Promise<boolean> {
@@ -123,10 +122,10 @@ export class CloudIdentity implements IdentityJoins {
         const vmId = rec.attested_id ?? (await this.ask('azure', (p) => p.findMachine({ requestId: rec.request_id, name: rec.machine_name, region: rec.region })))?.attestedId ?? null
         if (d.vmId !== vmId) refuse(`${what} is not the machine created as ${rec.node_name}${vmId ? ` (${vmId})` : ''}`)
         if (consumed) return { machine: what }
-        const c = await getChallenge(this.db, d.nonce)
-        if (!c || c.node_name !== rec.node_name) return refuse(`the Azure document's nonce is not a challenge this Platform gave ${rec.node_name}`)
-        if (c.used_at !== null) refuse('the Azure document\'s nonce was used already (a replayed document)')
-        if (c.expires_at <= now) refuse(`the Azure document's nonce expired at ${iso(c.expires_at)} (a stale document)`)
+        const expiresAt = this.nonces.check(d.nonce, rec.node_name)
+        if (expiresAt === null) return refuse(`the Azure document's nonce is not a challenge this Platform gave ${rec.node_name}`)
+        if (await challengeUsed(this.db, d.nonce)) refuse('the Azure document\'s nonce was used already (a replayed document)')
+        if (expiresAt <= now) refuse(`the Azure document's nonce expired at ${iso(expiresAt)} (a stale document)`)
         return { machine: what, nonce: d.nonce }
       }
       default:

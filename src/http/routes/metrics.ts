@@ -5,7 +5,6 @@
 import { Elysia } from 'elysia'
 import { MusterError } from '../../errors.ts'
 import { expose } from '../../metrics/exposition.ts'
-import { platformRegistry } from '../../metrics/platform.ts'
 import type { Services } from '../services.ts'
 
 export const metricsRoutes = (platform: Services) =>
@@ -16,6 +15,6 @@ export const metricsRoutes = (platform: Services) =>
       throw new MusterError('unauthorized', 'Authentication required: scrape with an API token (Authorization: Bearer mat_…; `muster admin api-token --role metrics` mints one that reads nothing else).')
     }
     if (p.kind !== 'api-token') throw new MusterError('forbidden', 'Scrape with an API token (Authorization: Bearer mat_…), not a session.')
-    const { body, contentType } = await expose(platformRegistry, request.headers.get('accept'))
+    const { body, contentType } = await expose(platform.ctx.metrics.scraped(), request.headers.get('accept'))
     return new Response(body, { headers: { 'content-type': contentType, 'cache-control': 'no-store' } })
   })

@@ -11,7 +11,6 @@ import { CreateEnrollment, CreateJoinToken, Drain, IdentityChallengeBody, Rebind
 import { nodeQuery } from '../../fabric/listing.ts'
 import { auditPage } from '../pages.ts'
 import { MusterError } from '../../errors.ts'
-import { countEnroll, countHeartbeatRefusal, countRenewal } from '../../metrics/platform.ts'
 import type { Permission } from '../../wire/permissions.ts'
 import { nodeCommands } from '../../bootstrap/join-lines.ts'
 
@@ -46,7 +45,7 @@ export const nodeRoutes = (platform: Services) => {
     .delete('/join-tokens/:id', ({ request, params }) => need(request, 'server.nodes.enroll').then(() => revokeJoinTokenById(fabric, params.id)))
     .post('/nodes/enroll', async ({ body }) => {
       fabric.requireEnrollment()
-      return countEnroll(enroll(fabric, body))
+      return fabric.ctx.metrics.countEnroll(enroll(fabric, body))
     })
     .post('/nodes/identity-challenge', async ({ body }) => {
       fabric.requireEnrollment()
@@ -59,8 +58,8 @@ export const nodeRoutes = (platform: Services) => {
         release()
       }
     })
-    .post('/nodes/register', ({ request, body }) => countHeartbeatRefusal(fabric.heartbeat(request.headers, parseBody(Register, body))))
-    .post('/nodes/renew', ({ request, body }) => countRenewal(renewCredential(fabric, request.headers, body)))
+    .post('/nodes/register', ({ request, body }) => fabric.ctx.metrics.countHeartbeatRefusal(fabric.heartbeat(request.headers, parseBody(Register, body))))
+    .post('/nodes/renew', ({ request, body }) => fabric.ctx.metrics.countRenewal(renewCredential(fabric, request.headers, body)))
     .post('/nodes/trust', () => fabric.trustKeys())
     .post('/nodes/self', ({ request, body }) => credentialState(fabric, request.headers, body))
     .get('/nodes/platform', ({ request }) => need(request, 'server.nodes.view').then(() => fabric.platformInfo()))

@@ -183,6 +183,24 @@ describe('cloud identity joins refuse every forgery and replay', () => {
       expect((await join('az-one', 'azure', azureDoc(m, await challenge('az-one')))).status).toBe(200)
     })
 
+    test('anonymous callers asking for nonces write nothing: 300 asks for names of their choosing leave no row; a join records its nonce once', async () => {
+      const rows = async () => Number((await p.platform.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM cloud_identity_challenges'))!.n)
+      const before = await rows()
+      // The attack: no credential, a new name each time, as many as the listener admits.
+      const statuses: number[] = []
+      for (let i = 0; i < 30; i++) statuses.push(...(await Promise.all(Array.from({ length: 10 }, (_, j) => post('/api/v1/nodes/identity-challenge', { nodeId: `az-flood-${i}-${j}` }).then((r) => r.status)))))
+      expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(100)
+      expect(await rows()).toBe(before)
+      const m = await machine('azure', 'az-counted')
+      const nonce = await challenge('az-counted')
+      expect((await join('az-counted', 'azure', azureDoc(m, nonce))).status).toBe(200)
+      expect(await rows()).toBe(before + 1)
+      // a nonce given for one name is no nonce for another, with one character changed neither
+      const flipped = nonce.slice(0, -1) + (nonce.endsWith('a') ? 'b' : 'a')
+      await p.client.nodes.rebind('az-counted')
+      await refused('az-counted', await join('az-counted', 'azure', azureDoc(m, flipped)), "identity: the Azure document's nonce is not a challenge this Platform gave az-counted")
+    })
+
     test('a forged PKCS#7 whose signer is not the certificate checked is refused (an Azure certificate first in the bag, signed by another)', async () => {
       const m = await machine('azure', 'az-forged')
       const attacker = makeCert({ cn: 'attacker', dns: ['evil.example'] })
