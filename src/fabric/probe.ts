@@ -14,6 +14,7 @@ import { probesSince, writeProbes } from '../store/node-probes.ts'
 import type { Lease } from '../context/leases.ts'
 import type { NodeEntry } from './registry.ts'
 import { tunableNumber } from '../tunables.ts'
+import { spanEnd, spanStart } from '../loop-spans.ts'
 
 const TIMEOUT_MS = 5_000
 const CONCURRENCY = 16
@@ -122,7 +123,9 @@ export class ReadinessProber {
    */
   async probeDue(): Promise<void> {
     const now = this.ctx.now()
+    const started = spanStart()
     const names = [...this.fabric.registry.nodes.values()].filter((n) => n.url && n.certSha256 && n.revokedAt === null && n.lastSeenAt !== null && (!n.probe || now - n.probe.at >= this.intervalMs)).map((n) => n.name)
+    spanEnd('probes: due sweep', started)
     for (let i = 0; i < names.length; i += CONCURRENCY) await Promise.all(names.slice(i, i + CONCURRENCY).map((name) => this.probe(name)))
   }
 

@@ -5,6 +5,7 @@ import { getNode, heartbeatsSince, updateNodeFields, type HeartbeatRow, type Nod
 import { writeHeartbeatBatch } from '../store/heartbeats.ts'
 import { registryRows } from '../store/registry-rows.ts'
 import { log } from '../log.ts'
+import { spanEnd, spanStart } from '../loop-spans.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
 import { labelsFromJson, type Labels } from '../wire/labels.ts'
 import type { NodeStateName, ReplicaStatus, StateCounts } from '../wire/nodes.ts'
@@ -176,6 +177,7 @@ export class Registry {
 
   private async writeDirty(): Promise<void> {
     if (this.dirty.size === 0) return
+    const started = spanStart()
     const beats: HeartbeatRow[] = []
     for (const name of this.dirty) {
       const n = this.nodes.get(name)
@@ -183,6 +185,7 @@ export class Registry {
       beats.push({ name, last_seen_at: n.lastSeenAt, version: n.version, cpu_millis: n.cpuMillis, memory_mb: n.memoryMB, replicas: JSON.stringify(n.replicas) })
     }
     this.dirty.clear()
+    spanEnd('heartbeat flush: collect', started)
     try {
       await writeHeartbeatBatch(this.db, beats, undefined, this.origin)
     } catch (e) {
@@ -198,12 +201,16 @@ export class Registry {
    */
   private async pullHeartbeats(): Promise<void> {
     const since = this.syncedTo - PULL_OVERLAP_MS
-    for (const row of await heartbeatsSince(this.db, since, this.origin)) {
+    const rows = await heartbeatsSince(this.db, since, this.origin)
+    let started = spanStart()
+    for (const row of rows) {
       this.syncedTo = Math.max(this.syncedTo, row.last_seen_at)
       const n = this.nodes.get(row.name)
       // New here, or revoked, rotated, drained or rebound elsewhere and the notice did not arrive.
       if (!n || n.generation !== row.generation || n.revokedAt !== row.revoked_at || n.drained !== (row.drained === 1) || n.certSha256 !== row.cert_sha256) {
+        spanEnd('heartbeat pull', started)
         await this.refresh(row.name)
+        started = spanStart()
         if (n) this.onRemoteChange(row.name)
         continue
       }
@@ -216,6 +223,7 @@ export class Registry {
       n.replicas = replicasFromJson(row.replicas)
       if (changed) this.onRemoteHeartbeat(n)
     }
+    spanEnd('heartbeat pull', started)
   }
 
   get(name: string): NodeEntry | undefined {
@@ -225,12 +233,14 @@ export class Registry {
   /** Node names in code-unit order (listings page through it); made again after a node comes or goes. */
   sortedNames(): readonly string[] {
     if (this.sorted === null) {
+      const started = spanStart()
       const names = [...this.nodes.keys()]
       // The store hands the rows over in name order (SQLite's, which is this order for node names): a look
       // is enough, not a sort (sorting a million names held the event loop 1–2 s).
       let inOrder = true
       for (let i = 1; i < names.length && inOrder; i++) inOrder = names[i - 1]! < names[i]!
       this.sorted = inOrder ? names : names.sort()
+      spanEnd('names in order', started)
     }
     return this.sorted
   }
@@ -275,11 +285,13 @@ export class Registry {
   }
 
   private countNow(): StateCounts {
+    const started = spanStart()
     const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
     for (const n of this.nodes.values()) {
       counts.total++
       counts[this.state(n).state]++
     }
+    spanEnd('state counts: all', started)
     return counts
   }
 
@@ -289,11 +301,17 @@ export class Registry {
     try {
       const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
       let i = 0
+      let started = spanStart()
       for (const n of this.nodes.values()) {
         counts.total++
         counts[this.state(n).state]++
-        if (++i % COUNT_SLICE === 0) await new Promise((r) => setImmediate(r))
+        if (++i % COUNT_SLICE === 0) {
+          spanEnd('state counts: slice', started)
+          await new Promise((r) => setImmediate(r))
+          started = spanStart()
+        }
       }
+      spanEnd('state counts: slice', started)
       // Moves made meanwhile are in the old count, and the new one saw most of them: it wins (a node's count
       // is off at most until the next one).
       this.counts = counts

@@ -17,7 +17,7 @@ import { refuseUnreachableApi } from '../listener/plan.ts'
 import { MusterError } from '../errors.ts'
 import { startFederation, type Federation } from '../federation/service.ts'
 import { createApp } from '../http/app.ts'
-import { heartbeatRoutes } from '../http/heartbeat.ts'
+import { heartbeatRoutes, hotPathStats } from '../http/heartbeat.ts'
 import { ApiEndpoint } from '../http/api-endpoint.ts'
 import { log } from '../log.ts'
 import type { PlatformOptions } from '../context/options.ts'
@@ -39,7 +39,8 @@ import { FieldSeal, openVault, type Vault } from '../context/vault.ts'
 import { Leases } from '../context/leases.ts'
 import { PlatformRegistry } from '../ha/live-platforms.ts'
 import { RequestGate } from '../swap/gate.ts'
-import { tunableNumber } from '../tunables.ts'
+import { tunable, tunableNumber } from '../tunables.ts'
+import { sampleLoopLag } from './loop-lag.ts'
 
 export type { PlatformOptions }
 
@@ -281,6 +282,9 @@ export class Platform implements Services {
       },
     )
     const url = this.url
+    // The benchmarks' event-loop lag (docs/benchmarks.md), from the moment it serves.
+    const lagFile = tunable('MUSTER_LOOP_LAG_FILE')
+    if (lagFile) this.onClose(sampleLoopLag(lagFile, () => hotPathStats.fast))
     log.info(`muster Platform listening on ${url}`)
     // HTTPS from the Platform CA: how an operator on this machine reaches it (docs/operations.md).
     if (this.apiCaPin) log.info(`log in with: muster login --platform-url ${this.publicUrl} --platform-ca-file ${this.dataDir.path(CA_CERT_FILE)} --identifier superadmin`)

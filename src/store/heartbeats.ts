@@ -11,6 +11,7 @@
 // may have written a newer beat).
 import type { Db } from './db.ts'
 import type { HeartbeatRow } from './nodes.ts'
+import { spanEnd, spanStart } from '../loop-spans.ts'
 
 // Each chunk commits on its own and the flush gives the event loop back between
 // chunks, so heartbeats are not held behind it. A heartbeat row stands alone, so
@@ -38,7 +39,12 @@ export async function writeHeartbeatBatch(db: Db, beats: HeartbeatRow[], chunk =
   const text = db.engine === 'postgres' ? POSTGRES : SQLITE
   for (let i = 0; i < sorted.length; i += chunk) {
     if (i > 0) await new Promise((r) => setImmediate(r))
+    // SQLite runs the chunk on this thread: the whole statement holds the event loop (PostgreSQL's is a round trip).
+    const started = spanStart()
     const rows = sorted.slice(i, i + chunk).map((b) => [b.name, b.last_seen_at, b.version, b.cpu_millis, b.memory_mb, b.replicas])
-    await db.tx((t) => t.run(text, JSON.stringify(rows), platform))
+    const json = JSON.stringify(rows)
+    if (db.engine === 'postgres') spanEnd('heartbeat flush: chunk', started)
+    await db.tx((t) => t.run(text, json, platform))
+    if (db.engine !== 'postgres') spanEnd('heartbeat flush: chunk', started)
   }
 }
