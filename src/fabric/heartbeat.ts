@@ -9,10 +9,10 @@
 //   answers exactly as before.
 import type { Fabric } from './fabric.ts'
 import type { NodeEntry } from './registry.ts'
+import { MAC_LENGTH } from './node-table.ts'
 import type { HeartbeatAnswer, HeartbeatBody, NodeFacingPlatform } from '../wire/nodes.ts'
 
 const PREFIX = 'Bearer mnc_'
-const MAC_LENGTH = 43
 
 function isMacChar(c: number): boolean {
   return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 45 || c === 95
@@ -47,22 +47,20 @@ export function currentNode(fabric: Fabric, authorization: string, nodeId: strin
   }
   if (i !== macStart - 1 || i === nameEnd + 1 || i - nameEnd - 1 > 9 || authorization.charCodeAt(i) !== 46) return undefined
   const n = fabric.registry.get(authorization.slice(PREFIX.length, nameEnd))
-  if (n === undefined || n.certSha256 === null || n.revokedAt !== null || n.generation !== generation) return undefined
+  if (n === undefined || !n.hasCert || n.revokedAt !== null || n.generation !== generation) return undefined
   if (nodeId !== undefined && nodeId !== '' && nodeId !== n.name) return undefined
-  // The expected mac, computed once per node, generation and certificate (kept on the entry).
-  let mac = n.mac
-  if (mac === null || n.macGeneration !== n.generation || n.macCert !== n.certSha256) {
-    mac = fabric.credentials.mac(n.name, n.certSha256, n.generation)
-    n.mac = mac
-    n.macGeneration = n.generation
-    n.macCert = n.certSha256
-  }
+  // The expected mac, computed once per node, generation and certificate (kept in the registry's mac column).
+  const table = n.table
+  const slot = n.slot
+  if (!table.macFresh(slot)) table.setMac(slot, fabric.credentials.mac(n.name, n.certSha256!, n.generation))
   // Constant time over the 43 characters, whatever they are.
+  const macs = table.macs
+  const at = slot * MAC_LENGTH
   let diff = 0
   let shape = 0
   for (let k = 0; k < MAC_LENGTH; k++) {
     const c = authorization.charCodeAt(macStart + k)
-    diff |= c ^ mac.charCodeAt(k)
+    diff |= c ^ macs[at + k]!
     shape |= isMacChar(c) ? 0 : 1
   }
   return diff === 0 && shape === 0 ? n : undefined

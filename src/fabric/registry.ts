@@ -1,66 +1,24 @@
 // The node registry: every node in memory (the hot path reads only memory),
 // structural changes written through at once, heartbeats batched to disk.
 import type { Db } from '../store/db.ts'
-import { getNode, heartbeatsSince, updateNodeFields, type HeartbeatRow, type NodeRow } from '../store/nodes.ts'
-import { writeHeartbeatBatch } from '../store/heartbeats.ts'
+import { getNode, heartbeatsSince, updateNodeFields, type NodeRow } from '../store/nodes.ts'
+import { HEARTBEAT_CHUNK, writeHeartbeatChunk, type HeartbeatTuple } from '../store/heartbeats.ts'
 import { registryRows } from '../store/registry-rows.ts'
 import { log } from '../log.ts'
 import { spanEnd, spanStart } from '../loop-spans.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
 import { labelsFromJson, type Labels } from '../wire/labels.ts'
+import { NO_LABELS, NO_REPLICAS, NodeEntry, NodeTable, type NodeFields } from './node-table.ts'
 import type { NodeStateName, ReplicaStatus, StateCounts } from '../wire/nodes.ts'
 import { indexFrom } from '../wire/paging.ts'
 
 export type Compatibility = 'current' | 'behind' | 'newer' | 'unknown'
+export { NodeEntry } from './node-table.ts'
+export type { NodeFields, Probe } from './node-table.ts'
 
-export interface NodeEntry {
-  name: string
-  auth: 'enrolled' | 'legacy'
-  certSha256: string | null
-  url: string | null
-  tokenId: string | null
-  generation: number
-  previousValidUntil: number
-  version: string | null
-  enrolledAt: number
-  lastSeenAt: number | null
-  cpuMillis: number | null
-  memoryMB: number | null
-  replicas: ReplicaStatus[]
-  drained: boolean
-  revokedAt: number | null
-  /** Labels the node reported at enroll (the nodes file may override them: Fabric.nodeSettings). */
-  labels: Labels
-  /** The last readiness probe (nodes that gave an address). */
-  probe?: { ok: boolean; at: number; reason?: string }
-  /**
-   * The mac the current credential carries, once the heartbeat's fast check computed it
-   * (src/fabric/heartbeat.ts), with the generation and certificate it was computed for:
-   * fields of the entry rather than a side table, which cost ~100 bytes a node more.
-   */
-  mac: string | null
-  macGeneration: number
-  macCert: string | null
-}
-
-// A million nodes are a million entries: what most of them hold alike is one
-// value, not one each. The empty replica list and label set are shared and frozen (nothing
-// changes them in place: a heartbeat replaces the list), and the few distinct token ids,
-// versions and label texts are kept once (`same`).
-const NO_REPLICAS: ReplicaStatus[] = Object.freeze([]) as unknown as ReplicaStatus[]
-const NO_LABELS: Labels = Object.freeze({}) as Labels
-const kept = new Map<string, string>()
+// The few distinct label texts many nodes share are parsed once (the table keeps each set once too).
 const keptLabels = new Map<string, Labels>()
 const MAX_KEPT = 10_000
-
-/** One instance of a string many entries hold (a token id, a version); past MAX_KEPT distinct ones, the string itself. */
-function same(s: string | null): string | null {
-  if (s === null) return null
-  const k = kept.get(s)
-  if (k !== undefined) return k
-  if (kept.size < MAX_KEPT) kept.set(s, s)
-  return s
-}
 
 function labelsOf(text: string | null): Labels {
   if (!text) return NO_LABELS
@@ -80,16 +38,16 @@ export function replicasFromJson(text: string | null): ReplicaStatus[] {
   }
 }
 
-export function fromRow(r: NodeRow): NodeEntry {
+export function fromRow(r: NodeRow): NodeFields {
   return {
     name: r.name,
     auth: r.auth === 'legacy' ? 'legacy' : 'enrolled',
     certSha256: r.cert_sha256,
     url: r.url,
-    tokenId: same(r.token_id),
+    tokenId: r.token_id,
     generation: r.generation,
     previousValidUntil: r.previous_valid_until,
-    version: same(r.version),
+    version: r.version,
     enrolledAt: r.enrolled_at,
     lastSeenAt: r.last_seen_at,
     cpuMillis: r.cpu_millis,
@@ -98,9 +56,6 @@ export function fromRow(r: NodeRow): NodeEntry {
     drained: r.drained === 1,
     revokedAt: r.revoked_at,
     labels: labelsOf(r.labels),
-    mac: null,
-    macGeneration: 0,
-    macCert: null,
   }
 }
 
@@ -120,9 +75,33 @@ const COUNT_REFRESH_MS = 2_000
 /** Nodes counted between two turns of the event loop (about 2–5 ms). */
 const COUNT_SLICE = 10_000
 
+/** The registry's nodes as a map of views (NodeTable): a view is made for each node read. */
+export class NodeViews {
+  constructor(private readonly table: NodeTable) {}
+  get size(): number {
+    return this.table.size
+  }
+  has(name: string): boolean {
+    return this.table.has(name)
+  }
+  get(name: string): NodeEntry | undefined {
+    const s = this.table.slotOf(name)
+    return s < 0 ? undefined : this.table.view(s)
+  }
+  keys(): IterableIterator<string> {
+    return this.table.liveNames()
+  }
+  *values(): IterableIterator<NodeEntry> {
+    for (const s of this.table.liveSlots()) yield this.table.view(s)
+  }
+}
+
 export class Registry {
-  readonly nodes = new Map<string, NodeEntry>()
-  private readonly dirty = new Set<string>()
+  readonly table = new NodeTable()
+  readonly nodes = new NodeViews(this.table)
+  /** The nodes that gave an address (the readiness probes' candidates): a probe round walks these, not the fleet. */
+  readonly addressed = new Set<string>()
+  private dirty = new Set<string>()
   private timer: ReturnType<typeof setInterval> | undefined
   private flushing: Promise<void> = Promise.resolve()
   /** Newest heartbeat time read from the store (several Platforms: beats taken by the others). */
@@ -145,12 +124,17 @@ export class Registry {
     const r = new Registry(db, now, staleAfterMs, origin)
     for await (const rows of registryRows(db)) {
       for (const row of rows) {
-        r.nodes.set(row.name, fromRow(row))
+        r.table.add(fromRow(row), row.labels)
+        if (row.url) r.addressed.add(row.name)
         r.syncedTo = Math.max(r.syncedTo, row.last_seen_at ?? 0)
       }
     }
-    // A fleet-size registry counts its nodes by state now, before it serves: the first listing finds them.
-    if (r.nodes.size >= COUNT_CACHE_FROM) r.stateCounts()
+    // A fleet-size registry counts its nodes by state and puts their names in order now, before it serves:
+    // the first listing finds both (each holds the event loop ~100 ms at a million nodes).
+    if (r.table.size >= COUNT_CACHE_FROM) {
+      r.stateCounts()
+      r.sortedNames()
+    }
     return r
   }
 
@@ -175,22 +159,33 @@ export class Registry {
     return run
   }
 
+  /**
+   * The nodes heard from since the last flush, a chunk at a time: each chunk's rows are read from the
+   * columns (their newest beat) and written in one statement, and the event loop gets a turn between
+   * chunks, so a flush of 16,700 beats (a million nodes at 60 s) never holds it for more than one chunk.
+   */
   private async writeDirty(): Promise<void> {
     if (this.dirty.size === 0) return
-    const started = spanStart()
-    const beats: HeartbeatRow[] = []
-    for (const name of this.dirty) {
-      const n = this.nodes.get(name)
-      if (!n || n.lastSeenAt === null) continue
-      beats.push({ name, last_seen_at: n.lastSeenAt, version: n.version, cpu_millis: n.cpuMillis, memory_mb: n.memoryMB, replicas: JSON.stringify(n.replicas) })
-    }
-    this.dirty.clear()
-    spanEnd('heartbeat flush: collect', started)
-    try {
-      await writeHeartbeatBatch(this.db, beats, undefined, this.origin)
-    } catch (e) {
-      for (const b of beats) this.dirty.add(b.name) // kept for the next flush
-      throw e
+    const names = [...this.dirty]
+    this.dirty = new Set()
+    const t = this.table
+    for (let i = 0; i < names.length; i += HEARTBEAT_CHUNK) {
+      if (i > 0) await new Promise((r) => setImmediate(r))
+      const started = spanStart()
+      const rows: HeartbeatTuple[] = []
+      for (let j = i; j < names.length && j < i + HEARTBEAT_CHUNK; j++) {
+        const s = t.slotOf(names[j]!)
+        if (s < 0 || Number.isNaN(t.lastSeenAt[s]!)) continue
+        const replicas = t.replicas[s]
+        rows.push([names[j]!, t.lastSeenAt[s]!, t.stringAt(t.version[s]!), orNull(t.cpuMillis[s]!), orNull(t.memoryMB[s]!), replicas === undefined ? '[]' : JSON.stringify(replicas)])
+      }
+      spanEnd('heartbeat flush: collect', started)
+      try {
+        await writeHeartbeatChunk(this.db, rows, this.origin)
+      } catch (e) {
+        for (let j = i; j < names.length; j++) this.dirty.add(names[j]!) // kept for the next flush
+        throw e
+      }
     }
   }
 
@@ -202,20 +197,23 @@ export class Registry {
   private async pullHeartbeats(): Promise<void> {
     const since = this.syncedTo - PULL_OVERLAP_MS
     const rows = await heartbeatsSince(this.db, since, this.origin)
+    const t = this.table
     let started = spanStart()
     for (const row of rows) {
       this.syncedTo = Math.max(this.syncedTo, row.last_seen_at)
-      const n = this.nodes.get(row.name)
+      const s = t.slotOf(row.name)
       // New here, or revoked, rotated, drained or rebound elsewhere and the notice did not arrive.
-      if (!n || n.generation !== row.generation || n.revokedAt !== row.revoked_at || n.drained !== (row.drained === 1) || n.certSha256 !== row.cert_sha256) {
+      if (s < 0 || t.generation[s] !== row.generation || orNull(t.revokedAt[s]!) !== row.revoked_at || t.isDrained(s) !== (row.drained === 1) || !t.certIs(s, row.cert_sha256)) {
         spanEnd('heartbeat pull', started)
         await this.refresh(row.name)
         started = spanStart()
-        if (n) this.onRemoteChange(row.name)
+        if (s >= 0) this.onRemoteChange(row.name)
         continue
       }
-      if (n.lastSeenAt !== null && n.lastSeenAt >= row.last_seen_at) continue
-      const changed = n.lastSeenAt === null || row.last_seen_at - n.lastSeenAt > this.staleAfterMs || n.cpuMillis !== row.cpu_millis || n.memoryMB !== row.memory_mb || JSON.stringify(n.replicas) !== (row.replicas ?? '[]')
+      const seen = orNull(t.lastSeenAt[s]!)
+      if (seen !== null && seen >= row.last_seen_at) continue
+      const changed = seen === null || row.last_seen_at - seen > this.staleAfterMs || orNull(t.cpuMillis[s]!) !== row.cpu_millis || orNull(t.memoryMB[s]!) !== row.memory_mb || JSON.stringify(t.replicas[s] ?? NO_REPLICAS) !== (row.replicas ?? '[]')
+      const n = t.view(s)
       n.lastSeenAt = row.last_seen_at
       n.version = row.version
       n.cpuMillis = row.cpu_millis
@@ -227,14 +225,15 @@ export class Registry {
   }
 
   get(name: string): NodeEntry | undefined {
-    return this.nodes.get(name)
+    const s = this.table.slotOf(name)
+    return s < 0 ? undefined : this.table.view(s)
   }
 
   /** Node names in code-unit order (listings page through it); made again after a node comes or goes. */
   sortedNames(): readonly string[] {
     if (this.sorted === null) {
       const started = spanStart()
-      const names = [...this.nodes.keys()]
+      const names = [...this.table.liveNames()]
       // The store hands the rows over in name order (SQLite's, which is this order for node names): a look
       // is enough, not a sort (sorting a million names held the event loop 1–2 s).
       let inOrder = true
@@ -263,7 +262,7 @@ export class Registry {
    * give the event loop back (a node that falls silent turns unreachable by time alone: counted then).
    */
   stateCounts(): StateCounts {
-    if (this.nodes.size < COUNT_CACHE_FROM) return this.countNow()
+    if (this.table.size < COUNT_CACHE_FROM) return this.countNow()
     const now = this.now()
     if (this.counts === null) {
       this.counts = this.countNow()
@@ -287,9 +286,10 @@ export class Registry {
   private countNow(): StateCounts {
     const started = spanStart()
     const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
-    for (const n of this.nodes.values()) {
+    const now = this.now()
+    for (const s of this.table.liveSlots()) {
       counts.total++
-      counts[this.state(n).state]++
+      counts[this.slotState(s, now)]++
     }
     spanEnd('state counts: all', started)
     return counts
@@ -302,9 +302,9 @@ export class Registry {
       const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
       let i = 0
       let started = spanStart()
-      for (const n of this.nodes.values()) {
+      for (const s of this.table.liveSlots()) {
         counts.total++
-        counts[this.state(n).state]++
+        counts[this.slotState(s, this.now())]++
         if (++i % COUNT_SLICE === 0) {
           spanEnd('state counts: slice', started)
           await new Promise((r) => setImmediate(r))
@@ -321,21 +321,34 @@ export class Registry {
     }
   }
 
-  /** Sets one node from a store row (null: it is gone). */
+  /**
+   * Sets one node from a store row (null: it is gone). The same machine (its certificate) is written in place;
+   * a new one (a rebind, or a name that comes back) takes a new slot, so views of the old one read the old.
+   */
   reload(row: NodeRow | null, name: string): void {
-    const had = this.nodes.get(name)
-    const before = had && this.counts ? this.state(had).state : null
+    const t = this.table
+    const had = t.slotOf(name)
+    const before = had >= 0 && this.counts ? this.slotState(had, this.now()) : null
     if (row) {
       const fresh = fromRow(row)
       // What this Platform holds of the same machine (its certificate): a heartbeat not flushed yet is newer
       // than the row, and the last probe stands. A name rebound to a new certificate starts unseen and unprobed.
-      const same = had !== undefined && had.certSha256 === fresh.certSha256
-      if (same && had.lastSeenAt && (fresh.lastSeenAt ?? 0) < had.lastSeenAt) Object.assign(fresh, { lastSeenAt: had.lastSeenAt, version: had.version, cpuMillis: had.cpuMillis, memoryMB: had.memoryMB, replicas: had.replicas })
-      if (!had) this.placeName(name, true)
-      if (same && had.probe) fresh.probe = had.probe
-      this.nodes.set(name, fresh)
-      if (this.counts) this.moveCount(before, this.state(fresh).state)
-    } else if (this.nodes.delete(name)) {
+      const same = had >= 0 && t.certIs(had, fresh.certSha256)
+      if (same) {
+        const old = t.view(had)
+        const seen = old.lastSeenAt
+        if (seen && (fresh.lastSeenAt ?? 0) < seen) Object.assign(fresh, { lastSeenAt: seen, version: old.version, cpuMillis: old.cpuMillis, memoryMB: old.memoryMB, replicas: old.replicas })
+        const probe = old.probe
+        if (probe) fresh.probe = probe
+      }
+      if (had < 0) this.placeName(name, true)
+      const s = same ? had : t.add(fresh, row.labels)
+      if (same) t.write(s, fresh, row.labels)
+      if (fresh.url) this.addressed.add(name)
+      else this.addressed.delete(name)
+      if (this.counts) this.moveCount(before, this.slotState(s, this.now()))
+    } else if (t.remove(name)) {
+      this.addressed.delete(name)
       this.placeName(name, false)
       this.moveCount(before, null)
     }
@@ -344,7 +357,7 @@ export class Registry {
   /** Reads one node again from the store (another Platform may have changed it). */
   async refresh(name: string): Promise<NodeEntry | undefined> {
     this.reload(await getNode(this.db, name), name)
-    return this.nodes.get(name)
+    return this.get(name)
   }
 
   /** Writes fields through to the store and memory at once. */
@@ -354,37 +367,41 @@ export class Registry {
   }
   /** Records a heartbeat in memory; true when it changed what placement sees (liveness, capacity, replicas). */
   heartbeat(n: NodeEntry, beat: { readonly version?: string; readonly capacity?: { readonly cpuMillis: number; readonly memoryMB: number }; readonly replicas?: readonly ReplicaStatus[] }): boolean {
+    const t = n.table
+    const s = n.slot
     const now = this.now()
-    let changed = n.lastSeenAt === null || now - n.lastSeenAt > this.staleAfterMs
+    const seen = t.lastSeenAt[s]!
+    let changed = Number.isNaN(seen) || now - seen > this.staleAfterMs
     // Back to life (or first seen): its count moves, when counts are kept.
-    const before = changed && this.counts ? this.state(n).state : null
-    n.lastSeenAt = now
-    if (beat.version !== undefined && beat.version !== n.version) n.version = same(beat.version)
+    const before = changed && this.counts ? this.slotState(s, now) : null
+    t.lastSeenAt[s] = now
+    if (beat.version !== undefined && beat.version !== t.stringAt(t.version[s]!)) n.version = beat.version
     const capacity = beat.capacity
-    if (capacity !== undefined && capacity.cpuMillis !== n.cpuMillis) {
-      n.cpuMillis = capacity.cpuMillis
+    if (capacity !== undefined && capacity.cpuMillis !== t.cpuMillis[s]) {
+      t.cpuMillis[s] = capacity.cpuMillis
       changed = true
     }
-    if (capacity !== undefined && capacity.memoryMB !== n.memoryMB) {
-      n.memoryMB = capacity.memoryMB
+    if (capacity !== undefined && capacity.memoryMB !== t.memoryMB[s]) {
+      t.memoryMB[s] = capacity.memoryMB
       changed = true
     }
-    if (beat.replicas !== undefined && (beat.replicas.length > 0 || n.replicas.length > 0) && JSON.stringify(beat.replicas) !== JSON.stringify(n.replicas)) {
-      n.replicas = beat.replicas.length === 0 ? NO_REPLICAS : (beat.replicas as ReplicaStatus[])
+    const had = t.replicas[s]
+    if (beat.replicas !== undefined && (beat.replicas.length > 0 || had !== undefined) && JSON.stringify(beat.replicas) !== JSON.stringify(had ?? NO_REPLICAS)) {
+      t.replicas[s] = beat.replicas.length === 0 ? undefined : (beat.replicas as ReplicaStatus[])
       changed = true
     }
-    this.dirty.add(n.name)
-    if (before !== null) this.moveCount(before, this.state(n).state)
+    this.dirty.add(t.names[s]!)
+    if (before !== null) this.moveCount(before, this.slotState(s, now))
     return changed
   }
 
   /** Ready, or heartbeating within the stale window, with a credential that still works (docs/nodes.md). */
-  healthy(n: NodeEntry): boolean {
+  healthy(n: NodeFields): boolean {
     if (n.revokedAt !== null || (n.auth === 'enrolled' && n.certSha256 === null)) return false
     return n.lastSeenAt !== null && this.now() - n.lastSeenAt <= this.staleAfterMs
   }
 
-  state(n: NodeEntry): { readonly state: NodeStateName; readonly reason?: string } {
+  state(n: NodeFields): { readonly state: NodeStateName; readonly reason?: string } {
     if (n.revokedAt !== null) return { state: 'revoked' }
     if (n.lastSeenAt === null) return { state: 'enrolled', reason: 'no heartbeat yet' }
     if (this.now() - n.lastSeenAt > this.staleAfterMs) return { state: 'unreachable', reason: `no heartbeat for ${Math.round((this.now() - n.lastSeenAt) / 1000)}s` }
@@ -395,7 +412,23 @@ export class Registry {
     }
     return READY
   }
+
+  /** state(n).state of a slot, read from the columns (counting a million makes no view and no reason text). */
+  private slotState(s: number, now: number): NodeStateName {
+    const t = this.table
+    if (!Number.isNaN(t.revokedAt[s]!)) return 'revoked'
+    const seen = t.lastSeenAt[s]!
+    if (Number.isNaN(seen)) return 'enrolled'
+    if (now - seen > this.staleAfterMs) return 'unreachable'
+    if (t.urls[s] !== undefined) {
+      if (Number.isNaN(t.probeAt[s]!)) return 'enrolled'
+      if (!t.probeOkAt(s)) return 'unreachable'
+    }
+    return 'ready'
+  }
 }
+
+const orNull = (x: number) => (Number.isNaN(x) ? null : x)
 
 /** One object for the common answer (state runs on every heartbeat and for every node listed). */
 const READY: { readonly state: 'ready' } = Object.freeze({ state: 'ready' })

@@ -29,22 +29,34 @@ const POSTGRES = `INSERT INTO node_heartbeats (name, last_seen_at, version, cpu_
   ON CONFLICT (name) DO UPDATE SET last_seen_at = excluded.last_seen_at, version = excluded.version, cpu_millis = excluded.cpu_millis,
     memory_mb = excluded.memory_mb, replicas = excluded.replicas, platform = excluded.platform WHERE node_heartbeats.last_seen_at < excluded.last_seen_at`
 
+/** One heartbeat as a chunk carries it: name, time, version, CPU millis, memory MB, replicas (JSON). */
+export type HeartbeatTuple = [string, number, string | null, number | null, number | null, string | null]
+
 /**
- * Writes many heartbeats, a chunk of rows per statement and transaction (in name order: Platforms sharing a
- * store lock rows alike), marked as written by `platform` (the others read only what they did not write).
+ * Writes many heartbeats, a chunk of rows per statement and transaction, marked as written by `platform`
+ * (the others read only what they did not write).
  */
 export async function writeHeartbeatBatch(db: Db, beats: HeartbeatRow[], chunk = CHUNK, platform: string | null = null): Promise<void> {
-  if (beats.length === 0) return
-  const sorted = [...beats].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  const text = db.engine === 'postgres' ? POSTGRES : SQLITE
-  for (let i = 0; i < sorted.length; i += chunk) {
+  for (let i = 0; i < beats.length; i += chunk) {
     if (i > 0) await new Promise((r) => setImmediate(r))
-    // SQLite runs the chunk on this thread: the whole statement holds the event loop (PostgreSQL's is a round trip).
-    const started = spanStart()
-    const rows = sorted.slice(i, i + chunk).map((b) => [b.name, b.last_seen_at, b.version, b.cpu_millis, b.memory_mb, b.replicas])
-    const json = JSON.stringify(rows)
-    if (db.engine === 'postgres') spanEnd('heartbeat flush: chunk', started)
-    await db.tx((t) => t.run(text, json, platform))
-    if (db.engine !== 'postgres') spanEnd('heartbeat flush: chunk', started)
+    await writeHeartbeatChunk(db, beats.slice(i, i + chunk).map((b) => [b.name, b.last_seen_at, b.version, b.cpu_millis, b.memory_mb, b.replicas]), platform)
   }
 }
+
+/**
+ * One chunk in one statement and transaction, its rows put in name order first: Platforms sharing a store
+ * then lock rows in one order, so two flushes cannot deadlock (each chunk commits before the next starts,
+ * so the order within a chunk is all that counts). `rows` is sorted in place.
+ */
+export async function writeHeartbeatChunk(db: Db, rows: HeartbeatTuple[], platform: string | null): Promise<void> {
+  if (rows.length === 0) return
+  // SQLite runs the chunk on this thread: the whole statement holds the event loop (PostgreSQL's is a round trip).
+  const started = spanStart()
+  rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+  const json = JSON.stringify(rows)
+  if (db.engine === 'postgres') spanEnd('heartbeat flush: chunk', started)
+  await db.tx((t) => t.run(db.engine === 'postgres' ? POSTGRES : SQLITE, json, platform))
+  if (db.engine !== 'postgres') spanEnd('heartbeat flush: chunk', started)
+}
+
+export const HEARTBEAT_CHUNK = CHUNK
