@@ -7,20 +7,24 @@
 # (bench/heartbeat-count.ts, 8 keep-alive connections, the Agent's request).
 # User-space instructions only: the kernel's share of a request (the socket)
 # is the same for both servers and is not in the count.
-#   bench/heartbeat-callgrind.sh [--nodes 1000] [--warm 20000] [--count 5000] [--keep DIR]
+#   bench/heartbeat-callgrind.sh [--nodes 20] [--warm 20000] [--count 5000] [--against BIN] [--keep DIR]
+# Few nodes by default: the engine's own timers (the heartbeat flush writes a row a node each second)
+# run on wall time, which valgrind stretches ~50 times, so with many nodes their share of a request
+# would be inflated as much. --against BIN: the same count for another build's binary (same data).
 # --keep DIR: the two counts are copied there (callgrind_annotate DIR/muster.out shows where they go).
 # Ends with: heartbeat-callgrind: muster I instructions a heartbeat, bare B, ratio bare/muster R
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-NODES=1000 WARM=20000 COUNT=5000 KEEP=
+NODES=20 WARM=20000 COUNT=5000 KEEP= AGAINST=
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) NODES=$2; shift 2 ;;
     --warm) WARM=$2; shift 2 ;;
     --count) COUNT=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
-    *) echo "usage: $0 [--nodes N] [--warm W] [--count C] [--keep DIR]" >&2; exit 2 ;;
+    --against) AGAINST=$2; shift 2 ;;
+    *) echo "usage: $0 [--nodes N] [--warm W] [--count C] [--against BIN] [--keep DIR]" >&2; exit 2 ;;
   esac
 done
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 1; }
@@ -53,15 +57,22 @@ count() { # name url pid
   awk '/^(summary|totals):/ {print $2; exit}' "$file"
 }
 
-MUSTER_LOG_LEVEL=3 "${VG[@]}" dist/muster serve --data-dir "$TMP/data" --port 0 --remote-dispatch --no-local-node \
-  --enroll-rate 1000000 --enroll-burst 1000000 --heartbeat-rate 10000000 --heartbeat-burst 100000000 2>"$TMP/platform.log" &
-PIDS+=($!)
-SERVE_PID=$!
-for _ in $(seq 1200); do grep -qo 'listening on http://[^ ]*' "$TMP/platform.log" && break; sleep 0.5; done
-URL=$(grep -o 'listening on http://[^ ]*' "$TMP/platform.log" | head -1 | cut -d' ' -f3)
-[ -n "$URL" ] || { echo "the Platform did not start under valgrind:" >&2; tail -20 "$TMP/platform.log" >&2; exit 1; }
-# serve supervises an engine child that does the serving (valgrind follows the exec): count the engine.
-ENGINE=$(pgrep -n -P "$SERVE_PID")
+# Starts BIN under callgrind on a copy of the data directory; sets URL and ENGINE.
+start_counted() { # bin dir
+  cp -a "$TMP/data" "$2"
+  MUSTER_LOG_LEVEL=3 "${VG[@]}" "$1" serve --data-dir "$2" --port 0 --remote-dispatch --no-local-node \
+    --enroll-rate 1000000 --enroll-burst 1000000 --heartbeat-rate 10000000 --heartbeat-burst 100000000 2>"$2.log" &
+  PIDS+=($!)
+  local serve=$!
+  for _ in $(seq 1200); do grep -qo 'listening on http://[^ ]*' "$2.log" && break; sleep 0.5; done
+  URL=$(grep -o 'listening on http://[^ ]*' "$2.log" | head -1 | cut -d' ' -f3)
+  [ -n "$URL" ] || { echo "the Platform did not start under valgrind:" >&2; tail -20 "$2.log" >&2; exit 1; }
+  # serve supervises an engine child that does the serving (valgrind follows the exec): count the engine.
+  ENGINE=$(pgrep -n -P "$serve")
+}
+start_counted dist/muster "$TMP/counted"
+MUSTER_URL=$URL MUSTER_ENGINE=$ENGINE
+if [ -n "$AGAINST" ]; then start_counted "$AGAINST" "$TMP/against"; OTHER_URL=$URL OTHER_ENGINE=$ENGINE; fi
 "${VG[@]}" bun bench/bare-server.ts "$ANSWER" >"$TMP/bare.log" 2>&1 &
 PIDS+=($!)
 BARE_PID=$!
@@ -69,6 +80,7 @@ BARE_URL=$(wait_url "$TMP/bare.log")
 for _ in $(seq 100); do curl -sf -X POST "$BARE_URL" -d '{}' >/dev/null && break; sleep 0.5; done
 
 echo "heartbeat-callgrind: $NODES enrolled nodes, $WARM heartbeats to warm up, then $COUNT counted; load $(cut -d' ' -f1 /proc/loadavg)"
-M=$(count muster "$URL" "$ENGINE")
+M=$(count muster "$MUSTER_URL" "$MUSTER_ENGINE")
+if [ -n "$AGAINST" ]; then A=$(count against "$OTHER_URL" "$OTHER_ENGINE"); fi
 B=$(count bare "$BARE_URL" "$BARE_PID")
-echo "heartbeat-callgrind: muster $((M / COUNT)) instructions a heartbeat, bare $((B / COUNT)), ratio bare/muster $(echo "scale=3; $B / $M" | bc)"
+echo "heartbeat-callgrind: muster $((M / COUNT)) instructions a heartbeat, bare $((B / COUNT)), ratio bare/muster $(echo "scale=3; $B / $M" | bc)${AGAINST:+; $AGAINST $((A / COUNT)), ratio bare/it $(echo "scale=3; $B / $A" | bc)}"

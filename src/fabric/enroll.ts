@@ -6,8 +6,9 @@ import { enrollProofMessage, verifyProof } from '../crypto/enroll-proof.ts'
 import { safeEqual } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import { invalid, issueField } from '../wire/validate.ts'
-import { bindCertificate, insertNodeRow, isTombstoned, nodesByNameOrCert, type NodeRow } from '../store/nodes.ts'
-import { getJoinToken, takeTokenUse } from '../store/join-tokens.ts'
+import { bindCertificate, type NodeRow } from '../store/nodes.ts'
+import { takeTokenUse } from '../store/join-tokens.ts'
+import { enrollReads, writeEnrolledNode } from '../store/enroll-rows.ts'
 import { isUniqueViolation } from '../store/sql.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
 import type { Fabric } from './fabric.ts'
@@ -54,9 +55,11 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     const certSha256 = cert.fingerprint.slice('sha256:'.length)
     const db = fabric.db
     const now = fabric.now()
-    // 3. find the token, 4. verify its secret (constant time)
+    // 3. find the token, 4. verify its secret (constant time); the nodes holding the name or the certificate
+    // and the name's tombstone come in the same statement (steps 6 and 8 read them)
     const m = JOIN_TOKEN.exec(body.token)
-    const token = m ? await getJoinToken(db, m[1]!) : null
+    const reads = m ? await enrollReads(db, m[1]!, body.nodeId, certSha256) : null
+    const token = reads?.token ?? null
     if (!m || !token) {
       await audit('refused', m ? 'unknown token' : 'malformed token', body.nodeId, body.version)
       throw REFUSED()
@@ -75,7 +78,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     if (body.nodeId === 'local') return await refuse('reserved name')
     // A name the operator declared enrolls only with an enrollment issued for it (docs/nodes.md).
     if (token.kind !== 'enrollment' && fabric.declared.has(body.nodeId)) return await refuse('declared name needs an enrollment for it')
-    const { named: existing, holder } = await nodesByNameOrCert(db, body.nodeId, certSha256)
+    const { named: existing, holder } = reads!
     // A repeat of a finished enrollment (same token, name, certificate) gets the
     // same answer and costs no use: a lost response never burns one. It needs the
     // proof like any enroll, and works for 24 hours after the enrollment (even on an
@@ -88,7 +91,7 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     }
     if (token.expires_at <= now) return await refuse('token expired')
     if (token.uses >= token.max_uses) return await refuse('token used up')
-    if (token.kind === 'fleet' && (await isTombstoned(db, body.nodeId))) return await refuse('name was removed (tombstoned)')
+    if (token.kind === 'fleet' && reads!.tombstoned) return await refuse('name was removed (tombstoned)')
     // 7. check version: a newer node is told so, without spending the token
     if (body.version && compareVersions(body.version, VERSION) > 0) {
       await audit('worker-newer', `node ${body.version} is newer than Platform ${VERSION}`, body.nodeId, body.version)
@@ -115,10 +118,17 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     // The new row comes back from the insert (a rebind reads it again after).
     let inserted: NodeRow | null = null
     const outcome = await db.tx(async (t): Promise<'enrolled' | 'used-up' | 'taken'> => {
+      if (!rebinding) {
+        // A new node: the use, the node and its audit entry (one statement on PostgreSQL: src/store/enroll-rows.ts).
+        const written = await writeEnrolledNode(t, { ...fields, name: body.nodeId, enrolled_at: now, auditReason: null, auditVersion: fabric.auditVersion(body.version) }, now)
+        if (written === 'used-up') return 'used-up'
+        if (written === 'taken') throw new TakenMeanwhile() // the use (SQLite took it first) is rolled back with the rest
+        inserted = written
+        return 'enrolled'
+      }
       if (!(await takeTokenUse(t, token.id, now))) return 'used-up'
-      const placed = rebinding ? await bindCertificate(t, body.nodeId, fields, now).catch(lostRace) : (inserted = await insertNodeRow(t, { name: body.nodeId, auth: 'enrolled', enrolled_at: now, ...fields })) !== null
-      if (!placed) throw new TakenMeanwhile()
-      await fabric.audit('enrolled', rebinding ? 'rebound to a new certificate' : null, body.nodeId, body.version, t)
+      if (!(await bindCertificate(t, body.nodeId, fields, now).catch(lostRace))) throw new TakenMeanwhile()
+      await fabric.audit('enrolled', 'rebound to a new certificate', body.nodeId, body.version, t)
       return 'enrolled'
       // Concurrent enrolls share one commit (and the token row's lock) on PostgreSQL too (src/store/sql.ts).
     }, { group: true }).catch((e) => {

@@ -147,8 +147,12 @@ export class Fabric {
   /** Appends to the audit log (in `db`, when the entry belongs to a transaction); a name only when it has name shape, never a secret. Pruning is a leased loop (background.ts). */
   async audit(outcome: string, reason: string | null, nodeId: unknown, version: unknown, db: Db = this.db): Promise<void> {
     const name = typeof nodeId === 'string' && NODE_NAME.test(nodeId) ? nodeId : null
-    const ver = typeof version === 'string' && /^[0-9A-Za-z.+-]{1,32}$/.test(version) ? version : null
-    await insertAudit(db, { at: this.now(), outcome, reason, node_id: name, version: ver })
+    await insertAudit(db, { at: this.now(), outcome, reason, node_id: name, version: this.auditVersion(version) })
+  }
+
+  /** A version as the audit log keeps it: only when it has a version's shape. */
+  auditVersion(version: unknown): string | null {
+    return typeof version === 'string' && /^[0-9A-Za-z.+-]{1,32}$/.test(version) ? version : null
   }
 
   /** The newest 500 entries of the last 30 days, whatever pruning has done yet. */

@@ -402,6 +402,8 @@ export class Registry {
   }
 
   state(n: NodeFields): { readonly state: NodeStateName; readonly reason?: string } {
+    // The common answer from the columns, without the view's getters (every heartbeat asks).
+    if (n instanceof NodeEntry && this.slotState(n.slot, this.now()) === 'ready') return READY
     if (n.revokedAt !== null) return { state: 'revoked' }
     if (n.lastSeenAt === null) return { state: 'enrolled', reason: 'no heartbeat yet' }
     if (this.now() - n.lastSeenAt > this.staleAfterMs) return { state: 'unreachable', reason: `no heartbeat for ${Math.round((this.now() - n.lastSeenAt) / 1000)}s` }

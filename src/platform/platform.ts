@@ -276,9 +276,11 @@ export class Platform implements Services {
       },
       // The heartbeat has its own route ahead of the framework (src/http/heartbeat.ts); it passes the gate
       // like every request, so an engine swap holds and forwards heartbeats too.
+      // The route counts itself in (gate.enter) and out (gate.leave) instead of handle's promise callback.
       (fallback) => {
-        const register = heartbeatRoutes(this, fallback)['/api/v1/nodes/register'].POST
-        return { '/api/v1/nodes/register': { POST: (req, server) => this.gate.handle(req, register, server) } }
+        const gate = this.gate
+        const register = heartbeatRoutes(this, fallback, gate.leave)['/api/v1/nodes/register'].POST
+        return { '/api/v1/nodes/register': { POST: (req, server) => (gate.enter() ? register(req, server) : gate.handle(req, register, server)) } }
       },
     )
     const url = this.url
