@@ -9,7 +9,8 @@
 #   sh install.sh --uninstall [--purge] [--root DIR]
 #
 # It owns: the system account `muster` (and, for a worker, `muster-run`, the
-# account replicas run as, which cannot read the data directory), /usr/local/bin/muster, /etc/muster/
+# account replicas run as with agent --run-as muster-run; by default each project gets a uid of its own,
+# neither can read the data directory), /usr/local/bin/muster, /etc/muster/
 # (serve.env, receipt.json), the role's systemd unit, and /var/lib/muster, which
 # --uninstall keeps unless --purge. The receipt /etc/muster/receipt.json lists
 # every file and directory a run created, so --uninstall removes exactly those.
@@ -285,6 +286,16 @@ uninstall() {
 		if "$BIN_PATH" agent --stop-replicas --data-dir "$u_data" >"$WORK/out" 2>"$WORK/err"; then say "$(cat "$WORK/out")"
 		else warn "could not stop the replicas: $(errtext)"; fi
 	fi
+	# The cgroup the bootstrap line made for an Agent without systemd (empty once the Agent and its replicas are gone).
+	if [ "$u_role" = worker ]; then
+		u_sub=muster-agent
+		[ -z "$R" ] || u_sub=muster-agent-$(printf '%s' "$R" | stdin_sha256 | cut -c 1-12)
+		for u_cg in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+			[ -d "$u_cg/$u_sub" ] || continue
+			rmdir "$u_cg/$u_sub/agent" 2>/dev/null || true
+			rmdir "$u_cg/$u_sub" 2>/dev/null || true
+		done
+	fi
 	receipt_files >"$WORK/files"
 	while read -r path sum; do
 		safe_path "$path"
@@ -297,7 +308,11 @@ uninstall() {
 			rm -f "$R$path" || die "cannot remove $R$path"
 		fi
 	done <"$WORK/files"
-	[ "$LIVE_SYSTEMD" = 0 ] || systemctl daemon-reload || warn "systemctl daemon-reload failed"
+	if [ "$LIVE_SYSTEMD" = 1 ]; then
+		systemctl daemon-reload || warn "systemctl daemon-reload failed"
+		# A unit that had failed (a revoked node's Agent) stays listed as failed until this.
+		for u in $(receipt_list units); do systemctl reset-failed "$u" >/dev/null 2>&1 || true; done
+	fi
 
 	if [ "$(receipt_value accountCreated)" != true ]; then
 		say "kept account $ACCOUNT: it existed before install.sh ran"
@@ -503,7 +518,8 @@ else
 fi
 account_ids
 
-# A worker's replicas run as $RUN_ACCOUNT, which cannot enter the data directory (issue 22 item 6).
+# A worker's replicas run as a uid of their project's (the Agent picks them), or as $RUN_ACCOUNT when the
+# Agent is given --run-as $RUN_ACCOUNT; neither can enter the data directory (docs/security.md).
 RUN_ACCOUNT_CREATED=false
 if [ "$ROLE" = worker ]; then
 	[ -z "$PREV_ROLE" ] || [ "$(receipt_value runAccountCreated)" != true ] || RUN_ACCOUNT_CREATED=true
@@ -562,7 +578,6 @@ PrivateDevices=yes
 ProtectKernelTunables=yes
 ProtectKernelModules=yes
 ProtectKernelLogs=yes
-ProtectControlGroups=yes
 RestrictSUIDSGID=yes
 LockPersonality=yes
 UMask=0077"
@@ -613,6 +628,7 @@ RestartSec=5s
 # One open file per connected Agent (each holds a keep-alive connection): room for a large fleet.
 LimitNOFILE=1048576
 $HARDENING
+ProtectControlGroups=yes
 $CAPS
 
 [Install]
@@ -637,11 +653,14 @@ Restart=on-failure
 RestartSec=5s
 # Replicas outlive the Agent (a restart or an update stops only the Agent; the next one adopts them).
 KillMode=process
+# The unit's cgroup is the Agent's to divide: each replica gets a cgroup of its own below it, with the
+# project's cpu.max and memory.max, and a stop kills everything in it (so no ProtectControlGroups= here).
+Delegate=yes
 # Exit status 3: the Platform refused this node's credential for good (revoked,
 # removed, rebound); restarting cannot help. \`muster worker join\` again, then start it.
 RestartPreventExitStatus=3
 $HARDENING
-# Replicas run as $RUN_ACCOUNT: the Agent switches to it and signals them (it clears these for every replica).
+# Replicas run as a uid of their project's (or --run-as USER): the Agent switches to it and signals them (it clears these for every replica).
 CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL
 AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_KILL
 
@@ -726,7 +745,7 @@ else
 	say "installed muster $VERSION ($ROLE)${R:+ into $R}"
 fi
 say "  account  $ACCOUNT (uid $ACC_UID, $ACCOUNT_NOTE, no login shell)"
-[ "$ROLE" != worker ] || say "  replicas run as $RUN_ACCOUNT (no login shell; cannot read $DATA_DIR)"
+[ "$ROLE" != worker ] || say "  replicas run as a uid of their project's, each in its own cgroup (or as $RUN_ACCOUNT with agent --run-as $RUN_ACCOUNT); none can read $DATA_DIR"
 say "  binary   $BIN_PATH"
 say "  unit     $UNIT_DIR/$UNITS"
 [ "$ROLE" != platform ] || say "  flags    $SERVE_ENV"
@@ -735,7 +754,11 @@ say "  receipt  $RECEIPT"
 
 START_FAILED=0
 if [ "$NO_START" = 1 ]; then
-	[ "$LIVE_SYSTEMD" = 0 ] || systemctl daemon-reload || warn "systemctl daemon-reload failed"
+	if [ "$LIVE_SYSTEMD" = 1 ]; then
+		systemctl daemon-reload || warn "systemctl daemon-reload failed"
+		# A unit that had failed (a revoked node's Agent) stays listed as failed until this.
+		for u in $(receipt_list units); do systemctl reset-failed "$u" >/dev/null 2>&1 || true; done
+	fi
 	say "$UNITS was installed but neither enabled, started nor restarted (--no-start)"
 elif [ "$LIVE_SYSTEMD" = 1 ]; then
 	systemctl daemon-reload || warn "systemctl daemon-reload failed"

@@ -4,7 +4,8 @@
 #   openssl (certificate oracle), script (pty), systemd-analyze (unit checks),
 #   shellcheck (install.sh lint), useradd, chromium (dashboard), postgresql
 #   (the PostgreSQL store), faketime (moved clocks), wrk (benchmarks),
-#   stress-ng (flake hunting), curl, iproute2.
+#   stress-ng (flake hunting), curl, iproute2, debootstrap and systemd-container
+#   (machines with systemd as PID 1: test/helpers/machines.ts).
 set -u
 need=()
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -19,6 +20,8 @@ have chromium || need+=(chromium)
 [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || need+=(faketime)
 have wrk || need+=(wrk)
 have stress-ng || need+=(stress-ng)
+have debootstrap || need+=(debootstrap)
+have systemd-nspawn || need+=(systemd-container)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ]; then

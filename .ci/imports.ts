@@ -87,7 +87,7 @@ export const LAYERS: string[][] = [
   ['src/context'],
   ['src/pki', 'src/ha'],
   ['src/fabric'],
-  ['src/projects', 'src/bootstrap', 'src/dashboard'],
+  ['src/projects', 'src/bootstrap', 'src/dashboard', 'src/sso'],
   ['src/federation', 'src/cloud', 'src/overview', 'src/agent'],
   ['src/http'],
   ['src/listener'],

@@ -10,6 +10,7 @@ export const EXAMPLES: Record<string, [string, string][]> = {
   serve: [
     ['A Platform on this machine only (the API on 127.0.0.1:7380)', 'muster serve --data-dir ./muster-data'],
     ['A Platform other machines can join (HTTPS API and enrollment listener on 10.0.0.5)', 'muster serve --data-dir ./muster-data --host 10.0.0.5 --enrollment-port 7443'],
+    ['People sign in with the identity provider; its groups give the role (register <public URL>/auth/oidc/callback there)', "muster serve --data-dir ./muster-data --public-url https://muster.example.com:7380 --oidc-issuer https://login.example.com/realms/acme --oidc-client-id muster --oidc-client-secret-file ./oidc-secret --oidc-role-map 'muster-admins=superadmin,developers=operator'"],
   ],
   'worker join': [
     ['The line `muster nodes enroll-token worker-1` prints on the Platform; the token from a 0600 file (or stdin, or the prompt)', 'muster worker join --platform-url https://10.0.0.5:7443 --node-id worker-1 --platform-fingerprint sha256:… --enrollment-token-file token.txt'],
@@ -31,6 +32,7 @@ export const EXAMPLES: Record<string, [string, string][]> = {
   login: [
     ['On the Platform host, the first time: its CA file, and the password serve wrote', 'muster login --platform-url https://10.0.0.5:7380 --platform-ca-file ./muster-data/platform/ca.pem --identifier superadmin --password-file ./muster-data/platform/initial-superadmin-password'],
     ['From another machine: the pin serve logged at start (or `muster nodes platform` prints); the password is asked', 'muster login --platform-url https://10.0.0.5:7380 --platform-fingerprint sha256:… --identifier alice'],
+    ['With the company identity provider (serve --oidc-issuer …): a browser opens; over SSH, a URL and a code instead', 'muster login --sso --platform-url https://muster.example.com:7380'],
   ],
   'nodes enroll-token': [
     ['One machine named worker-1: the token, then the bootstrap line and the worker join line for it', 'muster nodes enroll-token worker-1'],

@@ -10,7 +10,7 @@ export default defineCommand({
   },
   args: {
     ...dataDirArg,
-    'run-as': { type: 'string', valueHint: 'USER', description: 'Run replicas as this account (default: muster-run when it exists and the Agent may switch users)' },
+    'run-as': { type: 'string', valueHint: 'USER', description: 'Run every replica as this account (default: a uid of its own for each project, when the Agent may switch users; root only as --run-as root)' },
     'stop-replicas': { type: 'boolean', description: 'Stop this node’s replicas (a running Agent is asked to, and exits) and exit' },
   },
   async run({ args }) {

@@ -4,6 +4,35 @@ import { consola } from 'consola'
 import { ENGINE_ENV } from '../src/swap/protocol.ts'
 import { tunable } from '../src/tunables.ts'
 
+/** The --oidc-* flags, or --oidc-config FILE (one or the other). */
+async function oidcOptions(args: Record<string, unknown>) {
+  const flag = (k: string) => (typeof args[k] === 'string' && args[k] !== '' ? (args[k] as string) : undefined)
+  const given = ['oidc-issuer', 'oidc-client-id', 'oidc-client-secret-file', 'oidc-groups-claim', 'oidc-role-map', 'oidc-allowed-domains', 'oidc-display-name'].filter((k) => flag(k))
+  if (flag('oidc-config')) {
+    if (given.length) throw new UsageError(`--oidc-config names the provider settings already: give it, or --${given[0]}, not both`)
+    const { readOidcFile } = await import('../src/auth/oidc/config.ts')
+    const o = readOidcFile(flag('oidc-config')!)
+    return { oidc: { ...o, only: Boolean(o.only || args['oidc-only']) } }
+  }
+  if (!flag('oidc-issuer')) {
+    if (given.length || args['oidc-only']) throw new UsageError(`--${given[0] ?? 'oidc-only'} needs --oidc-issuer URL (the identity provider)`)
+    return {}
+  }
+  for (const k of ['oidc-client-id', 'oidc-client-secret-file', 'oidc-role-map']) if (!flag(k)) throw new UsageError(`--oidc-issuer needs --${k} too`)
+  return {
+    oidc: {
+      issuer: flag('oidc-issuer')!,
+      clientId: flag('oidc-client-id')!,
+      clientSecretFile: flag('oidc-client-secret-file')!,
+      roleMap: flag('oidc-role-map')!,
+      groupsClaim: flag('oidc-groups-claim'),
+      allowedDomains: flag('oidc-allowed-domains'),
+      displayName: flag('oidc-display-name'),
+      only: Boolean(args['oidc-only']),
+    },
+  }
+}
+
 export default defineCommand({
   meta: { name: 'serve', description: 'Run a Platform: the node registry, enrollment authority and API (SIGHUP swaps in the binary on disk without closing a port)' },
   args: {
@@ -18,6 +47,7 @@ export default defineCommand({
     'enrollment-address': { type: 'string', valueHint: 'ADDR', description: 'Address nodes reach the listener by, and that it binds (repeatable; default: --host\'s address and localhost, else the first routable IPv4 and localhost)' },
     'remote-dispatch': { type: 'boolean', description: 'Allow nodes to enroll (implied by --enrollment-port)' },
     'local-node': { type: 'boolean', default: false, description: 'Run an Agent in-process as node `local` (off by default; only a superadmin\'s projects run there, with the Platform\'s privileges)', negativeDescription: 'Do not run the local node (the default)' },
+    'cloud-identity-roots': { type: 'string', valueHint: 'FILE', description: 'More roots for cloud identity joins: JSON {"aws":{"REGION":"PEM"},"gcp":{"KID":"PEM"},"azure":["PEM"]} (AWS certificates and Microsoft roots ship built in)' },
     'nodes-file': { type: 'string', valueHint: 'FILE', description: 'Operator-declared nodes: JSON {"nodes":[{"name","labels"?,"drained"?}]}; their names enroll only with their own enrollment' },
     'node-auth': { type: 'enum', options: ['legacy', 'both', 'enrolled'], default: 'both', description: 'How nodes authenticate: shared fleet token, both, or enrolled credentials only' },
     'fleet-token-file': { type: 'string', valueHint: 'FILE', description: 'File holding the legacy fleet-wide registration token' },
@@ -32,6 +62,15 @@ export default defineCommand({
     'audit-max-days': { type: 'string', valueHint: 'DAYS', default: '365', description: 'Audit entries older than this are dropped' },
     database: { type: 'string', valueHint: 'URL', description: 'PostgreSQL store (postgres://…). A password here shows in `ps`: give such a URL in $MUSTER_DATABASE_URL or --database-file. Default: SQLite muster.db in the data directory' },
     'database-file': { type: 'string', valueHint: 'FILE', description: 'File (mode 0600) holding the PostgreSQL URL, password included' },
+    'oidc-issuer': { type: 'string', valueHint: 'URL', description: 'Sign people in with this OpenID provider (https; its /.well-known/openid-configuration must answer)' },
+    'oidc-client-id': { type: 'string', valueHint: 'ID', description: 'The client id the provider gave muster (redirect URI to register: <public URL>/auth/oidc/callback)' },
+    'oidc-client-secret-file': { type: 'string', valueHint: 'FILE', description: 'File (mode 0600) holding the client secret (never on the command line)' },
+    'oidc-groups-claim': { type: 'string', valueHint: 'CLAIM', description: 'The ID token claim listing the groups (default: groups)' },
+    'oidc-role-map': { type: 'string', valueHint: 'MAP', description: "Group to role: 'admins=superadmin,devs=operator,*=viewer' (a user with no mapped group is refused)" },
+    'oidc-allowed-domains': { type: 'string', valueHint: 'LIST', description: 'Only e-mail domains in this comma-separated list may sign in' },
+    'oidc-display-name': { type: 'string', valueHint: 'NAME', description: 'The name on the dashboard\'s "Sign in with …" button' },
+    'oidc-only': { type: 'boolean', description: 'No password login: only host-local commands and break-glass remain beside the provider' },
+    'oidc-config': { type: 'string', valueHint: 'FILE', description: 'The --oidc-* settings as JSON {issuer, clientId, clientSecretFile, roleMap, …} instead of flags' },
   },
   async run({ args, rawArgs }) {
     const port = intArg(args, 'port', 0, 65535) ?? 7380
@@ -68,11 +107,13 @@ export default defineCommand({
       remoteDispatch: Boolean(args['remote-dispatch']),
       localNode: args['local-node'] === true,
       nodesFile: args['nodes-file'],
+      cloudIdentityRoots: args['cloud-identity-roots'],
       nodeAuth: args['node-auth'] as 'legacy' | 'both' | 'enrolled',
       fleetTokenFile: args['fleet-token-file'],
       nodeStaleAfterMs: (intArg(args, 'node-stale-seconds', 1, 86400) ?? 45) * 1000,
       rescheduleGraceMs: (intArg(args, 'reschedule-grace-seconds', 0, 86400) ?? 60) * 1000,
       database,
+      ...(await oidcOptions(args)),
       auditRetention: { maxEntries: intArg(args, 'audit-max-entries', 10, 100_000_000) ?? 100_000, maxAgeMs: (intArg(args, 'audit-max-days', 1, 36_500) ?? 365) * 86_400_000 },
       enrollLimit: {
         perSecond: intArg(args, 'enroll-rate', 1, 1_000_000) ?? 500,

@@ -56,6 +56,9 @@ export const TUNABLES = {
   MUSTER_CLOUD_AZURE_LOGIN_URL: { reader: 'serve', default: 'https://login.microsoftonline.com', meaning: 'The Microsoft identity platform (Azure tokens).' },
   MUSTER_CLOUD_GCP_URL: { reader: 'serve', default: 'https://compute.googleapis.com/compute/v1', meaning: 'The Compute Engine API.' },
   MUSTER_CLOUD_GCP_TOKEN_URL: { reader: 'serve', default: 'https://oauth2.googleapis.com/token', meaning: 'Google\'s OAuth 2.0 token endpoint.' },
+  MUSTER_CLOUD_GCP_CERTS_URL: { reader: 'serve', default: 'https://www.googleapis.com/oauth2/v1/certs', meaning: 'Google\'s signing certificates for GCP identity tokens (kept until their Expires).' },
+  MUSTER_CLOUD_AZURE_CA_ISSUERS_HOST: { reader: 'serve', default: 'www.microsoft.com', meaning: 'The only host an Azure attested document\'s missing intermediate is fetched from (its CA Issuers URL).' },
+  MUSTER_CLOUD_CHALLENGE_TTL_MS: { reader: 'serve', default: 5 * 60_000, unit: 'ms', meaning: 'How long the nonce an Azure machine fetches its attested data with is good for.' },
   // ---- the Agent ------------------------------------------------------------
   MUSTER_AGENT_HOST: { reader: 'agent', default: null, meaning: 'Where the Agent\'s HTTPS port binds; unset: all interfaces (loopback when the node joined with a loopback address).' },
   MUSTER_AGENT_HEARTBEAT_MS: { reader: 'agent', default: 10_000, unit: 'ms', meaning: 'How often the Agent heartbeats.' },
@@ -64,6 +67,7 @@ export const TUNABLES = {
   MUSTER_AGENT_TICK_MS: { reader: 'agent', default: 30_000, unit: 'ms', meaning: 'How often the Agent checks whether a renewal or a trust refresh is due.' },
   MUSTER_AGENT_LOG_MAX_BYTES: { reader: 'agent', default: 1024 * 1024, unit: 'bytes', meaning: 'The size at which a replica\'s log file is rotated.' },
   MUSTER_AGENT_STOP_GRACE_MS: { reader: 'agent', default: 5_000, unit: 'ms', meaning: 'How long a stopped replica has between SIGTERM and SIGKILL.' },
+  MUSTER_AGENT_CGROUPS: { reader: 'agent', default: null, meaning: '`off`: replicas get no cgroups (the cgroup tree is left alone; a stop reaches their process group and their project\'s uid, and --cpu/--memory are not enforced); unset: each replica in its own cgroup where the Agent has a subtree.' },
   // ---- the command line -------------------------------------------------------
   MUSTER_URL: { reader: 'cli', default: null, meaning: 'The Platform URL when --platform-url is not given (then the one `muster login` saved, then http://127.0.0.1:7380).' },
   MUSTER_TOKEN: { reader: 'cli', default: null, meaning: 'The operator API token when --token is not given (then the one `muster login` saved).' },

@@ -17,7 +17,7 @@ export default defineCommand({
     process.stderr.write(
       r.joined
         ? `Local login re-enabled on office ${r.officeId}; recorded, and reported to the controller on the next registration. This office stays joined (\`muster admin detach\` leaves).\n`
-        : 'This Platform is not joined to a controller: local login was never off; nothing recorded.\n',
+        : `This Platform is not joined to a controller. Under serve --oidc-only, password login is open for ${r.account ?? 'every local account'} for 12 hours (recorded in the audit).\n`,
     )
     if (r.password) {
       process.stderr.write(`New password for ${r.account}; shown once:\n`)

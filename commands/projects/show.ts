@@ -16,6 +16,6 @@ export default defineCommand({
     const labels = Object.entries(p.nodeLabels ?? {})
     if (labels.length > 0) printLine(`runs only on nodes labelled: ${labels.map(([k, v]) => `${k}=${v}`).join(' ')}`)
     if (p.reason) printLine(`unplaced: ${p.reason}${p.shortfall ? `, shortfall ${p.shortfall}` : ''}`)
-    printTable(['replica', 'node', 'state'], p.placements.map((x) => [x.replica, x.node, x.state + (x.exitCode !== undefined && x.exitCode !== null ? ` (exit ${x.exitCode})` : '')]))
+    printTable(['replica', 'node', 'state'], p.placements.map((x) => [x.replica, x.node, x.state + (x.exitCode !== undefined && x.exitCode !== null ? ` (exit ${x.exitCode}${x.reason === 'out-of-memory' ? ', out of memory' : ''})` : '')]))
   },
 })

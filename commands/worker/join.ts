@@ -13,6 +13,7 @@ export default defineCommand({
     address: { type: 'string', valueHint: 'ADDR', description: 'Address the Platform reaches this node by (repeatable; default: first routable IPv4 and localhost)' },
     port: { type: 'string', valueHint: 'PORT', default: '7381', description: 'Port the Agent listens on' },
     'heartbeat-only': { type: 'boolean', description: 'Give no address: the Platform never dials this node, which is ready on heartbeats alone (the Agent listens on loopback)' },
+    'cloud-identity': { type: 'string', valueHint: 'aws|gcp|azure|hetzner|digitalocean', description: 'On a machine the Platform created: join with what its cloud signs (aws, gcp, azure; no token), or bind the token to this server (hetzner, digitalocean); asks the metadata service itself' },
     label: { type: 'string', valueHint: 'KEY=VALUE', description: 'A label this node carries, like role=build (repeatable; sent at enroll; a nodes file on the Platform wins)' },
     ...dataDirArg,
     ...jsonArg,
@@ -23,6 +24,12 @@ export default defineCommand({
     checkUrl(args['platform-url'], '--platform-url')
     checkName(args['node-id'], '--node-id')
     checkFingerprint(args['platform-fingerprint'], '--platform-fingerprint')
+    const { CLOUD_IDENTITIES } = await import('../../src/agent/cloud-metadata.ts')
+    const cloudIdentity = args['cloud-identity']
+    if (cloudIdentity !== undefined && !(CLOUD_IDENTITIES as readonly string[]).includes(cloudIdentity)) {
+      const { UsageError } = await import('../_args.ts')
+      throw new UsageError(`--cloud-identity ${cloudIdentity}: expected one of ${CLOUD_IDENTITIES.join(', ')}`)
+    }
     const { joinPlatform } = await import('../../src/agent/join.ts')
     const { resolveDataDir } = await import('../../src/datadir.ts')
     const { readSecret } = await import('../_secret.ts')
@@ -37,6 +44,7 @@ export default defineCommand({
       port: intArg(args, 'port', 1, 65535),
       heartbeatOnly: args['heartbeat-only'] === true,
       labels,
+      ...(cloudIdentity ? { cloudIdentity: cloudIdentity as (typeof CLOUD_IDENTITIES)[number] } : {}),
       readToken: () =>
         readSecret({
           what: 'enrollment token',

@@ -3,7 +3,7 @@
 // leaves the machine, and a retry enrolls the same certificate.
 import { readFileSync, rmSync } from 'node:fs'
 import { certNames, defaultAddresses, httpsUrl, isLoopback, normaliseAddresses } from '../addresses.ts'
-import { signEnrollProof } from '../crypto/enroll-proof.ts'
+import { identityProofId, signEnrollProof } from '../crypto/enroll-proof.ts'
 import { certCovers, generateKeyAndCert } from '../crypto/x509.ts'
 import { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
@@ -12,6 +12,7 @@ import { NODE_NAME } from '../wire/validate.ts'
 import { log } from '../log.ts'
 import { VERSION } from '../version.ts'
 import { applyAnchors } from './anchors.ts'
+import { awsIdentityDocument, azureAttestedDocument, gcpIdentityToken, serverId, type CloudIdentityName, type SignedIdentity } from './cloud-metadata.ts'
 import { enrollmentClient } from './connect.ts'
 import { readAgentConfig, WORKER, writeAgentConfig, writeCredential, writeTrustFile, type AgentConfig, type PlatformPin } from './files.ts'
 import { authenticatePlatform, checkPlatformApi, checkTokenShape } from './join-checks.ts'
@@ -37,7 +38,12 @@ export interface JoinOptions {
   heartbeatOnly?: boolean
   /** Labels to carry (worker join --label), sent at enroll. */
   labels?: Record<string, string>
-  /** Asked only once the Platform is authenticated. */
+  /**
+   * Ask the metadata service of this cloud (docs/cloud.md): at aws, gcp and azure its signed identity
+   * replaces the token; at hetzner and digitalocean the server id the first-boot token is bound to.
+   */
+  cloudIdentity?: CloudIdentityName
+  /** Asked only once the Platform is authenticated (and not at all for a signed cloud identity). */
   readToken: () => Promise<string>
   now?: () => number
 }
@@ -94,26 +100,35 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   await authenticatePlatform(url, pin)
   await checkPlatformApi(url, pin, apiCaPem)
 
-  // 5. the join token, asked for only now and checked for shape here; it is never written anywhere
-  const token = (await o.readToken()).trim()
-  if (!token) throw new MusterError('not-configured', 'The enrollment token is empty.')
-  checkTokenShape(token)
+  // 5. what admits this machine, asked for only now: the cloud's signed identity from its metadata service
+  //    (nothing secret is on the machine), or the join token, checked for shape here and never written anywhere
+  const client = enrollmentClient({ enrollmentUrl: url, pin })
+  const signed = o.cloudIdentity === 'aws' || o.cloudIdentity === 'gcp' || o.cloudIdentity === 'azure' ? o.cloudIdentity : null
+  let admit: { token: string; machineId?: string } | { identity: { provider: SignedIdentity; document: string } }
+  if (signed) admit = { identity: { provider: signed, document: await identityDocument(signed, url, o.nodeId, client) } }
+  else {
+    const token = (await o.readToken()).trim()
+    if (!token) throw new MusterError('not-configured', 'The enrollment token is empty.')
+    checkTokenShape(token)
+    admit = o.cloudIdentity === 'hetzner' || o.cloudIdentity === 'digitalocean' ? { token, machineId: await serverId(o.cloudIdentity) } : { token }
+  }
 
   // 6. enroll, waiting out 429 Retry-After a bounded number of times
   //    (without an address when heartbeat-only: the Platform then never dials the node)
   const agentUrl = o.heartbeatOnly ? '' : httpsUrl(addresses[0]!, port)
   const labels = o.labels && Object.keys(o.labels).length > 0 ? { labels: o.labels } : {}
-  // Each attempt proves possession of the agent key afresh (docs/security.md).
+  // Each attempt proves possession of the agent key afresh (docs/security.md), over the token or the cloud it names.
   const keyPem = dataDir.readSecretText(WORKER.key)!
+  const proofOver = 'identity' in admit ? { tokenId: identityProofId(admit.identity.provider) } : { token: admit.token }
   const answer = await enrollWithRetry(url, () =>
-    enrollmentClient({ enrollmentUrl: url, pin }).nodes.enroll({
-      token,
+    client.nodes.enroll({
+      ...admit,
       nodeId: o.nodeId,
       certPem: cert,
       ...(agentUrl ? { url: agentUrl } : {}),
       version: VERSION,
       ...labels,
-      ...signEnrollProof({ keyPem, certPem: cert, nodeId: o.nodeId, token, nowMs: now() }),
+      ...signEnrollProof({ keyPem, certPem: cert, nodeId: o.nodeId, ...proofOver, nowMs: now() }),
     }),
   )
 
@@ -150,6 +165,14 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   writeAgentConfig(dataDir, config)
   log.info(`joined ${url} as ${answer.nodeId}; heartbeats go to ${platformUrl}`)
   return { nodeId: answer.nodeId, agentId: answer.agentId, dataDir: dataDir.root, start: startCommand(dataDir.root), alreadyJoined: false, ...(replaced ? { replaced } : {}) }
+}
+
+/** The signed identity of this machine from its metadata service (Azure's carries a nonce the Platform gives first). */
+async function identityDocument(cloud: SignedIdentity, url: string, nodeId: string, client: ReturnType<typeof enrollmentClient>): Promise<string> {
+  if (cloud === 'aws') return awsIdentityDocument()
+  if (cloud === 'gcp') return gcpIdentityToken(url)
+  const { nonce } = await client.nodes.identityChallenge(nodeId)
+  return azureAttestedDocument(nonce)
 }
 
 /** The standing of the credential this directory holds, when the Platform holds it dead; undefined when it works or cannot be told. */
@@ -235,7 +258,7 @@ async function enrollWithRetry(url: string, call: () => Promise<EnrollResult>): 
     } catch (e) {
       // The wire carries one generic refusal (docs/nodes.md); the reason is the operator's to read.
       if (e instanceof MusterError && e.code === 'enrollment-refused') {
-        throw new MusterError('enrollment-refused', `The Platform at ${url} refused the enrollment. The operator sees the reason in \`muster nodes audit\` (a token expired, used up, revoked, or for another name); ask them for a new token if it is one of those.`)
+        throw new MusterError('enrollment-refused', `The Platform at ${url} refused the enrollment. The operator sees the reason in \`muster nodes audit\` (a token expired, used up, revoked, or for another name; for a cloud identity, \`identity: …\`); ask them for a new token if it is one of those.`)
       }
       if (!(e instanceof MusterError) || e.code !== 'rate-limited' || attempt >= MAX_RATE_LIMIT_TRIES) throw e
       const wait = Math.min(MAX_RETRY_AFTER_S, Math.max(1, Number(e.detail?.retryAfterSeconds) || 1))

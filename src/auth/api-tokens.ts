@@ -25,7 +25,8 @@ export function tokenView(r: ApiTokenRow): ApiTokenView {
  *   0. a joined office mints nothing over the API (its local door is the controller's)
  *   1. a session opened by a vouch mints nothing (its reach ends with the session)
  *   2. the role is the caller's or a lesser one; another role needs server.accounts.manage
- *   3. the lifetime: a password session's token is a login token (30 days at most);
+ *   3. the lifetime: a password session's token is a login token (30 days at most; from
+ *      an sso session, no longer than that session);
  *      a token's child inherits its origin, ends no later than it, and names it as its
  *      parent: revoking the parent revokes the child (item 7)
  */
@@ -41,6 +42,8 @@ export async function mintForCaller(auth: Auth, p: Principal, now: number, b: { 
   if (p.kind === 'session') {
     origin = 'login'
     expiresAt = Math.min(asked ?? Infinity, now + LOGIN_TOKEN_TTL_DAYS * DAY_MS)
+    // A session from the identity provider ends when its ID token does: so does what it mints.
+    if (p.sso) expiresAt = Math.min(expiresAt, p.sso.expiresAt)
   } else {
     origin = p.token?.origin === 'login' ? 'login' : 'api'
     const parent = p.token?.expiresAt ?? null

@@ -14,11 +14,14 @@ import { endSession, markSessionMembership, sessionMembership } from '../store/s
 import { isRole, lowerRole, roleCan, type Permission, type Role } from '../wire/permissions.ts'
 import { log } from '../log.ts'
 import { LoginThrottle } from './throttle.ts'
+import { passwordBreakGlassSince } from '../store/sso.ts'
 
 export const SESSION_COOKIE = 'muster_session'
 export const SESSION_TTL_MS = 12 * 3600_000
 /** A session opened by a vouch lives at most this long (docs/security.md). */
 export const VOUCHED_SESSION_TTL_MS = 12 * 3600_000
+/** Under --oidc-only, a break-glass opens password login for this long. */
+export const PASSWORD_BREAK_GLASS_MS = 12 * 3600_000
 export const INITIAL_PASSWORD_FILE = 'platform/initial-superadmin-password'
 const API_TOKEN = /^mat_([a-z2-7]{16})\.([A-Za-z0-9_-]{43})$/
 export const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/
@@ -35,6 +38,8 @@ export interface Principal {
   breakGlass?: boolean
   /** Sessions opened by a vouch: they cannot mint API tokens (docs/security.md). */
   vouched?: boolean
+  /** Sessions opened by a sign-in with the identity provider: when they end (ms); a token they mint ends no later. */
+  sso?: { expiresAt: number }
 }
 
 /** A check that may refuse password login before any credential is read (federation's local door). */
@@ -65,6 +70,12 @@ export class Auth {
   /** Failed-login brakes for POST /login (docs/security.md). */
   readonly throttle: LoginThrottle = new LoginThrottle(() => this.now())
   private dummyHash: Promise<string> | undefined
+  /**
+   * `serve --oidc-only`: people sign in with the identity provider; password login,
+   * password sessions and the login tokens of local accounts work only for an account
+   * a host's `muster admin break-glass` opened (for 12 hours). Host-made tokens stay.
+   */
+  passwordOff: { provider: string } | null = null
 
   private readonly db: Db
   readonly now: () => number
@@ -107,6 +118,7 @@ export class Auth {
     const refusal = await this.loginRefusal()
     if (refusal) throw refusal
     const account = ACCOUNT_NAME.test(identifier) ? await getAccount(this.db, identifier) : null
+    if (this.passwordOff && !(account && (await this.passwordOpen(account.name)))) throw this.passwordOffRefusal()
     const hash = account?.password_hash ?? (await (this.dummyHash ??= hashPassword(randomSecret())))
     const ok = await Bun.password.verify(password, hash).catch(() => false)
     const now = this.now()
@@ -121,6 +133,29 @@ export class Auth {
     await insertSession(this.db, idHash, account.name, now, now + SESSION_TTL_MS)
     if (membership) await markSessionMembership(this.db, idHash, membership)
     return { sessionId, account: account.name }
+  }
+
+  /** Under --oidc-only: a break-glass opened password login for this account. */
+  private passwordOpen(account: string): Promise<boolean> {
+    return passwordBreakGlassSince(this.db, account, this.now() - PASSWORD_BREAK_GLASS_MS)
+  }
+
+  private passwordOffRefusal(): MusterError {
+    return new MusterError('local-login-disabled', `Password login is off on this Platform (serve --oidc-only): sign in with ${this.passwordOff?.provider ?? 'the identity provider'} (\`muster login --sso\`, or the dashboard's button). On the Platform's host, \`muster admin break-glass ACCOUNT\` opens it for one account for 12 hours.`)
+  }
+
+  /** The keyed digest of a secret (session ids, token secrets, sign-in flow states): what the store keeps. */
+  digestSecret(secret: string): string {
+    return this.digest(secret)
+  }
+
+  /** Opens a session for an sso account after a verified sign-in; it ends at `expiresAt` (the provider's ID token, 12 h at most). */
+  async openSsoSession(account: string, expiresAt: number): Promise<string> {
+    const sessionId = randomSecret()
+    const now = this.now()
+    await pruneSessions(this.db, now)
+    await insertSession(this.db, this.digest(sessionId), account, now, expiresAt, { origin: 'sso' })
+    return sessionId
   }
 
   async logout(sessionId: string): Promise<void> {
@@ -156,7 +191,10 @@ export class Auth {
 
   /** Sets a password, ending the account's sessions and revoking the tokens its logins made (docs/security.md). */
   async setPassword(account: string, password: string): Promise<{ sessions: number; tokens: number }> {
-    if (!(await getAccount(this.db, account))) throw new MusterError('not-found', `No account named ${account}.`)
+    const row = await getAccount(this.db, account)
+    if (!row) throw new MusterError('not-found', `No account named ${account}.`)
+    // An sso account's credential is the identity provider's: muster never gives it a password.
+    if (row.origin === 'sso') throw new MusterError('conflict', `${account} signs in with the identity provider (kind sso) and has no password; change it at the provider, or name a local account.`)
     await setPasswordHash(this.db, account, await hashPassword(password))
     return endAccountSessions(this.db, account, this.now())
   }
@@ -210,6 +248,8 @@ export class Auth {
       if (!acct || acct.disabled || expired(acct.expires_at, now) || !isRole(acct.role)) return null
       // A token never does more than its account may now: a demotion holds at once for every token of the account.
       role = lowerRole(row.role, acct.role)
+      // Under --oidc-only a local account's login tokens are its password's: they wait for a break-glass.
+      if (this.passwordOff && row.origin === 'login' && acct.origin !== 'sso' && !(await this.passwordOpen(acct.name))) throw new MusterError('unauthorized', this.passwordOffRefusal().message)
     }
     await touchApiToken(this.db, row.id, now)
     return { kind: 'api-token', name: row.name, account: row.account, role, token: { id: row.id, origin: row.origin, expiresAt: row.expires_at === null ? null : Number(row.expires_at) } }
@@ -235,6 +275,9 @@ export class Auth {
       if (door.closed) throw suspended(door.closed)
       return null
     }
+    // An SSO session is local too: behind a closed door it is suspended like a password session.
+    if (row.origin === 'sso' && !door.closed) return { kind: 'session', name: acct.name, account: acct.name, role: acct.role, sso: { expiresAt: Number(row.expires_at) } }
+    if (this.passwordOff && row.origin !== 'sso' && !(await this.passwordOpen(acct.name))) return null
     if (door.closed) throw suspended(door.closed)
     return { kind: 'session', name: acct.name, account: acct.name, role: acct.role, ...(openedUnder ? { breakGlass: true } : {}) }
   }

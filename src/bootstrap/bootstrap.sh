@@ -12,7 +12,11 @@
 #    $MUSTER_ENROLLMENT_TOKEN, else a no-echo prompt on the terminal; the
 #    token reaches worker join on stdin, never on a command line;
 # 4. starts the Agent: muster-agent.service where systemd runs (not in a
-#    --root), else in the background (log: DATA/agent.log).
+#    --root), else in the background (log: DATA/agent.log) as the muster
+#    account with what the unit grants (ambient CAP_SETUID, CAP_SETGID,
+#    CAP_KILL, and a cgroup v2 subtree of its own: /muster-agent), or as root
+#    where setpriv cannot pass capabilities; then checks that replicas cannot
+#    read the node's key (worker/isolation.json) and fails when they can.
 # Running it again is harmless: install.sh updates in place, a joined node is
 # not joined again, and a running Agent is left running.
 # Everything is inside main(): `curl … | sh` runs nothing of a script cut short,
@@ -120,9 +124,14 @@ MUSTER_PLATFORM_CA
 	DATA=$R$(value dataDir)
 	BIN=$R$(value binary)
 	{ [ -n "$ID_U" ] && [ -n "$ID_G" ] && [ -x "$BIN" ]; } || die "cannot read $RCPT"
-	# What the node runs, it runs as the muster account.
-	AS=''
-	if command -v setpriv >/dev/null 2>&1; then AS="setpriv --reuid=$ID_U --regid=$ID_G --clear-groups --"; fi
+	# What the node runs, it runs as the muster account; the Agent with the capabilities the unit grants it.
+	AS='' AGENT_AS=''
+	if command -v setpriv >/dev/null 2>&1; then
+		AS="setpriv --reuid=$ID_U --regid=$ID_G --clear-groups --"
+		if setpriv --help 2>/dev/null | grep -q -- --ambient-caps; then
+			AGENT_AS="setpriv --reuid=$ID_U --regid=$ID_G --clear-groups --bounding-set=-all,+setuid,+setgid,+kill --inh-caps=-all,+setuid,+setgid,+kill --ambient-caps=+setuid,+setgid,+kill --"
+		fi
+	fi
 
 	# 3. join (the token on stdin)
 	if [ -n "$TOKEN" ]; then
@@ -150,6 +159,7 @@ MUSTER_PLATFORM_CA
 		say "the Agent was not started (--no-start); start it with: systemctl enable --now muster-agent.service"
 	elif [ -z "$R" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
 		systemctl enable muster-agent.service >/dev/null 2>&1 || true
+		systemctl is-active -q muster-agent.service || rm -f "$DATA/worker/isolation.json"
 		systemctl start muster-agent.service || die "muster-agent.service did not start: see journalctl -u muster-agent"
 		say "the Agent runs as muster-agent.service (systemctl status muster-agent)"
 	else
@@ -157,13 +167,42 @@ MUSTER_PLATFORM_CA
 		if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && grep -q agent "/proc/$pid/cmdline" 2>/dev/null; then
 			say "the Agent already runs (pid $pid)"
 		else
-			# shellcheck disable=SC2086 # AS is our own words
-			(cd / && exec nohup env HOME="$DATA" $AS "$BIN" agent --data-dir "$DATA" >>"$DATA/agent.log" 2>&1 </dev/null) &
+			# A cgroup v2 subtree for the Agent and its replicas, handed to the muster account (as the unit's Delegate=yes does).
+			CG='' ENTER=''
+			for d in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+				if [ -f "$d/cgroup.controllers" ]; then CG=$d; break; fi
+			done
+			SUB=muster-agent
+			[ -z "$R" ] || SUB=muster-agent-$(printf '%s' "$R" | $SHA | cut -c 1-12)
+			if [ -n "$CG" ] && [ -n "$AGENT_AS" ] && mkdir -p "$CG/$SUB" 2>/dev/null; then
+				for c in memory cpu pids; do
+					if grep -qw "$c" "$CG/cgroup.controllers"; then echo "+$c" >"$CG/cgroup.subtree_control" 2>/dev/null || true; fi
+				done
+				chown "$ID_U:$ID_G" "$CG/$SUB" "$CG/$SUB/cgroup.procs" "$CG/$SUB/cgroup.subtree_control" "$CG/$SUB/cgroup.threads" 2>/dev/null && ENTER="$CG/$SUB/cgroup.procs"
+			fi
+			if [ -n "$AGENT_AS" ]; then
+				say "the Agent runs as the muster account with CAP_SETUID, CAP_SETGID and CAP_KILL${ENTER:+ in the cgroup $SUB}"
+			else
+				say "this setpriv cannot pass capabilities: the Agent runs as root (its replicas still run as their own users)"
+			fi
+			rm -f "$DATA/worker/isolation.json"
+			# shellcheck disable=SC2086,SC2016 # AGENT_AS is our own words; $$ is the inner shell's
+			(cd / && exec nohup sh -c '[ -z "$1" ] || echo $$ >"$1" || exit 1; shift; exec "$@"' sh "$ENTER" env HOME="$DATA" $AGENT_AS "$BIN" agent --data-dir "$DATA" >>"$DATA/agent.log" 2>&1 </dev/null) &
 			pid=$!
 			printf '%s\n' "$pid" >"$DATA/agent.pid"
 			sleep 1
 			kill -0 "$pid" 2>/dev/null || die "the Agent stopped at once: see $DATA/agent.log"
 			say "the Agent runs in the background (pid $pid, log $DATA/agent.log); here nothing restarts it after a reboot"
+		fi
+	fi
+	# 5. replicas must not read the node's key: the Agent records who they run as when it starts.
+	if [ "$START" = 1 ]; then
+		i=0
+		while [ ! -s "$DATA/worker/isolation.json" ] && [ "$i" -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+		if [ ! -s "$DATA/worker/isolation.json" ]; then
+			die "the Agent did not say who its replicas run as within 20 s: see its log, then muster doctor --data-dir ${DATA#"$R"}"
+		elif ! grep -q '"isolated": true' "$DATA/worker/isolation.json"; then
+			die "the Agent runs, but its replicas can read this node's key and credential ($(sed -n 's/^  "reason": "\(.*\)",\{0,1\}$/\1/p' "$DATA/worker/isolation.json")); stop it (muster agent --stop-replicas --data-dir ${DATA#"$R"}) and fix that; muster doctor fails until then"
 		fi
 	fi
 	say "done: $NODE joined $PLATFORM (on the Platform: muster nodes list)"

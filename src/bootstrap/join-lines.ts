@@ -47,8 +47,9 @@ export function nodeCommands(p: JoinLineSources, nodeId: string | null): JoinCom
   const joinCommand = `muster worker join --platform-url ${base.url} --node-id ${name} --platform-fingerprint ${base.pin}`
   if (!servedBinary()) return { joinCommand, bootstrapCommand: null }
   const caSha = sha256Hex(p.pki.ca.certPem)
+  // The CA file goes as soon as curl has used it, and when its check fails: the line leaves nothing in /tmp.
   const bootstrapCommand =
-    `c=$(mktemp) && curl -fsSk -o "$c" ${base.url}/bootstrap/ca.pem && echo "${caSha}  $c" | sha256sum -c >/dev/null && ` +
-    `curl -fsS --cacert "$c" ${base.url}/bootstrap/bootstrap.sh | sh -s -- --node-id ${name}`
+    `c=$(mktemp) && { curl -fsSk -o "$c" ${base.url}/bootstrap/ca.pem && echo "${caSha}  $c" | sha256sum -c >/dev/null || { rm -f "$c"; false; }; } && ` +
+    `{ curl -fsS --cacert "$c" ${base.url}/bootstrap/bootstrap.sh; rm -f "$c"; } | sh -s -- --node-id ${name}`
   return { joinCommand, bootstrapCommand }
 }

@@ -11,6 +11,7 @@ import type {
   EnrollAnswer,
   EnrollAuditPage,
   EnrollRequest,
+  IdentityChallenge,
   Enrollment,
   FleetToken,
   FleetTokenInfo,
@@ -71,6 +72,8 @@ export function nodesApi(call: Transport) {
     revokeJoinToken: (id: string) => call<JoinTokenRevoked>('DELETE', `/api/v1/join-tokens/${enc(id)}`),
     /** `proofTime` and `proof` come from signEnrollProof (src/crypto/enroll-proof.ts) with the agent key. */
     enroll: (body: EnrollRequest) => call<EnrollAnswer>('POST', '/api/v1/nodes/enroll', body),
+    /** The nonce an Azure machine's attested data must carry for its identity join (docs/cloud.md). */
+    identityChallenge: (nodeId: string) => call<IdentityChallenge>('POST', '/api/v1/nodes/identity-challenge', { nodeId }),
     /** Heartbeat; authenticate the client with the node credential. */
     register: (body: HeartbeatBody = {}) => call<HeartbeatAnswer>('POST', '/api/v1/nodes/register', body),
     /** Renew the node credential; a rotated-away (previous-generation) credential needs signRenewProof's fields. */

@@ -12,6 +12,8 @@ import { MusterError } from '../errors.ts'
 import { issueEnrollment } from '../fabric/join-tokens.ts'
 import { dropFirstBoot, getFirstBoot, setFirstBoot } from '../store/cloud-first-boot.ts'
 import { revokePendingEnrollments } from '../store/join-tokens.ts'
+import { revokeExpected } from '../store/cloud-expected.ts'
+import { expectMachine, signsIdentity } from './identity/expected.ts'
 import type { ProvisionRow } from '../store/cloud-provisions.ts'
 import { BINARY_ROUTE } from './binary.ts'
 import { servedBinary, servedBinarySha256 } from '../bootstrap/served-binary.ts'
@@ -53,7 +55,8 @@ export class FirstBootStore {
     await setFirstBoot(this.cloud.db, row.id, sealFor(this.key, aad(row.id), JSON.stringify(made)))
     const winner = await getFirstBoot(this.cloud.db, row.id)
     if (!winner) {
-      // released (or failed) meanwhile: the token just minted goes nowhere, and must not stay usable
+      // released (or failed) meanwhile: the token just minted (or the machine just expected) goes nowhere, and must not stay usable
+      await revokeExpected(this.cloud.db, row.name, this.cloud.now())
       await revokePendingEnrollments(this.cloud.db, row.name, this.cloud.now())
       throw new MusterError('conflict', `${row.id} stopped starting while its first-boot data was made.`)
     }
@@ -80,15 +83,21 @@ export class FirstBootStore {
     const address = inbound.agentFrom && provider.reserveAddress ? await provider.reserveAddress({ requestId: row.request_id, name: row.name, region: row.region }) : null
     // 2. where the machine downloads muster from
     const binary = this.cloud.binary ?? (await this.ownBinary())
-    // 3. a single-use enrollment for the name, valid until past the provision's deadline
-    //    (it replaces one an interrupted attempt minted but never handed to the provider)
-    const ttlMinutes = Math.ceil((deadline - this.cloud.now()) / 60_000) + 10
-    const { token } = await issueEnrollment(this.cloud.deps.fabric, row.name, Math.min(Math.max(ttlMinutes, 10), 1440), true)
+    // 3. how the machine will prove itself: at AWS, GCP and Azure by what its cloud signs, so the Platform
+    //    records what that will be (before the create); at Hetzner and DigitalOcean a single-use enrollment
+    //    bound to the server this provision creates, valid until the provision's deadline — a node joining
+    //    later belongs to a failed provision — replacing one an interrupted attempt minted but never sent
+    let token: string | undefined
+    if (signsIdentity(row.provider)) await expectMachine(this.cloud.db, row, provider, this.cloud.now(), deadline)
+    else {
+      const ttlMinutes = Math.ceil((deadline - this.cloud.now()) / 60_000)
+      token = (await issueEnrollment(this.cloud.deps.fabric, row.name, Math.min(Math.max(ttlMinutes, 1), 1440), true, row.id)).token
+    }
     // 4. the cloud-config: install the worker role, join pinned to the listener's certificate
     const userData = firstBootData({
       provider: row.provider as ProviderName,
       nodeId: row.name,
-      token,
+      ...(token ? { token } : {}),
       enrollmentUrl: ep.url,
       fingerprint: ep.fingerprint,
       binaryUrl: binary.url,

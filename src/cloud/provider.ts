@@ -19,6 +19,12 @@ export interface Machine {
   operation?: string | null
   /** Why a failed machine failed, in the provider's words with its code (EC2 StateReason, Azure ProvisioningState/failed/…). */
   reason?: string | null
+  /** The id the cloud's identity document gives the machine (EC2 instance id, Compute Engine numeric id, Azure vmId). */
+  attestedId?: string | null
+  /** The account the machine is in, where the answer says (EC2 ownerId). */
+  account?: string | null
+  /** The create's idempotency token the machine carries (EC2 clientToken). */
+  requestId?: string | null
 }
 
 export interface MachineRef {
@@ -105,6 +111,8 @@ export interface CloudProvider {
   deleteMachine(id: string): Promise<void>
   /** Where an asynchronous create stands: its error in the provider's words once it failed, else null. */
   operationError?(machineId: string, operation: string): Promise<string | null>
+  /** The account an identity document names for machines made with these credentials (GCP project, Azure subscription); null when learned from the create (AWS). */
+  identityAccount?(): string | null
   /** Makes (once) the public address the machine will have, before its first-boot data is written (Azure: the metadata service gives none for Standard public IPs). */
   reserveAddress?(ref: MachineRef): Promise<string | null>
 }

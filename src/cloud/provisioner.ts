@@ -14,6 +14,8 @@ import type { Db } from '../store/db.ts'
 import { isUniqueViolation } from '../store/sql.ts'
 import { pendingEnrollments, revokePendingEnrollments } from '../store/join-tokens.ts'
 import { isTombstoned } from '../store/nodes.ts'
+import { revokeExpected } from '../store/cloud-expected.ts'
+import { noteMachine } from './identity/expected.ts'
 import { audited, type Actor } from './audit.ts'
 import { BINARY_ROUTE } from './binary.ts'
 import { servedBinary } from '../bootstrap/served-binary.ts'
@@ -157,6 +159,8 @@ export class Provisioner {
         return await this.fail(row, machineFailure(row.provider, m))
       }
       const state = m.status === 'running' ? 'enrolling' : 'booting'
+      // what the cloud will attest as this machine's id, as soon as the create says it
+      await noteMachine(this.db, row.id, m)
       await updateProvision(this.db, row.id, { state, machine_id: m.id, machine_status: m.providerStatus, address: m.address, operation: m.operation ?? null, ordered_at: t, reason: null, updated_at: t }, ['creating'])
       log.info(`cloud: ${row.id} ${row.name}: machine ${m.id} at ${row.provider} (${m.providerStatus})`)
     } catch (e) {
@@ -178,6 +182,7 @@ export class Provisioner {
 
   private async fail(row: ProvisionRow, reason: string): Promise<void> {
     if (await updateProvision(this.db, row.id, { state: 'failed', reason, first_boot: null, updated_at: this.cloud.now() }, STARTING_STATES)) {
+      await revokeExpected(this.db, row.name, this.cloud.now())
       await revokePendingEnrollments(this.db, row.name, this.cloud.now())
       log.warn(`cloud: ${row.id} ${row.name} failed: ${reason}`)
     }
@@ -243,6 +248,7 @@ export class Provisioner {
       return this.fail(row, `the machine ${row.machine_id} no longer exists at ${row.provider}`)
     }
     if (m.status === 'stopped' || m.status === 'failed' || m.status === 'deleting') return this.fail(row, machineFailure(row.provider, m))
+    await noteMachine(this.db, row.id, m)
     const state = m.status === 'running' ? 'enrolling' : 'booting'
     await updateProvision(this.db, row.id, { state, machine_status: m.providerStatus, address: m.address, seen_at: row.seen_at ?? now, reason: null, updated_at: now }, ['booting', 'enrolling'])
   }
@@ -255,6 +261,7 @@ export class Provisioner {
     const provider = await this.cloud.provider(row.provider as ProviderName)
     return audited(this.db, () => this.cloud.now(), actor, 'release', { provider: row.provider, target: row.name, detail: id }, async () => {
       await revokePendingEnrollments(this.db, row.name, this.cloud.now())
+      await revokeExpected(this.db, row.name, this.cloud.now())
       const mine = row.machine_id !== null || row.state === 'creating'
       if (mine && this.fabric.registry.get(row.name)?.revokedAt === null) await this.fabric.revoke(row.name)
       const machineId = row.machine_id ?? (await provider.findMachine({ requestId: row.request_id, name: row.name, region: row.region }))?.id ?? null

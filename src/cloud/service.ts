@@ -13,6 +13,8 @@ import { existingMachines, listProvisions, STARTING_STATES } from '../store/clou
 import { getScaling, updateScaling } from '../store/cloud-scaling.ts'
 import { actorFrom, audited, auditView } from './audit.ts'
 import { Autoscaler } from './autoscale.ts'
+import { CloudIdentity } from './identity/joins.ts'
+import { builtinRoots, type IdentityRoots } from './identity/roots.ts'
 import { binaryFromEnv, type BinarySource } from './binary.ts'
 import { binaryArch, endpointsFromEnv, parseCredentials, type Arch, type CloudEndpoints, type CloudProvider, type Credentials, type ProviderContext } from './provider.ts'
 import { createProvider } from './providers/index.ts'
@@ -33,8 +35,10 @@ export interface CloudDeps {
 }
 
 /** Starts the cloud service of a Platform (called from Platform.startServices). */
-export function startCloud(ctx: Context, deps: CloudDeps): Cloud {
+export function startCloud(ctx: Context, deps: CloudDeps, roots: IdentityRoots = builtinRoots()): Cloud {
   const cloud = new Cloud(ctx, deps)
+  // machines this Platform created join by what their cloud signs (src/cloud/identity)
+  deps.fabric.identity = new CloudIdentity(cloud, roots)
   cloud.start()
   ctx.onClose(() => cloud.stop())
   return cloud

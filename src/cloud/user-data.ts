@@ -1,7 +1,10 @@
 // First-boot data for a machine the Platform creates: cloud-init that installs
-// the worker role with install.sh and joins this Platform. The single-use join
-// token sits in a root-only file (0600) and reaches `worker join` on stdin,
-// never on a command line. No provider credential is ever written here. The
+// the worker role with install.sh and joins this Platform. At AWS, GCP and
+// Azure it holds nothing secret: the machine joins with what its cloud signs
+// (`worker join --cloud-identity`). At Hetzner and DigitalOcean, which sign
+// nothing, a single-use join token bound to the server sits in a root-only
+// file (0600) and reaches `worker join` on stdin, never on a command line. No
+// provider credential is ever written here. The
 // machine lets nothing in unless told: SSH is stopped for good (unless
 // --allow-ssh-inbound), and the node joins without an address (ready on
 // heartbeats alone) unless --probe, when it gives its public address.
@@ -17,7 +20,8 @@ export function gzipText(text: string): Uint8Array {
 export interface FirstBootInputs {
   provider: string
   nodeId: string
-  token: string
+  /** The single-use join token (Hetzner, DigitalOcean); none where the cloud signs the machine's identity. */
+  token?: string
   /** The enrollment listener (https) and its certificate fingerprint to pin. */
   enrollmentUrl: string
   fingerprint: string
@@ -68,11 +72,22 @@ if [ "$MUSTER_PROBE" = yes ]; then
 	fi
 	[ -z "$ADDR" ] || set -- --address "$ADDR"
 fi
-# 4. join as the muster account, pinned to the Platform's certificate, labelled with its role; the
-#    single-use token comes on stdin from a root-only file, never on a command line
-runuser -u muster -- /usr/local/bin/muster worker join --platform-url "$MUSTER_PLATFORM_URL" --node-id "$MUSTER_NODE_ID" \\
-  --platform-fingerprint "$MUSTER_PLATFORM_FINGERPRINT" --data-dir /var/lib/muster --label "role=$MUSTER_ROLE" "$@" <./enrollment-token
-# 5. the token is spent: remove it, start the Agent
+# 4. join as the muster account, pinned to the Platform's certificate, labelled with its role. The node
+#    asks its metadata service itself (--cloud-identity): at AWS, GCP and Azure for what the cloud signs,
+#    nothing secret being here; at Hetzner and DigitalOcean for this server's id, the single-use token,
+#    bound to it, coming on stdin from a root-only file, never on a command line. A refusal is tried
+#    again for a few minutes: the Platform may not have heard its create's answer yet.
+TOKEN_FILE=/dev/null
+[ ! -f ./enrollment-token ] || TOKEN_FILE=./enrollment-token
+n=0
+until runuser -u muster -- /usr/local/bin/muster worker join --platform-url "$MUSTER_PLATFORM_URL" --node-id "$MUSTER_NODE_ID" \\
+  --platform-fingerprint "$MUSTER_PLATFORM_FINGERPRINT" --data-dir /var/lib/muster --label "role=$MUSTER_ROLE" \\
+  --cloud-identity "$MUSTER_PROVIDER" "$@" <"$TOKEN_FILE"; do
+	n=$((n + 1))
+	[ "$n" -lt "\${MUSTER_JOIN_TRIES:-20}" ] || exit 1
+	sleep 15
+done
+# 5. a token is spent: remove it, start the Agent
 rm -f ./enrollment-token
 systemctl enable --now muster-agent.service
 `
@@ -117,7 +132,7 @@ function file(path: string, mode: string, content: string, encoding?: 'gz+b64'):
 
 /** The cloud-config document (plain text; each provider encodes it its own way). */
 export function firstBootData(f: FirstBootInputs): string {
-  if (!/^mjt_[a-z2-7]{16}\.[A-Za-z0-9_-]{43}$/.test(f.token)) throw new MusterError('internal', 'Unexpected join token shape.')
+  if (f.token !== undefined && !/^mjt_[a-z2-7]{16}\.[A-Za-z0-9_-]{43}$/.test(f.token)) throw new MusterError('internal', 'Unexpected join token shape.')
   if (!/^sha256:[0-9a-f]{64}$/.test(f.fingerprint) || !/^[0-9a-f]{64}$/.test(f.binarySha256)) throw new MusterError('internal', 'Unexpected fingerprint or checksum shape.')
   if (f.binaryPin !== undefined && !/^sha256:[0-9a-f]{64}$/.test(f.binaryPin)) throw new MusterError('internal', 'Unexpected pin shape.')
   const env = [
@@ -139,7 +154,7 @@ export function firstBootData(f: FirstBootInputs): string {
     '#cloud-config',
     `# muster: install the worker role and join as ${f.nodeId}`,
     'write_files:',
-    file(`${FIRST_BOOT_DIR}/enrollment-token`, '0600', `${f.token}\n`) +
+    (f.token ? file(`${FIRST_BOOT_DIR}/enrollment-token`, '0600', `${f.token}\n`) : '') +
       file(`${FIRST_BOOT_DIR}/join.env`, '0600', `${env}\n`) +
       file(`${FIRST_BOOT_DIR}/install.sh`, '0700', gz(INSTALL), 'gz+b64') +
       file(`${FIRST_BOOT_DIR}/join.sh`, '0700', gz(JOIN_SCRIPT), 'gz+b64'),

@@ -1,5 +1,6 @@
 // How `muster serve` (or a test) configures a Platform.
 import type { AuditRetention } from '../store/audit-log.ts'
+import type { OidcOptions } from '../auth/oidc/config.ts'
 
 
 /** A token bucket with a cap on requests in flight (src/fabric/rate-limit.ts applies it). */
@@ -32,6 +33,8 @@ export interface PlatformOptions {
   localNode?: boolean
   nodeAuth?: 'legacy' | 'both' | 'enrolled'
   fleetTokenFile?: string
+  /** More verification roots for cloud identity joins: JSON {"aws":{REGION:PEM},"gcp":{KID:PEM},"azure":[PEM]} (docs/cloud.md). */
+  cloudIdentityRoots?: string
   /** Operator-declared nodes: JSON {"nodes":[{"name","labels"?,"drained"?}]} (docs/nodes.md). */
   nodesFile?: string
   /** A node without a heartbeat for this long is unreachable (default 45 s). */
@@ -47,6 +50,8 @@ export interface PlatformOptions {
   database?: string
   /** How much of the audit is kept, per budget (default 100,000 entries and 365 days; serve --audit-max-entries, --audit-max-days). */
   auditRetention?: AuditRetention
+  /** Sign-in with an OpenID provider (serve --oidc-*; docs/accounts-audit.md). */
+  oidc?: OidcOptions
   /** An engine swap: the ports are in use by the old engine, which drains once this one steers them here. */
   takeover?: boolean
 }

@@ -39,6 +39,9 @@ export function renewProofMessage(f: RenewProofFields): Buffer {
   return Buffer.from(`muster-renew-v1\n${f.nodeId}\n${f.generation}\n${f.certSha256}\n${f.proofTime}`, 'utf8')
 }
 
+/** What an identity join's proof names in place of a token id: the cloud whose document it carries (docs/cloud.md). */
+export const identityProofId = (provider: string) => `cloud-identity-${provider}`
+
 /** The token id a join token names ('' for anything that is not one: the Platform refuses it anyway). */
 export function joinTokenId(token: string): string {
   return JOIN_TOKEN_ID.exec(token.trim())?.[1] ?? ''
@@ -52,9 +55,9 @@ function signWith(keyPem: string, message: Buffer): string {
 }
 
 /** The enroll fields `proofTime` and `proof` for one request, signed now with the agent key (PKCS#8 PEM). */
-export function signEnrollProof(o: { keyPem: string; certPem: string; nodeId: string; token: string; nowMs?: number }): { proofTime: number; proof: string } {
+export function signEnrollProof(o: { keyPem: string; certPem: string; nodeId: string; token?: string; tokenId?: string; nowMs?: number }): { proofTime: number; proof: string } {
   const proofTime = Math.floor((o.nowMs ?? Date.now()) / 1000)
-  const fields = { nodeId: o.nodeId, tokenId: joinTokenId(o.token), certSha256: certSha256Hex(o.certPem), proofTime }
+  const fields = { nodeId: o.nodeId, tokenId: o.tokenId ?? joinTokenId(o.token ?? ''), certSha256: certSha256Hex(o.certPem), proofTime }
   return { proofTime, proof: signWith(o.keyPem, enrollProofMessage(fields)) }
 }
 

@@ -31,6 +31,7 @@ import { bearerToken } from '../auth/auth.ts'
 import { assertPrivate } from '../datadir.ts'
 import type { Labels } from '../wire/labels.ts'
 import { DeclaredNodes, type NodesFileReload } from './nodes-file.ts'
+import type { IdentityJoins } from './identity-join.ts'
 import type { EnrollAnswer, EnrollmentEndpoint, EnrollmentToken, HeartbeatAnswer, HeartbeatBody, NodeAnchors, NodeDrained, NodeFacingPlatform, NodePage, NodeRemoved, NodeRevoked, NodeRotated, NodeView, PlatformInfo, PlatformView, TrustAnswer } from '../wire/nodes.ts'
 
 export * from './types.ts'
@@ -57,6 +58,8 @@ export class Fabric {
   readonly nodeChangeListeners: ((name: string) => void | Promise<void>)[] = []
   remoteDispatch: boolean
   enrollment: EnrollmentEndpoint | null = null
+  /** Cloud identity joins (set by the cloud area when it starts; src/cloud/identity). */
+  identity: IdentityJoins | null = null
   /** The live Platforms sharing the store, as nodes reach them (set once the Platform listens). */
   platforms: () => NodeFacingPlatform[] = () => []
   /** The live Platforms for operators, with the loops each runs. */
@@ -325,12 +328,15 @@ export class Fabric {
       await revokePendingEnrollments(db, name, now)
       // The old credential dies now: no certificate, next generation, no grace.
       await updateNodeFields(db, name, { cert_sha256: null, cert_pem: null, url: null, generation: n.generation + 1, previous_valid_until: 0, revoked_at: null, auth: 'enrolled' })
-      return mintJoinToken(db, this.digest, { kind: 'enrollment', node_id: name, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
+      // a node that joined by its cloud identity: its machine may join so once more
+      const cloudIdentity = this.identity ? await this.identity.rebound(db, name, now, expiresAt) : false
+      const minted = await mintJoinToken(db, this.digest, { kind: 'enrollment', node_id: name, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
+      return { ...minted, cloudIdentity }
     })
     await this.registry.refresh(name)
     await this.changed(name)
-    log.info(`node ${name} rebound: its old credential no longer works`)
-    return { nodeId: name, token: token.token, expiresAt: new Date(expiresAt).toISOString() }
+    log.info(`node ${name} rebound: its old credential no longer works${token.cloudIdentity ? '; its machine may join again by its cloud identity' : ''}`)
+    return { nodeId: name, token: token.token, expiresAt: new Date(expiresAt).toISOString(), ...(token.cloudIdentity ? { cloudIdentity: true } : {}) }
   }
 
   async drain(name: string, drained = true): Promise<NodeDrained> {

@@ -8,8 +8,8 @@
 //   returns undefined, and the caller takes Fabric's general path, which
 //   answers exactly as before.
 import type { Fabric } from './fabric.ts'
-import type { NodeEntry } from './registry.ts'
 import { MAC_LENGTH } from './node-table.ts'
+import { NodeEntry } from './node-entry.ts'
 import type { HeartbeatAnswer, HeartbeatBody, NodeFacingPlatform } from '../wire/nodes.ts'
 
 const PREFIX = 'Bearer mnc_'
@@ -42,7 +42,7 @@ export function currentNode(fabric: Fabric, authorization: string, nodeId: strin
   const table = fabric.registry.table
   const slot = table.slotOf(authorization.slice(PREFIX.length, nameEnd))
   if (slot < 0) return undefined
-  const n = table.view(slot)
+  const n = new NodeEntry(table, slot)
   if (!n.hasCert || n.revokedAt !== null || n.generation !== generation) return undefined
   if (nodeId !== undefined && nodeId !== '' && nodeId !== n.name) return undefined
   // The expected mac, computed once per node, generation and certificate (kept in the registry's mac column).

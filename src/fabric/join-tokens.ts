@@ -26,7 +26,8 @@ export async function mintJoinToken(db: Db, digest: TokenDigest, row: Omit<JoinT
 }
 
 
-export async function issueEnrollment(fabric: Fabric, nodeId: string, ttlMinutes = 60, replace = false): Promise<EnrollmentToken> {
+/** A single-use enrollment for one name; `provisionId` binds it to the server that provision creates (cloud first boot). */
+export async function issueEnrollment(fabric: Fabric, nodeId: string, ttlMinutes = 60, replace = false, provisionId?: string): Promise<EnrollmentToken> {
   fabric.requireEnrollment()
   const now = fabric.now()
   if (nodeId === 'local') throw new MusterError('name-taken', 'The name local belongs to the Platform’s own node and cannot be enrolled.')
@@ -39,7 +40,7 @@ export async function issueEnrollment(fabric: Fabric, nodeId: string, ttlMinutes
   const token = await fabric.db.tx(async (db) => {
     await revokePendingEnrollments(db, nodeId, now)
     await clearTombstone(db, nodeId)
-    return mintJoinToken(db, fabric.digest, { kind: 'enrollment', node_id: nodeId, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt })
+    return mintJoinToken(db, fabric.digest, { kind: 'enrollment', node_id: nodeId, name_pattern: null, label: null, max_uses: 1, created_at: now, expires_at: expiresAt, provision_id: provisionId ?? null })
   })
   return { nodeId, token: token.token, expiresAt: new Date(expiresAt).toISOString() }
 }

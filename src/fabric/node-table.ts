@@ -7,43 +7,16 @@
 // bytes. What few nodes have (an address, replicas, a probe, labels) is kept
 // apart; what many share (versions, token ids, label sets) is kept once.
 //
-// A NodeEntry is a view of one slot, made on demand (cheap, short-lived). A
-// slot holds one machine for good: a node whose certificate changes (a
-// rebind) or that leaves gets a new slot next time, and the old slot is left
-// as it was, so a view taken before reads what it read then (as an object
-// of the old registry did), never another node's fields. Slots are not
-// reused: a removed node's ~220 bytes stay until the Platform restarts.
+// A NodeEntry (src/fabric/node-entry.ts) is a view of one slot, made on
+// demand (cheap, short-lived). A slot holds one machine for good: a name
+// rebound to a new certificate, or one that leaves and comes back, gets a new
+// slot, and the old slot keeps what it held, so a view never reads another
+// machine's fields; changes to the same machine (a heartbeat, a drain, a
+// revoke, a new generation) are written in place and every view sees them.
+// Slots are not reused: a removed node's ~220 bytes stay until a restart.
 import type { Labels } from '../wire/labels.ts'
 import type { ReplicaStatus } from '../wire/nodes.ts'
-
-export interface Probe {
-  ok: boolean
-  at: number
-  reason?: string
-}
-
-/** A node's fields as plain data (what the store's row gives, and what a test may build). */
-export interface NodeFields {
-  name: string
-  auth: 'enrolled' | 'legacy'
-  certSha256: string | null
-  url: string | null
-  tokenId: string | null
-  generation: number
-  previousValidUntil: number
-  version: string | null
-  enrolledAt: number
-  lastSeenAt: number | null
-  cpuMillis: number | null
-  memoryMB: number | null
-  replicas: ReplicaStatus[]
-  drained: boolean
-  revokedAt: number | null
-  /** Labels the node reported at enroll (the nodes file may override them: Fabric.nodeSettings). */
-  labels: Labels
-  /** The last readiness probe (nodes that gave an address). */
-  probe?: Probe
-}
+import { NO_LABELS, type NodeFields, type Probe } from './node-fields.ts'
 
 export const MAC_LENGTH = 43
 
@@ -52,8 +25,6 @@ const DRAINED = 2
 /** The mac column holds the current credential's mac for the generation in macGeneration and this certificate. */
 const MAC_SET = 4
 const PROBE_OK = 8
-const NO_REPLICAS: ReplicaStatus[] = Object.freeze([]) as unknown as ReplicaStatus[]
-const NO_LABELS: Labels = Object.freeze({}) as Labels
 const HEX = /^[0-9a-f]{64}$/
 
 /** Strings many nodes share, kept once each; a column holds their index (-1: null). */
@@ -73,8 +44,8 @@ class Interned<T> {
 }
 
 const NAN = Number.NaN
-const num = (x: number | null) => (x === null ? NAN : x)
-const orNull = (x: number) => (Number.isNaN(x) ? null : x)
+export const num = (x: number | null) => (x === null ? NAN : x)
+export const orNull = (x: number) => (Number.isNaN(x) ? null : x)
 
 export class NodeTable {
   private capacity = 0
@@ -300,9 +271,6 @@ export class NodeTable {
     this.flags[s] = drained ? this.flags[s]! | DRAINED : this.flags[s]! & ~DRAINED
   }
 
-  view(s: number): NodeEntry {
-    return new NodeEntry(this, s)
-  }
 }
 
 /** The i-th byte of a lowercase hex text (HEX checked it). */
@@ -310,121 +278,3 @@ const nibble = (c: number) => (c <= 57 ? c - 48 : c - 87)
 const hexByte = (hex: string, i: number) => (nibble(hex.charCodeAt(i * 2)) << 4) | nibble(hex.charCodeAt(i * 2 + 1))
 
 const HEX_BYTE = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
-
-/** One node of the table (a view of its slot: reads and writes go to the columns). */
-export class NodeEntry implements NodeFields {
-  constructor(
-    readonly table: NodeTable,
-    readonly slot: number,
-  ) {}
-  get name(): string {
-    return this.table.names[this.slot]!
-  }
-  get auth(): 'enrolled' | 'legacy' {
-    return this.table.isLegacy(this.slot) ? 'legacy' : 'enrolled'
-  }
-  get certSha256(): string | null {
-    return this.table.certOf(this.slot)
-  }
-  set certSha256(cert: string | null) {
-    this.table.setCert(this.slot, cert)
-  }
-  /** certSha256 !== null, without making its text. */
-  get hasCert(): boolean {
-    return this.table.certKind[this.slot] !== 0
-  }
-  get url(): string | null {
-    return this.table.urls[this.slot] ?? null
-  }
-  set url(url: string | null) {
-    this.table.urls[this.slot] = url || undefined
-  }
-  get tokenId(): string | null {
-    return this.table.stringAt(this.table.tokenId[this.slot]!)
-  }
-  get generation(): number {
-    return this.table.generation[this.slot]!
-  }
-  set generation(g: number) {
-    this.table.generation[this.slot] = g
-  }
-  get previousValidUntil(): number {
-    return this.table.previousValidUntil[this.slot]!
-  }
-  get version(): string | null {
-    return this.table.stringAt(this.table.version[this.slot]!)
-  }
-  set version(v: string | null) {
-    this.table.version[this.slot] = this.table.strings.indexOf(v, () => v!)
-  }
-  get enrolledAt(): number {
-    return this.table.enrolledAt[this.slot]!
-  }
-  get lastSeenAt(): number | null {
-    return orNull(this.table.lastSeenAt[this.slot]!)
-  }
-  set lastSeenAt(t: number | null) {
-    this.table.lastSeenAt[this.slot] = num(t)
-  }
-  get cpuMillis(): number | null {
-    return orNull(this.table.cpuMillis[this.slot]!)
-  }
-  set cpuMillis(x: number | null) {
-    this.table.cpuMillis[this.slot] = num(x)
-  }
-  get memoryMB(): number | null {
-    return orNull(this.table.memoryMB[this.slot]!)
-  }
-  set memoryMB(x: number | null) {
-    this.table.memoryMB[this.slot] = num(x)
-  }
-  get replicas(): ReplicaStatus[] {
-    return this.table.replicas[this.slot] ?? NO_REPLICAS
-  }
-  set replicas(r: ReplicaStatus[]) {
-    this.table.replicas[this.slot] = r.length === 0 ? undefined : r
-  }
-  get drained(): boolean {
-    return this.table.isDrained(this.slot)
-  }
-  set drained(d: boolean) {
-    this.table.setDrained(this.slot, d)
-  }
-  get revokedAt(): number | null {
-    return orNull(this.table.revokedAt[this.slot]!)
-  }
-  get labels(): Labels {
-    return this.table.labelsOf(this.slot)
-  }
-  get probe(): Probe | undefined {
-    return this.table.probeOf(this.slot)
-  }
-  set probe(p: Probe | undefined) {
-    this.table.setProbe(this.slot, p)
-  }
-  /** The fields as plain data (a copy). */
-  fields(): NodeFields {
-    const probe = this.probe
-    return {
-      name: this.name,
-      auth: this.auth,
-      certSha256: this.certSha256,
-      url: this.url,
-      tokenId: this.tokenId,
-      generation: this.generation,
-      previousValidUntil: this.previousValidUntil,
-      version: this.version,
-      enrolledAt: this.enrolledAt,
-      lastSeenAt: this.lastSeenAt,
-      cpuMillis: this.cpuMillis,
-      memoryMB: this.memoryMB,
-      replicas: this.replicas,
-      drained: this.drained,
-      revokedAt: this.revokedAt,
-      labels: this.labels,
-      ...(probe ? { probe } : {}),
-    }
-  }
-}
-
-export { NO_LABELS, NO_REPLICAS }

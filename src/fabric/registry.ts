@@ -7,57 +7,16 @@ import { registryRows } from '../store/registry-rows.ts'
 import { log } from '../log.ts'
 import { spanEnd, spanStart } from '../loop-spans.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
-import { labelsFromJson, type Labels } from '../wire/labels.ts'
-import { NO_LABELS, NO_REPLICAS, NodeEntry, NodeTable, type NodeFields } from './node-table.ts'
+import { NodeTable, orNull } from './node-table.ts'
+import { NodeEntry } from './node-entry.ts'
+import { fromRow, NO_REPLICAS, replicasFromJson, type NodeFields } from './node-fields.ts'
 import type { NodeStateName, ReplicaStatus, StateCounts } from '../wire/nodes.ts'
 import { indexFrom } from '../wire/paging.ts'
 
 export type Compatibility = 'current' | 'behind' | 'newer' | 'unknown'
-export { NodeEntry } from './node-table.ts'
-export type { NodeFields, Probe } from './node-table.ts'
-
-// The few distinct label texts many nodes share are parsed once (the table keeps each set once too).
-const keptLabels = new Map<string, Labels>()
-const MAX_KEPT = 10_000
-
-function labelsOf(text: string | null): Labels {
-  if (!text) return NO_LABELS
-  const k = keptLabels.get(text)
-  if (k !== undefined) return k
-  const labels = Object.freeze(labelsFromJson(text))
-  if (keptLabels.size < MAX_KEPT) keptLabels.set(text, labels)
-  return labels
-}
-
-export function replicasFromJson(text: string | null): ReplicaStatus[] {
-  if (!text || text === '[]') return NO_REPLICAS
-  try {
-    return JSON.parse(text) as ReplicaStatus[]
-  } catch {
-    return NO_REPLICAS
-  }
-}
-
-export function fromRow(r: NodeRow): NodeFields {
-  return {
-    name: r.name,
-    auth: r.auth === 'legacy' ? 'legacy' : 'enrolled',
-    certSha256: r.cert_sha256,
-    url: r.url,
-    tokenId: r.token_id,
-    generation: r.generation,
-    previousValidUntil: r.previous_valid_until,
-    version: r.version,
-    enrolledAt: r.enrolled_at,
-    lastSeenAt: r.last_seen_at,
-    cpuMillis: r.cpu_millis,
-    memoryMB: r.memory_mb,
-    replicas: replicasFromJson(r.replicas),
-    drained: r.drained === 1,
-    revokedAt: r.revoked_at,
-    labels: labelsOf(r.labels),
-  }
-}
+export { NodeEntry } from './node-entry.ts'
+export { fromRow, replicasFromJson } from './node-fields.ts'
+export type { NodeFields, Probe } from './node-fields.ts'
 
 export function compatibilityOf(version: string | null): Compatibility {
   if (!version || !isVersion(version)) return 'unknown'
@@ -86,13 +45,13 @@ export class NodeViews {
   }
   get(name: string): NodeEntry | undefined {
     const s = this.table.slotOf(name)
-    return s < 0 ? undefined : this.table.view(s)
+    return s < 0 ? undefined : new NodeEntry(this.table, s)
   }
   keys(): IterableIterator<string> {
     return this.table.liveNames()
   }
   *values(): IterableIterator<NodeEntry> {
-    for (const s of this.table.liveSlots()) yield this.table.view(s)
+    for (const s of this.table.liveSlots()) yield new NodeEntry(this.table, s)
   }
 }
 
@@ -213,7 +172,7 @@ export class Registry {
       const seen = orNull(t.lastSeenAt[s]!)
       if (seen !== null && seen >= row.last_seen_at) continue
       const changed = seen === null || row.last_seen_at - seen > this.staleAfterMs || orNull(t.cpuMillis[s]!) !== row.cpu_millis || orNull(t.memoryMB[s]!) !== row.memory_mb || JSON.stringify(t.replicas[s] ?? NO_REPLICAS) !== (row.replicas ?? '[]')
-      const n = t.view(s)
+      const n = new NodeEntry(t, s)
       n.lastSeenAt = row.last_seen_at
       n.version = row.version
       n.cpuMillis = row.cpu_millis
@@ -226,7 +185,7 @@ export class Registry {
 
   get(name: string): NodeEntry | undefined {
     const s = this.table.slotOf(name)
-    return s < 0 ? undefined : this.table.view(s)
+    return s < 0 ? undefined : new NodeEntry(this.table, s)
   }
 
   /** Node names in code-unit order (listings page through it); made again after a node comes or goes. */
@@ -335,7 +294,7 @@ export class Registry {
       // than the row, and the last probe stands. A name rebound to a new certificate starts unseen and unprobed.
       const same = had >= 0 && t.certIs(had, fresh.certSha256)
       if (same) {
-        const old = t.view(had)
+        const old = new NodeEntry(t, had)
         const seen = old.lastSeenAt
         if (seen && (fresh.lastSeenAt ?? 0) < seen) Object.assign(fresh, { lastSeenAt: seen, version: old.version, cpuMillis: old.cpuMillis, memoryMB: old.memoryMB, replicas: old.replicas })
         const probe = old.probe
@@ -429,8 +388,6 @@ export class Registry {
     return 'ready'
   }
 }
-
-const orNull = (x: number) => (Number.isNaN(x) ? null : x)
 
 /** One object for the common answer (state runs on every heartbeat and for every node listed). */
 const READY: { readonly state: 'ready' } = Object.freeze({ state: 'ready' })

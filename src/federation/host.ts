@@ -12,6 +12,7 @@ import { serveLockHolder } from '../serve-lock.ts'
 import { getAccount } from '../store/accounts.ts'
 import { localAuthority, OFFICE_TOKEN_FILE, readMembership } from './membership.ts'
 import { insertBreakGlass, insertDetach } from './office-store.ts'
+import { insertPasswordBreakGlass } from '../store/sso.ts'
 
 function openStopped(root: string, act: string): Promise<HostStore> {
   const pid = serveLockHolder(new DataDir(root))
@@ -45,6 +46,7 @@ export async function breakGlass(root: string, account?: string, now = Date.now(
     const refusal =
       row === null ? new MusterError('not-found', `No account named ${account} on this Platform.`)
       : row?.origin === 'vouch' ? new MusterError('conflict', `${account} exists only because the controller vouched for it, so it has no password to restore; name one of this office's own accounts (e.g. superadmin).`)
+      : row?.origin === 'sso' ? new MusterError('conflict', `${account} signs in with the identity provider (kind sso), so muster gives it no password; name a local account (e.g. superadmin).`)
       : null
     if (refusal) {
       await host.audit.record(HOST(account ?? null), { source: hostSource(), action: 'federation.break-glass', target: account ?? null, outcome: 'refused', detail: refusal.code })
@@ -54,6 +56,8 @@ export async function breakGlass(root: string, account?: string, now = Date.now(
     const target = [m?.token.officeId, account].filter(Boolean).join(' ') || null
     return await auditedHostAct(host, HOST(account ?? null), 'federation.break-glass', target, async () => {
       if (m) await insertBreakGlass(host.db, { id: randomId(16), officeId: m.token.officeId, account: account ?? null, at: now, tokenFingerprint: m.fingerprint })
+      // Standalone: under serve --oidc-only this opens password login (the account's, or every local one's) for 12 hours.
+      else await insertPasswordBreakGlass(host.db, randomId(16), account ?? null, now)
       const result: BreakGlassResult = { localLoginAllowed: true, joined: Boolean(m), officeId: m?.token.officeId ?? null, recorded: Boolean(m) }
       if (account !== undefined) {
         const password = randomSecret()

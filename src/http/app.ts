@@ -18,6 +18,7 @@ import { bootstrapRoutes } from './routes/bootstrap.ts'
 import { dashboardRoutes } from '../dashboard/routes.ts'
 import { accountRoutes } from './routes/accounts.ts'
 import { auditRoutes } from './routes/audit.ts'
+import { oidcRoutes } from './routes/oidc.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
   return new Response(JSON.stringify(err.toJSON()), {
@@ -83,6 +84,7 @@ export function createApp(platform: Services) {
     })
     .use(healthRoutes())
     .use(authRoutes(platform))
+    .use(oidcRoutes(platform))
     .use(accountRoutes(platform))
     .use(auditRoutes(platform))
   // routes: fabric

@@ -76,7 +76,7 @@ export const AUDITED_ROUTES: AuditedRoute[] = [
 /**
  * Writes that are not an operator's: node and office protocol, authenticated
  * by their own credentials and kept in their own records (`nodes audit`, the
- * controller's office directory).
+ * controller's office directory); and the sign-in flows, which audit themselves.
  */
 export const UNAUDITED_WRITES: { method: string; path: string }[] = [
   { method: 'POST', path: '/api/v1/nodes/enroll' },
@@ -87,6 +87,12 @@ export const UNAUDITED_WRITES: { method: string; path: string }[] = [
   { method: 'POST', path: '/api/v1/nodes/self' },
   { method: 'POST', path: '/api/v1/federation/register' },
   { method: 'POST', path: '/api/v1/federation/heartbeat' },
+  // Sign-in with the identity provider: its pipeline (src/sso/signin.ts) writes sso.login itself,
+  // with the provider's subject and issuer, for each sign-in and each refusal.
+  { method: 'POST', path: '/auth/oidc/cli' },
+  { method: 'POST', path: '/auth/oidc/cli/redeem' },
+  { method: 'POST', path: '/auth/oidc/device' },
+  { method: 'POST', path: '/auth/oidc/device/poll' },
 ]
 
 interface Compiled {

@@ -3,6 +3,7 @@
 // layer ever imports the Platform.
 import type { Audit } from '../audit/audit.ts'
 import type { Auth } from '../auth/auth.ts'
+import type { Sso } from '../sso/signin.ts'
 import type { Cloud } from '../cloud/service.ts'
 import type { Context } from '../context/context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
@@ -16,6 +17,8 @@ export interface Services {
   readonly ctx: Context
   readonly options: PlatformOptions
   readonly auth: Auth
+  /** Sign-in with the identity provider (serve --oidc-issuer); null when none is set up. */
+  readonly sso: Sso | null
   /** One audit of every action. */
   readonly audit: Audit
   readonly fabric: Fabric

@@ -47,6 +47,7 @@ const waitMs = () => tunableNumber('MUSTER_LISTENER_WAIT_MS')
  */
 export const FORWARDED_ROUTES: ReadonlyMap<string, 'POST' | 'GET'> = new Map([
   ['/api/v1/nodes/enroll', 'POST'],
+  ['/api/v1/nodes/identity-challenge', 'POST'],
   ['/api/v1/nodes/trust', 'POST'],
   ['/bootstrap/ca.pem', 'GET'],
   ['/bootstrap/bootstrap.sh', 'GET'],

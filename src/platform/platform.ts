@@ -6,6 +6,8 @@ import { rekeyTokenDigests } from '../store/token-digests.ts'
 import { sealPlainFields } from '../store/sealed-fields.ts'
 import type { Server } from 'bun'
 import { Auth } from '../auth/auth.ts'
+import { startSso } from '../sso/start.ts'
+import type { Sso } from '../sso/signin.ts'
 import { Audit, DEFAULT_AUDIT_RETENTION } from '../audit/audit.ts'
 import { auditHook } from '../http/audit-hook.ts'
 import { Changes } from '../context/changes.ts'
@@ -34,6 +36,7 @@ import { LogRelay, type LocalLogs } from '../projects/logs.ts'
 import { ReadinessProber } from '../fabric/probe.ts'
 import { EnrollmentListener } from '../listener/listener.ts'
 import { startCloud, type Cloud } from '../cloud/service.ts'
+import { identityRoots } from '../cloud/identity/roots.ts'
 import { Pki } from '../pki/pki.ts'
 import { FieldSeal, openVault, type Vault } from '../context/vault.ts'
 import { Leases } from '../context/leases.ts'
@@ -78,6 +81,7 @@ export class Platform implements Services {
   readonly store: Store
   readonly auth: Auth
   readonly audit: Audit
+  sso: Sso | null = null
   readonly masterKey: Uint8Array
   readonly vault: Vault
   readonly now: () => number
@@ -169,6 +173,8 @@ export class Platform implements Services {
   /** Each area's service, started in order; each registers its own onClose. */
   private async startServices(): Promise<void> {
     const ctx = this.ctx
+    // services: sign-in with the identity provider (discovery first: a bad issuer refuses the start)
+    this.sso = await startSso(this.options.oidc, { auth: this.auth, audit: this.audit, publicUrl: () => this.publicUrl, now: this.now })
     // services: the Platform CA (the listener's and the API's certificates come from it)
     this.pki = await Pki.open(this.vault, this.now())
     this.publishCaCertificate()
@@ -201,7 +207,7 @@ export class Platform implements Services {
     // services: federation
     this.federation = await startFederation(ctx, { auth: this.auth, projects: this.projects })
     // services: cloud
-    this.cloud = startCloud(ctx, { fabric: this.fabric, projects: this.projects, publicUrl: () => this.publicUrl, apiCaPin: () => this.api.caPin })
+    this.cloud = startCloud(ctx, { fabric: this.fabric, projects: this.projects, publicUrl: () => this.publicUrl, apiCaPin: () => this.api.caPin }, identityRoots(this.options.cloudIdentityRoots))
     // Every service has named its leases: take what is free, so each loop knows its holder.
     await ctx.leases.start()
   }

@@ -24,6 +24,8 @@ export async function preflightServe(o: PlatformOptions, command: string[]): Pro
   await checkPort(o.host ?? '127.0.0.1', o.port ?? 7380, '--port')
   if (o.enrollmentPort !== undefined) for (const host of listenerPlan(o).binds) await checkPort(host, o.enrollmentPort, '--enrollment-port')
   checkFiles(o)
+  // The identity provider: the settings, the secret's file, and discovery answer.
+  if (o.oidc) await (await import('../sso/start.ts')).checkOidc(o.oidc)
 }
 
 /** The data directory, or the nearest folder above it that exists (serve creates the rest), is writable by this user. */

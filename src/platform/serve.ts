@@ -10,6 +10,7 @@ import { log } from '../log.ts'
 import { Platform, type PlatformOptions } from './platform.ts'
 import { serveLockHolder } from '../serve-lock.ts'
 import { DeclaredNodes } from '../fabric/nodes-file.ts'
+import { identityRoots } from '../cloud/identity/roots.ts'
 import { untilStopSignal } from '../shutdown.ts'
 import { handOver, quiesce, seedProbes, startHandoverServer, SupervisorLink } from '../swap/engine.ts'
 import { watchSupervisor } from '../swap/orphan-watch.ts'
@@ -67,6 +68,7 @@ export function preflight(options: PlatformOptions): void {
   for (const file of [options.tlsCert, options.tlsKey, options.fleetTokenFile]) if (file) readFileSync(file)
   // --nodes-file: a bad one is refused with its line and reason, and the old engine keeps the nodes it declared.
   if (options.nodesFile) DeclaredNodes.open(options.nodesFile)
+  if (options.cloudIdentityRoots) identityRoots(options.cloudIdentityRoots)
 }
 
 /** A Platform without a supervisor (serve() called directly): SIGHUP reads the nodes file again. */

@@ -202,7 +202,7 @@ export class Projects {
       .sort((a, b) => a.replica - b.replica)
       .map((x) => {
         const st = x.node ? this.replicaStates(x.node).find((r) => r.project === p.name && r.replica === x.replica && (r.revision ?? p.revision) === p.revision) : undefined
-        return { replica: x.replica, node: x.node, state: st?.state ?? 'pending', ...(st?.exitCode !== undefined ? { exitCode: st.exitCode } : {}) }
+        return { replica: x.replica, node: x.node, state: st?.state ?? 'pending', ...(st?.exitCode !== undefined ? { exitCode: st.exitCode } : {}), ...(st?.reason ? { reason: st.reason } : {}) }
       })
     return {
       name: p.name,

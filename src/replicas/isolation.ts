@@ -1,16 +1,21 @@
-// Who a node's replicas run as. A replica must not read the
-// node's key or credential: where the Agent can switch users (root, or
-// CAP_SETUID + CAP_SETGID + CAP_KILL as install.sh's unit grants), replicas run
-// as a separate unprivileged account — `--run-as USER`, else `muster-run` when
-// it exists — that cannot enter the data directory. Where it cannot (a
-// laptop, `muster demo`), replicas run as the Agent's own user and the Agent
-// warns once at start; worker/isolation.json records which, for `doctor`.
+// Who a node's replicas run as (docs/security.md, "Who replicas run as"). A
+// replica must not read the node's key or credential: where the Agent can
+// switch users (root, or CAP_SETUID + CAP_SETGID + CAP_KILL as install.sh's
+// unit and the bootstrap line grant), each project runs as a uid of its own
+// from the Agent's range (src/replicas/uids.ts), which cannot enter the data
+// directory nor touch another project; `--run-as USER` puts every replica under
+// one account instead (`--run-as root` only when asked for by name). Where it
+// cannot switch (a laptop, `muster demo`), replicas run as the Agent's own user:
+// the Agent warns at start and `doctor` fails. worker/isolation.json records
+// which, with the replicas' containment (cgroups, limits), for `doctor`.
 //
 // An Agent given capabilities as ambient ones (systemd's AmbientCapabilities=)
 // would hand them on to every program it starts: it clears its inheritable
 // and ambient sets first, so a replica starts with no capability at all.
 import { readFileSync, statSync } from 'node:fs'
 import type { DataDir } from '../datadir.ts'
+import type { CgroupsFound } from './cgroups.ts'
+import { ProjectUids } from './uids.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 
@@ -33,14 +38,26 @@ export interface RunAs {
 /** What worker/isolation.json holds. */
 export interface Isolation {
   isolated: boolean
-  /** The account replicas run as (isolated), or the Agent's own. */
+  /** The account replicas run as (--run-as, or the Agent's own), or 'per-project'. */
   user: string
+  /** That account's uid; per project: the first uid of the Agent's range. */
   uid: number
   gid: number
   /** Why replicas are not isolated (a one-line reason with the way out). */
   reason?: string
+  /** 'cgroup': each replica in its own cgroup; else its process group (and its project's uid). */
+  containment?: 'cgroup' | 'process-group'
+  /** The Agent's cgroup subtree. */
+  cgroup?: string
+  /** Whether --cpu and --memory are enforced, and where. */
+  limits?: 'cgroup2' | 'cgroup1' | null
+  /** Why replicas have no cgroup, or their limits are not enforced. */
+  containmentReason?: string
   checkedAt: string
 }
+
+/** Who runs each project's replicas: an account for all, a uid per project, or the Agent itself (undefined). */
+export type RunAsFor = (project: string) => RunAs | undefined
 
 interface PasswdEntry {
   name: string
@@ -135,11 +152,11 @@ export async function clearInheritedCapabilities(): Promise<boolean> {
 }
 
 /**
- * Decides who replicas run as and records it. `runAs`: the --run-as flag
- * (an account that must exist, and a switch the Agent must be able to make);
- * without it, `muster-run` when the Agent can switch and the account exists.
+ * Decides who replicas run as and records it with their containment. `runAs`:
+ * the --run-as flag (an account that must exist, and a switch the Agent must
+ * be able to make); without it, a uid per project when the Agent can switch.
  */
-export async function decideIsolation(dataDir: DataDir | undefined, runAsFlag: string | undefined): Promise<{ runAs: RunAs | undefined; isolation: Isolation }> {
+export async function decideIsolation(dataDir: DataDir | undefined, runAsFlag: string | undefined, contained?: CgroupsFound): Promise<{ runAs: RunAsFor; isolation: Isolation }> {
   if (!(await clearInheritedCapabilities())) {
     throw new MusterError('insecure-permissions', 'This Agent holds ambient capabilities it cannot clear, so every replica would inherit them; run it without AmbientCapabilities= or as root.')
   }
@@ -147,27 +164,40 @@ export async function decideIsolation(dataDir: DataDir | undefined, runAsFlag: s
   const ownGid = process.getgid?.() ?? -1
   const own = passwd().find((p) => p.uid === ownUid)?.name ?? String(ownUid)
   const can = canSwitchUser()
-  const wanted = runAsFlag ?? DEFAULT_RUN_AS
-  const account = findAccount(wanted)
+  const containment: Pick<Isolation, 'containment' | 'cgroup' | 'limits' | 'containmentReason'> = contained
+    ? { containment: contained.cgroups ? 'cgroup' : 'process-group', ...(contained.cgroups ? { cgroup: contained.cgroups.base } : {}), limits: contained.cgroups?.limitsVia ?? null, ...(contained.reason || contained.limitsReason ? { containmentReason: (contained.reason ?? contained.limitsReason)! } : {}) }
+    : {}
   const record = (i: Omit<Isolation, 'checkedAt'>) => {
-    const isolation = { ...i, checkedAt: new Date().toISOString() }
+    const isolation = { ...i, ...containment, checkedAt: new Date().toISOString() }
     dataDir?.writeSecret(ISOLATION_FILE, `${JSON.stringify(isolation, null, 2)}\n`)
     return isolation
   }
   if (runAsFlag !== undefined) {
+    const account = findAccount(runAsFlag)
     if (!account) throw new MusterError('invalid-request', `--run-as ${runAsFlag}: no such account on this machine (create it, e.g. useradd --system --no-create-home --shell /usr/sbin/nologin ${runAsFlag}).`)
-    if (account.uid === 0 || account.uid === ownUid) throw new MusterError('invalid-request', `--run-as ${runAsFlag}: replicas must run as an account other than root and the Agent's own.`)
+    if (account.uid === ownUid && account.uid !== 0) throw new MusterError('invalid-request', `--run-as ${runAsFlag}: replicas must run as an account other than the Agent's own.`)
+    if (account.uid === 0 && runAsFlag !== 'root') throw new MusterError('invalid-request', `--run-as ${runAsFlag}: that is root; to run replicas as root, say --run-as root.`)
     if (!can) throw new MusterError('forbidden', `--run-as ${runAsFlag} needs an Agent running as root or with CAP_SETUID, CAP_SETGID and CAP_KILL (install.sh's unit grants them).`)
-  }
-  if (can && account && account.uid !== 0 && account.uid !== ownUid) {
+    if (account.uid === 0) {
+      const reason = 'this Agent was told to run them as root (--run-as root)'
+      log.warn(`replicas run as root and can read this node's key and credential: ${reason}`)
+      return { runAs: () => account, isolation: record({ isolated: false, user: 'root', uid: 0, gid: 0, reason }) }
+    }
     log.info(`replicas run as ${account.user} (uid ${account.uid}), which cannot read this node's key or credential`)
-    return { runAs: account, isolation: record({ isolated: true, user: account.user, uid: account.uid, gid: account.gid }) }
+    return { runAs: () => account, isolation: record({ isolated: true, user: account.user, uid: account.uid, gid: account.gid }) }
   }
-  const reason = can
-    ? `there is no account ${DEFAULT_RUN_AS} to run them as (install.sh creates it; or pass --run-as USER)`
-    : `this Agent runs as ${own} without root or CAP_SETUID, CAP_SETGID and CAP_KILL (install.sh's unit grants them)`
+  if (can && dataDir) {
+    const uids = ProjectUids.open(dataDir)
+    log.info(`each project's replicas run as a uid of their own (from ${uids.first}), which cannot read this node's key or credential nor touch another project`)
+    const runAs = (project: string): RunAs => {
+      const uid = uids.uidFor(project)
+      return { user: String(uid), uid, gid: uid, home: '/' }
+    }
+    return { runAs, isolation: record({ isolated: true, user: 'per-project', uid: uids.first, gid: uids.first }) }
+  }
+  const reason = `this Agent runs as ${own} without root or CAP_SETUID, CAP_SETGID and CAP_KILL (install.sh's unit and the bootstrap line grant them)`
   log.warn(`replicas run as ${own}, the Agent's own user, and can read this node's key and credential: ${reason}`)
-  return { runAs: undefined, isolation: record({ isolated: false, user: own, uid: ownUid, gid: ownGid, reason }) }
+  return { runAs: () => undefined, isolation: record({ isolated: false, user: own, uid: ownUid, gid: ownGid, reason }) }
 }
 
 /** What the last Agent recorded, or undefined. */

@@ -3,6 +3,16 @@
 // restarted with exponential backoff. `apply` makes the running set match the
 // assignments.
 //
+// Containment (docs/security.md): each start of a replica gets a cgroup of its
+// own (src/replicas/cgroups.ts) with the project's cpu and memory limits; the
+// replica waits in a small shell until it has been moved there, so nothing it
+// forks can start outside. Stopping it, or its exit, kills the whole cgroup:
+// a process that called setsid or double-forked dies with it. Where there is no
+// cgroup, the process group is signalled, and when the project has a uid of its
+// own (src/replicas/uids.ts) every process of that uid is killed with its last
+// replica here. A kill by the kernel for the memory limit is logged and
+// reported (reason out-of-memory).
+//
 // Replicas outlive their Agent: nothing ties them to the
 // Agent's process (no pipes, their own session), and every start is recorded
 // (PID, start time from /proc, boot id) in the state file. The next Agent
@@ -10,17 +20,27 @@
 // PID has another start time and is never taken — and stops only what its
 // assignments no longer name. A replica that exited while no Agent ran is
 // reported (its exit status could not be waited on, so it is unknown) and
-// restarted. `release` leaves everything running; `stopAll` stops it.
-import { appendFileSync, closeSync, mkdirSync } from 'node:fs'
+// restarted. `release` leaves everything running; `stopAll` stops it. The
+// record keeps each replica's cgroup, so the next Agent (or `agent
+// --stop-replicas`) stops what escaped its process group too.
+import { appendFileSync, closeSync, existsSync, mkdirSync } from 'node:fs'
 import type { AssignedReplica } from '../wire/projects.ts'
 import { log } from '../log.ts'
 import { writeFileAtomic } from '../datadir.ts'
 import type { RunAs } from './isolation.ts'
+import { cgroupMembers, killCgroup, oomKills, removeCgroup, enterCgroup, signalCgroup, type Cgroups, type ReplicaCgroup } from './cgroups.ts'
+import { inMusterRange, killProcessesOf } from './uids.ts'
 import { DEFAULT_LOG_MAX_BYTES, logFileName, openForAppend, rotateIfOver } from './log-files.ts'
 import { bootId, sameProcess, procStat, signalGroup } from './procs.ts'
 import { readRecords, type ReplicaRecord } from './records.ts'
 
 export type ReplicaState = 'pending' | 'running' | 'failed' | 'stopped'
+
+/** Why a replica failed, when the runner knows more than its exit status. */
+export type ReplicaReason = 'out-of-memory'
+
+/** The replica waits here until it is in its cgroup (a line on stdin), then becomes the command, with private files by default. */
+const SHIM = 'read -r _ || exit 111; umask 077; exec "$@" </dev/null'
 
 export interface RunnerOptions {
   /** Folder for per-replica logs. */
@@ -37,8 +57,10 @@ export interface RunnerOptions {
   stableAfterMs?: number
   /** How often logs are checked for rotation and adopted replicas for their exit. */
   watchMs?: number
-  /** Run replicas as this account (none: as the runner's own user). */
-  runAs?: RunAs
+  /** Who each project's replicas run as (none: the runner's own user). */
+  runAs?: (project: string) => RunAs | undefined
+  /** Where replicas get their cgroups (none: process groups only). */
+  cgroups?: Cgroups | null
   /** Called when a replica changes state (the Agent reports it early). */
   onChange?: () => void
 }
@@ -55,6 +77,11 @@ interface Supervised {
   startedAt: number
   timer: ReturnType<typeof setTimeout> | null
   stopping: boolean
+  /** The cgroup of the current start, if any. */
+  cgroup: ReplicaCgroup | null
+  /** The uid it runs as, when that is its project's own. */
+  uid: number | null
+  reason: ReplicaReason | null
   /** Adopted from the state file and not yet named by an assignment. */
   placeholder: boolean
 }
@@ -63,7 +90,7 @@ const keyOf = (r: { project: string; replica: number; revision: number }) => `${
 
 export class Runner {
   private readonly replicas = new Map<string, Supervised>()
-  private readonly opts: Required<Omit<RunnerOptions, 'stateFile' | 'runAs'>> & Pick<RunnerOptions, 'stateFile' | 'runAs'>
+  private readonly opts: Required<Omit<RunnerOptions, 'stateFile' | 'runAs' | 'cgroups'>> & Pick<RunnerOptions, 'stateFile' | 'runAs' | 'cgroups'>
   private watch: ReturnType<typeof setInterval> | undefined
   private released = false
 
@@ -92,8 +119,13 @@ export class Runner {
     }
   }
 
-  status(): { project: string; replica: number; revision: number; state: ReplicaState; exitCode: number | null }[] {
-    return [...this.replicas.values()].map((s) => ({ project: s.spec.project, replica: s.spec.replica, revision: s.spec.revision, state: s.state, exitCode: s.exitCode }))
+  status(): { project: string; replica: number; revision: number; state: ReplicaState; exitCode: number | null; reason?: ReplicaReason }[] {
+    return [...this.replicas.values()].map((s) => ({ project: s.spec.project, replica: s.spec.replica, revision: s.spec.revision, state: s.state, exitCode: s.exitCode, ...(s.reason && s.state === 'failed' ? { reason: s.reason } : {}) }))
+  }
+
+  /** The cgroups of running replicas (tests and doctor). */
+  cgroupsOf(): { project: string; replica: number; cgroup: ReplicaCgroup }[] {
+    return [...this.replicas.values()].filter((s) => s.cgroup).map((s) => ({ project: s.spec.project, replica: s.spec.replica, cgroup: s.cgroup! }))
   }
 
   /** The PIDs of running replicas (tests and the log relay). */
@@ -122,25 +154,64 @@ export class Runner {
   private close(): void {
     if (this.watch) clearInterval(this.watch)
     this.watch = undefined
+    this.opts.cgroups?.prune()
   }
 
   /** Takes over what the state file records: the same processes keep running, the gone ones are reported. */
   private adopt(): void {
     if (!this.opts.stateFile) return
+    const gone: Supervised[] = []
     for (const r of readRecords(this.opts.stateFile)) {
       const spec: AssignedReplica = { project: r.project, replica: r.replica, revision: r.revision, command: [], env: {}, cpu: 0, memory: 0 }
       const key = keyOf(spec)
       if (this.replicas.has(key)) continue
-      const s: Supervised = { spec, proc: null, pid: null, startTime: null, state: 'failed', exitCode: null, restarts: 0, startedAt: r.startedAt, timer: null, stopping: false, placeholder: true }
+      const cgroup = r.cgroup && existsSync(r.cgroup.dir) ? r.cgroup : null
+      const s: Supervised = { spec, proc: null, pid: null, startTime: null, state: 'failed', exitCode: null, restarts: 0, startedAt: r.startedAt, timer: null, stopping: false, placeholder: true, cgroup, uid: r.uid ?? null, reason: null }
       if (sameProcess(r.pid, r.startTime, r.boot)) {
         Object.assign(s, { pid: r.pid, startTime: r.startTime, state: 'running' })
-        log.info(`replica ${r.project}/${r.replica} (pid ${r.pid}) is still running: adopted`)
+        log.info(`replica ${r.project}/${r.replica} (pid ${r.pid}) is still running: adopted${cgroup ? ` with its cgroup ${cgroup.dir}` : ''}`)
       } else {
         this.exitedUnseen(s, r.pid, 'while no Agent ran')
+        gone.push(s)
       }
       this.replicas.set(key, s)
     }
+    // What the gone ones left behind dies now (their cgroups; or their project's uid, when no replica of it is left).
+    for (const s of gone) void this.ended(s)
+    this.sweep()
     this.save()
+  }
+
+  /** Kills and removes replica cgroups under this runner's subtree that no record names (left by a crash between start and record). */
+  private sweep(): void {
+    const cgroups = this.opts.cgroups
+    if (!cgroups) return
+    const known = new Set([...this.replicas.values()].map((s) => s.cgroup?.dir))
+    for (const name of cgroups.list()) {
+      const cg = cgroups.named(name)
+      if (known.has(cg.dir)) continue
+      log.warn(`cgroup ${cg.dir} belongs to no recorded replica: its processes are stopped`)
+      void killCgroup(cg).then(() => removeCgroup(cg))
+    }
+  }
+
+  /**
+   * After a replica's main process ended (or before it starts again): every
+   * process it left is killed — its cgroup, or where it has none and no other
+   * replica of its project runs here, every process of its project's uid.
+   */
+  private async ended(s: Supervised): Promise<void> {
+    const cg = s.cgroup
+    if (cg) {
+      if (!(await killCgroup(cg))) log.warn(`replica ${s.spec.project}/${s.spec.replica}: processes left in ${cg.dir} did not die (${cgroupMembers(cg).join(' ')})`)
+      removeCgroup(cg)
+      if (s.cgroup === cg) s.cgroup = null
+      return
+    }
+    const uid = s.uid
+    if (uid === null || !inMusterRange(uid)) return
+    const others = [...this.replicas.values()].some((o) => o !== s && o.spec.project === s.spec.project && o.pid !== null)
+    if (!others) await killProcessesOf(uid)
   }
 
   private exitedUnseen(s: Supervised, pid: number, when: string): void {
@@ -160,6 +231,7 @@ export class Runner {
       if (s.proc || s.pid === null || s.stopping || s.state !== 'running') continue
       if (sameProcess(s.pid, s.startTime ?? '', bootId())) continue
       this.exitedUnseen(s, s.pid, 'after this Agent adopted it')
+      void this.ended(s)
       this.save()
       this.opts.onChange()
       if (!s.placeholder) this.scheduleRestart(s)
@@ -167,22 +239,25 @@ export class Runner {
   }
 
   private start(key: string, spec: AssignedReplica): void {
-    const s: Supervised = { spec, proc: null, pid: null, startTime: null, state: 'pending', exitCode: null, restarts: 0, startedAt: 0, timer: null, stopping: false, placeholder: false }
+    const s: Supervised = { spec, proc: null, pid: null, startTime: null, state: 'pending', exitCode: null, restarts: 0, startedAt: 0, timer: null, stopping: false, placeholder: false, cgroup: null, uid: null, reason: null }
     this.replicas.set(key, s)
     this.launch(s)
   }
 
   private launch(s: Supervised): void {
     const { spec } = s
-    const runAs = this.opts.runAs
+    const runAs = this.opts.runAs?.(spec.project)
     const file = this.logFile(spec.project, spec.replica)
     this.writeLog(file, `--- ${new Date().toISOString()} starting revision ${spec.revision}: ${spec.command.join(' ')}\n`)
     let fd: number | undefined
+    let cg: ReplicaCgroup | null = null
     try {
+      if (this.opts.cgroups) cg = this.opts.cgroups.create(`${spec.project}.${spec.replica}.${spec.revision}.${Date.now()}`, { cpu: spec.cpu, memory: spec.memory })
       fd = openForAppend(file)
-      s.proc = Bun.spawn(spec.command, {
+      s.proc = Bun.spawn(['/bin/sh', '-c', SHIM, 'muster-replica', ...spec.command], {
         env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: runAs ? runAs.home : (process.env.HOME ?? '/'), ...spec.env, MUSTER_PROJECT: spec.project, MUSTER_REPLICA: String(spec.replica) },
-        stdin: 'ignore',
+        // Only the go-ahead line (the command itself gets /dev/null).
+        stdin: 'pipe',
         // A file, not a pipe to the Agent: the replica writes on when the Agent is gone.
         stdout: fd,
         stderr: fd,
@@ -190,16 +265,27 @@ export class Runner {
         detached: true,
         ...(runAs ? { uid: runAs.uid, gid: runAs.gid, cwd: runAs.home } : {}),
       })
+      if (cg && !enterCgroup(cg, s.proc.pid)) {
+        s.proc.kill('SIGKILL')
+        throw new Error(`cannot move it into its cgroup ${cg.dir}`)
+      }
+      const go = s.proc.stdin as Bun.FileSink
+      go.write('\n')
+      void go.end()
     } catch (e) {
       s.proc = null
       s.state = 'failed'
       s.exitCode = 127
+      if (cg) removeCgroup(cg)
       this.writeLog(file, `cannot start: ${(e as Error).message}\n`)
       this.scheduleRestart(s)
       return
     } finally {
       if (fd !== undefined) closeSync(fd)
     }
+    s.cgroup = cg
+    s.uid = runAs && inMusterRange(runAs.uid) ? runAs.uid : null
+    s.reason = null
     const proc = s.proc
     s.pid = proc.pid
     s.startTime = procStat(proc.pid)?.startTime ?? null
@@ -208,21 +294,24 @@ export class Runner {
     s.startedAt = Date.now()
     this.save()
     this.opts.onChange()
-    void proc.exited.then((code) => {
+    void proc.exited.then(async (code) => {
       if (s.proc !== proc) return
+      const oom = cg !== null && oomKills(cg) > 0
       s.proc = null
       s.pid = null
       s.exitCode = code
-      this.writeLog(file, `--- exited with ${code}\n`)
+      this.writeLog(file, oom ? `--- killed by the kernel: past its memory limit (${spec.memory} MB); exited with ${code}\n` : `--- exited with ${code}\n`)
       if (this.released) return
+      await this.ended(s)
       this.save()
       if (s.stopping) {
         s.state = 'stopped'
         return
       }
       s.state = 'failed'
+      s.reason = oom ? 'out-of-memory' : null
       this.opts.onChange()
-      log.warn(`replica ${spec.project}/${spec.replica} exited with ${code}`)
+      log.warn(`replica ${spec.project}/${spec.replica} exited with ${code}${oom ? ' (killed for its memory limit)' : ''}`)
       this.scheduleRestart(s)
     })
   }
@@ -246,13 +335,19 @@ export class Runner {
     if (pid !== null) {
       const proc = s.proc
       const startTime = s.startTime ?? ''
+      const cg = s.cgroup
       // Our child: its exit is awaited. Adopted: watched in /proc until it is no longer that process.
       const gone = proc ? proc.exited.then(() => {}) : this.until(() => !sameProcess(pid, startTime, bootId()))
-      signalGroup(pid, 'SIGTERM')
-      const killer = setTimeout(() => signalGroup(pid, 'SIGKILL'), this.opts.stopGraceMs)
+      // Every process of the replica gets the TERM (its cgroup, else its group), then the KILL after the grace.
+      if (cg) signalCgroup(cg, 'SIGTERM')
+      else signalGroup(pid, 'SIGTERM')
+      const killer = setTimeout(() => (cg ? void killCgroup(cg) : signalGroup(pid, 'SIGKILL')), this.opts.stopGraceMs)
       await gone
       clearTimeout(killer)
       signalGroup(pid, 'SIGKILL') // anything the replica left behind in its group
+      await this.ended(s)
+    } else {
+      await this.ended(s)
     }
     s.state = 'stopped'
     s.pid = null
@@ -272,7 +367,7 @@ export class Runner {
     const records: ReplicaRecord[] = []
     for (const s of this.replicas.values()) {
       if (s.pid === null || s.startTime === null || s.state !== 'running') continue
-      records.push({ project: s.spec.project, replica: s.spec.replica, revision: s.spec.revision, pid: s.pid, startTime: s.startTime, boot, startedAt: s.startedAt })
+      records.push({ project: s.spec.project, replica: s.spec.replica, revision: s.spec.revision, pid: s.pid, startTime: s.startTime, boot, startedAt: s.startedAt, ...(s.cgroup ? { cgroup: s.cgroup } : {}), ...(s.uid !== null ? { uid: s.uid } : {}) })
     }
     try {
       writeFileAtomic(this.opts.stateFile, `${JSON.stringify({ replicas: records }, null, 2)}\n`, 0o600)

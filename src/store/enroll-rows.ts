@@ -20,7 +20,8 @@ export interface EnrollReads {
   tombstoned: boolean
 }
 
-const TOKEN_COLUMNS = ['id', 'secret_hash', 'kind', 'node_id', 'name_pattern', 'label', 'max_uses', 'uses', 'created_at', 'expires_at', 'revoked_at'] as const
+// Every column of join_tokens (test/store/enroll-rows.test.ts holds the list to the table's).
+export const TOKEN_COLUMNS = ['id', 'secret_hash', 'kind', 'node_id', 'name_pattern', 'label', 'max_uses', 'uses', 'created_at', 'expires_at', 'revoked_at', 'provision_id'] as const
 
 const READS = `SELECT ${TOKEN_COLUMNS.map((c) => `t.${c} AS jt_${c}`).join(', ')},
     CASE WHEN EXISTS (SELECT 1 FROM node_tombstones WHERE name = ?2) THEN 1 ELSE 0 END AS tombstoned, ${NODE_COLUMNS}

@@ -14,11 +14,13 @@ export interface JoinTokenRow {
   created_at: number
   expires_at: number
   revoked_at: number | null
+  /** The provision a first-boot token was minted for (Hetzner, DigitalOcean): bound to the server it created. */
+  provision_id?: string | null
 }
 
 export async function insertJoinToken(db: Db, t: Omit<JoinTokenRow, 'uses' | 'revoked_at'>): Promise<void> {
-  await db.run(`INSERT INTO join_tokens (id, secret_hash, kind, node_id, name_pattern, label, max_uses, created_at, expires_at)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`, t.id, t.secret_hash, t.kind, t.node_id, t.name_pattern, t.label, t.max_uses, t.created_at, t.expires_at)
+  await db.run(`INSERT INTO join_tokens (id, secret_hash, kind, node_id, name_pattern, label, max_uses, created_at, expires_at, provision_id)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)`, t.id, t.secret_hash, t.kind, t.node_id, t.name_pattern, t.label, t.max_uses, t.created_at, t.expires_at, t.provision_id ?? null)
 }
 
 export async function getJoinToken(db: Db, id: string): Promise<JoinTokenRow | null> {

@@ -4,12 +4,12 @@ import type { Db } from './db.ts'
 
 export interface SessionRow {
   account: string
-  origin: 'password' | 'vouch'
+  origin: 'password' | 'vouch' | 'sso'
   role_cap: string | null
   expires_at: number
 }
 
-export async function insertSession(db: Db, idHash: string, account: string, now: number, expiresAt: number, opts: { origin?: 'password' | 'vouch'; roleCap?: string | null } = {}): Promise<void> {
+export async function insertSession(db: Db, idHash: string, account: string, now: number, expiresAt: number, opts: { origin?: 'password' | 'vouch' | 'sso'; roleCap?: string | null } = {}): Promise<void> {
   await db.run('INSERT INTO sessions (id_hash, account, created_at, expires_at, origin, role_cap) VALUES (?1, ?2, ?3, ?4, ?5, ?6)', idHash, account, now, expiresAt, opts.origin ?? 'password', opts.roleCap ?? null)
 }
 

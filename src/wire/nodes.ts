@@ -34,6 +34,8 @@ const ReplicaStatus = v.object({
   state: v.picklist(['pending', 'running', 'failed', 'stopped']),
   exitCode: v.optional(v.nullable(v.number())),
   revision: v.optional(v.number()),
+  /** Why it failed, when its node knows more than the exit status (killed for its memory limit). */
+  reason: v.optional(v.picklist(['out-of-memory'])),
 })
 /** A replica as its node reports it in a heartbeat. */
 export type ReplicaStatus = v.InferOutput<typeof ReplicaStatus>
@@ -51,8 +53,16 @@ export const Rebind = v.object({ ttlMinutes: v.optional(v.pipe(v.number(), v.int
 export const Drain = v.object({ drained: v.optional(v.boolean()) })
 
 /** POST /api/v1/nodes/enroll */
+/** The clouds whose signed identity document admits a machine the Platform created (docs/cloud.md). */
+export const IDENTITY_PROVIDERS = ['aws', 'gcp', 'azure'] as const
+export type IdentityProvider = (typeof IDENTITY_PROVIDERS)[number]
+
 export const EnrollBody = v.object({
-  token: v.pipe(v.string(), v.maxLength(200)),
+  /** A join token, or `identity` (a cloud's signed document; docs/cloud.md): exactly one. */
+  token: v.optional(v.pipe(v.string(), v.maxLength(200))),
+  identity: v.optional(v.object({ provider: v.picklist(IDENTITY_PROVIDERS), document: v.pipe(v.string(), v.minLength(1), v.maxLength(32768)) })),
+  /** The server id the node's metadata service gives (Hetzner, DigitalOcean): a first-boot token is bound to it. */
+  machineId: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9-]{1,64}$/, 'expected a server id'))),
   nodeId: NodeName,
   certPem: v.pipe(v.string(), v.minLength(1), v.maxLength(16384)),
   url: v.optional(v.pipe(v.string(), v.maxLength(300), v.url('expected an https URL'), v.startsWith('https://', 'expected an https URL'))),
@@ -63,8 +73,17 @@ export const EnrollBody = v.object({
   proofTime: v.optional(v.unknown()),
   proof: v.optional(v.unknown()),
 })
-/** `proofTime` and `proof` come from signEnrollProof (src/crypto/enroll-proof.ts) with the agent key. */
-export type EnrollRequest = { token: string; nodeId: string; certPem: string; url?: string; version?: string; labels?: Record<string, string>; proofTime: number; proof: string }
+/**
+ * `proofTime` and `proof` come from signEnrollProof (src/crypto/enroll-proof.ts) with the agent key. A join
+ * token, or a cloud identity; `machineId` is the server id a bound first-boot token needs.
+ */
+export type EnrollRequest = { token?: string; identity?: { provider: IdentityProvider; document: string }; machineId?: string; nodeId: string; certPem: string; url?: string; version?: string; labels?: Record<string, string>; proofTime: number; proof: string }
+/** POST /api/v1/nodes/identity-challenge: the nonce an Azure machine's attested data must carry (docs/cloud.md). */
+export const IdentityChallengeBody = v.object({ nodeId: NodeName })
+export interface IdentityChallenge {
+  nonce: string
+  expiresAt: string
+}
 /** POST /api/v1/nodes/renew: a rotated-away (previous-generation) credential needs signRenewProof's fields. */
 export const RenewBody = v.object({ proofTime: v.optional(v.unknown()), proof: v.optional(v.unknown()) })
 
@@ -194,6 +213,8 @@ export interface EnrollmentToken {
   nodeId: string
   token: string
   expiresAt: string
+  /** A rebind of a node that joined by its cloud identity: its machine may join so once more (docs/cloud.md). */
+  cloudIdentity?: true
 }
 /** POST /api/v1/nodes/enrollments and POST /api/v1/nodes/:name/rebind */
 export type Enrollment = EnrollmentToken & JoinCommands

@@ -35,6 +35,8 @@ export interface PlacementView {
   node: string | null
   state: 'pending' | 'running' | 'failed' | 'stopped'
   exitCode?: number | null
+  /** Why it failed, when its node knows (killed for its memory limit). */
+  reason?: 'out-of-memory'
 }
 
 /** A project as the API shows it (env values masked for who may not manage projects). */

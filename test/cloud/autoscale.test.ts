@@ -19,8 +19,8 @@ afterAll(() => void (saved === undefined ? delete process.env.MUSTER_CLOUD_AUTOS
 
 const nodes: ReturnType<typeof createClient>[] = []
 
-async function join(p: ListenerPlatform, name: string, token: string) {
-  const r = await enrollRaw(p.url, { token, nodeId: name, certPem: (await newCert(name)).certPem, version: VERSION })
+async function join(p: ListenerPlatform, name: string, token: string, machineId?: string) {
+  const r = await enrollRaw(p.url, { token, nodeId: name, certPem: (await newCert(name)).certPem, version: VERSION, ...(machineId ? { machineId } : {}) })
   expect(r.status).toBe(200)
   const { credential } = (await r.json()) as { credential: string }
   nodes.push(createClient({ url: p.url, token: credential }))
@@ -101,7 +101,7 @@ describe('automatic scale-out', () => {
     expect(second).toMatchObject({ action: 'requested' })
     expect(hz.book.created).toHaveLength(2)
     const boot = readFirstBoot(hz.book.created[1]!.userData)
-    await join(p, boot.env.MUSTER_NODE_ID!, boot.token)
+    await join(p, boot.env.MUSTER_NODE_ID!, boot.token!, hz.book.created[1]!.id)
     await cloud.provisioner.reconcile()
     expect((await p.client.cloud.provisionInfo((second as { provisionId: string }).provisionId)).state).toBe('ready')
 

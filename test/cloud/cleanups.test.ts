@@ -25,8 +25,10 @@ async function hetzner(p: ListenerPlatform) {
 
 const firstBootOf = async (p: ListenerPlatform, id: string) => (await p.platform.store.get<{ first_boot: Uint8Array | null }>('SELECT first_boot FROM cloud_provisions WHERE id = ?1', id))!.first_boot
 
+/** Enrolls as the machine of the provision `name` would: its first-boot token, from the server it is bound to. */
 async function enrollFrom(p: ListenerPlatform, name: string, token: string) {
-  return enrollRaw(p.url, { token, nodeId: name, certPem: (await newCert(name)).certPem, version: VERSION })
+  const row = await p.platform.store.get<{ machine_id: string | null }>('SELECT machine_id FROM cloud_provisions WHERE name = ?1 ORDER BY created_at DESC LIMIT 1', name)
+  return enrollRaw(p.url, { token, nodeId: name, certPem: (await newCert(name)).certPem, version: VERSION, ...(row?.machine_id ? { machineId: row.machine_id } : {}) })
 }
 
 describe('a provision that stops starting', () => {
@@ -35,7 +37,7 @@ describe('a provision that stops starting', () => {
     const { cloud, s } = await hetzner(p)
     await using _fake = s.fake
     const prv = await p.client.cloud.provision({ provider: 'hetzner', name: 'slow-1', region: s.region, size: s.size })
-    const token = readFirstBoot(s.fake.book.created[0]!.userData).token
+    const token = readFirstBoot(s.fake.book.created[0]!.userData).token!
     expect(await firstBootOf(p, prv.id)).not.toBeNull()
     p.advance(cloud.provisioner.timeoutMs + 1000)
     await cloud.provisioner.reconcile()
@@ -47,12 +49,29 @@ describe('a provision that stops starting', () => {
     expect((await p.client.nodes.list()).nodes.map((n) => n.name)).not.toContain('slow-1')
   })
 
+  test('failed early (its machine gone): its first-boot token, still within its lifetime, enrolls nothing', async () => {
+    await using p = await startListenerPlatform()
+    const { cloud, s } = await hetzner(p)
+    await using _fake = s.fake
+    const prv = await p.client.cloud.provision({ provider: 'hetzner', name: 'gone-1', region: s.region, size: s.size })
+    const token = readFirstBoot(s.fake.book.created[0]!.userData).token!
+    await waitFor(async () => (await cloud.provisioner.reconcile(), (await p.platform.store.get<{ seen_at: number | null }>('SELECT seen_at FROM cloud_provisions WHERE id = ?1', prv.id))?.seen_at != null), { what: 'the machine seen' })
+    // someone deletes the server behind muster's back: the provision fails long before the token would expire
+    const machineId = s.fake.book.created[0]!.id
+    s.fake.book.remove(machineId)
+    await cloud.provisioner.reconcile()
+    expect((await p.client.cloud.provisionInfo(prv.id)).state).toBe('failed')
+    const r = await enrollRaw(p.url, { token, machineId, nodeId: 'gone-1', certPem: (await newCert('gone-1')).certPem, version: VERSION })
+    expect(r.status).toBe(403)
+    expect((await p.client.nodes.list()).nodes.map((n) => n.name)).not.toContain('gone-1')
+  })
+
   test('ready: the sealed first-boot data is dropped', async () => {
     await using p = await startListenerPlatform()
     const { cloud, s } = await hetzner(p)
     await using _fake = s.fake
     const prv = await p.client.cloud.provision({ provider: 'hetzner', name: 'fast-1', region: s.region, size: s.size })
-    const token = readFirstBoot(s.fake.book.created[0]!.userData).token
+    const token = readFirstBoot(s.fake.book.created[0]!.userData).token!
     const enrolled = await enrollFrom(p, 'fast-1', token)
     expect(enrolled.status).toBe(200)
     const { credential } = (await enrolled.json()) as { credential: string }
@@ -66,7 +85,7 @@ describe('a provision that stops starting', () => {
     const { s } = await hetzner(p)
     await using _fake = s.fake
     const prv = await p.client.cloud.provision({ provider: 'hetzner', name: 'busy-1', region: s.region, size: s.size })
-    const enrolled = await enrollFrom(p, 'busy-1', readFirstBoot(s.fake.book.created[0]!.userData).token)
+    const enrolled = await enrollFrom(p, 'busy-1', readFirstBoot(s.fake.book.created[0]!.userData).token!)
     const { credential } = (await enrolled.json()) as { credential: string }
     const beat = () => fetch(`${p.url}/api/v1/nodes/register`, { method: 'POST', headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' }, body: JSON.stringify({ version: VERSION, capacity: { cpuMillis: 2000, memoryMB: 2048 } }) })
     expect((await beat()).status).toBe(200)

@@ -1,20 +1,35 @@
 // The whole path through dist/muster: a Platform started by the test with its
 // enrollment listener, the Hetzner fake, and a fake machine that boots from the
-// first-boot data it was given — downloads the Platform's binary, checks it,
-// joins with the token from its root-only file, runs the Agent — until ready.
-import { describe, expect, test } from 'bun:test'
+// first-boot data it was given, in a network namespace of its own
+// (test/fakes/cloud-machine.ts) — join.sh downloads the Platform's binary,
+// checks it, joins with the token from its root-only file, bound to the server
+// id its metadata service gives, and starts the Agent, which the Platform
+// probes (--probe) — until ready.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { runMuster, startServe } from '../helpers/binary.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { startHetznerFake } from '../fakes/hetzner.ts'
-import { bootMachine, type BootedMachine } from '../fakes/machine.ts'
+import { bootCloudMachine, type CloudMachine } from '../fakes/cloud-machine.ts'
+import { metadataFor } from './identity/_clouds.ts'
+import { describeWithNetns, Network } from '../helpers/netns.ts'
 
-describe('cloud through dist/muster', () => {
+describeWithNetns('cloud through dist/muster', () => {
+  let net: Network
+  beforeAll(() => {
+    net = Network.bare(['cloud-e2e'])
+  })
+  afterAll(() => net?.destroy())
+
   test('connect from stdin, regions, sizes, provision → a machine that joins by itself and is ready, release, disconnect', { timeout: 180_000 }, async () => {
     using dir = tmpDir('muster-cloud-e2e-')
     await using hz = startHetznerFake()
     hz.book.bootMs = 400
-    const machines = new Map<string, BootedMachine>()
-    hz.book.onBoot = (m) => machines.set(m.id, bootMachine(m.userData, `${dir.path}/machine-${m.id}`))
+    const machines = new Map<string, CloudMachine>()
+    const ports: number[] = []
+    // the machine's "public" address: a loopback address of its own, relayed to its Agent in the namespace
+    const publicAddress = `127.${1 + (process.pid % 200)}.${Math.floor(Math.random() * 250) + 1}.${Math.floor(Math.random() * 250) + 1}`
+    hz.book.onBoot = (m) =>
+      void bootCloudMachine(net.host('cloud-e2e'), { userData: m.userData, metadata: metadataFor(null, 'hetzner', m), platformPorts: ports, dir: `${dir.path}/m${m.id}`, publicAddress, agentEnv: { MUSTER_AGENT_HEARTBEAT_MS: '300' } }).then((b) => machines.set(m.id, b))
     hz.book.onDelete = (m) => void machines.get(m.id)?.stop()
     try {
       await using serve = await startServe(`${dir.path}/platform`, ['--enrollment-port', '0', '--enrollment-address', '127.0.0.1'], {
@@ -22,6 +37,8 @@ describe('cloud through dist/muster', () => {
         MUSTER_CLOUD_HETZNER_URL: hz.url,
         MUSTER_CLOUD_RECONCILE_MS: '300',
       })
+      const enrollUrl = (await serve.waitForLog(/enrollment listener on (https:\/\/\S+)/))[1]!
+      ports.push(Number(new URL(enrollUrl).port), Number(new URL(serve.url).port))
       const { token: apiToken } = JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', `${dir.path}/platform`, '--json'])).stdout) as { token: string }
       const env = { MUSTER_URL: serve.url, MUSTER_TOKEN: apiToken }
       const cli = async (args: string[], stdin?: string) => {
@@ -64,7 +81,7 @@ describe('cloud through dist/muster', () => {
         return r.state === 'ready' ? r : null
       }, { timeoutMs: 60_000, intervalMs: 300, what: `ready (machine log: ${[...machines.values()].map((m) => m.log()).join('\n')})` })
       expect(ready).toMatchObject({ node: { name: 'cloud-e2e', state: 'ready' }, machineStatus: 'running' })
-      expect((await machines.values().next().value!.joined).code).toBe(0)
+      expect((await machines.values().next().value!.booted).code).toBe(0)
       const nodes = JSON.parse((await runMuster(['nodes', 'list', '--json'], { env })).stdout) as { nodes: { name: string; state: string }[] }
       expect(nodes.nodes.find((n) => n.name === 'cloud-e2e')?.state).toBe('ready')
       const status = await cli(['status', '--json'])

@@ -2,7 +2,9 @@
 // its own credential shape; a provision whose first create answer is lost (and
 // whose machine the provider does not show at first, where the provider is
 // eventually consistent) retries with byte-identical first-boot data and ends
-// with exactly one machine, whose token enrolls; it is ready; release deletes it.
+// with exactly one machine, which joins (AWS, GCP, Azure by the identity their
+// cloud signs; Hetzner, DigitalOcean with the token, from the server it is
+// bound to); it is ready; release deletes it.
 import { describe, expect, test } from 'bun:test'
 import { cloudOf } from '../../src/cloud/service.ts'
 import { createClient } from '../../src/client/index.ts'
@@ -12,7 +14,8 @@ import { enrollRaw, newCert } from '../helpers/certs.ts'
 import { startListenerPlatform } from '../helpers/node-side.ts'
 import { onEngine } from '../helpers/platform.ts'
 import { ENGINES } from '../helpers/postgres.ts'
-import { waitFor } from '../helpers/tmp.ts'
+import { tmpDir, waitFor } from '../helpers/tmp.ts'
+import { documentFor, makeClouds } from './identity/_clouds.ts'
 import { FAST_RETRY } from './_ctx.ts'
 import { SETUPS } from './_setups.ts'
 import type { ProviderName } from '../../src/wire/cloud.ts'
@@ -23,7 +26,9 @@ describe.each(ENGINES)('on %s', (engine) => {
   describe('provisioning at every provider', () => {
     for (const provider of Object.keys(SETUPS) as ProviderName[]) {
       test(`${provider}: the first create answer lost → the same first-boot data again, one machine, ready, release`, async () => {
-        await using p = await startListenerPlatform()
+        using dir = tmpDir('muster-every-')
+        const clouds = makeClouds(dir.path)
+        await using p = await startListenerPlatform({ cloudIdentityRoots: clouds.rootsFile })
         const cloud = cloudOf(p.platform)
         cloud.binary = { url: 'https://releases.example/muster', sha256: 'ef'.repeat(32) }
         cloud.retry = FAST_RETRY
@@ -64,12 +69,21 @@ describe.each(ENGINES)('on %s', (engine) => {
         expect(new Set(sent).size).toBe(1)
         expect(sent[0]).toBe(s.fake.book.created[0]!.userData)
 
-        // 3. the token in it is the one that enrolls
-        const boot = readFirstBoot(s.fake.book.created[0]!.userData)
+        // 3. the machine joins: by its cloud identity (no token in its user data), or with the token, from its server
+        const made = s.fake.book.created[0]!
+        const boot = readFirstBoot(made.userData)
         expect(boot.env).toMatchObject({ MUSTER_NODE_ID: `${provider}-w1`, MUSTER_PLATFORM_URL: p.enrollUrl, MUSTER_PLATFORM_FINGERPRINT: p.fingerprint, MUSTER_PROBE: 'no' })
         const secrets = typeof s.credentials === 'string' ? [s.credentials] : Object.values(s.credentials).map(String)
-        for (const secret of secrets.filter((x) => x.length > 20)) expect(s.fake.book.created[0]!.userData).not.toContain(secret)
-        const r = await enrollRaw(p.url, { token: boot.token, nodeId: `${provider}-w1`, certPem: (await newCert(`${provider}-w1`)).certPem, version: VERSION })
+        for (const secret of secrets.filter((x) => x.length > 20)) expect(made.userData).not.toContain(secret)
+        const certPem = (await newCert(`${provider}-w1`)).certPem
+        let admit: Record<string, unknown>
+        if (provider === 'aws' || provider === 'gcp' || provider === 'azure') {
+          expect(boot.token).toBeUndefined()
+          expect(made.userData).not.toContain('mjt_')
+          const nonce = provider === 'azure' ? (await p.client.nodes.identityChallenge(`${provider}-w1`)).nonce : undefined
+          admit = { identity: { provider, document: await documentFor(clouds, provider, made, { audience: p.enrollUrl, nonce }) } }
+        } else admit = { token: boot.token, machineId: made.id }
+        const r = await enrollRaw(p.url, { ...admit, nodeId: `${provider}-w1`, certPem, version: VERSION })
         expect(r.status).toBe(200)
         await createClient({ url: p.url, token: ((await r.json()) as { credential: string }).credential }).nodes.register({ version: VERSION })
         expect(await p.client.cloud.provisionInfo(prv.id)).toMatchObject({ state: 'ready', node: { state: 'ready' } })

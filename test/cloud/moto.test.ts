@@ -16,7 +16,10 @@ import { CLOSED } from '../../src/cloud/provider.ts'
 import { AwsProvider } from '../../src/cloud/providers/aws.ts'
 import { cloudOf } from '../../src/cloud/service.ts'
 import { readFirstBoot } from '../fakes/first-boot.ts'
+import { documentFor, makeClouds } from './identity/_clouds.ts'
 import { startListenerPlatform } from '../helpers/node-side.ts'
+import { enrollRaw, newCert } from '../helpers/certs.ts'
+import { VERSION } from '../../src/version.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { ctx, FAST_RETRY } from './_ctx.ts'
 import { awsUserData } from './_setups.ts'
@@ -89,7 +92,10 @@ describe.skipIf(!MOTO)(MOTO ? 'aws against moto_server' : 'aws against moto_serv
     expect(raw.length).toBeLessThanOrEqual(16_384 - 4096)
     const boot = readFirstBoot(awsUserData(b64))
     expect(boot.env).toMatchObject({ MUSTER_NODE_ID: 'moto-w1', MUSTER_ROLE: 'build', MUSTER_PROBE: 'no', MUSTER_SSH: 'no' })
-    expect(boot.token).toMatch(/^mjt_/)
+    // nothing secret: the machine joins with its instance identity document
+    expect(boot.token).toBeUndefined()
+    expect(awsUserData(b64)).not.toContain('mjt_')
+    expect(boot.env.MUSTER_PROVIDER).toBe('aws')
     const groupId = textOf(items(inst, 'groupSet')[0], 'groupId')!
     const group = items(await ec2().call('eu-central-1', 'DescribeSecurityGroups', { 'GroupId.1': groupId }), 'securityGroupInfo')[0]!
     expect(textOf(group, 'groupName')).toBe('muster-closed')
@@ -106,12 +112,14 @@ describe.skipIf(!MOTO)(MOTO ? 'aws against moto_server' : 'aws against moto_serv
     await ec2().call('eu-central-1', 'TerminateInstances', { 'InstanceId.1': id2 }, true)
     await cloud.provisioner.reconcile()
     expect(await p.client.cloud.provisionInfo(prv2.id)).toMatchObject({ state: 'failed', reason: expect.stringMatching(/^the machine is (terminated|shutting-down) at aws: Client\.UserInitiatedShutdown/) })
-    expect((await p.client.nodes.list()).pendingEnrollments.map((e) => e.nodeId)).toEqual(['moto-w1'])
+    // no token at AWS: the Platform expects the machine, by the instance id EC2 answered
+    expect((await p.client.nodes.list()).pendingEnrollments).toEqual([])
+    expect(await p.platform.store.get('SELECT attested_id, revoked_at FROM cloud_expected_machines WHERE node_name = ?1 AND revoked_at IS NULL', 'moto-w1')).toEqual({ attested_id: id, revoked_at: null })
 
-    // release: the instance is terminated at moto, the token revoked
+    // release: the instance is terminated at moto, the machine expected no more
     expect((await p.client.cloud.release(prv.id)).state).toBe('released')
     expect(textOf(await instance(id), 'instanceState', 'name')).toMatch(/^(shutting-down|terminated)$/)
-    expect((await p.client.nodes.list()).pendingEnrollments).toEqual([])
+    expect(await p.platform.store.get('SELECT COUNT(*) AS n FROM cloud_expected_machines WHERE node_name = ?1 AND revoked_at IS NULL', 'moto-w1')).toEqual({ n: 0 })
 
     // what moto does not do (and the fake does): a repeated ClientToken makes a second instance here, where EC2 answers the first
     const direct = ec2()
@@ -122,5 +130,33 @@ describe.skipIf(!MOTO)(MOTO ? 'aws against moto_server' : 'aws against moto_serv
     else console.log('moto lacks ClientToken idempotency (a second instance for the same token): covered by test/fakes/aws.ts')
     const filter = await direct.call('eu-central-1', 'DescribeInstances', { 'Filter.1.Name': 'client-token', 'Filter.1.Value.1': req.requestId }).then(() => 'answers', () => 'fails')
     console.log(`moto's client-token filter ${filter}; muster finds instances by their muster-request tag, which EC2 and moto both filter`)
+  })
+
+  test('identity joins ask DescribeInstances at moto: a running instance joins; a stopped one is refused', async () => {
+    using rootsDir = tmpDir('muster-moto-roots-')
+    const clouds = makeClouds(rootsDir.path)
+    await using p = await startListenerPlatform({ cloudIdentityRoots: clouds.rootsFile })
+    const cloud = cloudOf(p.platform)
+    cloud.binary = { url: 'https://releases.example/muster', sha256: 'ef'.repeat(32) }
+    cloud.retry = FAST_RETRY
+    cloud.endpoints.aws = url
+    cloud.endpoints.awsSts = url
+    await p.client.cloud.connect('aws', KEY)
+    // the document each instance's metadata service would sign (its id and launch time as moto has them)
+    const documentOf = async (name: string) => {
+      const prv = await p.client.cloud.provision({ provider: 'aws', name, region: 'eu-central-1', size: 't3.small' })
+      const inst = await instance(prv.machineId!.split('/')[1]!)
+      const m = { id: textOf(inst, 'instanceId')!, name, region: 'eu-central-1', size: 't3.small', userData: '', labels: {}, running: true, createdAt: Date.parse(textOf(inst, 'launchTime')!), address: '', extra: { imageId: textOf(inst, 'imageId') } }
+      return { id: m.id, document: await documentFor(clouds, 'aws', m) }
+    }
+    const join = async (name: string, document: string) => enrollRaw(p.url, { identity: { provider: 'aws', document }, nodeId: name, certPem: (await newCert(name)).certPem, version: VERSION })
+    const running = await documentOf('moto-id1')
+    expect((await join('moto-id1', running.document)).status).toBe(200)
+    const stopped = await documentOf('moto-id2')
+    await ec2().call('eu-central-1', 'StopInstances', { 'InstanceId.1': stopped.id }, true)
+    const r = await join('moto-id2', stopped.document)
+    expect(r.status).toBe(403)
+    const { entries } = await p.client.nodes.audit()
+    expect(entries.find((e) => e.nodeId === 'moto-id2')?.reason).toMatch(new RegExp(`^identity: instance ${stopped.id} is (stopping|stopped)$`))
   })
 })

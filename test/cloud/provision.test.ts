@@ -39,9 +39,9 @@ async function setup() {
 }
 
 /** What the machine would do with its first-boot data: enroll with the token, then heartbeat. */
-async function actAsMachine(url: string, userData: string) {
+async function actAsMachine(url: string, userData: string, machineId: string) {
   const boot = readFirstBoot(userData)
-  const r = await enrollRaw(url, { token: boot.token, nodeId: boot.env.MUSTER_NODE_ID, certPem: (await newCert(boot.env.MUSTER_NODE_ID)).certPem, version: VERSION })
+  const r = await enrollRaw(url, { token: boot.token, machineId, nodeId: boot.env.MUSTER_NODE_ID, certPem: (await newCert(boot.env.MUSTER_NODE_ID)).certPem, version: VERSION })
   expect(r.status).toBe(200)
   const { credential } = (await r.json()) as { credential: string }
   await createClient({ url, token: credential }).nodes.register({ version: VERSION, capacity: { cpuMillis: 2000, memoryMB: 4096 } })
@@ -83,7 +83,9 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(Bun.spawnSync(['sh', '-n'], { stdin: new TextEncoder().encode(installer) }).exitCode).toBe(0)
       const join = boot.files.get('/root/muster-first-boot/join.sh')!.content
       expect(join).toContain('sh ./install.sh --role worker --from "$MUSTER_BINARY_URL" --sha256 "$MUSTER_BINARY_SHA256"')
-      expect(join).toMatch(/runuser -u muster -- \/usr\/local\/bin\/muster worker join [^\n]*\\\n[^\n]*--label "role=\$MUSTER_ROLE" "\$@" <\.\/enrollment-token\n/)
+      expect(join).toMatch(/runuser -u muster -- \/usr\/local\/bin\/muster worker join [^\n]*\\\n[^\n]*--label "role=\$MUSTER_ROLE" \\\n\s+--cloud-identity "\$MUSTER_PROVIDER" "\$@" <"\$TOKEN_FILE"; do\n/)
+      // the token comes on stdin from its root-only file, bound to the server the metadata service names
+      expect(join).toContain('[ ! -f ./enrollment-token ] || TOKEN_FILE=./enrollment-token')
       // no inbound by default: heartbeat-only unless --probe, and SSH stopped unless --allow-ssh-inbound
       expect(join).toContain('set -- --heartbeat-only\nif [ "$MUSTER_PROBE" = yes ]; then')
       expect(join).toContain('if [ "$MUSTER_SSH" != yes ]; then\n\tsystemctl disable --now ssh.socket ssh.service')
@@ -95,11 +97,11 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(lint.exitCode).toBe(0)
       expect(boot.runcmd).toEqual([['sh', '/root/muster-first-boot/join.sh']])
       // the token is only in its file; no provider credential anywhere
-      expect(sent.userData.split(boot.token).length).toBe(2)
+      expect(sent.userData.split(boot.token!).length).toBe(2)
       expect(sent.userData).not.toContain(s.hz.token)
       // the enrollment is pending for that name, and shown nowhere in the provision
       expect((await s.p.client.nodes.list()).pendingEnrollments.map((e) => e.nodeId)).toEqual(['cloud-1'])
-      expect(JSON.stringify(await s.p.client.cloud.provisions())).not.toContain(boot.token.split('.')[1]!)
+      expect(JSON.stringify(await s.p.client.cloud.provisions())).not.toContain(boot.token!.split('.')[1]!)
     })
 
     test('booting → enrolling → ready from the provider and the registry; disconnect refused until release; release deletes and removes', async () => {
@@ -108,7 +110,7 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(prv.state).toBe('booting')
       await waitFor(async () => (await s.p.client.cloud.provisionInfo(prv.id)).state === 'enrolling', { what: 'enrolling' })
       expect((await s.p.client.cloud.provisionInfo(prv.id)).address).toMatch(/^203\.0\.113\./)
-      const boot = await actAsMachine(s.p.url, s.hz.book.created[0]!.userData)
+      const boot = await actAsMachine(s.p.url, s.hz.book.created[0]!.userData, s.hz.book.created[0]!.id)
       expect(boot.env.MUSTER_ROLE).toBe('build')
       const ready = await s.p.client.cloud.provisionInfo(prv.id)
       expect(ready).toMatchObject({ state: 'ready', node: { name: 'cloud-2', state: 'ready' } })
@@ -182,8 +184,11 @@ describe.each(ENGINES)('on %s', (engine) => {
     test('a slow provider: the request answers creating and the create goes on in the background', async () => {
       await using s = await setup()
       s.cloud.provisioner.answerWithinMs = 0
+      // The provider holds the create until the answer is in: the answer cannot race the create.
+      const release = s.hz.holdCreates()
       const prv = await s.p.client.cloud.provision({ provider: 'hetzner', name: 'cloud-8', region: 'fsn1', size: 'cx22' })
       expect(prv).toMatchObject({ state: 'creating', machineId: null })
+      release()
       await waitFor(async () => (await s.p.client.cloud.provisionInfo(prv.id)).machineId !== null, { what: 'machine id' })
       expect(s.hz.book.created).toHaveLength(1)
     })

@@ -5,7 +5,7 @@
 // (Heartbeat answers are not signed: the middle can make the Agent fetch, never
 // make it run what the document's signature does not cover.)
 import { describe, expect, test } from 'bun:test'
-import { existsSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync } from 'node:fs'
 import { runMuster, startMuster, startServe } from '../helpers/binary.ts'
 import { freePort } from '../helpers/node-side.ts'
 import { ASSIGNMENTS_PATH, platformProxy, type PlatformProxy } from '../helpers/proxy.ts'
@@ -33,6 +33,14 @@ async function setUp(dir: string, proxy: PlatformProxy) {
 
 const heartbeats = (proxy: PlatformProxy) => proxy.passed.filter((x) => x.path === '/api/v1/nodes/register')
 
+/** Where replicas (each project runs as a uid of its own) can leave a marker: a sticky world-writable folder they can reach. */
+function markers(dir: string): string {
+  chmodSync(dir, 0o711)
+  mkdirSync(`${dir}/m`)
+  chmodSync(`${dir}/m`, 0o1777)
+  return `${dir}/m`
+}
+
 /** After the Agent logged the refusal: two more heartbeats, none reporting a replica; the marker never written. */
 async function expectNothingRan(proxy: PlatformProxy, agentLog: () => string, reason: string, marker: string) {
   await waitFor(() => agentLog().includes('refused assignments') || existsSync(marker), { what: 'the Agent to handle the document', timeoutMs: 45_000 })
@@ -57,7 +65,7 @@ describe('a running Agent refuses assignments it cannot verify', () => {
     const { credential } = (await enrolled.json()) as { credential: string }
     const w2 = { authorization: `Bearer ${credential}`, 'content-type': 'application/json' }
     expect((await fetch(`${serve.url}/api/v1/nodes/register`, { method: 'POST', headers: w2, body: JSON.stringify({ version: VERSION, capacity: { cpuMillis: 1000, memoryMB: 1024 } }) })).status).toBe(200)
-    const marker = `${dir.path}/ran`
+    const marker = `${markers(dir.path)}/ran`
     await deploy('evil', ['sh', '-c', `touch ${marker}; exec sleep 300`])
     const forW2 = (await (await fetch(`${serve.url}${ASSIGNMENTS_PATH}`, { headers: w2 })).json()) as SignedAssignments
     expect(forW2.payload).toMatchObject({ node: 'w2', replicas: [{ project: 'evil' }] })
@@ -82,8 +90,9 @@ describe('a running Agent refuses assignments it cannot verify', () => {
     using proxy = platformProxy()
     const { serve, env, startAgent, deploy } = await setUp(dir.path, proxy)
     await using _serve = serve
-    const forged = `${dir.path}/forged`
-    const genuine = `${dir.path}/genuine`
+    const m = markers(dir.path)
+    const forged = `${m}/forged`
+    const genuine = `${m}/genuine`
     // Every assignments answer is passed on with its replicas' commands swapped; the signature stays.
     proxy.intercept = async (req, url) => {
       if (url.pathname !== ASSIGNMENTS_PATH) return undefined

@@ -5,7 +5,7 @@
 // at the binary's SHA-256 and installs nothing. (The whole join across hosts:
 // test/e2e/remote-machines.test.ts.)
 import { describe, expect, test } from 'bun:test'
-import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
 import { createHash } from 'node:crypto'
 import { join, resolve } from 'node:path'
 import { generateKeyAndCert } from '../../src/crypto/x509.ts'
@@ -47,8 +47,12 @@ describe('the bootstrap line', () => {
     const genuine = new URL(serve.enrollUrl).origin
     expect(e.bootstrapCommand).toContain(`curl -fsSk -o "$c" ${genuine}/bootstrap/ca.pem && echo "`)
     // The genuine Platform: the CA checks out and its script runs (stopping at once on the NAME left in place).
-    const ok = await sh(e.bootstrapCommand.replace('--node-id w1', '--node-id NAME'))
+    // The line's CA file goes once used (mktemp makes it in $TMPDIR).
+    const tmp = join(dir.path, 'tmp')
+    mkdirSync(tmp)
+    const ok = await sh(e.bootstrapCommand.replace('--node-id w1', '--node-id NAME'), { TMPDIR: tmp })
     expect(ok.stderr).toContain('muster bootstrap: replace NAME with this machine')
+    expect(readdirSync(tmp)).toEqual([])
 
     // The same line, answered by an impostor (a hijacked address): its script would leave a marker.
     const marker = join(dir.path, 'pwned')
@@ -56,11 +60,12 @@ describe('the bootstrap line', () => {
       '/bootstrap/ca.pem': () => new Response(fake.caPem),
       '/bootstrap/bootstrap.sh': () => new Response(`touch ${marker}\n`),
     })
-    const r = await sh(e.bootstrapCommand.replaceAll(genuine, fake.url))
+    const r = await sh(e.bootstrapCommand.replaceAll(genuine, fake.url), { TMPDIR: tmp })
     expect(r.code).not.toBe(0)
     expect(r.stderr).toMatch(/WARNING: 1 computed checksum did NOT match|FAILED/)
     expect(fake.seen).toEqual(['/bootstrap/ca.pem'])
     expect(existsSync(marker)).toBe(false)
+    expect(readdirSync(tmp)).toEqual([]) // the impostor's CA file is gone too
   })
 })
 

@@ -4,9 +4,11 @@
 // the Agent's environ and open files. With replicas run as a separate account
 // (root Agent with --run-as; and the install.sh way, an Agent account holding
 // CAP_SETUID, CAP_SETGID and CAP_KILL as ambient capabilities) every read
-// fails and the replica holds no capability; without one (the control) the
-// same project reads the key, so the attack is real. What each replica saw
-// comes back through the log relay.
+// fails and the replica holds no capability; run as root on purpose
+// (`--run-as root`, the control) the same project reads the key, so the attack
+// is real, and doctor fails that node. What each replica saw comes back
+// through the log relay. (A root Agent given no account runs each project as a
+// uid of its own: test/e2e/containment.test.ts.)
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { chmodSync, cpSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -69,14 +71,14 @@ describeAsRoot('replica isolation', () => {
     }
     const agentEnv = { MUSTER_AGENT_HOST: '127.0.0.1', MUSTER_AGENT_HEARTBEAT_MS: '300' }
     try {
-      // 1. root Agent, replicas as mr-…;  2. root Agent that has no account to use (the control);
+      // 1. root Agent, replicas as mr-…;  2. root Agent told to run them as root (the control);
       // 3. an Agent running as ma-… with the capabilities install.sh's unit grants, as ambient ones.
       const rootIso = await join_('iso-root')
       const open = await join_('open')
       const capIso = await join_('iso-caps')
       for (const d of [capIso]) Bun.spawnSync(['chown', '-R', `${agentAccount.uid}:${agentAccount.gid}`, d])
       agents.push(await startMuster(['agent', '--data-dir', rootIso, '--run-as', `mr-${tag}`], { env: agentEnv }))
-      agents.push(await startMuster(['agent', '--data-dir', open], { env: agentEnv }))
+      agents.push(await startMuster(['agent', '--data-dir', open, '--run-as', 'root'], { env: agentEnv }))
       const caps = ['setpriv', `--reuid=${agentAccount.uid}`, `--regid=${agentAccount.gid}`, '--clear-groups', '--inh-caps=+setuid,+setgid,+kill', '--ambient-caps=+setuid,+setgid,+kill']
       const capAgent = Bun.spawn([...caps, bin, 'agent', '--data-dir', capIso, '--run-as', `mr-${tag}`], { env: { PATH: process.env.PATH, HOME: '/', NO_COLOR: '1', ...agentEnv }, stdout: 'pipe', stderr: 'pipe' })
       let capLog = ''
@@ -101,7 +103,7 @@ describeAsRoot('replica isolation', () => {
         }
         const field = (lines: string[], k: string) => lines.find((l) => l.startsWith(`${k}:`))?.slice(k.length + 1) ?? ''
 
-        // The control: run as the Agent's own user (root), the project reads the key and the credential.
+        // The control: run as root on purpose, the project reads the key and the credential.
         const control = await seen('open')
         expect(field(control, 'KEY')).toContain('PRIVATE KEY')
         expect(field(control, 'CRED')).toMatch(/^mnc_open\./)
@@ -130,9 +132,9 @@ describeAsRoot('replica isolation', () => {
         // Each Agent recorded what doctor reports.
         expect(JSON.parse(readFileSync(`${rootIso}/worker/isolation.json`, 'utf8'))).toMatchObject({ isolated: true, user: `mr-${tag}`, uid: runAs.uid })
         expect(JSON.parse(readFileSync(`${open}/worker/isolation.json`, 'utf8'))).toMatchObject({ isolated: false })
-        expect(agents[1]!.log()).toContain('replicas run as root, the Agent\'s own user, and can read this node\'s key and credential')
+        expect(agents[1]!.log()).toContain('replicas run as root and can read this node\'s key and credential: this Agent was told to run them as root (--run-as root)')
         const doctor = async (data: string) => (JSON.parse((await runMuster(['doctor', '--data-dir', data, '--json'])).stdout) as { checks: { name: string; status: string; message: string }[] }).checks.find((c) => c.name === 'replica-isolation')
-        expect(await doctor(open)).toMatchObject({ status: 'warn', message: expect.stringContaining('can read this node\'s key and credential') })
+        expect(await doctor(open)).toMatchObject({ status: 'fail', message: expect.stringContaining('can read this node\'s key and credential') })
         expect(await doctor(rootIso)).toMatchObject({ status: 'ok', message: expect.stringContaining(`replicas run as mr-${tag}`) })
       } finally {
         capAgent.kill('SIGUSR2')

@@ -142,9 +142,10 @@ export function startAwsFake(): AwsFake {
       terminated.set(m.id, m)
     }
   }
-  const stateOf = (m: FakeMachine) => (terminated.has(m.id) ? 'terminated' : m.running ? 'running' : 'pending')
+  // a machine someone stopped (extra.stopped, as from the console) answers stopped
+  const stateOf = (m: FakeMachine) => (terminated.has(m.id) ? 'terminated' : m.extra.stopped ? 'stopped' : m.running ? 'running' : 'pending')
   const instanceXml = (m: FakeMachine, state = stateOf(m)) => {
-    const code = { pending: 0, running: 16, 'shutting-down': 32, terminated: 48 }[state]
+    const code = { pending: 0, running: 16, 'shutting-down': 32, terminated: 48, stopping: 64, stopped: 80 }[state]
     const reason = m.extra.stateReason as { code: string; message: string } | undefined
     const mo = m.extra.metadataOptions as Record<string, string>
     return `<item><instanceId>${m.id}</instanceId><imageId>${m.extra.imageId}</imageId><instanceState><code>${code}</code><name>${state}</name></instanceState>${reason && state === 'terminated' ? `<stateReason><code>${esc(reason.code)}</code><message>${esc(reason.message)}</message></stateReason><reason>User initiated</reason>` : ''}<instanceType>${m.size}</instanceType><clientToken>${esc(m.extra.clientToken as string)}</clientToken>${m.running && state === 'running' ? `<ipAddress>${m.address}</ipAddress>` : ''}<placement><availabilityZone>${m.region}a</availabilityZone></placement><vpcId>${defaultVpc(m.region)}</vpcId><groupSet><item><groupId>${m.extra.securityGroup}</groupId></item></groupSet><metadataOptions><state>applied</state><httpTokens>${mo.HttpTokens}</httpTokens><httpPutResponseHopLimit>${mo.HttpPutResponseHopLimit}</httpPutResponseHopLimit><httpEndpoint>${mo.HttpEndpoint}</httpEndpoint></metadataOptions><tagSet>${Object.entries(m.labels).map(([k, v]) => `<item><key>${esc(k)}</key><value>${esc(v)}</value></item>`).join('')}</tagSet></item>`

@@ -93,6 +93,8 @@ export interface Faults {
   throttle(times: number, match?: (req: Request, url: URL, body: string) => boolean, waitS?: number): void
   /** The next `times` creates are carried out, and their answers lost (connection reset). */
   loseCreates(times?: number): void
+  /** Creates wait (a slow provider) until the returned function is called. */
+  holdCreates(): () => void
 }
 
 export interface FakeServer extends Faults {
@@ -129,6 +131,7 @@ export function serveFake(spec: FakeSpec | FakeSpec['handle'], book = new Machin
   const createBodies: string[] = []
   const throttles: { times: number; match: (req: Request, url: URL, body: string) => boolean; waitS: number }[] = []
   let lose = 0
+  let held: Promise<void> | undefined
   const server = Bun.serve({
     hostname: '127.0.0.1',
     port: 0,
@@ -148,6 +151,7 @@ export function serveFake(spec: FakeSpec | FakeSpec['handle'], book = new Machin
         }
         const isCreate = s.isCreate(req, url, body)
         if (isCreate) createBodies.push(body)
+        if (isCreate && held) await held
         const creating = lose > 0 && isCreate
         const res = await s.handle(req, url)
         if (creating && res.status < 300) {
@@ -175,6 +179,14 @@ export function serveFake(spec: FakeSpec | FakeSpec['handle'], book = new Machin
     [Symbol.asyncDispose]: stop,
     throttle: (times, match = () => true, waitS = 1) => void throttles.push({ times, match, waitS }),
     loseCreates: (times = 1) => void (lose += times),
+    holdCreates: () => {
+      let release!: () => void
+      held = new Promise((r) => (release = r))
+      return () => {
+        held = undefined
+        release()
+      }
+    },
   }
 }
 

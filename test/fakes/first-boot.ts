@@ -14,7 +14,8 @@ export interface FirstBootDoc {
   runcmd: unknown[]
   /** join.env as key → value. */
   env: Record<string, string>
-  token: string
+  /** The single-use join token (Hetzner, DigitalOcean); undefined where the machine joins by its cloud identity. */
+  token: string | undefined
 }
 
 export function readFirstBoot(userData: string): FirstBootDoc {
@@ -27,11 +28,11 @@ export function readFirstBoot(userData: string): FirstBootDoc {
   }
   const envFile = [...files.values()].find((f) => f.path.endsWith('/join.env'))
   const tokenFile = [...files.values()].find((f) => f.path.endsWith('/enrollment-token'))
-  if (!envFile || !tokenFile) throw new Error('first-boot data without join.env or enrollment-token')
+  if (!envFile) throw new Error('first-boot data without join.env')
   const env = Object.fromEntries(envFile.content.trim().split('\n').map((l) => {
     const m = l.match(/^([A-Z0-9_]+)='([^']*)'$/)
     if (!m) throw new Error(`unexpected join.env line: ${l}`)
     return [m[1]!, m[2]!]
   }))
-  return { files, runcmd: doc.runcmd, env, token: tokenFile.content.trim() }
+  return { files, runcmd: doc.runcmd, env, token: tokenFile?.content.trim() }
 }

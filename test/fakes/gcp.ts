@@ -41,6 +41,7 @@ interface Op {
   name: string
   type: string
   target: string
+  targetId?: string
   zone?: string
   startedAt: number
   error?: { code: string; message: string }
@@ -97,7 +98,7 @@ export async function startGcpFake(): Promise<GcpFake> {
   }
   const operations = new Map<string, Op>()
   const started = (type: string, target: string, zone?: string, error?: Op['error']): Op => {
-    const op = { name: `operation-${Date.now()}-${crypto.randomUUID()}`, type, target, zone, startedAt: Date.now(), ...(error ? { error } : {}) }
+    const op: Op = { name: `operation-${Date.now()}-${crypto.randomUUID()}`, type, target, zone, startedAt: Date.now(), ...(error ? { error } : {}) }
     operations.set(op.name, op)
     return op
   }
@@ -109,6 +110,8 @@ export async function startGcpFake(): Promise<GcpFake> {
       name: op.name,
       operationType: op.type,
       targetLink: `https://www.googleapis.com/compute/v1/${op.target}`,
+      // the resource's numeric id (an instance's is the instance_id of its identity tokens)
+      ...(op.targetId ? { targetId: op.targetId } : {}),
       status: done ? 'DONE' : 'RUNNING',
       progress: done ? 100 : 0,
       ...(op.zone ? { zone: `https://www.googleapis.com/compute/v1/projects/${project}/zones/${op.zone}` } : {}),
@@ -203,7 +206,7 @@ export async function startGcpFake(): Promise<GcpFake> {
       fake.failNextInsert = null
       const op = started('insert', target, zone.name, failed ?? undefined)
       if (rid) requests.set(rid, op.name)
-      if (!failed) book.add({ id: String(book.nextNumber()), name: b.name, region: zone.name, size: type!, userData, labels: b.labels ?? {}, extra: { tags: b.tags?.items ?? [], requestId: rid, diskType: disk } })
+      if (!failed) op.targetId = book.add({ id: String(book.nextNumber()), name: b.name, region: zone.name, size: type!, userData, labels: b.labels ?? {}, extra: { tags: b.tags?.items ?? [], requestId: rid, diskType: disk } }).id
       return json(operation(op))
     }
     const one = rest.match(/^\/instances\/([^/]+)$/)

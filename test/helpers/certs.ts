@@ -1,6 +1,6 @@
 // Agent certificates for tests, made the way worker join makes them, and raw
 // enrolls that prove possession of the key as worker join does (docs/security.md).
-import { signEnrollProof } from '../../src/crypto/enroll-proof.ts'
+import { identityProofId, signEnrollProof } from '../../src/crypto/enroll-proof.ts'
 import { generateKeyAndCert } from '../../src/crypto/x509.ts'
 import { clockFor } from './clocks.ts'
 
@@ -25,10 +25,12 @@ export function withProof<T extends { token: string; nodeId: string; certPem: st
  */
 export async function enrollRaw(url: string, body: unknown, opts: { nowMs?: number } = {}): Promise<Response> {
   let sent = body
-  const b = body as { token?: unknown; nodeId?: unknown; certPem?: unknown } | null
-  if (b && typeof b === 'object' && !('proof' in b) && typeof b.token === 'string' && typeof b.nodeId === 'string' && typeof b.certPem === 'string') {
+  const b = body as { token?: unknown; identity?: { provider?: unknown }; nodeId?: unknown; certPem?: unknown } | null
+  if (b && typeof b === 'object' && !('proof' in b) && typeof b.nodeId === 'string' && typeof b.certPem === 'string') {
     const keyPem = keys.get(b.certPem)
-    if (keyPem) sent = withProof(b as { token: string; nodeId: string; certPem: string }, keyPem, opts.nowMs ?? clockFor(url))
+    // a join token's proof names its id; a cloud identity's names its cloud
+    if (keyPem && typeof b.token === 'string') sent = withProof(b as { token: string; nodeId: string; certPem: string }, keyPem, opts.nowMs ?? clockFor(url))
+    else if (keyPem && typeof b.identity?.provider === 'string') sent = { ...b, ...signEnrollProof({ keyPem, certPem: b.certPem, nodeId: b.nodeId, tokenId: identityProofId(b.identity.provider), nowMs: opts.nowMs ?? clockFor(url) }) }
   }
   return fetch(`${url}/api/v1/nodes/enroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(sent) })
 }

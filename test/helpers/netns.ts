@@ -10,6 +10,7 @@
 // every process in the namespaces and deletes them.
 import { describe } from 'bun:test'
 import { spawnSync } from 'node:child_process'
+import { readdirSync, rmSync } from 'node:fs'
 
 const PREFIX = 'fleet-'
 
@@ -60,14 +61,22 @@ function deleteNamespace(ns: string): void {
     spawnSync('sleep', ['0.1'])
   }
   ip(['netns', 'del', ns])
+  // what `ip netns exec` lays over /etc for it (a test's hosts file for metadata.google.internal)
+  rmSync(`/etc/netns/${ns}`, { recursive: true, force: true })
 }
 
 /** Removes the namespaces of test runs whose process is gone (a run killed before its afterAll: the mutants runner's timeout). */
 export function sweepStale(): void {
-  for (const ns of namespaces()) {
+  const stale = (ns: string) => {
     const m = ns.match(/^fleet-(\d+)-/)
-    if (m && Number(m[1]) !== process.pid && !alive(Number(m[1]))) deleteNamespace(ns)
+    return m !== null && Number(m[1]) !== process.pid && !alive(Number(m[1]))
   }
+  for (const ns of namespaces()) if (stale(ns)) deleteNamespace(ns)
+  let laid: string[] = []
+  try {
+    laid = readdirSync('/etc/netns')
+  } catch {}
+  for (const ns of laid) if (stale(ns)) rmSync(`/etc/netns/${ns}`, { recursive: true, force: true })
 }
 
 export interface Host {
@@ -122,6 +131,30 @@ export class Network {
         must(['-n', sw, 'link', 'set', s, 'up'])
         hosts.push({ name, ns, address, argv: (cmd) => ['ip', 'netns', 'exec', ns, ...cmd] })
       })
+    } catch (e) {
+      for (const ns of made.reverse()) deleteNamespace(ns)
+      throw e
+    }
+    return new Network(hosts, made)
+  }
+
+  /**
+   * Hosts with nothing but their loopback (no link to anything): fake cloud machines, which reach
+   * the Platform through test/fakes/ns-forward.ts and their metadata service on their own loopback.
+   */
+  static bare(names: string[]): Network {
+    sweepStale()
+    const base = `${PREFIX}${process.pid}-`
+    const made: string[] = []
+    const hosts: Host[] = []
+    try {
+      for (const name of names) {
+        const ns = `${base}${name}`
+        must(['netns', 'add', ns])
+        made.push(ns)
+        must(['-n', ns, 'link', 'set', 'lo', 'up'])
+        hosts.push({ name, ns, address: '127.0.0.1', argv: (cmd) => ['ip', 'netns', 'exec', ns, ...cmd] })
+      }
     } catch (e) {
       for (const ns of made.reverse()) deleteNamespace(ns)
       throw e

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SQL } from 'bun'
+import { openStore, type Store } from '../../src/store/db.ts'
 import { randomId } from '../../src/crypto/tokens.ts'
 import { INSTALL_HINT, postgresBinDir, startThrowawayPostgres } from '../../src/demo/postgres.ts'
 
@@ -94,3 +95,15 @@ export type Engine = 'sqlite' | 'postgres'
  * tests on the engines it names (SQLite unless it says otherwise).
  */
 export const ENGINES: Engine[] = (['sqlite', 'postgres'] as const).filter((e) => !process.env.MUSTER_TEST_ENGINES || process.env.MUSTER_TEST_ENGINES.split(',').includes(e))
+
+/** A fresh, migrated store on the engine: a SQLite file in a temp dir, or a new PostgreSQL database; removed on dispose. */
+export async function freshStore(engine: Engine): Promise<{ store: Store; [Symbol.asyncDispose](): Promise<void> }> {
+  if (engine === 'postgres') {
+    const db = await freshDatabase({ empty: true })
+    const store = await openStore(db.url)
+    return { store, [Symbol.asyncDispose]: async () => (await store.close(), await db.drop()) }
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'muster-store-'))
+  const store = await openStore(join(dir, 'muster.db'))
+  return { store, [Symbol.asyncDispose]: async () => (await store.close(), rmSync(dir, { recursive: true, force: true })) }
+}

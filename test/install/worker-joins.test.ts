@@ -40,7 +40,9 @@ describeAsRoot('an installed worker', () => {
     expect(join_.stderr.toString()).not.toContain(token)
     expect(join_.exitCode).toBe(0)
 
-    const agent = Bun.spawn([...asAccount, installed, 'agent', '--data-dir', dataDir], {
+    // The Agent as the unit runs it: the account with CAP_SETUID, CAP_SETGID and CAP_KILL (else its replicas could read its key, and doctor fails).
+    const withCaps = [...asAccount, '--inh-caps=+setuid,+setgid,+kill', '--ambient-caps=+setuid,+setgid,+kill']
+    const agent = Bun.spawn([...withCaps, installed, 'agent', '--data-dir', dataDir], {
       env: { PATH: process.env.PATH, HOME: dataDir, MUSTER_AGENT_HOST: '127.0.0.1', MUSTER_AGENT_HEARTBEAT_MS: '300' },
       stdout: 'ignore',
       stderr: 'ignore',

@@ -214,7 +214,7 @@ export default [
   {
     name: 'perms: a replica that ignores SIGTERM outlives its stop (no SIGKILL after the grace)',
     file: 'src/replicas/runner.ts',
-    from: "const killer = setTimeout(() => signalGroup(pid, 'SIGKILL'), this.opts.stopGraceMs)",
+    from: "const killer = setTimeout(() => (cg ? void killCgroup(cg) : signalGroup(pid, 'SIGKILL')), this.opts.stopGraceMs)",
     to: 'const killer = setTimeout(() => {}, this.opts.stopGraceMs)',
     tests: ['test/projects/runner.test.ts'],
     filter: 'SIGKILL after the grace',

@@ -28,7 +28,8 @@ const ROOT = resolve(import.meta.dir, '../..')
 const COPIED = ['src', 'commands', 'test', 'bench', 'build.ts', 'package.json', 'bunfig.toml', 'tsconfig.json', 'install.sh']
 /** A named test runs dist/muster when it is end-to-end or its file mentions the binary helpers. */
 const SPAWNS_BINARY = /\b(musterBin|runMuster|startMuster|startServe)\b|dist\/muster/
-const BINARY_INPUTS = /^(src|commands)\/|^(build\.ts|package\.json|bunfig\.toml|tsconfig\.json)$/
+/** What goes into dist/muster (install.sh too: the Platform serves the copy built into it). */
+const BINARY_INPUTS = /^(src|commands)\/|^(build\.ts|package\.json|bunfig\.toml|tsconfig\.json|install\.sh)$/
 const TIMEOUT_MS = Number(process.env.MUTANTS_TIMEOUT_MS) || 240_000
 
 type Verdict = 'killed' | 'SURVIVED' | 'BROKEN'

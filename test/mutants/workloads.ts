@@ -142,8 +142,8 @@ export default [
   {
     name: 'isolation: doctor reports unisolated replicas as fine',
     file: 'src/doctor/isolation.ts',
-    from: "add('replica-isolation', 'warn', `replicas run as ${i.user}, the Agent's own user",
-    to: "add('replica-isolation', 'ok', `replicas run as ${i.user}, the Agent's own user",
+    from: "add('replica-isolation', 'fail', `replicas run as ${i.user} and can read",
+    to: "add('replica-isolation', 'ok', `replicas run as ${i.user} and can read",
     tests: ['test/e2e/isolation.test.ts'],
   },
 ] satisfies Mutant[]

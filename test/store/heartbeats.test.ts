@@ -7,18 +7,9 @@ import { openStore, type Store } from '../../src/store/db.ts'
 import { writeHeartbeatBatch } from '../../src/store/heartbeats.ts'
 import { allNodes, insertNode, writeHeartbeats, type HeartbeatRow } from '../../src/store/nodes.ts'
 import { tmpDir } from '../helpers/tmp.ts'
-import { ENGINES, freshDatabase } from '../helpers/postgres.ts'
+import { ENGINES, freshDatabase, freshStore } from '../helpers/postgres.ts'
 
-async function fresh(engine: string): Promise<{ store: Store; [Symbol.asyncDispose](): Promise<void> }> {
-  if (engine === 'postgres') {
-    const db = await freshDatabase({ empty: true })
-    const store = await openStore(db.url)
-    return { store, [Symbol.asyncDispose]: async () => (await store.close(), await db.drop()) }
-  }
-  const dir = tmpDir()
-  const store = await openStore(join(dir.path, 'muster.db'))
-  return { store, [Symbol.asyncDispose]: async () => (await store.close(), dir[Symbol.dispose]()) }
-}
+const fresh = freshStore
 
 describe.each(ENGINES)('on %s', (engine) => {
   test('a batch of heartbeats writes what one statement per row writes', async () => {

@@ -150,7 +150,7 @@ export class AwsProvider implements CloudProvider {
     }
     const inst = items(r, 'instancesSet')[0]
     if (!inst) throw new MusterError('cloud-provider-error', 'aws RunInstances answered no instance.')
-    return machine(req.region, inst)
+    return machine(req.region, inst, textOf(r, 'ownerId') ?? null)
   }
 
   /** The instance as EC2 shows it; a terminated one is a failed machine (its StateReason says why); null when EC2 does not know it (yet). */
@@ -201,11 +201,17 @@ export class AwsProvider implements CloudProvider {
   }
 }
 
+/** The account of each instance a DescribeInstances answered (its reservation's ownerId). */
+const OWNER = new WeakMap<XmlNode, string>()
+
 function reservations(r: XmlNode): XmlNode[] {
-  return items(r, 'reservationSet').flatMap((res) => items(res, 'instancesSet'))
+  return items(r, 'reservationSet').flatMap((res) => {
+    const owner = textOf(res, 'ownerId')
+    return items(res, 'instancesSet').map((i) => (owner ? OWNER.set(i, owner) : OWNER, i))
+  })
 }
 
-function machine(region: string, i: XmlNode): Machine {
+function machine(region: string, i: XmlNode, owner: string | null = OWNER.get(i) ?? null): Machine {
   const state = textOf(i, 'instanceState', 'name') ?? 'pending'
   const status = STATUS[state] ?? 'pending'
   // "Server.InsufficientInstanceCapacity: Insufficient capacity." — the code and message EC2 gives for the state change
@@ -213,5 +219,5 @@ function machine(region: string, i: XmlNode): Machine {
   const message = textOf(i, 'stateReason', 'message')
   const said = message && code && message.startsWith(code) ? message : [code, message].filter(Boolean).join(': ')
   const reason = status === 'failed' ? said || textOf(i, 'reason') || null : null
-  return { id: `${region}/${textOf(i, 'instanceId')}`, status, providerStatus: state, address: textOf(i, 'ipAddress') ?? null, reason }
+  return { id: `${region}/${textOf(i, 'instanceId')}`, status, providerStatus: state, address: textOf(i, 'ipAddress') ?? null, reason, attestedId: textOf(i, 'instanceId') ?? null, account: owner, requestId: textOf(i, 'clientToken') ?? null }
 }

@@ -32,7 +32,7 @@ export const API = { compute: '2024-07-01', network: '2024-05-01', resources: '2
 interface Vm {
   name: string
   tags?: Record<string, string>
-  properties: { provisioningState?: string; instanceView?: { statuses?: { code: string; message?: string }[] } }
+  properties: { vmId?: string; provisioningState?: string; instanceView?: { statuses?: { code: string; message?: string }[] } }
 }
 interface Rule {
   name: string
@@ -106,6 +106,10 @@ export class AzureProvider implements CloudProvider {
   }
   private get group(): string {
     return `${this.sub}/resourceGroups/${encodeURIComponent(this.creds.resourceGroup)}`
+  }
+
+  identityAccount(): string {
+    return this.creds.subscriptionId.toLowerCase()
   }
 
   async validate() {
@@ -305,6 +309,6 @@ export class AzureProvider implements CloudProvider {
       const ip = await unless404(this.call<{ properties?: { ipAddress?: string } }>('GET', `${this.group}/providers/Microsoft.Network/publicIPAddresses/${encodeURIComponent(`${vm.name}-ip`)}`, API.network))
       address = ip?.body.properties?.ipAddress ?? null
     }
-    return { id: vm.name, status, providerStatus: power ? `${provisioning}/${power}` : provisioning, address, reason: status === 'failed' ? reason : null }
+    return { id: vm.name, status, providerStatus: power ? `${provisioning}/${power}` : provisioning, address, reason: status === 'failed' ? reason : null, attestedId: vm.properties.vmId?.toLowerCase() ?? null }
   }
 }

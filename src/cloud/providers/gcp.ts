@@ -28,6 +28,8 @@ const IMAGE = { x86_64: 'projects/ubuntu-os-cloud/global/images/family/ubuntu-24
 const STATUS: Record<string, MachineStatus> = { PROVISIONING: 'pending', STAGING: 'pending', RUNNING: 'running', STOPPING: 'stopped', STOPPED: 'stopped', SUSPENDING: 'stopped', SUSPENDED: 'stopped', TERMINATED: 'stopped', REPAIRING: 'pending' }
 
 interface Instance {
+  /** The numeric id the identity token's instance_id gives. */
+  id?: string
   name: string
   zone?: string
   status: string
@@ -110,6 +112,10 @@ export class GcpProvider implements CloudProvider {
       pageToken = body.nextPageToken
     } while (pageToken)
     return out
+  }
+
+  identityAccount(): string {
+    return this.creds.project_id
   }
 
   async validate() {
@@ -201,7 +207,8 @@ export class GcpProvider implements CloudProvider {
     })
     const failed = operationFailure(op)
     if (failed) throw new MusterError('cloud-provider-error', `gcp could not create ${req.name}: ${failed}`, { providerCode: 'operation-failed' })
-    return { id: `${req.region}/${req.name}`, status: 'pending', providerStatus: op.status ?? 'PENDING', address: null, operation: op.name ?? null }
+    // the insert Operation's targetId is the instance's numeric id, the one its identity token carries
+    return { id: `${req.region}/${req.name}`, status: 'pending', providerStatus: op.status ?? 'PENDING', address: null, operation: op.name ?? null, attestedId: op.targetId ?? null }
   }
 
   /** GET zones/ZONE/operations/NAME: the insert's error once it is DONE with one. */
@@ -262,6 +269,7 @@ export function diskType(machineType: string): string | null {
 /** compute#operation: status PENDING|RUNNING|DONE; a failed one carries error.errors[] (e.g. QUOTA_EXCEEDED, ZONE_RESOURCE_POOL_EXHAUSTED). */
 interface Operation {
   name?: string
+  targetId?: string
   status?: string
   error?: { errors?: { code?: string; message?: string }[] }
   httpErrorStatusCode?: number
@@ -274,5 +282,5 @@ function operationFailure(op: Operation): string | null {
 }
 
 function machine(zone: string, i: Instance): Machine {
-  return { id: `${zone}/${i.name}`, status: STATUS[i.status] ?? 'pending', providerStatus: i.status, address: i.networkInterfaces?.[0]?.accessConfigs?.[0]?.natIP ?? null }
+  return { id: `${zone}/${i.name}`, status: STATUS[i.status] ?? 'pending', providerStatus: i.status, address: i.networkInterfaces?.[0]?.accessConfigs?.[0]?.natIP ?? null, attestedId: i.id ?? null }
 }

@@ -1,5 +1,5 @@
 // Accounts panel: the people who may sign in here, with their role,
-// origin (local, or created by a controller's vouch), state and expiry
+// origin (local, created by a controller's vouch, or sso: from the identity provider), state and expiry
 // (GET /api/v1/accounts), and the changes server.accounts.manage may make:
 // add (the password goes to the Platform once and is kept only as a hash),
 // change role, disable/enable, remove. A lesser role or a disable ends the
@@ -31,7 +31,7 @@ function accountsTable(accounts) {
     h(
       'tr',
       { 'data-account': a.name },
-      h('td', {}, h('strong', {}, a.name), a.origin === 'vouch' ? h('div', { class: 'muted small' }, 'created by a vouch: no password') : ''),
+      h('td', {}, h('strong', {}, a.name), a.origin === 'vouch' ? h('div', { class: 'muted small' }, 'created by a vouch: no password') : a.origin === 'sso' ? h('div', { class: 'muted small' }, 'identity provider (sso): role from its groups, no password') : ''),
       h('td', {}, roleSelect(a)),
       h('td', {}, a.disabled ? badge('disabled', 'revoked') : a.expiresAt && Date.parse(a.expiresAt) <= Date.now() ? badge('expired', 'failed') : badge('active')),
       h('td', {}, a.expiresAt ? h('time', { datetime: a.expiresAt, title: a.expiresAt }, a.expiresAt.slice(0, 10)) : h('span', { class: 'muted' }, 'never')),

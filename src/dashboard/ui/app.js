@@ -14,6 +14,29 @@ const PANELS = { overview, nodes, projects, offices, cloud, accounts, audit }
 const $ = (id) => document.getElementById(id)
 let current = null
 
+/** The identity provider's button (GET /auth/oidc/info); under --oidc-only, the password fields go. */
+async function showSso() {
+  let info
+  try {
+    info = await api('GET', '/auth/oidc/info')
+  } catch {
+    return
+  }
+  const form = $('login-form')
+  $('sso-login').hidden = !info.enabled
+  $('sso-name').textContent = info.name ?? ''
+  $('sso-or').hidden = !(info.enabled && info.passwordLogin)
+  for (const el of form.querySelectorAll('label, #password-login')) el.hidden = !info.passwordLogin
+  for (const el of form.querySelectorAll('input')) el.required = info.passwordLogin
+}
+
+const SSO_MESSAGES = {
+  refused: 'Sign-in with the identity provider was refused. An administrator finds the reason in the audit.',
+  office: 'This Platform is an office of a controller: sign in on the controller and reach this office with a vouch.',
+  off: 'Sign-in with an identity provider is not set up on this Platform.',
+  busy: 'Too many sign-ins are starting right now; try again in a moment.',
+}
+
 function showLogin(message, kind) {
   stopPanels()
   $('app-view').hidden = true
@@ -22,6 +45,7 @@ function showLogin(message, kind) {
   $('who').replaceChildren()
   $('login-view').hidden = false
   loginMessage(message, kind)
+  showSso()
   $('login-form').elements.identifier.focus()
 }
 
@@ -89,10 +113,13 @@ async function logout() {
 }
 
 async function boot() {
+  // Back from the identity provider with a refusal: say so once, and clean the address bar.
+  const sso = new URLSearchParams(location.search).get('sso')
+  if (sso) history.replaceState(null, '', location.pathname + location.hash)
   try {
     showApp(await api('GET', '/api/v1/whoami'))
   } catch (e) {
-    showLogin(e instanceof ApiError && e.status === 401 ? undefined : e.message)
+    showLogin(e instanceof ApiError && e.status === 401 ? (Object.hasOwn(SSO_MESSAGES, sso ?? '') ? SSO_MESSAGES[sso] : undefined) : e.message)
   }
 }
 

@@ -6,7 +6,7 @@ import { renewCredential } from '../../fabric/renew.ts'
 import { credentialState } from '../../fabric/node-state.ts'
 import { createFleetToken, issueEnrollment, listFleetTokenViews, revokeJoinTokenById } from '../../fabric/join-tokens.ts'
 import { parseBody } from '../../wire/validate.ts'
-import { CreateEnrollment, CreateJoinToken, Drain, Rebind, Register, type Enrollment, type FleetToken } from '../../wire/nodes.ts'
+import { CreateEnrollment, CreateJoinToken, Drain, IdentityChallengeBody, Rebind, Register, type Enrollment, type FleetToken } from '../../wire/nodes.ts'
 import { nodeQuery } from '../../fabric/listing.ts'
 import { auditPage } from '../pages.ts'
 import { MusterError } from '../../errors.ts'
@@ -45,6 +45,17 @@ export const nodeRoutes = (platform: Services) => {
     .post('/nodes/enroll', async ({ body }) => {
       fabric.requireEnrollment()
       return enroll(fabric, body)
+    })
+    .post('/nodes/identity-challenge', async ({ body }) => {
+      fabric.requireEnrollment()
+      const { nodeId } = parseBody(IdentityChallengeBody, body)
+      if (!fabric.identity) throw new MusterError('not-configured', 'Cloud identity joins are not available on this Platform.')
+      const release = fabric.limits.enroll.admit()
+      try {
+        return await fabric.identity.challenge(nodeId)
+      } finally {
+        release()
+      }
     })
     .post('/nodes/register', ({ request, body }) => fabric.heartbeat(request.headers, parseBody(Register, body)))
     .post('/nodes/renew', ({ request, body }) => renewCredential(fabric, request.headers, body))

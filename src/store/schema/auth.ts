@@ -90,4 +90,44 @@ export const AUTH_MIGRATIONS: Migration[] = [
       CREATE INDEX audit_log_budget_at ON audit_log (budget, at);
     `,
   },
+  {
+    // Sign-in with an OpenID provider (docs/accounts-audit.md): which provider
+    // subject an sso account belongs to; the flows in progress (state, nonce and
+    // PKCE verifier toward the provider; for the CLI its loopback redirect and
+    // its own PKCE challenge; for the device grant the provider's device code);
+    // and the break-glass acts that open password login under --oidc-only.
+    id: 40,
+    name: 'sso identities, sign-in flows, password break-glass under --oidc-only',
+    sql: `
+      CREATE TABLE sso_identities (
+        account TEXT PRIMARY KEY REFERENCES accounts(name) ON DELETE CASCADE,
+        issuer TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        UNIQUE (issuer, subject)
+      );
+      CREATE TABLE sso_flows (
+        id_hash TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        nonce TEXT,
+        verifier TEXT,
+        binding TEXT,
+        cli_redirect TEXT,
+        cli_state TEXT,
+        cli_challenge TEXT,
+        device_code TEXT,
+        grant_hash TEXT,
+        account TEXT,
+        session_expires_at INTEGER,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX sso_flows_grant ON sso_flows (grant_hash);
+      CREATE TABLE password_break_glass (
+        id TEXT PRIMARY KEY,
+        account TEXT,
+        at INTEGER NOT NULL
+      );
+    `,
+  },
 ]

@@ -76,4 +76,37 @@ export const CLOUD_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    id: 420,
+    name: 'cloud identity joins: the machines the Platform expects (what each cloud will attest), the challenges Azure nonces carry, the server a first-boot token is bound to',
+    sql: `
+      CREATE TABLE cloud_expected_machines (
+        id TEXT PRIMARY KEY,
+        provision_id TEXT NOT NULL,
+        node_name TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        account TEXT,
+        region TEXT NOT NULL,
+        machine_name TEXT NOT NULL,
+        attested_id TEXT,
+        request_id TEXT NOT NULL,
+        window_start INTEGER NOT NULL,
+        window_end INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        consumed_at INTEGER,
+        consumed_by TEXT,
+        revoked_at INTEGER
+      );
+      CREATE INDEX cloud_expected_machines_name ON cloud_expected_machines (node_name);
+      CREATE TABLE cloud_identity_challenges (
+        nonce TEXT PRIMARY KEY,
+        node_name TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        used_at INTEGER
+      );
+      ALTER TABLE join_tokens ADD COLUMN provision_id TEXT;
+    `,
+  },
 ]
