@@ -8,7 +8,8 @@
 // --deploy R (deploy a project of R replicas a third into the run: R nodes fetch),
 // --seed (write the N enrollments into the store, as bench/seed-fleet.ts says, instead of
 // enrolling them through the route: minutes saved on a busy machine; the run is the same).
-// --gc-log (the engine logs the collector's pauses: BUN_JSC_logGC=1; their sum and longest are printed).
+// --gc-log (the engine logs the collector's pauses: BUN_JSC_logGC=1; their sum and longest are printed),
+// --bin PATH (another build's binary: run once with each to compare builds).
 // The engine samples its event-loop lag every 10 ms (MUSTER_LOOP_LAG_FILE): printed beside the p99, with
 // a histogram and what held the loop during each lag of 20 ms or more (bench/lag.ts).
 // Ends with: fleet: nodes=N heartbeats/s=R p50=A ms p99=B ms errors=E rss=M MB lag_p99=L ms lag_max=X ms

@@ -100,8 +100,13 @@ export class NodeTable {
     return this.slots.keys()
   }
 
-  private grow(): void {
-    const cap = Math.max(1024, this.capacity * 2)
+  /** Room for `n` nodes at once (a load that knows its count makes no copies on the way). */
+  reserve(n: number): void {
+    while (this.capacity < n) this.grow(n)
+  }
+
+  private grow(atLeast = 0): void {
+    const cap = Math.max(1024, this.capacity * 2, atLeast)
     const f64 = (a: Float64Array) => {
       const b = new Float64Array(cap).fill(NAN)
       b.set(a)

@@ -3,7 +3,7 @@
 import type { Db } from '../store/db.ts'
 import { getNode, heartbeatsSince, updateNodeFields, type NodeRow } from '../store/nodes.ts'
 import { HEARTBEAT_CHUNK, writeHeartbeatChunk, type HeartbeatTuple } from '../store/heartbeats.ts'
-import { registryRows } from '../store/registry-rows.ts'
+import { nodeCount, registryRows } from '../store/registry-rows.ts'
 import { log } from '../log.ts'
 import { spanEnd, spanStart } from '../loop-spans.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
@@ -31,6 +31,8 @@ const PULL_OVERLAP_MS = 3_000
 /** From this many nodes on, listings count states from a cache (Registry.stateCounts). */
 const COUNT_CACHE_FROM = 50_000
 const COUNT_REFRESH_MS = 2_000
+/** A full collection every this many rows loaded (Registry.load). */
+const GC_EVERY = 200_000
 /** Nodes counted between two turns of the event loop (about 2–5 ms). */
 const COUNT_SLICE = 10_000
 
@@ -81,7 +83,13 @@ export class Registry {
 
   static async load(db: Db, now: () => number, staleAfterMs: number, origin: string | null = null): Promise<Registry> {
     const r = new Registry(db, now, staleAfterMs, origin)
+    r.table.reserve(await nodeCount(db))
+    let loaded = 0
     for await (const rows of registryRows(db)) {
+      // The pages read are garbage once loaded, and some live long enough that only a full collection frees
+      // them: one every GC_EVERY rows keeps the load's peak memory near what it leaves (measured at a million
+      // nodes: peak 830 MB collecting only at the end, against 502 MB left after the load).
+      if ((loaded += rows.length) % GC_EVERY < rows.length && loaded >= GC_EVERY) Bun.gc(true)
       for (const row of rows) {
         r.table.add(fromRow(row), row.labels)
         if (row.url) r.addressed.add(row.name)
@@ -93,6 +101,7 @@ export class Registry {
     if (r.table.size >= COUNT_CACHE_FROM) {
       r.stateCounts()
       r.sortedNames()
+      Bun.gc(true) // the last pages' garbage, before serving
     }
     return r
   }
