@@ -13,6 +13,7 @@ import { NodeEntry } from './node-entry.ts'
 import type { HeartbeatAnswer, HeartbeatBody, NodeFacingPlatform } from '../wire/nodes.ts'
 
 const PREFIX = 'Bearer mnc_'
+const PLAIN_NAME = /^[a-z0-9-]{1,63}$/
 
 /** 1 for every character code a mac (base64url) does not use, below 256 (above, the code's high bits say it). */
 const NOT_MAC = Uint8Array.from({ length: 256 }, (_, c) => ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 45 || c === 95 ? 0 : 1))
@@ -61,8 +62,8 @@ export function currentNode(fabric: Fabric, authorization: string, nodeId: strin
 }
 
 /** Records an authenticated node's heartbeat (both paths); what the answer says that is the node's own. */
-function record(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): void {
-  if (fabric.registry.heartbeat(n, body)) for (const l of fabric.heartbeatListeners) l(n)
+function record(fabric: Fabric, n: NodeEntry, body: HeartbeatBody, now = fabric.now()): void {
+  if (fabric.registry.heartbeat(n, body, now)) for (const l of fabric.heartbeatListeners) l(n)
 }
 
 /** A request for one of the node's replica logs waits (src/projects/logs.ts): the answer says `logs: true`. */
@@ -118,9 +119,14 @@ function answerTail(platforms: readonly NodeFacingPlatform[], revision: number |
 
 /** acceptHeartbeat's answer as JSON text, byte for byte what JSON.stringify makes of it (the dedicated route). */
 export function acceptHeartbeatText(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): string {
-  record(fabric, n, body)
-  const st = fabric.registry.state(n)
+  const now = fabric.now()
+  record(fabric, n, body, now)
+  const st = fabric.registry.state(n, now)
   const reason = st.reason
-  const head = `{"nodeId":${JSON.stringify(n.name)},"state":"${st.state}"${reason ? `,"reason":${JSON.stringify(reason)}` : ''},"generation":${JSON.stringify(n.generation)},"drained":${drainedOf(fabric, n)}`
+  const name = n.name
+  const generation = n.generation
+  // A node name needs no escaping in JSON (a-z, 0-9 and dashes), nor an integer generation: JSON.stringify's text, without the call.
+  const quoted = PLAIN_NAME.test(name) ? `"${name}"` : JSON.stringify(name)
+  const head = `{"nodeId":${quoted},"state":"${st.state}"${reason ? `,"reason":${JSON.stringify(reason)}` : ''},"generation":${Number.isSafeInteger(generation) ? String(generation) : JSON.stringify(generation)},"drained":${drainedOf(fabric, n)}`
   return head + answerTail(fabric.platforms(), fabric.assignmentRevision(n.name)) + (logsWanted(fabric, n) ? ',"logs":true}' : '}')
 }

@@ -334,10 +334,9 @@ export class Registry {
     await this.refresh(name)
   }
   /** Records a heartbeat in memory; true when it changed what placement sees (liveness, capacity, replicas). */
-  heartbeat(n: NodeEntry, beat: { readonly version?: string; readonly capacity?: { readonly cpuMillis: number; readonly memoryMB: number }; readonly replicas?: readonly ReplicaStatus[] }): boolean {
+  heartbeat(n: NodeEntry, beat: { readonly version?: string; readonly capacity?: { readonly cpuMillis: number; readonly memoryMB: number }; readonly replicas?: readonly ReplicaStatus[] }, now = this.now()): boolean {
     const t = n.table
     const s = n.slot
-    const now = this.now()
     const seen = t.lastSeenAt[s]!
     let changed = Number.isNaN(seen) || now - seen > this.staleAfterMs
     // Back to life (or first seen): its count moves, when counts are kept.
@@ -369,9 +368,10 @@ export class Registry {
     return n.lastSeenAt !== null && this.now() - n.lastSeenAt <= this.staleAfterMs
   }
 
-  state(n: NodeFields): { readonly state: NodeStateName; readonly reason?: string } {
+  /** `now`: the clock's reading, when the caller has one (the heartbeat reads it once). */
+  state(n: NodeFields, now = this.now()): { readonly state: NodeStateName; readonly reason?: string } {
     // The common answer from the columns, without the view's getters (every heartbeat asks).
-    if (n instanceof NodeEntry && this.slotState(n.slot, this.now()) === 'ready') return READY
+    if (n instanceof NodeEntry && this.slotState(n.slot, now) === 'ready') return READY
     if (n.revokedAt !== null) return { state: 'revoked' }
     if (n.lastSeenAt === null) return { state: 'enrolled', reason: 'no heartbeat yet' }
     if (this.now() - n.lastSeenAt > this.staleAfterMs) return { state: 'unreachable', reason: `no heartbeat for ${Math.round((this.now() - n.lastSeenAt) / 1000)}s` }
