@@ -121,3 +121,24 @@ export class NodeEntry implements NodeFields {
     }
   }
 }
+
+/** The registry's nodes as a map of views (NodeTable): a view is made for each node read. */
+export class NodeViews {
+  constructor(private readonly table: NodeTable) {}
+  get size(): number {
+    return this.table.size
+  }
+  has(name: string): boolean {
+    return this.table.has(name)
+  }
+  get(name: string): NodeEntry | undefined {
+    const s = this.table.slotOf(name)
+    return s < 0 ? undefined : new NodeEntry(this.table, s)
+  }
+  keys(): IterableIterator<string> {
+    return this.table.liveNames()
+  }
+  *values(): IterableIterator<NodeEntry> {
+    for (const s of this.table.liveSlots()) yield new NodeEntry(this.table, s)
+  }
+}

@@ -2,13 +2,14 @@
 // structural changes written through at once, heartbeats batched to disk.
 import type { Db } from '../store/db.ts'
 import { getNode, heartbeatsSince, updateNodeFields, type NodeRow } from '../store/nodes.ts'
-import { HEARTBEAT_CHUNK, writeHeartbeatChunk, type HeartbeatTuple } from '../store/heartbeats.ts'
+import { HEARTBEAT_CHUNK, heartbeatSink, writeHeartbeatChunk, type HeartbeatTuple } from '../store/heartbeats.ts'
+import type { HeartbeatSink } from '../store/heartbeat-writer.ts'
 import { nodeCount, registryRows } from '../store/registry-rows.ts'
 import { log } from '../log.ts'
 import { spanEnd, spanStart } from '../loop-spans.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
 import { NodeTable, orNull } from './node-table.ts'
-import { NodeEntry } from './node-entry.ts'
+import { NodeEntry, NodeViews } from './node-entry.ts'
 import { fromRow, NO_REPLICAS, replicasFromJson, type NodeFields } from './node-fields.ts'
 import type { NodeStateName, ReplicaStatus, StateCounts } from '../wire/nodes.ts'
 import { indexFrom } from '../wire/paging.ts'
@@ -35,27 +36,6 @@ const COUNT_REFRESH_MS = 2_000
 const GC_EVERY = 200_000
 /** Nodes counted between two turns of the event loop (about 2–5 ms). */
 const COUNT_SLICE = 10_000
-
-/** The registry's nodes as a map of views (NodeTable): a view is made for each node read. */
-export class NodeViews {
-  constructor(private readonly table: NodeTable) {}
-  get size(): number {
-    return this.table.size
-  }
-  has(name: string): boolean {
-    return this.table.has(name)
-  }
-  get(name: string): NodeEntry | undefined {
-    const s = this.table.slotOf(name)
-    return s < 0 ? undefined : new NodeEntry(this.table, s)
-  }
-  keys(): IterableIterator<string> {
-    return this.table.liveNames()
-  }
-  *values(): IterableIterator<NodeEntry> {
-    for (const s of this.table.liveSlots()) yield new NodeEntry(this.table, s)
-  }
-}
 
 export class Registry {
   readonly table = new NodeTable()
@@ -106,8 +86,12 @@ export class Registry {
     return r
   }
 
-  /** Writes batched heartbeats every `intervalMs` (and, on a shared store, reads the other Platforms'). */
+  /**
+   * Writes batched heartbeats every `intervalMs` (and, on a shared store, reads the other Platforms'); on a
+   * SQLite file through a thread of its own (src/store/heartbeat-writer.ts).
+   */
   startFlushing(intervalMs = 1000): void {
+    this.sink ??= heartbeatSink(this.db)
     this.timer = setInterval(() => {
       void this.flush().catch((e) => log.warn(`writing heartbeats: ${(e as Error).message}`))
       if (this.db.engine === 'postgres') void this.pullHeartbeats().catch((e) => log.warn(`reading heartbeats: ${(e as Error).message}`))
@@ -117,8 +101,15 @@ export class Registry {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
-    await this.flush()
+    try {
+      await this.flush()
+    } finally {
+      const sink = this.sink
+      this.sink = undefined
+      await sink?.close()
+    }
   }
+  private sink: HeartbeatSink | undefined
 
   /** Writes the heartbeats taken since the last flush in one transaction; flushes never overlap. */
   flush(): Promise<void> {
@@ -149,7 +140,7 @@ export class Registry {
       }
       spanEnd('heartbeat flush: collect', started)
       try {
-        await writeHeartbeatChunk(this.db, rows, this.origin)
+        await writeHeartbeatChunk(this.db, rows, this.origin, this.sink)
       } catch (e) {
         for (let j = i; j < names.length; j++) this.dirty.add(names[j]!) // kept for the next flush
         throw e

@@ -12,13 +12,14 @@
 import type { Db } from './db.ts'
 import type { HeartbeatRow } from './nodes.ts'
 import { spanEnd, spanStart } from '../loop-spans.ts'
+import { openHeartbeatSink, type HeartbeatSink } from './heartbeat-writer.ts'
 
 // Each chunk commits on its own and the flush gives the event loop back between
 // chunks, so heartbeats are not held behind it. A heartbeat row stands alone, so
 // nothing needs the chunks to commit together (a failed flush writes them all again next time).
 const CHUNK = 500
 
-const SQLITE = `INSERT INTO node_heartbeats (name, last_seen_at, version, cpu_millis, memory_mb, replicas, platform)
+export const HEARTBEAT_SQLITE = `INSERT INTO node_heartbeats (name, last_seen_at, version, cpu_millis, memory_mb, replicas, platform)
   SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, ?2
     FROM json_each(?1) AS j WHERE EXISTS (SELECT 1 FROM nodes WHERE nodes.name = j.value ->> 0)
   ON CONFLICT (name) DO UPDATE SET last_seen_at = excluded.last_seen_at, version = excluded.version, cpu_millis = excluded.cpu_millis,
@@ -48,15 +49,23 @@ export async function writeHeartbeatBatch(db: Db, beats: HeartbeatRow[], chunk =
  * then lock rows in one order, so two flushes cannot deadlock (each chunk commits before the next starts,
  * so the order within a chunk is all that counts). `rows` is sorted in place.
  */
-export async function writeHeartbeatChunk(db: Db, rows: HeartbeatTuple[], platform: string | null): Promise<void> {
+export async function writeHeartbeatChunk(db: Db, rows: HeartbeatTuple[], platform: string | null, sink?: HeartbeatSink): Promise<void> {
   if (rows.length === 0) return
-  // SQLite runs the chunk on this thread: the whole statement holds the event loop (PostgreSQL's is a round trip).
+  // SQLite runs a chunk on the thread that calls it, the whole statement holding that thread; a sink (a worker
+  // thread, or PostgreSQL's round trip) leaves the event loop only the chunk's text to make.
   const started = spanStart()
   rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
   const json = JSON.stringify(rows)
-  if (db.engine === 'postgres') spanEnd('heartbeat flush: chunk', started)
-  await db.tx((t) => t.run(db.engine === 'postgres' ? POSTGRES : SQLITE, json, platform))
-  if (db.engine !== 'postgres') spanEnd('heartbeat flush: chunk', started)
+  const onLoop = sink === undefined && db.engine !== 'postgres'
+  if (!onLoop) spanEnd('heartbeat flush: chunk', started)
+  if (sink) await sink.writeChunk(json, platform)
+  else await db.tx((t) => t.run(db.engine === 'postgres' ? POSTGRES : HEARTBEAT_SQLITE, json, platform))
+  if (onLoop) spanEnd('heartbeat flush: chunk', started)
+}
+
+/** Where a registry that flushes on a timer writes its chunks (src/store/heartbeat-writer.ts). */
+export function heartbeatSink(store: Db): HeartbeatSink {
+  return openHeartbeatSink(store, store.engine === 'postgres' ? POSTGRES : HEARTBEAT_SQLITE)
 }
 
 export const HEARTBEAT_CHUNK = CHUNK

@@ -115,4 +115,12 @@ export default [
     to: '  ring[next] = { name, start: end, end, cpu }',
     tests: ['test/platform/loop-lag.test.ts'],
   },
+  {
+    name: 'SQLite: the heartbeat flush runs its statements on the event loop (no writer thread)',
+    ci: true,
+    file: 'src/store/heartbeat-writer.ts',
+    from: "  if (file === undefined || file === ':memory:' || file === '') return direct",
+    to: '  return direct',
+    tests: ['test/store/heartbeat-writer.test.ts'],
+  },
 ] satisfies Mutant[]
