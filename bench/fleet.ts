@@ -46,6 +46,11 @@ if (Bun.spawnSync(['sh', '-c', `[ -x ${BIN} ] && [ -z "$(find ${ROOT}/src ${ROOT
 
 const status = (pid: number, field: string) => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`${field}:\\s+(\\d+)`))?.[1] ?? Number.NaN) / 1024
 /** user+system CPU seconds of a process. */
+/** user+system CPU seconds of a process's main thread (the event loop), from /proc/PID/task/PID. */
+const loopCpuSeconds = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return (Number(f[11]) + Number(f[12])) / 100
+}
 const cpuSeconds = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
   return (Number(f[11]) + Number(f[12])) / 100
@@ -119,6 +124,7 @@ async function timeListings(): Promise<void> {
 
 const loadBefore = loadavg()
 const cpuBefore = cpuSeconds(platform.pid)
+const loopBefore = loopCpuSeconds(platform.pid)
 const rss: number[] = []
 const rssTimer = setInterval(() => rss.push(status(platform.pid, 'VmRSS')), 1000)
 let deployed = false
@@ -160,6 +166,7 @@ const gcLog = GC_LOG ? gcText('fleet:', platform.stderr().slice(stderrFrom), SEC
 if (listings) say(`fleet: during the run: ${listings}\n`)
 if (!existsSync(`/proc/${platform.pid}`)) say(`fleet: the engine ${platform.pid} is gone; what serve wrote:\n${platform.stderr().replace(/\[GC<[^\n]*\n?/g, '').slice(-3000)}\n`)
 const platformCpu = cpuSeconds(platform.pid) - cpuBefore
+const loopCpu = loopCpuSeconds(platform.pid) - loopBefore
 const peak = status(platform.pid, 'VmHWM')
 await platform.stop()
 if (!KEEP) rmSync(dataDir, { recursive: true, force: true })
@@ -168,7 +175,7 @@ rmSync(dirname(lagFile), { recursive: true, force: true })
 const { latencies, serverLatencies, assignLatencies, okBeats, assignmentFetches } = result
 const pct = percentile
 say(`fleet: expected ${result.expected} heartbeats, answered ${okBeats} with 200; statuses ${JSON.stringify(result.statuses)}\n`)
-say(`fleet: Platform CPU ${up(platformCpu / SECONDS, 2)} cores = ${up((platformCpu * 1e6) / Math.max(1, okBeats + assignmentFetches), 1)} us a request; load generator ${up(result.loadGeneratorCpuSeconds / SECONDS, 2)} cores; RSS during the run max ${up(Math.max(...rss), 0)} MB, peak since start ${up(peak, 0)} MB; load ${loadBefore} before, ${loadavg()} after\n`)
+say(`fleet: Platform CPU ${up(platformCpu / SECONDS, 2)} cores = ${up((platformCpu * 1e6) / Math.max(1, okBeats + assignmentFetches), 1)} us a request, of it the event loop's thread ${up(loopCpu / SECONDS, 2)} cores = ${up((loopCpu * 1e6) / Math.max(1, okBeats + assignmentFetches), 1)} us a request; load generator ${up(result.loadGeneratorCpuSeconds / SECONDS, 2)} cores; RSS during the run max ${up(Math.max(...rss), 0)} MB, peak since start ${up(peak, 0)} MB; load ${loadBefore} before, ${loadavg()} after\n`)
 say(`fleet: from the write to the answer (the wait for the schedule and the connection left out): p50 ${up(pct(serverLatencies, 0.5), 2)} ms p99 ${up(pct(serverLatencies, 0.99), 2)} ms\n`)
 if (assignmentFetches > 0) say(`fleet: ${assignmentFetches} assignment fetches, p50 ${up(pct(assignLatencies, 0.5), 1)} ms p99 ${up(pct(assignLatencies, 0.99), 1)} ms\n`)
 if (lag) say(`${lagText('fleet:', lag)}\n`)

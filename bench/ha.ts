@@ -50,6 +50,15 @@ const cpuSeconds = (pid: number) => {
     return Number.NaN
   }
 }
+/** CPU seconds of a process's main thread (the engine's event loop). */
+const loopCpuSeconds = (pid: number) => {
+  try {
+    const f = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return (Number(f[11]) + Number(f[12])) / 100
+  } catch {
+    return Number.NaN
+  }
+}
 /** CPU seconds of the cluster: the postmaster and its children. */
 const pgCpu = (dir: string) => {
   const pm = Number(readFileSync(join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0])
@@ -107,6 +116,8 @@ try {
   const victim = 0
   let killedAt = Number.NaN
   const cpuBefore = platforms.map((p) => cpuSeconds(p.pid))
+  const loopBefore = platforms.map((p) => loopCpuSeconds(p.pid))
+  let loopVictim = Number.NaN
   const pgBefore = pgCpu(join(pgDir, 'pg'))
   const loadBefore = loadavg()
   say(`ha: running ${N} nodes every ${INTERVAL_MS / 1000} s for ${SECONDS} s${KILL_AT > 0 ? `, kill -9 of ${urls[victim]} at ${KILL_AT} s` : ''} (load ${loadBefore})\n`)
@@ -137,6 +148,7 @@ try {
     onSecond: async (second) => {
       if (KILL_AT > 0 && second === KILL_AT) {
         cpuVictim = cpuSeconds(platforms[victim]!.pid) - cpuBefore[victim]!
+        loopVictim = loopCpuSeconds(platforms[victim]!.pid) - loopBefore[victim]!
         killedAt = performance.now()
         await platforms[victim]!.kill9()
         say(`ha: killed ${urls[victim]} (kill -9 of its engine, then serve) at ${second} s\n`)
@@ -149,10 +161,11 @@ try {
     return after ? summarize(lagBefore[i] ?? null, after, lagFrom, lagTo) : null
   })
   const cpu = platforms.map((p, i) => (i === victim && !Number.isNaN(cpuVictim) ? cpuVictim : cpuSeconds(p.pid) - cpuBefore[i]!))
+  const loops = platforms.map((p, i) => (i === victim && !Number.isNaN(loopVictim) ? loopVictim : loopCpuSeconds(p.pid) - loopBefore[i]!))
   const pgUsed = pgCpu(join(pgDir, 'pg')) - pgBefore
   const { latencies, okBeats } = result
   say(`ha: expected ${result.expected} heartbeats, answered ${okBeats} with 200 (${result.perTarget.map((n, i) => `${urls[i]} ${n}`).join(', ')}); statuses ${JSON.stringify(result.statuses)}\n`)
-  say(`ha: CPU ${cpu.map((c, i) => `${String.fromCharCode(97 + i)} ${up(c / SECONDS, 2)}`).join(', ')} cores, PostgreSQL ${up(pgUsed / SECONDS, 2)} cores, load generator ${up(result.loadGeneratorCpuSeconds / SECONDS, 2)} cores; ${up(((cpu.reduce((x, y) => x + y, 0) + pgUsed) * 1e6) / Math.max(1, okBeats), 1)} us of Platform and PostgreSQL CPU a heartbeat; load ${loadBefore} before, ${loadavg()} after\n`)
+  say(`ha: CPU ${cpu.map((c, i) => `${String.fromCharCode(97 + i)} ${up(c / SECONDS, 2)} (event loop ${up(loops[i]! / SECONDS, 2)})`).join(', ')} cores, PostgreSQL ${up(pgUsed / SECONDS, 2)} cores, load generator ${up(result.loadGeneratorCpuSeconds / SECONDS, 2)} cores; ${up(((cpu.reduce((x, y) => x + y, 0) + pgUsed) * 1e6) / Math.max(1, okBeats), 1)} us of Platform and PostgreSQL CPU a heartbeat; load ${loadBefore} before, ${loadavg()} after\n`)
   if (!Number.isNaN(killedAt)) {
     const killMs = killedAt - result.runStart
     const theirs = first.map((f, i) => (f === victim ? i : -1)).filter((i) => i >= 0)
