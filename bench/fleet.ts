@@ -94,7 +94,9 @@ if (KEEP && existsSync(credentialsFile)) {
 // The run is against a freshly started Platform holding the N enrolled nodes.
 const GC_LOG = process.argv.includes('--gc-log')
 const lagFile = join(mkdtempSync(join(tmpdir(), 'muster-fleet-lag-')), 'lag.json')
-platform = await startServe(dataDir, [], { MUSTER_LOOP_LAG_FILE: lagFile, ...(GC_LOG ? { BUN_JSC_logGC: '1' } : {}) })
+// --no-lag: the engine samples nothing (to see what the sampling itself costs).
+const NO_LAG = process.argv.includes('--no-lag')
+platform = await startServe(dataDir, [], { ...(NO_LAG ? {} : { MUSTER_LOOP_LAG_FILE: lagFile }), ...(GC_LOG ? { BUN_JSC_logGC: '1' } : {}) })
 say(`fleet: Platform restarted with ${N} nodes; RSS ${status(platform.pid, 'VmRSS').toFixed(0)} MB\n`)
 
 // ---- the simulated Agents (bench/agents.ts) ---------------------------------------------

@@ -128,11 +128,12 @@ export class Registry {
     const names = [...this.dirty]
     this.dirty = new Set()
     const t = this.table
-    for (let i = 0; i < names.length; i += HEARTBEAT_CHUNK) {
+    const chunk = this.sink?.chunk ?? HEARTBEAT_CHUNK
+    for (let i = 0; i < names.length; i += chunk) {
       if (i > 0) await new Promise((r) => setImmediate(r))
       const started = spanStart()
       const rows: HeartbeatTuple[] = []
-      for (let j = i; j < names.length && j < i + HEARTBEAT_CHUNK; j++) {
+      for (let j = i; j < names.length && j < i + chunk; j++) {
         const s = t.slotOf(names[j]!)
         if (s < 0 || Number.isNaN(t.lastSeenAt[s]!)) continue
         const replicas = t.replicas[s]
