@@ -5,7 +5,9 @@
 #   shellcheck (install.sh lint), useradd, chromium (dashboard), postgresql
 #   (the PostgreSQL store), faketime (moved clocks), wrk (benchmarks),
 #   stress-ng (flake hunting), curl, iproute2, debootstrap and systemd-container
-#   (machines with systemd as PID 1: test/helpers/machines.ts).
+#   (machines with systemd as PID 1: test/helpers/machines.ts), prometheus (a real
+#   Prometheus and promtool for the metrics tests), zstd (the Platform makes
+#   release deltas with it: docs/upgrading.md).
 set -u
 need=()
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -22,6 +24,8 @@ have wrk || need+=(wrk)
 have stress-ng || need+=(stress-ng)
 have debootstrap || need+=(debootstrap)
 have systemd-nspawn || need+=(systemd-container)
+{ have prometheus && have promtool; } || need+=(prometheus)
+have zstd || need+=(zstd)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ]; then

@@ -79,15 +79,15 @@ export function circles(files: string[], edges: Edge[]): string[][] {
  */
 export const LAYERS: string[][] = [
   ['src'], // errors, log, version, tunables, addresses, datadir, serve-lock, shutdown, single-flight
-  ['src/crypto'],
+  ['src/crypto', 'src/metrics'],
   ['src/wire'],
   ['src/signed', 'src/store', 'src/sockets', 'src/client'],
   ['src/auth', 'src/replicas'],
   ['src/audit'],
   ['src/context'],
-  ['src/pki', 'src/ha'],
+  ['src/pki', 'src/ha', 'src/releases'],
   ['src/fabric'],
-  ['src/projects', 'src/bootstrap', 'src/dashboard', 'src/sso'],
+  ['src/projects', 'src/bootstrap', 'src/dashboard', 'src/sso', 'src/rollouts'],
   ['src/federation', 'src/cloud', 'src/overview', 'src/agent'],
   ['src/http'],
   ['src/listener'],

@@ -9,6 +9,11 @@ export const dataDirArg = {
   'data-dir': { type: 'string', valueHint: 'DIR', description: 'Data directory (default: $MUSTER_DATA_DIR, else /var/lib/muster)' },
 } as const satisfies ArgsDef
 
+/** `--log-format` of the long-running commands (serve, agent): one JSON object a line, or the human lines. */
+export const logFormatArg = {
+  'log-format': { type: 'enum', options: ['human', 'json'], default: 'human', valueHint: 'human|json', description: 'Log as human lines (default) or one JSON object a line: time, level, message, node, project, request (docs/monitoring.md)' },
+} as const satisfies ArgsDef
+
 /** How an https Platform is authenticated when its certificate comes from its own CA (docs/security.md). */
 export const platformPinArgs = {
   'platform-fingerprint': { type: 'string', valueHint: 'sha256:HEX', description: 'Pin of the Platform CA (`muster nodes platform`; default: $MUSTER_PLATFORM_FINGERPRINT, then the pin saved by `muster login`)' },

@@ -2,10 +2,10 @@
 // 2), runs it, and turns errors into one clear line (exit 1), never a stack.
 import { renderUsage, runCommand, type ArgsDef, type CommandDef } from 'citty'
 import { MusterError } from '../src/errors.ts'
-import { wrapWords } from '../src/log.ts'
+import { jsonLine, logsAreJson, wrapWords } from '../src/log.ts'
 import { UsageError } from './_args.ts'
 import { examplesFor } from './_examples.ts'
-import { outputDelivered, trackOutput } from './_out.ts'
+import { clean, cleanLines, outputDelivered, trackOutput } from './_out.ts'
 import { tunable } from '../src/tunables.ts'
 
 /** A command's own exit status with one line for stderr (the Agent's 3: its credential is refused for good). */
@@ -25,6 +25,13 @@ export class ExitStatus extends Error {
  */
 export async function runCli(root: AnyCommand, argv: string[]): Promise<never> {
   trackOutput()
+  // A secret given as a flag was hidden from `ps` as the process started; say so, and where it belongs, at once.
+  const { HIDDEN_SECRET_FLAGS } = await import('./_argv-first.ts')
+  if (HIDDEN_SECRET_FLAGS.length > 0) {
+    const { warnArgvSecret } = await import('./_secret.ts')
+    // (A store URL's password: serve and migrate-store say it in their own words.)
+    for (const flag of HIDDEN_SECRET_FLAGS) if (flag !== '--database' && flag !== '--to') warnArgvSecret(flag)
+  }
   const code = await main(root, argv)
   process.exitCode = code
   await outputDelivered()
@@ -78,7 +85,7 @@ export async function main(root: AnyCommand, argv: string[]): Promise<number> {
     if (!sub) {
       const guess = closest(next, [...Object.keys(subs), ...(names.length === 1 ? ['help'] : [])])
       const hint = guess ? ` Did you mean \`${[...names, guess].join(' ')}\`?` : ''
-      process.stderr.write(`muster: unknown command "${[...names, next].join(' ')}".${hint} Run \`${names.join(' ')} --help\` to see the commands.\n`)
+      process.stderr.write(cleanLines(`muster: unknown command "${[...names, next].join(' ')}".${hint} Run \`${names.join(' ')} --help\` to see the commands.\n`))
       return 2
     }
     cmd = (await resolve(sub)) as AnyCommand
@@ -113,7 +120,10 @@ export async function main(root: AnyCommand, argv: string[]): Promise<number> {
 
 // One line per error for pipes and scripts; on a terminal the line is wrapped
 // between words to its width, never inside a flag.
-function say(text: string): void {
+function say(raw: string): void {
+  // A server's error message can carry what its request carried: escaped, so it cannot move the cursor.
+  const text = cleanLines(raw)
+  if (logsAreJson()) return void process.stderr.write(jsonLine({ args: [text.trimEnd()], type: 'error', date: new Date() }))
   const columns = process.stderr.isTTY ? process.stderr.columns : 0
   process.stderr.write(columns ? `${wrapWords(text.trimEnd(), columns - 1, 2)}\n` : text)
 }
@@ -128,7 +138,8 @@ export function reportError(label: string, e: unknown): number {
     return 2
   }
   if (e instanceof MusterError) {
-    say(`${label}: ${e.message}\n`)
+    // A server's message is one line whatever it carries (a newline in it would start a forged line).
+    say(`${label}: ${typeof e.detail?.status === 'number' ? clean(e.message) : e.message}\n`)
     return 1
   }
   const err = e as { name?: string; message?: string; stack?: string }

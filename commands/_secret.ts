@@ -6,6 +6,8 @@ import { consola } from 'consola'
 import { MusterError } from '../src/errors.ts'
 import { assertPrivate } from '../src/datadir.ts'
 import { tunable, type TunableName } from '../src/tunables.ts'
+import { SECRET_FLAGS } from '../src/own-argv.ts'
+import { esc } from './_out.ts'
 
 export interface SecretSource {
   /** What the secret is, for messages: "enrollment token". */
@@ -17,8 +19,13 @@ export interface SecretSource {
   env?: TunableName
 }
 
+/** The warning for a secret given as a flag: muster hid it from `ps` at start (commands/_argv-first.ts), but not from shell history. */
+const warned = new Set<string>()
 export function warnArgvSecret(flag: string): void {
-  consola.warn(`${flag} on the command line lands in shell history and process listings; prefer a file, stdin or the prompt.`)
+  if (warned.has(flag)) return
+  warned.add(flag)
+  const instead = SECRET_FLAGS[flag.replace(/^--/, '')]?.instead ?? 'a file, stdin or the prompt'
+  consola.warn(esc`${flag} on the command line lands in shell history (muster hid it from the process list as it started); give it with ${instead} instead.`)
 }
 
 function stdinKind(): 'tty' | 'data' | 'none' {

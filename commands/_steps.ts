@@ -1,6 +1,7 @@
 // Progress for slow multi-step commands: a spinner per step on a terminal,
 // one line per step otherwise.
 import type { DemoReporter } from '../src/demo/demo.ts'
+import { esc, printLine } from './_out.ts'
 
 export function stepReporter(): DemoReporter {
   const tty = Boolean(process.stdout.isTTY)
@@ -14,20 +15,20 @@ export function stepReporter(): DemoReporter {
         s.start(title)
         try {
           const v = await fn()
-          s.stop(`${title} (${took()})`)
+          s.stop(esc`${title} (${took()})`)
           return v
         } catch (e) {
-          s.error(`${title}: failed`)
+          s.error(esc`${title}: failed`)
           throw e
         }
       }
-      process.stdout.write(`… ${title}\n`)
+      printLine(esc`… ${title}`)
       try {
         const v = await fn()
-        process.stdout.write(`✔ ${title} (${took()})\n`)
+        printLine(esc`✔ ${title} (${took()})`)
         return v
       } catch (e) {
-        process.stdout.write(`✖ ${title}: failed\n`)
+        printLine(esc`✖ ${title}: failed`)
         throw e
       }
     },

@@ -14,7 +14,7 @@ export default defineCommand({
   meta: { name: 'audit', description: 'The audit of every action: who did what, from where, to what, and how it ended (server.audit.view)' },
   args: {
     since: { type: 'string', valueHint: 'TIME', description: 'Entries from then on: 2026-12-01, an ISO time, or how long ago (30m, 12h, 7d)' },
-    principal: { type: 'string', valueHint: 'NAME', description: 'Only this account (or token name)' },
+    principal: { type: 'string', valueHint: 'NAME', description: 'Only this principal: an account, token:<id> for a token of no account, (host), (controller) or (unknown)' },
     action: { type: 'string', valueHint: 'ACTION', description: 'Only this action (node.drain), or every action it starts (node)' },
     all: { type: 'boolean', description: 'Every page within the retention, not only the newest page' },
     limit: { type: 'string', valueHint: 'N', description: 'Entries per page (default 100, at most 5000)' },
@@ -26,27 +26,28 @@ export default defineCommand({
     const limit = intArg(args, 'limit', 1, 5000) ?? 100
     const q = { since: sinceArg(args.since), principal: args.principal || undefined, action: args.action || undefined }
     const { clientFrom } = await import('./_client.ts')
-    const { printJson, printTable } = await import('./_out.ts')
+    const { clean, jsonText, printJson, printLine, printTable } = await import('./_out.ts')
     const client = clientFrom(args)
     const entries = args.all ? await client.audit.listAll({ ...q, limit: 5000 }) : (await client.audit.list({ ...q, limit })).entries
     type Entry = (typeof entries)[number]
     const row = (e: Entry) => [e.at, `${e.principal} (${e.principalKind})`, e.source, e.action, e.target, e.outcome, e.detail]
     const headers = ['at', 'principal', 'source', 'action', 'target', 'outcome', 'detail']
-    const line = (e: Entry) => (args.jsonl || args.json ? JSON.stringify(e) : row(e).map((c) => c ?? '-').join('  '))
+    // Every field is cleaned: a target or detail from outside is one inert line (docs/security.md).
+    const line = (e: Entry) => (args.jsonl || args.json ? jsonText(e) : row(e).map((c) => (c === null || c === undefined ? '-' : clean(c))).join('  '))
     if (!args.follow) {
-      if (args.jsonl) return void process.stdout.write(entries.toReversed().map((e) => `${JSON.stringify(e)}\n`).join(''))
+      if (args.jsonl) return void entries.toReversed().forEach((e) => printLine(jsonText(e)))
       if (args.json) return printJson({ entries })
       return printTable(headers, entries.map(row))
     }
     // --follow: what there is (oldest first), then every new entry as it is written.
     let last = entries.reduce((m, e) => Math.max(m, e.id), 0)
-    if (!args.jsonl && !args.json) process.stdout.write(`${headers.map((h) => h.toUpperCase()).join('  ')}\n`)
-    process.stdout.write(entries.toReversed().map((e) => `${line(e)}\n`).join(''))
+    if (!args.jsonl && !args.json) printLine(headers.map((h) => h.toUpperCase()).join('  '))
+    for (const e of entries.toReversed()) printLine(line(e))
     for (;;) {
       await Bun.sleep(1000)
       const page = await client.audit.after(last, { ...q, limit: 1000 })
       for (const e of page.entries) {
-        process.stdout.write(`${line(e)}\n`)
+        printLine(line(e))
         last = Math.max(last, e.id)
       }
     }

@@ -1,33 +1,7 @@
 #!/usr/bin/env bun
-// The muster CLI root. Subcommands load lazily so `--help` stays fast.
-import { defineCommand } from 'citty'
-import { runCli } from './_main.ts'
-import { VERSION } from '../src/version.ts'
+// The muster CLI's entry. First of all, secrets given as flags leave the
+// process's command line (commands/_argv-first.ts), before the rest of the CLI
+// is even loaded: it is a chunk of its own, imported only after that.
+import './_argv-first.ts'
 
-const root = defineCommand({
-  meta: {
-    name: 'muster',
-    version: VERSION,
-    description: 'Let machines join a control plane safely and keep them trusted',
-  },
-  subCommands: {
-    serve: () => import('./serve.ts').then((m) => m.default),
-    login: () => import('./login.ts').then((m) => m.default),
-    logout: () => import('./logout.ts').then((m) => m.default),
-    tokens: () => import('./tokens/index.ts').then((m) => m.default),
-    accounts: () => import('./accounts/index.ts').then((m) => m.default),
-    audit: () => import('./audit.ts').then((m) => m.default),
-    nodes: () => import('./nodes/index.ts').then((m) => m.default),
-    projects: () => import('./projects/index.ts').then((m) => m.default),
-    federation: () => import('./federation/index.ts').then((m) => m.default),
-    cloud: () => import('./cloud/index.ts').then((m) => m.default),
-    worker: () => import('./worker/index.ts').then((m) => m.default),
-    agent: () => import('./agent.ts').then((m) => m.default),
-    doctor: () => import('./doctor.ts').then((m) => m.default),
-    demo: () => import('./demo.ts').then((m) => m.default),
-    admin: () => import('./admin/index.ts').then((m) => m.default),
-    version: () => import('./version.ts').then((m) => m.default),
-  },
-})
-
-await runCli(root, process.argv.slice(2))
+await import('./_root.ts')

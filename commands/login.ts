@@ -1,6 +1,7 @@
 import { defineCommand } from 'citty'
 import { jsonArg, platformPinArgs } from './_args.ts'
 import { tunable } from '../src/tunables.ts'
+import { esc, printJsonLine } from './_out.ts'
 
 export default defineCommand({
   meta: { name: 'login', description: 'Log in to a Platform and save an API token for later commands' },
@@ -41,7 +42,7 @@ export default defineCommand({
 })
 
 async function saved(args: { json?: boolean }, url: string, minted: { account: string; role: string; expiresAt: string | null }, file: string) {
-  if (args.json) return void process.stdout.write(`${JSON.stringify({ url, account: minted.account, role: minted.role, saved: file, expiresAt: minted.expiresAt })}\n`)
+  if (args.json) return void printJsonLine({ url, account: minted.account, role: minted.role, saved: file, expiresAt: minted.expiresAt })
   const { consola } = await import('consola')
-  consola.success(`Logged in to ${url} as ${minted.account} (${minted.role}); token saved to ${file}${minted.expiresAt ? `, valid until ${minted.expiresAt}` : ''} (\`muster logout\` revokes it)`)
+  consola.success(esc`Logged in to ${url} as ${minted.account} (${minted.role}); token saved to ${file}${minted.expiresAt ? `, valid until ${minted.expiresAt}` : ''} (\`muster logout\` revokes it)`)
 }

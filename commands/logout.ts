@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { jsonArg } from './_args.ts'
+import { esc, note, printJsonLine } from './_out.ts'
 
 export default defineCommand({
   meta: { name: 'logout', description: 'Revoke the token `muster login` saved, and remove the file' },
@@ -11,13 +12,13 @@ export default defineCommand({
     const saved = readSavedLogin()
     const file = configFile()
     if (!saved) {
-      if (args.json) return void process.stdout.write(`${JSON.stringify({ loggedOut: false, revoked: false, file })}\n`)
-      return void process.stderr.write(`Not logged in (no ${file}).\n`)
+      if (args.json) return void printJsonLine({ loggedOut: false, revoked: false, file })
+      return void note(esc`Not logged in (no ${file}).`)
     }
     // A Platform that cannot be reached keeps the file: the token still works, so say so and stop.
     const revoked = await logoutSaved(saved, fetchFor(saved.pin))
     rmSync(file, { force: true })
-    if (args.json) return void process.stdout.write(`${JSON.stringify({ loggedOut: true, revoked, url: saved.url, file })}\n`)
-    process.stderr.write(revoked ? `Logged out of ${saved.url}: the token is revoked and ${file} removed.\n` : `The saved token no longer worked on ${saved.url}; ${file} removed.\n`)
+    if (args.json) return void printJsonLine({ loggedOut: true, revoked, url: saved.url, file })
+    note(revoked ? esc`Logged out of ${saved.url}: the token is revoked and ${file} removed.` : esc`The saved token no longer worked on ${saved.url}; ${file} removed.`)
   },
 })

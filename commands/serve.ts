@@ -1,8 +1,9 @@
 import { defineCommand } from 'citty'
-import { dataDirArg, intArg, multiArg, UsageError } from './_args.ts'
+import { dataDirArg, intArg, logFormatArg, multiArg, UsageError } from './_args.ts'
 import { consola } from 'consola'
 import { ENGINE_ENV } from '../src/swap/protocol.ts'
 import { tunable } from '../src/tunables.ts'
+import { esc } from './_out.ts'
 
 /** The --oidc-* flags, or --oidc-config FILE (one or the other). */
 async function oidcOptions(args: Record<string, unknown>) {
@@ -71,8 +72,10 @@ export default defineCommand({
     'oidc-display-name': { type: 'string', valueHint: 'NAME', description: 'The name on the dashboard\'s "Sign in with …" button' },
     'oidc-only': { type: 'boolean', description: 'No password login: only host-local commands and break-glass remain beside the provider' },
     'oidc-config': { type: 'string', valueHint: 'FILE', description: 'The --oidc-* settings as JSON {issuer, clientId, clientSecretFile, roleMap, …} instead of flags' },
+    ...logFormatArg,
   },
   async run({ args, rawArgs }) {
+    if (args['log-format'] === 'json') (await import('../src/log.ts')).setLogFormat('json', consola)
     const port = intArg(args, 'port', 0, 65535) ?? 7380
     const enrollmentPort = intArg(args, 'enrollment-port', 0, 65535)
     if (enrollmentPort !== undefined && enrollmentPort !== 0 && enrollmentPort < 1024) throw new UsageError(`--enrollment-port must be 1024 or higher (got ${enrollmentPort}); ports below 1024 need root privileges muster does not take`)
@@ -131,9 +134,9 @@ export default defineCommand({
     delete process.env[ENGINE_ENV]
     if (role !== 'first' && role !== 'takeover') {
       const password = args.database ? db.databasePassword(args.database) : undefined
+      // The password already left this process's command line as it started (commands/_argv-first.ts).
       if (password) {
-        db.hideInOwnArgv(password)
-        consola.warn(`--database carries the store's password on the command line, where any local user reads it (ps); give the URL in $MUSTER_DATABASE_URL or --database-file FILE (mode 0600) instead.`)
+        consola.warn(esc`--database carries the store's password on the command line, where any local user reads it (ps); give the URL in $MUSTER_DATABASE_URL or --database-file FILE (mode 0600) instead.`)
       }
       // Before anything is created (the lock, the CA, the superadmin): the setup, the data directory, the ports, the files.
       const { preflightServe } = await import('../src/platform/serve-preflight.ts')

@@ -4,7 +4,13 @@
 // On a terminal, messages are wrapped at word boundaries to its width, so a
 // long warning never breaks inside a word or a flag ("-\n-tls-cert") the way
 // the terminal's own wrapping does. Pipes and files get the message as is.
-import { createConsola, type ConsolaReporter } from 'consola'
+//
+// `--log-format json` (serve, agent) writes one JSON object a line instead:
+// time, level, message, and the fields a call names with `fields({ node })`
+// (docs/monitoring.md). The human format leaves the fields out, so a message
+// reads the same in both.
+import { createConsola, type ConsolaInstance, type ConsolaReporter, type LogObject } from 'consola'
+import { format } from 'node:util'
 import { tunableNumber } from './tunables.ts'
 
 export const log = createConsola({
@@ -47,3 +53,56 @@ if (columns) {
   }
   log.setReporters([wrapping])
 }
+
+const FIELDS = Symbol('log fields')
+export type LogFields = Record<string, string | number | boolean | null | undefined> & { readonly [FIELDS]: true }
+
+/** Fields for the JSON format (node, project, request, …), given as a log call's last argument: `log.info('…', fields({ node }))`. */
+export function fields(f: Record<string, string | number | boolean | null | undefined>): LogFields {
+  return Object.assign(Object.create(null), f, { [FIELDS]: true as const })
+}
+
+const isFields = (a: unknown): a is LogFields => typeof a === 'object' && a !== null && FIELDS in a
+
+/** The human reporters, with fields dropped. */
+function human(reporters: ConsolaReporter[]): ConsolaReporter {
+  return {
+    log(logObj, ctx) {
+      if (logObj.args.some(isFields)) logObj.args = logObj.args.filter((a) => !isFields(a))
+      for (const r of reporters) r.log(logObj, ctx)
+    },
+  }
+}
+
+const LEVELS: Record<string, string> = { fatal: 'fatal', error: 'error', warn: 'warn', log: 'info', info: 'info', success: 'info', ready: 'info', start: 'info', box: 'info', debug: 'debug', trace: 'trace', verbose: 'debug' }
+
+/** One JSON object a line: {time, level, message, …fields}; an error argument adds `error`. */
+export function jsonLine(logObj: Pick<LogObject, 'args' | 'type' | 'date'> & { tag?: string }): string {
+  const extra: Record<string, unknown> = {}
+  const parts: unknown[] = []
+  for (const a of logObj.args) {
+    if (isFields(a)) {
+      for (const [k, v] of Object.entries(a)) if (v !== undefined && !(k in { time: 1, level: 1, message: 1 })) extra[k] = v
+    } else if (a instanceof Error) extra.error = a.message
+    else parts.push(a)
+  }
+  const message = parts.map((p) => (typeof p === 'string' ? p : format('%o', p))).join(' ')
+  return `${JSON.stringify({ time: logObj.date.toISOString(), level: LEVELS[logObj.type] ?? 'info', message, ...(logObj.tag ? { tag: logObj.tag } : {}), ...extra })}\n`
+}
+
+let json = false
+/** Whether logs are JSON lines (a command's last error line follows: commands/_main.ts). */
+export const logsAreJson = (): boolean => json
+
+const jsonReporter: ConsolaReporter = { log: (logObj) => void process.stderr.write(jsonLine(logObj)) }
+const humanReporters = new WeakMap<ConsolaInstance, ConsolaReporter[]>()
+
+/** Sets the format of `log` and of any other consola instances a command prints with (commands/ pass the global one). */
+export function setLogFormat(format: 'human' | 'json', ...others: ConsolaInstance[]): void {
+  json = format === 'json'
+  for (const c of [log, ...others]) {
+    if (!humanReporters.has(c)) humanReporters.set(c, c.options.reporters)
+    c.setReporters([format === 'json' ? jsonReporter : human(humanReporters.get(c)!)])
+  }
+}
+setLogFormat('human')

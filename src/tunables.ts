@@ -24,6 +24,7 @@ export const TUNABLES = {
   MUSTER_DATA_DIR: { reader: 'any', default: '/var/lib/muster', meaning: 'The data directory when --data-dir is not given.' },
   MUSTER_LOG_LEVEL: { reader: 'any', default: 3, unit: 'level', zero: true, meaning: 'How much goes to stderr (consola levels): 0 errors, 1 warnings, 2 logs, 3 information, 4 debug, 5 trace.' },
   MUSTER_DEBUG: { reader: 'cli', default: null, meaning: 'Set: a failing command prints the stack trace after its one-line error.' },
+  MUSTER_TEST_RUN: { reader: 'any', default: null, meaning: 'Set by the test harness: the test run\'s marker, passed on to replicas so that what a test leaves running is found and stopped (docs/testing.md); not for operators.' },
   // ---- the Platform (serve) -------------------------------------------------
   MUSTER_DATABASE_URL: { reader: 'serve', default: null, meaning: 'The store, postgres://… (several Platforms may share it); unset: SQLite muster.db in the data directory. serve hands it to its engine this way, never on a command line.' },
   MUSTER_SERVE_ENGINE: { reader: 'serve', default: null, meaning: 'Set by serve for its engine process; not for operators.' },
@@ -59,6 +60,7 @@ export const TUNABLES = {
   MUSTER_CLOUD_GCP_CERTS_URL: { reader: 'serve', default: 'https://www.googleapis.com/oauth2/v1/certs', meaning: 'Google\'s signing certificates for GCP identity tokens (kept until their Expires).' },
   MUSTER_CLOUD_AZURE_CA_ISSUERS_HOST: { reader: 'serve', default: 'www.microsoft.com', meaning: 'The only host an Azure attested document\'s missing intermediate is fetched from (its CA Issuers URL).' },
   MUSTER_CLOUD_CHALLENGE_TTL_MS: { reader: 'serve', default: 5 * 60_000, unit: 'ms', meaning: 'How long the nonce an Azure machine fetches its attested data with is good for.' },
+  MUSTER_ROLLOUT_TICK_MS: { reader: 'serve', default: 1_000, unit: 'ms', meaning: 'How often the Platform holding the rollouts lease looks at the active rollout (a node\'s report wakes it at once too).' },
   // ---- the Agent ------------------------------------------------------------
   MUSTER_AGENT_HOST: { reader: 'agent', default: null, meaning: 'Where the Agent\'s HTTPS port binds; unset: all interfaces (loopback when the node joined with a loopback address).' },
   MUSTER_AGENT_HEARTBEAT_MS: { reader: 'agent', default: 10_000, unit: 'ms', meaning: 'How often the Agent heartbeats.' },
@@ -67,6 +69,9 @@ export const TUNABLES = {
   MUSTER_AGENT_TICK_MS: { reader: 'agent', default: 30_000, unit: 'ms', meaning: 'How often the Agent checks whether a renewal or a trust refresh is due.' },
   MUSTER_AGENT_LOG_MAX_BYTES: { reader: 'agent', default: 1024 * 1024, unit: 'bytes', meaning: 'The size at which a replica\'s log file is rotated.' },
   MUSTER_AGENT_STOP_GRACE_MS: { reader: 'agent', default: 5_000, unit: 'ms', meaning: 'How long a stopped replica has between SIGTERM and SIGKILL.' },
+  MUSTER_UPDATE_STEP_DELAY_MS: { reader: 'agent', default: 0, unit: 'ms', zero: true, meaning: 'How long the Agent waits after writing each step of an update to its journal (tests kill it at each step); 0: no wait.' },
+  MUSTER_LAUNCHED: { reader: 'agent', default: null, meaning: 'Set by the Agent on the release binary it execs (docs/upgrading.md); not for operators.' },
+  MUSTER_UPDATE_TRIAL: { reader: 'agent', default: null, meaning: 'Set by the Agent on a new binary on trial: the SHA-256 of that release; not for operators.' },
   MUSTER_AGENT_CGROUPS: { reader: 'agent', default: null, meaning: '`off`: replicas get no cgroups (the cgroup tree is left alone; a stop reaches their process group and their project\'s uid, and --cpu/--memory are not enforced); unset: each replica in its own cgroup where the Agent has a subtree.' },
   // ---- the command line -------------------------------------------------------
   MUSTER_URL: { reader: 'cli', default: null, meaning: 'The Platform URL when --platform-url is not given (then the one `muster login` saved, then http://127.0.0.1:7380).' },

@@ -21,3 +21,16 @@ const { afterAll, setDefaultTimeout } = await import('bun:test')
 setDefaultTimeout(120_000)
 // The private HOME goes when the run ends (bun test runs no 'exit' handler of a preload).
 afterAll(() => rmSync(home, { recursive: true, force: true }))
+
+// Every process this run starts carries its marker (test/helpers/leftovers.ts). A harness (.ci/run, the mutants
+// runner) sets it and checks for leftovers itself; a run by hand gets its own, and what outlived its tests
+// (replicas of a test that failed before its cleanup) is named and killed when it ends.
+if (!process.env.MUSTER_TEST_RUN) {
+  const marker = `local-${process.pid}-${Date.now().toString(36)}`
+  process.env.MUSTER_TEST_RUN = marker
+  afterAll(async () => {
+    const { describeLeftovers, sweepMarked } = await import('./helpers/leftovers.ts')
+    const left = await sweepMarked(marker, 3_000)
+    if (left.length > 0) process.stderr.write(`test run left ${left.length} process(es) behind (killed now):\n${describeLeftovers(left)}\n`)
+  })
+}

@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { clientArgs } from '../_args.ts'
+import { esc, note, printJsonLine } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'add', description: 'Add an account for a person; its password comes from a no-echo prompt, stdin or --password-file' },
@@ -21,7 +22,7 @@ export default defineCommand({
     if (!args['password-file'] && hasTty() && (await promptSecret('Repeat the password')) !== password) throw new MusterError('invalid-request', 'The passwords differ; nothing was added.')
     const { clientFrom } = await import('../_client.ts')
     const a = await clientFrom(args).accounts.add({ name, role, password, ...(expiresAt ? { expiresAt } : {}) })
-    if (args.json) return void process.stdout.write(`${JSON.stringify(a)}\n`)
-    process.stderr.write(`Account ${a.name} added as ${a.role}${a.expiresAt ? `, until ${a.expiresAt}` : ''}. It logs in with \`muster login\` or the dashboard.\n`)
+    if (args.json) return void printJsonLine(a)
+    note(esc`Account ${a.name} added as ${a.role}${a.expiresAt ? `, until ${a.expiresAt}` : ''}. It logs in with \`muster login\` or the dashboard.`)
   },
 })

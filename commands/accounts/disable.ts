@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { clientArgs } from '../_args.ts'
+import { esc, note, printJsonLine } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'disable', description: 'Disable an account: it cannot log in, and its sessions and tokens stop at once' },
@@ -8,7 +9,7 @@ export default defineCommand({
     const { checkAccount, endedLine } = await import('./_shared.ts')
     const { clientFrom } = await import('../_client.ts')
     const a = await clientFrom(args).accounts.disable(checkAccount(args.name))
-    if (args.json) return void process.stdout.write(`${JSON.stringify(a)}\n`)
-    process.stderr.write(`Account ${a.name} disabled.${endedLine(a.ended)}\n`)
+    if (args.json) return void printJsonLine(a)
+    note(esc`Account ${a.name} disabled.${endedLine(a.ended)}`)
   },
 })

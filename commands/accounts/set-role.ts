@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { clientArgs } from '../_args.ts'
+import { esc, note, printJsonLine } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'set-role', description: "Change an account's role; a lesser role ends its sessions and login tokens at once" },
@@ -14,7 +15,7 @@ export default defineCommand({
     const role = checkRole(args.role, 'ROLE')
     const { clientFrom } = await import('../_client.ts')
     const a = await clientFrom(args).accounts.setRole(name, role)
-    if (args.json) return void process.stdout.write(`${JSON.stringify(a)}\n`)
-    process.stderr.write(`Account ${a.name} is now ${a.role}.${endedLine(a.ended)}\n`)
+    if (args.json) return void printJsonLine(a)
+    note(esc`Account ${a.name} is now ${a.role}.${endedLine(a.ended)}`)
   },
 })

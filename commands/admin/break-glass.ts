@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { dataDirArg, jsonArg, UsageError } from '../_args.ts'
+import { clean, esc, note, printJsonLine, printLine } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'break-glass', description: 'On an office host, with the Platform stopped: re-enable local login (and give ACCOUNT a new password)' },
@@ -13,15 +14,15 @@ export default defineCommand({
     const { breakGlass } = await import('../../src/federation/host.ts')
     const { resolveDataDir } = await import('../../src/datadir.ts')
     const r = await breakGlass(resolveDataDir(args['data-dir']), args.account)
-    if (args.json) return void process.stdout.write(`${JSON.stringify({ localLoginAllowed: r.localLoginAllowed, account: r.account, password: r.password })}\n`)
-    process.stderr.write(
+    if (args.json) return void printJsonLine({ localLoginAllowed: r.localLoginAllowed, account: r.account, password: r.password })
+    note(
       r.joined
-        ? `Local login re-enabled on office ${r.officeId}; recorded, and reported to the controller on the next registration. This office stays joined (\`muster admin detach\` leaves).\n`
-        : `This Platform is not joined to a controller. Under serve --oidc-only, password login is open for ${r.account ?? 'every local account'} for 12 hours (recorded in the audit).\n`,
+        ? esc`Local login re-enabled on office ${r.officeId}; recorded, and reported to the controller on the next registration. This office stays joined (\`muster admin detach\` leaves).`
+        : esc`This Platform is not joined to a controller. Under serve --oidc-only, password login is open for ${r.account ?? 'every local account'} for 12 hours (recorded in the audit).`,
     )
     if (r.password) {
-      process.stderr.write(`New password for ${r.account}; shown once:\n`)
-      process.stdout.write(`${r.password}\n`)
+      note(esc`New password for ${r.account}; shown once:`)
+      printLine(clean(r.password))
     }
   },
 })

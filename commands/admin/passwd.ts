@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { dataDirArg } from '../_args.ts'
+import { esc, note } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'passwd', description: "Set an account's password from the host (stdin, --password-file or a no-echo prompt)" },
@@ -20,8 +21,8 @@ export default defineCommand({
     try {
       const { auditedHostAct } = await import('../../src/context/host-store.ts')
       const { HOST } = await import('../../src/audit/audit.ts')
-      const ended = await auditedHostAct(host, HOST(args.account), 'account.password', args.account, () => host.auth.setPassword(args.account, password))
-      process.stderr.write(`Password for ${args.account} changed; ended ${ended.sessions} session(s) and revoked ${ended.tokens} token(s) made by its logins.\n`)
+      const ended = await auditedHostAct(host, HOST(), 'account.password', args.account, () => host.auth.setPassword(args.account, password))
+      note(esc`Password for ${args.account} changed; ended ${ended.sessions} session(s) and revoked ${ended.tokens} token(s) made by its logins.`)
     } finally {
       await host.close()
     }

@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { clientArgs } from '../_args.ts'
+import { esc } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'connect', description: 'Connect a cloud provider: credentials from stdin or a no-echo prompt (never argv), proved by a list call, kept sealed' },
@@ -23,6 +24,6 @@ export default defineCommand({
     const c = await clientFrom(args).cloud.connect(provider, credentials)
     if (args.json) return (await import('../_out.ts')).printJson(c)
     const { consola } = await import('consola')
-    consola.success(`${provider} connected: the credentials were accepted by a list call and are kept sealed${c.account ? ` (${c.account})` : ''}.`)
+    consola.success(esc`${provider} connected: the credentials were accepted by a list call and are kept sealed${c.account ? ` (${c.account})` : ''}.`)
   },
 })

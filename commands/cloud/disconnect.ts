@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { clientArgs } from '../_args.ts'
+import { esc } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'disconnect', description: 'Forget a provider’s credentials (refused while machines it created exist)' },
@@ -11,6 +12,6 @@ export default defineCommand({
     const r = await clientFrom(args).cloud.disconnect(provider)
     if (args.json) return (await import('../_out.ts')).printJson(r)
     const { consola } = await import('consola')
-    consola.success(`${provider} disconnected; its credentials are gone.`)
+    consola.success(esc`${provider} disconnected; its credentials are gone.`)
   },
 })

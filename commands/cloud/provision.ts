@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { clientArgs } from '../_args.ts'
+import { esc } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'provision', description: 'Create a machine at a provider that installs the worker role and joins this Platform by itself' },
@@ -31,6 +32,6 @@ export default defineCommand({
     }
     if (args.json) return
     const { consola } = await import('consola')
-    consola.success(`${p.id}: ${p.name} is ${p.state} at ${p.provider} (machine ${p.machineId ?? 'pending'}). Follow it with \`muster cloud provisions ${p.id}\`.`)
+    consola.success(esc`${p.id}: ${p.name} is ${p.state} at ${p.provider} (machine ${p.machineId ?? 'pending'}). Follow it with \`muster cloud provisions ${p.id}\`.`)
   },
 })

@@ -1,20 +1,20 @@
 import { defineCommand } from 'citty'
 import { clientArgs } from '../_args.ts'
+import { esc, printJson, printLine, printTable } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'provisions', description: 'Machines this Platform created (creating, booting, enrolling, ready, failed, released), or one of them' },
   args: { id: { type: 'positional', required: false, description: 'A provision id (prv-…)' }, ...clientArgs },
   async run({ args }) {
     const { clientFrom } = await import('../_client.ts')
-    const { printJson, printTable, printLine } = await import('../_out.ts')
     const client = clientFrom(args)
     if (args.id) {
       const p = await client.cloud.provisionInfo(args.id)
       if (args.json) return printJson(p)
-      printLine(`${p.id}  ${p.name}  ${p.state}${p.reason ? ` (${p.reason})` : ''}`)
-      printLine(`  ${p.provider} ${p.region} ${p.size}, role ${p.role}, requested by ${p.requestedBy ?? '-'} (${p.origin}) at ${p.createdAt}`)
-      printLine(`  machine ${p.machineId ?? '-'} ${p.machineStatus ?? ''} ${p.address ?? ''}`.trimEnd())
-      printLine(`  node ${p.node ? `${p.node.name} ${p.node.state}` : 'not enrolled yet'}`)
+      printLine(esc`${p.id}  ${p.name}  ${p.state}${p.reason ? ` (${p.reason})` : ''}`)
+      printLine(esc`  ${p.provider} ${p.region} ${p.size}, role ${p.role}, requested by ${p.requestedBy ?? '-'} (${p.origin}) at ${p.createdAt}`)
+      printLine(esc`  machine ${p.machineId ?? '-'} ${p.machineStatus ?? ''} ${p.address ?? ''}`.trimEnd())
+      printLine(esc`  node ${p.node ? `${p.node.name} ${p.node.state}` : 'not enrolled yet'}`)
       return
     }
     const r = await client.cloud.provisions()

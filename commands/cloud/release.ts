@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { clientArgs } from '../_args.ts'
+import { esc } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'release', description: 'Delete a machine this Platform created, and revoke and remove its node' },
@@ -9,6 +10,6 @@ export default defineCommand({
     const p = await clientFrom(args).cloud.release(args.id)
     if (args.json) return (await import('../_out.ts')).printJson(p)
     const { consola } = await import('consola')
-    consola.success(`${p.id} ${p.name}: ${p.reason ?? 'released'}`)
+    consola.success(esc`${p.id} ${p.name}: ${p.reason ?? 'released'}`)
   },
 })

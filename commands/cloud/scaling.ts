@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { clientArgs, intArg } from '../_args.ts'
+import { esc, printLine } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'scaling', description: 'Show or change automatic scale-out (off until enabled; lets the Platform spend without a person)' },
@@ -33,9 +34,8 @@ export default defineCommand({
     const changing = Object.values(body).some((x) => x !== undefined)
     const s = changing ? await client.cloud.setScaling(body) : await client.cloud.scaling()
     if (args.json) return (await import('../_out.ts')).printJson(s)
-    const { printLine } = await import('../_out.ts')
-    printLine(`scale-out: ${s.enabled ? 'on' : 'off'}`)
-    printLine(`  orders: ${s.provider ?? '-'} ${s.region ?? '-'} ${s.size ?? '-'} (${s.role})`)
-    printLine(`  at most ${s.maxMachines} machine(s); cooldown ${s.cooldownMinutes} min; last request ${s.lastRequestAt ?? 'never'}`)
+    printLine(esc`scale-out: ${s.enabled ? 'on' : 'off'}`)
+    printLine(esc`  orders: ${s.provider ?? '-'} ${s.region ?? '-'} ${s.size ?? '-'} (${s.role})`)
+    printLine(esc`  at most ${s.maxMachines} machine(s); cooldown ${s.cooldownMinutes} min; last request ${s.lastRequestAt ?? 'never'}`)
   },
 })

@@ -1,6 +1,7 @@
 import { defineCommand } from 'citty'
 import { clientArgs, UsageError } from '../_args.ts'
 import { officeArg, officeId } from './_office.ts'
+import { clean, esc, note, printJson, printLine } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'mint', description: 'Mint the join token for one office (shown once; superadmin)' },
@@ -16,12 +17,11 @@ export default defineCommand({
     if (args.label !== undefined && args.label.length > 64) throw new UsageError('--label is at most 64 characters')
     if (args.note !== undefined && args.note.length > 256) throw new UsageError('--note is at most 256 characters')
     const { clientFrom } = await import('../_client.ts')
-    const { printJson } = await import('../_out.ts')
     const client = clientFrom(args)
     const r = await client.federation.mint({ officeId: id, label: args.label, note: args.note, rotate: args.rotate || undefined })
     if (args.json) return printJson(r)
-    process.stderr.write(`Join token for office ${r.officeId}${args.rotate ? ' (the previous one no longer works)' : ''}; shown once. Start the office with:\n` +
-      `  MUSTER_CONTROLLER_URL=${client.url} MUSTER_ADVERTISE_URL=https://<office-address> MUSTER_JOIN_TOKEN=<token> muster serve\n`)
-    process.stdout.write(`${r.token}\n`)
+    note(esc`Join token for office ${r.officeId}${args.rotate ? ' (the previous one no longer works)' : ''}; shown once. Start the office with:\n` +
+      `  MUSTER_CONTROLLER_URL=${client.url} MUSTER_ADVERTISE_URL=https://<office-address> MUSTER_JOIN_TOKEN=<token> muster serve`)
+    printLine(clean(r.token))
   },
 })

@@ -1,6 +1,7 @@
 import { defineCommand } from 'citty'
 import { afterDashes, clientArgs, intArg, multiArg, UsageError } from '../_args.ts'
 import { NAME, officeArg, officeId } from './_office.ts'
+import { esc, note, printJson } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'place', description: 'Place a project on an office (a signed call): this Platform\'s PROJECT, or the one given after --' },
@@ -27,7 +28,6 @@ export default defineCommand({
     const cpu = intArg(args, 'cpu', 0, 1_000_000)
     const memory = intArg(args, 'memory', 0, 16_777_216)
     const { clientFrom } = await import('../_client.ts')
-    const { printJson } = await import('../_out.ts')
     const client = clientFrom(args)
     let spec
     if (given.length > 0) {
@@ -40,6 +40,6 @@ export default defineCommand({
     }
     const r = await client.federation.place(id, spec)
     if (args.json) return printJson(r)
-    process.stderr.write(`Placed ${r.project.name} on office ${r.officeId}: ${r.project.state}, ${r.project.running}/${r.project.replicas} running${r.project.detail ? ` (${r.project.detail})` : ''}\n`)
+    note(esc`Placed ${r.project.name} on office ${r.officeId}: ${r.project.state}, ${r.project.running}/${r.project.replicas} running${r.project.detail ? ` (${r.project.detail})` : ''}`)
   },
 })

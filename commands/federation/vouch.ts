@@ -1,6 +1,7 @@
 import { defineCommand } from 'citty'
 import { clientArgs } from '../_args.ts'
 import { officeArg, officeId } from './_office.ts'
+import { clean, esc, note, printJson, printLine } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'vouch', description: 'Vouch for yourself at an office: a single-use, 120-second sign-in link' },
@@ -8,10 +9,9 @@ export default defineCommand({
   async run({ args }) {
     const id = officeId(args.office)
     const { clientFrom } = await import('../_client.ts')
-    const { printJson } = await import('../_out.ts')
     const r = await clientFrom(args).federation.vouch(id)
     if (args.json) return printJson(r)
-    process.stderr.write(`Vouch for office ${id}, single use, valid until ${r.expiresAt}. Open:\n`)
-    process.stdout.write(`${r.redeemUrl ?? r.vouch}\n`)
+    note(esc`Vouch for office ${id}, single use, valid until ${r.expiresAt}. Open:`)
+    printLine(clean(r.redeemUrl ?? r.vouch))
   },
 })

@@ -1,6 +1,7 @@
 // remove, revoke, rotate, rebind, drain: one verb each on one node.
 import { defineCommand } from 'citty'
 import { checkName, clientArgs } from '../_args.ts'
+import { clean, esc, note, printJsonLine, printLine } from '../_out.ts'
 
 const nameArg = { name: { type: 'positional', required: true, description: 'Node name' } } as const
 
@@ -10,8 +11,8 @@ async function client(args: { 'platform-url'?: string; token?: string; name: str
   return clientFrom(args)
 }
 function done(json: boolean | undefined, value: unknown, line: string) {
-  if (json) process.stdout.write(`${JSON.stringify(value)}\n`)
-  else process.stderr.write(`${line}\n`)
+  if (json) printJsonLine(value)
+  else note(line)
 }
 
 export const remove = defineCommand({
@@ -19,7 +20,7 @@ export const remove = defineCommand({
   args: { ...nameArg, force: { type: 'boolean', description: 'Remove it even while it is healthy (ready or heartbeating)' }, ...clientArgs },
   async run({ args }) {
     const r = await (await client(args)).nodes.remove(args.name, { force: Boolean(args.force) })
-    done(args.json, r, `Node ${r.nodeId} removed; its credential no longer works and the name stays reserved.`)
+    done(args.json, r, esc`Node ${r.nodeId} removed; its credential no longer works and the name stays reserved.`)
   },
 })
 
@@ -28,7 +29,7 @@ export const revoke = defineCommand({
   args: { ...nameArg, ...clientArgs },
   async run({ args }) {
     const r = await (await client(args)).nodes.revoke(args.name)
-    done(args.json, r, `Node ${r.nodeId} revoked.`)
+    done(args.json, r, esc`Node ${r.nodeId} revoked.`)
   },
 })
 
@@ -37,7 +38,7 @@ export const rotate = defineCommand({
   args: { ...nameArg, ...clientArgs },
   async run({ args }) {
     const r = await (await client(args)).nodes.rotate(args.name)
-    done(args.json, r, `Node ${r.nodeId} is now at credential generation ${r.generation}; the previous one works until ${r.previousValidUntil}. The Agent picks up the new one at its next heartbeat.`)
+    done(args.json, r, esc`Node ${r.nodeId} is now at credential generation ${r.generation}; the previous one works until ${r.previousValidUntil}. The Agent picks up the new one at its next heartbeat.`)
   },
 })
 
@@ -46,9 +47,9 @@ export const rebind = defineCommand({
   args: { ...nameArg, ...clientArgs },
   async run({ args }) {
     const r = await (await client(args)).nodes.rebind(args.name)
-    if (args.json) return void process.stdout.write(`${JSON.stringify(r)}\n`)
-    process.stderr.write(`Node ${r.nodeId} can enroll again until ${r.expiresAt}; its old credential no longer works. New enrollment token (shown once):\n`)
-    process.stdout.write(`${r.token}\n`)
+    if (args.json) return void printJsonLine(r)
+    note(esc`Node ${r.nodeId} can enroll again until ${r.expiresAt}; its old credential no longer works. New enrollment token (shown once):`)
+    printLine(clean(r.token))
     const { printJoinLines } = await import('./_join-lines.ts')
     printJoinLines(r, null)
   },
@@ -59,6 +60,6 @@ export const drain = defineCommand({
   args: { ...nameArg, undo: { type: 'boolean', description: 'Make the node schedulable again' }, ...clientArgs },
   async run({ args }) {
     const r = await (await client(args)).nodes.drain(args.name, { drained: !args.undo })
-    done(args.json, r, r.drained ? `Node ${r.nodeId} drained.` : `Node ${r.nodeId} is schedulable again.`)
+    done(args.json, r, r.drained ? esc`Node ${r.nodeId} drained.` : esc`Node ${r.nodeId} is schedulable again.`)
   },
 })

@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { checkName, clientArgs, intArg } from '../_args.ts'
+import { clean, esc, note, printJsonLine, printLine } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'enroll-token', description: 'Issue a single-use enrollment for one node name (the token is shown once), then the lines to run on the machine' },
@@ -14,9 +15,9 @@ export default defineCommand({
     const ttlMinutes = intArg(args, 'ttl-minutes', 1, 1440)
     const { clientFrom } = await import('../_client.ts')
     const e = await clientFrom(args).nodes.createEnrollment({ nodeId: args.name, ttlMinutes, replace: args.replace || undefined })
-    if (args.json) return void process.stdout.write(`${JSON.stringify(e)}\n`)
-    process.stderr.write(`Enrollment for ${e.nodeId}, single use, valid until ${e.expiresAt}. The token is shown once:\n`)
-    process.stdout.write(`${e.token}\n`)
+    if (args.json) return void printJsonLine(e)
+    note(esc`Enrollment for ${e.nodeId}, single use, valid until ${e.expiresAt}. The token is shown once:`)
+    printLine(clean(e.token))
     const { printJoinLines } = await import('./_join-lines.ts')
     printJoinLines(e, null)
   },

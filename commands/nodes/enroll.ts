@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { checkName, checkUrl, clientArgs, labelArgs } from '../_args.ts'
+import { clean, esc, note, printJsonLine, printLine } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'enroll', description: 'Enroll a node by hand with a certificate you made (worker join does this for you)' },
@@ -50,8 +51,8 @@ export default defineCommand({
     const r = await clientFrom(args).nodes.enroll({ token, nodeId: args.name, certPem, url: args['agent-url'], version: VERSION, ...proof, ...(Object.keys(labels).length > 0 ? { labels } : {}) })
     if (args['trust-out']) writeFileAtomic(args['trust-out'], `${JSON.stringify({ trustKeys: r.trustKeys }, null, 2)}\n`, 0o600)
     if (args['credential-out']) writeFileAtomic(args['credential-out'], `${r.credential}\n`, 0o600)
-    if (args.json) return void process.stdout.write(`${JSON.stringify(args['credential-out'] ? { ...r, credential: undefined } : r)}\n`)
-    process.stderr.write(`Enrolled ${r.nodeId} as ${r.agentId}.${args['trust-out'] ? ` Trust keys in ${args['trust-out']}.` : ''}\n`)
-    if (!args['credential-out']) process.stdout.write(`${r.credential}\n`)
+    if (args.json) return void printJsonLine(args['credential-out'] ? { ...r, credential: undefined } : r)
+    note(esc`Enrolled ${r.nodeId} as ${r.agentId}.${args['trust-out'] ? ` Trust keys in ${args['trust-out']}.` : ''}`)
+    if (!args['credential-out']) printLine(clean(r.credential))
   },
 })

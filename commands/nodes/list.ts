@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { clientArgs, intArg, pageArgs, UsageError } from '../_args.ts'
+import { ago, esc, printJson, printLine, printTable } from '../_out.ts'
 
 const STATES = ['enrolled', 'ready', 'unreachable', 'revoked'] as const
 
@@ -25,7 +26,6 @@ export default defineCommand({
       }
     }
     const { clientFrom } = await import('../_client.ts')
-    const { printJson, printTable, printLine, ago } = await import('../_out.ts')
     const { formatLabels } = await import('../../src/wire/labels.ts')
     const client = clientFrom(args)
     const opts = { limit, state, label: args.label }
@@ -47,7 +47,7 @@ export default defineCommand({
     )
     if (r.nextCursor !== null) {
       const c = r.counts
-      printLine(`(${r.nodes.length} shown of ${state ? c[state] : c.total}; --all lists every page)`)
+      printLine(esc`(${r.nodes.length} shown of ${state ? c[state] : c.total}; --all lists every page)`)
     }
     if (r.pendingEnrollments.length > 0) {
       printLine()

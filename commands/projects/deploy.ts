@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { afterDashes, checkName, clientArgs, intArg, labelArgs, multiArg, UsageError } from '../_args.ts'
+import { esc, note, printJsonLine } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'deploy', description: 'Create or update a project: `deploy NAME --replicas N -- CMD [ARGS...]` (an update rolls)' },
@@ -28,8 +29,8 @@ export default defineCommand({
     const nodeLabels = await labelArgs(rawArgs, 'node-label')
     const { clientFrom } = await import('../_client.ts')
     const p = await clientFrom(args).projects.deploy({ name: args.name, command, env, replicas, cpu, memory, ...(Object.keys(nodeLabels).length > 0 ? { nodeLabels } : {}) })
-    if (args.json) return void process.stdout.write(`${JSON.stringify(p)}\n`)
+    if (args.json) return void printJsonLine(p)
     const placed = p.placements.filter((x) => x.node).length
-    process.stderr.write(`Project ${p.name} revision ${p.revision}: ${placed}/${p.replicas} replica(s) placed${p.reason ? ` (${p.reason}${p.shortfall ? `, shortfall ${p.shortfall}` : ''})` : ''}. Watch it with \`muster projects show ${p.name}\`.\n`)
+    note(esc`Project ${p.name} revision ${p.revision}: ${placed}/${p.replicas} replica(s) placed${p.reason ? ` (${p.reason}${p.shortfall ? `, shortfall ${p.shortfall}` : ''})` : ''}. Watch it with \`muster projects show ${p.name}\`.`)
   },
 })

@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { checkName, clientArgs, intArg } from '../_args.ts'
+import { clean, esc, note, printJson, printJsonLine, printLine } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'logs', description: 'Print what a replica wrote (stdout and stderr), read from its node through the Platform; --follow goes on printing' },
@@ -15,13 +16,12 @@ export default defineCommand({
     const replica = intArg(args, 'replica', 0, 100_000)
     const tail = intArg(args, 'tail', 0, 10_000)
     const { clientFrom } = await import('../_client.ts')
-    const { printJson, printLine } = await import('../_out.ts')
     const client = clientFrom(args)
     if (!args.follow) {
       const r = await client.projects.logs(args.name, { replica, tail })
       if (args.json) return printJson(r)
-      if (r.truncated) process.stderr.write(`(older lines of ${r.project}/${r.replica} on ${r.node} are not shown; --tail N shows more)\n`)
-      for (const line of r.lines) printLine(line)
+      if (r.truncated) note(esc`(older lines of ${r.project}/${r.replica} on ${r.node} are not shown; --tail N shows more)`)
+      for (const line of r.lines) printLine(clean(line))
       return
     }
     const stop = new AbortController()
@@ -36,8 +36,8 @@ export default defineCommand({
       if (next === null || next.done) break
       const r = next.value
       // --json: one object per batch, one line each (JSON lines).
-      if (args.json) process.stdout.write(`${JSON.stringify(r)}\n`)
-      else for (const line of r.lines) printLine(line)
+      if (args.json) printJsonLine(r)
+      else for (const line of r.lines) printLine(clean(line))
     }
   },
 })

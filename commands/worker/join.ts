@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { dataDirArg, intArg, jsonArg, multiArg } from '../_args.ts'
+import { esc, printJson, printLine } from '../_out.ts'
 
 export default defineCommand({
   meta: { name: 'join', description: 'Enroll this machine with a Platform over an authenticated https link' },
@@ -33,7 +34,6 @@ export default defineCommand({
     const { joinPlatform } = await import('../../src/agent/join.ts')
     const { resolveDataDir } = await import('../../src/datadir.ts')
     const { readSecret } = await import('../_secret.ts')
-    const { printJson, printLine } = await import('../_out.ts')
     const r = await joinPlatform({
       dataDir: resolveDataDir(args['data-dir']),
       platformUrl: args['platform-url'],
@@ -59,12 +59,12 @@ export default defineCommand({
     if (args.json) return printJson({ nodeId: r.nodeId, agentId: r.agentId, dataDir: r.dataDir, start: r.start, ...(r.replaced ? { replaced: r.replaced } : {}) })
     const { consola } = await import('consola')
     const done = r.alreadyJoined
-      ? `${r.dataDir} had already joined as ${r.nodeId} and its credential works; nothing to do.`
+      ? esc`${r.dataDir} had already joined as ${r.nodeId} and its credential works; nothing to do.`
       : r.replaced
-        ? `The old credential was dead (${r.replaced}); joined again as ${r.nodeId} (${r.agentId}) with a new agent key.`
-        : `Joined as ${r.nodeId} (${r.agentId}).`
+        ? esc`The old credential was dead (${r.replaced}); joined again as ${r.nodeId} (${r.agentId}) with a new agent key.`
+        : esc`Joined as ${r.nodeId} (${r.agentId}).`
     consola.success(done)
     printLine(r.replaced ? 'Start the Agent again with (or `systemctl restart muster-agent`):' : 'Start the Agent with:')
-    printLine(`  ${r.start}`)
+    printLine(esc`  ${r.start}`)
   },
 })

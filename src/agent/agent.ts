@@ -13,7 +13,7 @@ import type { HeartbeatAnswer, ReplicaStatus, TrustKey } from '../wire/nodes.ts'
 import { DataDir } from '../datadir.ts'
 import { bindHostFor } from '../addresses.ts'
 import { MusterError } from '../errors.ts'
-import { log } from '../log.ts'
+import { fields, log } from '../log.ts'
 import { VERSION } from '../version.ts'
 import { apiClient } from './connect.ts'
 import { credentialGeneration, readCredential, readTrustFile, requireJoined, WORKER, writeCredential, type AgentConfig } from './files.ts'
@@ -26,6 +26,7 @@ import { deadStanding, wayBack } from './standing.ts'
 import { reconnectDelayMs } from './backoff.ts'
 import type { AgentLink } from './link.ts'
 import { tunable, tunableNumber } from '../tunables.ts'
+import { agentHeartbeats, agentRenewals } from '../metrics/agent.ts'
 
 const MAX_BACKOFF_MS = 5 * 60_000
 /** At most one refresh for an unknown kid per minute (monotonic, so no clock can hurry it). */
@@ -60,6 +61,9 @@ export class Agent {
   replicaStatus: () => ReplicaStatus[] = () => []
   /** Called with every heartbeat answer (the workloads fetch assignments when their revision moved). */
   afterHeartbeat: (answer: HeartbeatAnswer) => void = () => {}
+  /** Further parts' heartbeat hooks (the updater: src/agent/update/updater.ts), called after the workloads'; add with `onHeartbeat`. */
+  private readonly heartbeatHooks: ((answer: HeartbeatAnswer) => void)[] = []
+  readonly onHeartbeat = (hook: (answer: HeartbeatAnswer) => void): void => void this.heartbeatHooks.push(hook)
   /** Signed requests from the Platform (other than /health) go here; undefined = 404. */
   handleSigned: SignedHandler = () => undefined
   readonly dataDir: DataDir
@@ -76,7 +80,10 @@ export class Agent {
   private server: Server<unknown> | undefined
   private readonly timers = new Set<ReturnType<typeof setTimeout>>()
   private stopped = false
-  private failures = 0
+  /** Heartbeats failed in a row, and the wait before the next one after them (the metrics read both). */
+  failures = 0
+  backoffMs = 0
+  trustRefreshedAt: number | undefined
   private renewedAfter401 = false
   private readonly renewing = new SingleFlight<boolean>()
   /** Set by a 429 on renew: no renewal before this (real) time. */
@@ -187,7 +194,7 @@ export class Agent {
       refreshForUnknownKid: () => this.refreshForUnknownKid(),
       handle: () => this.handleSigned,
     })
-    log.info(`agent ${this.config.nodeId} listening on port ${this.port}; Platform API ${this.platforms.current}`)
+    log.info(`agent ${this.config.nodeId} listening on port ${this.port}; Platform API ${this.platforms.current}`, fields({ node: this.config.nodeId }))
     // Trust refresh runs beside the first heartbeat: a slow enrollment URL must not hold it up.
     const now = this.now()
     this.renewDueAt = now + this.intervals.renew
@@ -202,7 +209,7 @@ export class Agent {
     await this.workloads?.stop(opts.stopReplicas === true)
     await this.server?.stop(true)
     this.server = undefined
-    log.info(`agent ${this.config.nodeId} stopped`)
+    log.info(`agent ${this.config.nodeId} stopped`, fields({ node: this.config.nodeId }))
   }
 
   /** Ends every loop (no heartbeat, renewal or refresh is started after this). */
@@ -228,6 +235,7 @@ export class Agent {
             this.platforms.apiMoved(this.config.platformUrl, r.config.platformUrl)
             this.config = r.config
             this.trustDueAt = asked + this.intervals.trust
+            this.trustRefreshedAt = asked
             return true
           } catch (e) {
             failure ??= e
@@ -295,8 +303,10 @@ export class Agent {
         this.credential = r.credential
         writeCredential(this.dataDir, r.credential)
         log.info(`node credential renewed (generation ${r.generation})`)
+        agentRenewals.inc({ outcome: 'ok' })
         return true
       } catch (e) {
+        agentRenewals.inc({ outcome: 'failed' })
         log.warn(`node credential renewal failed: ${(e as Error).message}`)
         if (e instanceof MusterError && e.code === 'rate-limited') {
           const waitMs = 1000 * Math.min(3600, Math.max(1, Number(e.detail?.retryAfterSeconds) || 60))
@@ -312,9 +322,10 @@ export class Agent {
   async heartbeat(): Promise<HeartbeatAnswer> {
     const r = await apiClient(this.connection(), this.credential).nodes.register({ version: VERSION, capacity: capacity(), replicas: this.replicaStatus() })
     this.platforms.succeeded(r.platforms)
-    if (r.state !== this.state) log.info(`node ${this.config.nodeId} is ${r.state}${r.reason ? ` (${r.reason})` : ''}`)
+    if (r.state !== this.state) log.info(`node ${this.config.nodeId} is ${r.state}${r.reason ? ` (${r.reason})` : ''}`, fields({ node: this.config.nodeId, state: r.state }))
     this.state = r.state
     this.afterHeartbeat(r)
+    for (const hook of this.heartbeatHooks) hook(r)
     return r
   }
 
@@ -324,13 +335,15 @@ export class Agent {
     const url = this.platforms.current
     try {
       const r = await this.heartbeat()
+      agentHeartbeats.inc({ outcome: 'ok' })
       if (this.failures > 0) log.info(`the Platform answers again after ${this.failures} failed heartbeat(s)`)
-      this.failures = 0
+      this.failures = this.backoffMs = 0
       this.renewedAfter401 = false
       // An operator rotated the credential: the old one works for an hour, so trade it now.
       if ((credentialGeneration(this.credential) ?? r.generation) < r.generation) await this.renew()
     } catch (e) {
-      delay = this.platformFailed(url, e) ? 0 : await this.afterFailedBeat(e)
+      agentHeartbeats.inc({ outcome: 'failed' })
+      delay = this.backoffMs = this.platformFailed(url, e) ? 0 : await this.afterFailedBeat(e)
     }
     this.after(delay, () => this.beat())
   }

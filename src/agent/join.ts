@@ -20,6 +20,7 @@ import { askStandingOf, isDead, type Standing } from './standing.ts'
 import { PLATFORMS_FILE } from './platform-choice.ts'
 import { checkTrustSet } from '../signed/keys.ts'
 import { rememberPlatforms } from './platform-choice.ts'
+import { learnReleaseKeys } from './update/release-keys.ts'
 
 export const AGENT_CERT_DAYS = 3650
 const MAX_RATE_LIMIT_TRIES = 5
@@ -147,6 +148,7 @@ export async function joinPlatform(o: JoinOptions): Promise<JoinResult> {
   // 8. write credential, trust keys, then agent.json (its presence means "joined"), all 0600
   writeCredential(dataDir, answer.credential)
   writeTrustFile(dataDir, keys, now())
+  learnReleaseKeys(dataDir, answer.releaseKeys)
   // The answer came over the connection the pin authenticated: take the pins it names (the CA's).
   const { config } = applyAnchors({
     nodeId: answer.nodeId,

@@ -9,6 +9,7 @@ import { log } from '../log.ts'
 import { enrollmentClient } from './connect.ts'
 import { applyAnchors, type Anchors } from './anchors.ts'
 import { readTrustFile, writeAgentConfig, writeTrustFile, type AgentConfig } from './files.ts'
+import { learnReleaseKeys } from './update/release-keys.ts'
 
 export interface TrustChange {
   added: string[]
@@ -49,6 +50,7 @@ export async function refreshTrust(dataDir: DataDir, config: AgentConfig, now: n
   const before = readTrustFile(dataDir)?.keys ?? []
   const diff = diffTrust(before, keys)
   writeTrustFile(dataDir, keys, now)
+  learnReleaseKeys(dataDir, (answer as { releaseKeys?: unknown } | undefined)?.releaseKeys)
   if (diff.added.length || diff.removed.length) log.info(`trust keys updated: added ${diff.added.join(', ') || 'none'}; removed ${diff.removed.join(', ') || 'none'}`)
   const next = applyAnchors(config, answer ?? {})
   if (next.changes.length > 0) {

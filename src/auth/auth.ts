@@ -11,7 +11,7 @@ import { getApiToken, insertApiToken, type ApiTokenOrigin } from '../store/api-t
 import { touchApiToken } from '../store/token-lifecycle.ts'
 import { endAccountSessions, recordTokenParent } from '../store/account-admin.ts'
 import { endSession, markSessionMembership, sessionMembership } from '../store/session-door.ts'
-import { isRole, lowerRole, roleCan, type Permission, type Role } from '../wire/permissions.ts'
+import { isRole, lowerRole, roleCan, VOUCHED_WITHHELD, type Permission, type Role } from '../wire/permissions.ts'
 import { log } from '../log.ts'
 import { LoginThrottle } from './throttle.ts'
 import { passwordBreakGlassSince } from '../store/sso.ts'
@@ -36,10 +36,19 @@ export interface Principal {
   token?: { id: string; origin: ApiTokenOrigin; expiresAt: number | null }
   /** Sessions: opened while a break-glass held a joined office's door open (it ends when the door closes). */
   breakGlass?: boolean
-  /** Sessions opened by a vouch: they cannot mint API tokens (docs/security.md). */
+  /** Sessions opened by a vouch: they mint no API token and hold no VOUCHED_WITHHELD permission (docs/federation.md). */
   vouched?: boolean
   /** Sessions opened by a sign-in with the identity provider: when they end (ms); a token they mint ends no later. */
   sso?: { expiresAt: number }
+}
+
+/**
+ * The name a principal goes by wherever it is recorded or shown (the audit, "deployed by", "requested by"):
+ * its account, or `token:<id>` for an API token tied to no account. A token's own name is chosen by whoever
+ * mints it, so it never stands for the principal: a token named `superadmin` is not her (docs/accounts-audit.md).
+ */
+export function principalName(p: Principal): string {
+  return p.account ?? (p.token ? `token:${p.token.id}` : `token:${p.name}`)
 }
 
 /** A check that may refuse password login before any credential is read (federation's local door). */
@@ -54,6 +63,8 @@ export type LoginGate = () => MusterError | null | Promise<MusterError | null>
 export interface LocalDoor {
   membership: string | null
   closed: MusterError | null
+  /** The controller answered that this membership is over (revoked, or its token superseded by a rotate): why. */
+  ended?: string | null
 }
 const OPEN_DOOR: LocalDoor = { membership: null, closed: null }
 
@@ -158,15 +169,24 @@ export class Auth {
     return sessionId
   }
 
-  async logout(sessionId: string): Promise<void> {
-    await deleteSession(this.db, this.digest(sessionId))
+  /** Ends a session; whether there was one to end. */
+  async logout(sessionId: string): Promise<boolean> {
+    return deleteSession(this.db, this.digest(sessionId))
   }
 
-  /** Opens a session for an account without a password (a redeemed vouch): at most `roleCap`, at most 12 hours, no token minting. */
-  async openVouchedSession(account: string, roleCap: Role): Promise<string> {
+  /**
+   * Opens a session for an account without a password (a redeemed vouch): at most `roleCap`, at most 12 hours,
+   * nothing that outlives it (VOUCHED_WITHHELD), and bound to the membership (token fingerprint) it was vouched
+   * under: it ends with it (detach, a rotated token, a revoke), as a break-glass session ends with its door.
+   */
+  async openVouchedSession(account: string, roleCap: Role, membership: string): Promise<string> {
     const sessionId = randomSecret()
     const now = this.now()
-    await insertSession(this.db, this.digest(sessionId), account, now, now + VOUCHED_SESSION_TTL_MS, { origin: 'vouch', roleCap })
+    const idHash = this.digest(sessionId)
+    await this.db.tx(async (t) => {
+      await insertSession(t, idHash, account, now, now + VOUCHED_SESSION_TTL_MS, { origin: 'vouch', roleCap })
+      await markSessionMembership(t, idHash, membership)
+    })
     return sessionId
   }
 
@@ -195,8 +215,12 @@ export class Auth {
     if (!row) throw new MusterError('not-found', `No account named ${account}.`)
     // An sso account's credential is the identity provider's: muster never gives it a password.
     if (row.origin === 'sso') throw new MusterError('conflict', `${account} signs in with the identity provider (kind sso) and has no password; change it at the provider, or name a local account.`)
-    await setPasswordHash(this.db, account, await hashPassword(password))
-    return endAccountSessions(this.db, account, this.now())
+    const hash = await hashPassword(password)
+    // One transaction: a crash between the new password and the end of the old sessions would leave them working under it.
+    return this.db.tx(async (t) => {
+      await setPasswordHash(t, account, hash)
+      return endAccountSessions(t, account, this.now())
+    })
   }
 
   /**
@@ -229,6 +253,18 @@ export class Auth {
     }
     if (!p) throw new MusterError('unauthorized', 'Authentication required: give an operator API token (--token, $MUSTER_TOKEN or `muster login`; over HTTP, Authorization: Bearer mat_…).')
     if (!roleCan(p.role, permission)) throw new MusterError('forbidden', `Permission ${permission} is required.`)
+    if (!principalCan(p, permission)) throw vouchedRefusal(permission)
+    return p
+  }
+
+  /**
+   * Any operator (routes that need no one permission: whoami, the caller's own tokens): 401 without
+   * credentials; a `metrics` token is refused (403), since it reads GET /metrics and nothing else.
+   */
+  async requireOperator(headers: Headers): Promise<Principal> {
+    const p = await this.authenticate(headers)
+    if (!p) throw new MusterError('unauthorized', 'Authentication required.')
+    if (p.role === 'metrics') throw new MusterError('forbidden', 'A metrics token reads GET /metrics only.')
     return p
   }
 
@@ -265,6 +301,13 @@ export class Auth {
     if (row.origin === 'vouch') {
       // The lower of what the vouch granted and what the account holds now; a cap that is no role grants nothing.
       if (!row.role_cap || !isRole(row.role_cap)) return null
+      // Bound to the membership it was vouched under: detached, rotated away or ended by the controller, it ends.
+      const door = await this.door()
+      const openedUnder = await sessionMembership(this.db, idHash)
+      if (!openedUnder || door.membership !== openedUnder || door.ended) {
+        await endSession(this.db, idHash)
+        return null
+      }
       return { kind: 'session', name: acct.name, account: acct.name, role: lowerRole(row.role_cap, acct.role), vouched: true }
     }
     // A password session is local: suspended while the door is closed; one a break-glass let in ends when it closes.
@@ -281,6 +324,19 @@ export class Auth {
     if (door.closed) throw suspended(door.closed)
     return { kind: 'session', name: acct.name, account: acct.name, role: acct.role, ...(openedUnder ? { breakGlass: true } : {}) }
   }
+}
+
+/** Whether a principal holds a permission: its role grants it, and a vouched session is not withheld it. */
+export function principalCan(p: Principal, permission: Permission): boolean {
+  return roleCan(p.role, permission) && !(p.vouched && VOUCHED_WITHHELD.has(permission))
+}
+
+/** What a vouched session gets for what would outlive it (docs/federation.md, "What a vouched session cannot do"). */
+export function vouchedRefusal(what: string): MusterError {
+  return new MusterError(
+    'forbidden',
+    `A session opened by a vouch cannot do this (${what}): it would outlive the session. This office's own people do it, on its host (\`muster admin api-token --break-glass\`, recorded and reported to the controller).`,
+  )
 }
 
 /** An account's expiry has passed (null: it never expires). */

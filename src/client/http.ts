@@ -20,10 +20,12 @@ export function createTransport(opts: ClientOptions): Transport {
   return async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     const headers: Record<string, string> = { accept: 'application/json', ...opts.headers }
     if (opts.token) headers.authorization = `Bearer ${opts.token}`
-    if (body !== undefined) headers['content-type'] = 'application/json'
+    // Bytes (a release's binary, in parts) travel as they are; anything else as JSON.
+    const raw = body instanceof Uint8Array
+    if (body !== undefined) headers['content-type'] = raw ? 'application/octet-stream' : 'application/json'
     let res: Response
     try {
-      res = await doFetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' })
+      res = await doFetch(base + path, { method, headers, body: body === undefined ? undefined : raw ? (body as Uint8Array<ArrayBuffer>) : JSON.stringify(body), redirect: 'manual' })
     } catch (e) {
       if (e instanceof MusterError) throw e
       throw new MusterError('platform-unreachable', `Cannot reach the Platform at ${base}: ${describeNetworkError(base + path, e)}`)

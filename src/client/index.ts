@@ -7,6 +7,7 @@ import { federationApi } from './federation.ts'
 import { cloudApi } from './cloud.ts'
 import { accountsApi, auditApi } from './accounts.ts'
 import { overviewApi } from './overview.ts'
+import { releasesApi, rolloutsApi, updatesNodeApi } from './releases.ts'
 import type { ApiTokenRevoked, ApiTokenView, Health, LoginAnswer, MintedApiToken, MintToken, Whoami } from '../wire/accounts.ts'
 import type { InferInput } from 'valibot'
 
@@ -17,6 +18,7 @@ export type * from './federation.ts'
 export type * from './cloud.ts'
 export type * from './accounts.ts'
 export type * from './overview.ts'
+export type * from './releases.ts'
 export type { PageOptions } from './paging.ts'
 export { MusterError } from '../errors.ts'
 export type { ApiTokenView as ApiToken, Health, MintedApiToken, Whoami } from '../wire/accounts.ts'
@@ -33,6 +35,9 @@ export function createClient(opts: ClientOptions) {
     accounts: accountsApi(call),
     audit: auditApi(call),
     overview: overviewApi(call),
+    releases: releasesApi(call),
+    rollouts: rolloutsApi(call),
+    updates: updatesNodeApi(call),
     auth: {
       login: (identifier: string, password: string) => call<LoginAnswer>('POST', '/login', { identifier, password }),
       whoami: () => call<Whoami>('GET', '/api/v1/whoami'),

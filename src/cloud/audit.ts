@@ -2,7 +2,7 @@
 // disconnect, provision, release, scaling, autoscale-order) with the principal
 // that acted. The record is written before the action runs; when it cannot be
 // written the action does not run (503 audit-unavailable).
-import type { Principal } from '../auth/auth.ts'
+import { type Principal, principalName } from '../auth/auth.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import type { Db } from '../store/db.ts'
@@ -20,7 +20,7 @@ export interface Actor {
 export const AUTOSCALER: Actor = { principal: 'autoscaler', via: 'autoscaler' }
 
 export function actorFrom(p: Principal): Actor {
-  return { principal: p.account ?? p.name, via: p.kind }
+  return { principal: principalName(p), via: p.kind }
 }
 
 export interface AuditTarget {

@@ -10,6 +10,7 @@ import { getScaling, updateScaling, type ScalingRow } from '../store/cloud-scali
 import { audited, AUTOSCALER, type Actor } from './audit.ts'
 import type { Cloud } from './service.ts'
 import type { CloudScaling, ProviderName } from '../wire/cloud.ts'
+import { autoscaleRequests } from '../metrics/platform.ts'
 
 export const HOLD_MS = 2 * 60_000
 
@@ -130,6 +131,7 @@ export class Autoscaler {
       return { action: 'none', why: 'audit-unavailable', detail: e.message }
     }
     if (!row) return { action: 'none', why: 'already-requested' }
+    autoscaleRequests.inc()
     log.info(`cloud: scale-out requested ${row.id} (${name}) for a shortfall held since ${new Date(this.shortfallSince).toISOString()}`)
     // 4. Only now the provider.
     await this.cloud.provisioner.create(row)

@@ -6,6 +6,7 @@
 import { MusterError } from '../errors.ts'
 import { backoffMs, classify, DEFAULT_RETRY, ruleFor, type ApiName, type RetryPolicy, type Verdict } from './retry.ts'
 import type { ProviderName } from '../wire/cloud.ts'
+import { providerCalls, providerRetries } from '../metrics/platform.ts'
 
 export interface ApiAnswer {
   status: number
@@ -61,17 +62,21 @@ export async function send(provider: ProviderName, url: string, init: RequestIni
     try {
       a = await sendOnce(provider, url, init)
     } catch (e) {
+      providerCalls.inc({ provider, outcome: 'network' })
       const wait = backoffMs(policy, attempt)
       if (!o.idempotent || last || waited + wait > policy.maxWaitMs) throw e
+      providerRetries.inc({ provider })
       waited += wait
       await policy.sleep(wait)
       continue
     }
+    const verdict = a.status < 300 ? null : classify(o.api ?? provider, a.status, a.headers, o.code?.(a))
+    providerCalls.inc({ provider, outcome: a.status < 300 ? 'ok' : (verdict?.kind ?? 'refused') })
     if (a.status < 300) return { ...a, verdict: null }
-    const verdict = classify(o.api ?? provider, a.status, a.headers, o.code?.(a))
     if (!verdict || last || (verdict.kind === 'transient' && !o.idempotent)) return { ...a, verdict }
     const wait = verdict.waitMs ?? backoffMs(policy, attempt)
     if (waited + wait > policy.maxWaitMs) return { ...a, verdict }
+    providerRetries.inc({ provider })
     waited += wait
     // A reset header names a second; a few ms past it, the window has surely turned.
     await policy.sleep(verdict.waitMs === null ? wait : wait + 50)

@@ -287,14 +287,19 @@ export class Provisioner {
     return row
   }
 
-  async show(id: string) {
+  /**
+   * `reconcile`: move provisions on first (asking the provider), for a reader who may manage machines anyway.
+   * Anyone else (a viewer, in a loop perhaps) is shown the last reconcile, the timer's every few seconds: a
+   * read never turns into provider calls on their demand.
+   */
+  async show(id: string, opts: { reconcile: boolean }) {
     await this.get(id)
-    await this.reconcileIfHeld()
+    if (opts.reconcile) await this.reconcileIfHeld()
     return this.view(await this.get(id))
   }
 
-  async list() {
-    await this.reconcileIfHeld()
+  async list(opts: { reconcile: boolean }) {
+    if (opts.reconcile) await this.reconcileIfHeld()
     return { provisions: (await listProvisions(this.db)).map((r) => this.view(r)) }
   }
 

@@ -2,7 +2,7 @@
 // list call, then sealed), regions and sizes, the provisioner and the
 // autoscaler, and the status the dashboard shows.
 // import-circle: a hub; the provisioner, first boot and autoscaler take the Cloud.
-import type { Principal } from '../auth/auth.ts'
+import { type Principal, principalName } from '../auth/auth.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 import type { Context } from '../context/context.ts'
@@ -49,7 +49,10 @@ export function cloudOf(p: { cloud: Cloud }): Cloud {
   return p.cloud
 }
 
-export const actorOf = (p: Principal | null): string => (p ? (p.account ?? p.name) : 'autoscaler')
+export const actorOf = (p: Principal | null): string => (p ? principalName(p) : 'autoscaler')
+
+/** How long a provider's regions and sizes are answered from memory. */
+const CATALOG_TTL_MS = 10 * 60_000
 
 export class Cloud {
   /** API base URLs (MUSTER_CLOUD_*_URL); tests point them at fakes. */
@@ -123,6 +126,7 @@ export class Cloud {
     return audited(this.db, () => this.now(), actorFrom(actor), 'connect', { provider: name, detail: `credentials: ${form}` }, async () => {
       const { account } = await createProvider(name, creds, this.context()).validate()
       await upsertConnection(this.db, { provider: name, sealed: seal(this.key, name, JSON.stringify(creds)), account, connected_at: this.now(), connected_by: actorOf(actor) })
+      this.dropCatalog(name)
       log.info(`cloud: ${name} connected by ${actorOf(actor)}${account ? ` (${account})` : ''}`)
       return await this.connectionView(name)
     }, (c) => `credentials: ${form}${c.account ? `; account ${c.account}` : ''}`)
@@ -137,6 +141,7 @@ export class Cloud {
     }
     return audited(this.db, () => this.now(), actorFrom(actor), 'disconnect', { provider: name }, async () => {
       await deleteConnection(this.db, name)
+      this.dropCatalog(name)
       if ((await getScaling(this.db)).provider === name) await updateScaling(this.db, { enabled: 0, updated_at: this.now() })
       log.info(`cloud: ${name} disconnected by ${actorOf(actor)}`)
       return { provider: name, connected: false as const }
@@ -159,12 +164,30 @@ export class Cloud {
     }
   }
 
+  /** Regions and sizes change rarely; a viewer asking in a loop must not turn into provider calls: each answer is kept a while. */
+  private readonly catalog = new Map<string, { at: number; value: Promise<unknown> }>()
+
+  private cached<T>(key: string, load: () => Promise<T>): Promise<T> {
+    const hit = this.catalog.get(key)
+    if (hit && performance.now() - hit.at < CATALOG_TTL_MS) return hit.value as Promise<T>
+    const value = load()
+    this.catalog.set(key, { at: performance.now(), value })
+    // A failure is not kept: the next read asks again.
+    value.catch(() => this.catalog.get(key)?.value === value && this.catalog.delete(key))
+    return value
+  }
+
+  /** Another account's credentials may see other regions and sizes. */
+  private dropCatalog(name: ProviderName): void {
+    for (const key of this.catalog.keys()) if (key.startsWith(`${name} `)) this.catalog.delete(key)
+  }
+
   async regions(name: ProviderName): Promise<RegionList> {
-    return { provider: name, regions: await (await this.provider(name)).regions() }
+    return { provider: name, regions: await this.cached(`${name} regions`, async () => (await this.provider(name)).regions()) }
   }
 
   async sizes(name: ProviderName, region?: string): Promise<SizeList> {
-    return { provider: name, region: region ?? null, sizes: await (await this.provider(name)).sizes(region) }
+    return { provider: name, region: region ?? null, sizes: await this.cached(`${name} sizes ${region ?? ''}`, async () => (await this.provider(name)).sizes(region)) }
   }
 
   /** Why provisioning cannot run here, or null when it can. */

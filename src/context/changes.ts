@@ -7,7 +7,7 @@ import { randomId } from '../crypto/tokens.ts'
 import { log } from '../log.ts'
 import type { Store } from '../store/db.ts'
 
-export type Topic = 'node' | 'nodes' | 'project' | 'join-token' | 'api-token' | 'session' | 'account' | 'trust-keys' | 'secrets' | 'platforms' | 'federation' | 'cloud' | 'assignments' | 'probes' | 'logs'
+export type Topic = 'node' | 'nodes' | 'project' | 'join-token' | 'api-token' | 'session' | 'account' | 'trust-keys' | 'secrets' | 'platforms' | 'federation' | 'cloud' | 'assignments' | 'probes' | 'logs' | 'releases' | 'rollouts'
 
 const CHANNEL = 'muster_changes'
 

@@ -18,11 +18,12 @@
 // code path takes every lease at once and always holds it.
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
+import { countsLease, leaseChanges } from '../metrics/platform.ts'
 import type { Db, Store } from '../store/db.ts'
 import { acquireLease, checkFence, releaseLease } from '../store/leases.ts'
 import { tunableNumber } from '../tunables.ts'
 
-export type LeaseName = 'placement' | 'trust-keys' | 'probes' | 'cloud-reconcile' | 'cloud-autoscale' | 'audit-prune' | 'federation-heartbeat'
+export type LeaseName = 'placement' | 'trust-keys' | 'probes' | 'cloud-reconcile' | 'cloud-autoscale' | 'audit-prune' | 'federation-heartbeat' | 'rollouts'
 
 /** A lease lasts this long after its last renewal (MUSTER_LEASE_TTL_MS for tests). */
 export const LEASE_TTL_MS = tunableNumber('MUSTER_LEASE_TTL_MS')
@@ -88,6 +89,7 @@ export class Lease {
     this.until = until
     if (held) this.fence = fence
     if (!changed) return
+    leaseChanges.inc({ lease: this.name, change: held ? 'acquired' : this.owner.stopping ? 'released' : 'lost' })
     // On SQLite every lease is this Platform's (one per store): news only where Platforms share a store.
     log[this.owner.exclusive ? 'debug' : 'info'](held ? `this Platform now runs ${this.name} (lease fence ${fence})` : `this Platform no longer runs ${this.name}`)
     for (const fn of this.listeners) {
@@ -107,6 +109,11 @@ export class Leases {
   private stopped = false
   readonly renewMs: number
 
+  /** A clean stop is under way: leases given up now are released, not lost. */
+  get stopping(): boolean {
+    return this.stopped
+  }
+
   constructor(
     readonly store: Store,
     /** This Platform process (its changes origin): a restart is a new holder. */
@@ -121,11 +128,17 @@ export class Leases {
     return this.store.engine === 'sqlite'
   }
 
+  /** Every lease a service has named. */
+  get all(): readonly Lease[] {
+    return [...this.leases.values()]
+  }
+
   lease(name: LeaseName): Lease {
     let l = this.leases.get(name)
     if (!l) {
       l = new Lease(name, this)
       this.leases.set(name, l)
+      countsLease(name)
     }
     return l
   }

@@ -69,3 +69,7 @@ declare module '*/ui/project-form.js' {
   const text: string
   export default text
 }
+declare module '*/ui/releases.js' {
+  const text: string
+  export default text
+}

@@ -20,6 +20,7 @@ import cloudWizard from './ui/cloud-wizard.js' with { type: 'text' }
 import cloudScaling from './ui/cloud-scaling.js' with { type: 'text' }
 import accounts from './ui/accounts.js' with { type: 'text' }
 import audit from './ui/audit.js' with { type: 'text' }
+import releases from './ui/releases.js' with { type: 'text' }
 
 const JS = 'text/javascript; charset=utf-8'
 const FAVICON = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#2f5bd3"/><path d="M3 12V4l5 5 5-5v8" fill="none" stroke="#fff" stroke-width="2"/></svg>'
@@ -40,6 +41,7 @@ const ASSETS: Record<string, { body: string; type: string }> = {
   'cloud-scaling.js': { body: cloudScaling, type: JS },
   'accounts.js': { body: accounts, type: JS },
   'audit.js': { body: audit, type: JS },
+  'releases.js': { body: releases, type: JS },
   'favicon.svg': { body: FAVICON, type: 'image/svg+xml' },
 }
 

@@ -9,6 +9,7 @@ import { invalid, issueField } from '../wire/validate.ts'
 import { bindCertificate, insertNodeRow, nodesByNameOrCert, type NodeRow } from '../store/nodes.ts'
 import { takeTokenUse } from '../store/join-tokens.ts'
 import { enrollReads, writeEnrolledNode } from '../store/enroll-rows.ts'
+import { auditVersion } from '../store/enroll-audit.ts'
 import { isUniqueViolation } from '../store/sql.ts'
 import type { Db } from '../store/db.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
@@ -176,7 +177,7 @@ async function register(fabric: Fabric, body: Body, certSha256: string, now: num
       if (a.joinToken && !rebinding && a.note === undefined) {
         // A new node on a join token: the use, the node and its audit entry (one statement on PostgreSQL:
         // src/store/enroll-rows.ts).
-        const written = await writeEnrolledNode(t, { ...fields, name: body.nodeId, enrolled_at: now, auditReason: null, auditVersion: fabric.auditVersion(body.version) }, now)
+        const written = await writeEnrolledNode(t, { ...fields, name: body.nodeId, enrolled_at: now, auditReason: null, auditVersion: auditVersion(body.version) }, now)
         if (written === 'used-up') return 'used-up'
         if (written === 'taken') throw new TakenMeanwhile() // the use (SQLite took it first) is rolled back with the rest
         inserted = written

@@ -8,7 +8,7 @@ import { safeEqual, sha256Hex } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import type { PlatformOptions } from '../context/options.ts'
 import type { Db, Store } from '../store/db.ts'
-import { insertAudit, listAudit } from '../store/enroll-audit.ts'
+import { auditVersion, insertAudit, listAudit } from '../store/enroll-audit.ts'
 import { revokePendingEnrollments } from '../store/join-tokens.ts'
 import { deleteNodeWithTombstone, insertNode, isTombstoned, updateNodeFields } from '../store/nodes.ts'
 import { tokenDigester, type TokenDigest } from '../crypto/token-digest.ts'
@@ -26,7 +26,8 @@ import { TrustKeys } from './trust-keys.ts'
 import { startFabricLoops, trustSchedule } from './background.ts'
 import { caWarning } from '../pki/platform-ca.ts'
 import { NODE_NAME } from '../wire/validate.ts'
-import { log } from '../log.ts'
+import { fields, log } from '../log.ts'
+import { revocations } from '../metrics/platform.ts'
 import { bearerToken } from '../auth/auth.ts'
 import { assertPrivate } from '../datadir.ts'
 import type { Labels } from '../wire/labels.ts'
@@ -54,6 +55,8 @@ export class Fabric {
   assignmentRevision: (node: string) => number | undefined = () => undefined
   /** Whether a log request waits for the node (the log relay, src/projects/logs.ts, sets this). */
   logRequestsFor: (node: string) => boolean = () => false
+  /** Whether a rollout waits for the node (the rollouts service, src/rollouts/, sets this). */
+  updateWanted: (node: string) => boolean = () => false
   /** Called when an operator changes a node (drain, revoke, remove, rebind); the change's answer waits for them. */
   readonly nodeChangeListeners: ((name: string) => void | Promise<void>)[] = []
   remoteDispatch: boolean
@@ -150,12 +153,7 @@ export class Fabric {
   /** Appends to the audit log (in `db`, when the entry belongs to a transaction); a name only when it has name shape, never a secret. Pruning is a leased loop (background.ts). */
   async audit(outcome: string, reason: string | null, nodeId: unknown, version: unknown, db: Db = this.db): Promise<void> {
     const name = typeof nodeId === 'string' && NODE_NAME.test(nodeId) ? nodeId : null
-    await insertAudit(db, { at: this.now(), outcome, reason, node_id: name, version: this.auditVersion(version) })
-  }
-
-  /** A version as the audit log keeps it: only when it has a version's shape. */
-  auditVersion(version: unknown): string | null {
-    return typeof version === 'string' && /^[0-9A-Za-z.+-]{1,32}$/.test(version) ? version : null
+    await insertAudit(db, { at: this.now(), outcome, reason, node_id: name, version: auditVersion(version) })
   }
 
   /** The newest 500 entries of the last 30 days, whatever pruning has done yet. */
@@ -285,7 +283,7 @@ export class Fabric {
       }
       // Two first heartbeats may race (here or on another Platform): the primary key lets one insert win.
       if (await insertNode(this.db, { name: nodeId, auth: 'legacy', cert_sha256: null, cert_pem: null, url: null, token_id: null, version: null, enrolled_at: this.now() })) {
-        log.info(`legacy node ${nodeId} registered with the shared fleet token`)
+        log.info(`legacy node ${nodeId} registered with the shared fleet token`, fields({ node: nodeId }))
         await this.ctx.changes.publish('node', nodeId)
       }
       n = await this.registry.refresh(nodeId)
@@ -306,10 +304,12 @@ export class Fabric {
   }
 
   async revoke(name: string): Promise<NodeRevoked> {
-    this.requireNode(name)
-    await this.registry.update(name, { revoked_at: this.now() })
+    const n = this.requireNode(name)
+    // A node revoked already keeps the time it was revoked.
+    await this.registry.update(name, { revoked_at: n.revokedAt ?? this.now() })
     await this.changed(name)
-    log.info(`node ${name} revoked`)
+    revocations.inc()
+    log.info(`node ${name} revoked`, fields({ node: name }))
     return { nodeId: name, state: 'revoked' }
   }
 
@@ -335,7 +335,7 @@ export class Fabric {
     })
     await this.registry.refresh(name)
     await this.changed(name)
-    log.info(`node ${name} rebound: its old credential no longer works${token.cloudIdentity ? '; its machine may join again by its cloud identity' : ''}`)
+    log.info(`node ${name} rebound: its old credential no longer works${token.cloudIdentity ? '; its machine may join again by its cloud identity' : ''}`, fields({ node: name }))
     return { nodeId: name, token: token.token, expiresAt: new Date(expiresAt).toISOString(), ...(token.cloudIdentity ? { cloudIdentity: true } : {}) }
   }
 

@@ -11,6 +11,7 @@ import type { Fabric } from './fabric.ts'
 import { MAC_LENGTH } from './node-table.ts'
 import { NodeEntry } from './node-entry.ts'
 import type { HeartbeatAnswer, HeartbeatBody, NodeFacingPlatform } from '../wire/nodes.ts'
+import { heartbeats } from '../metrics/platform.ts'
 
 const PREFIX = 'Bearer mnc_'
 const PLAIN_NAME = /^[a-z0-9-]{1,63}$/
@@ -63,6 +64,7 @@ export function currentNode(fabric: Fabric, authorization: string, nodeId: strin
 
 /** Records an authenticated node's heartbeat (both paths); what the answer says that is the node's own. */
 function record(fabric: Fabric, n: NodeEntry, body: HeartbeatBody, now = fabric.now()): void {
+  heartbeats.inc()
   if (fabric.registry.heartbeat(n, body, now)) for (const l of fabric.heartbeatListeners) l(n)
 }
 
@@ -84,6 +86,7 @@ export function acceptHeartbeat(fabric: Fabric, n: NodeEntry, body: HeartbeatBod
   const platforms = fabric.platforms()
   if (platforms.length > 0) answer.platforms = platforms
   if (logsWanted(fabric, n)) answer.logs = true
+  if (fabric.updateWanted(n.name)) answer.update = true
   return answer
 }
 
@@ -128,5 +131,5 @@ export function acceptHeartbeatText(fabric: Fabric, n: NodeEntry, body: Heartbea
   // A node name needs no escaping in JSON (a-z, 0-9 and dashes), nor an integer generation: JSON.stringify's text, without the call.
   const quoted = PLAIN_NAME.test(name) ? `"${name}"` : JSON.stringify(name)
   const head = `{"nodeId":${quoted},"state":"${st.state}"${reason ? `,"reason":${JSON.stringify(reason)}` : ''},"generation":${Number.isSafeInteger(generation) ? String(generation) : JSON.stringify(generation)},"drained":${drainedOf(fabric, n)}`
-  return head + answerTail(fabric.platforms(), fabric.assignmentRevision(n.name)) + (logsWanted(fabric, n) ? ',"logs":true}' : '}')
+  return head + answerTail(fabric.platforms(), fabric.assignmentRevision(name)) + (logsWanted(fabric, n) ? ',"logs":true' : '') + (fabric.updateWanted(n.name) ? ',"update":true}' : '}')
 }

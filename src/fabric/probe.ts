@@ -6,7 +6,7 @@
 // entry's `probe`; the registry decides ready/unreachable from it.
 import { pinnedFetch, PinMismatchError } from '../crypto/pin.ts'
 import { certCovers, ipToBytes } from '../crypto/x509.ts'
-import { log } from '../log.ts'
+import { fields, log } from '../log.ts'
 import type { Context } from '../context/context.ts'
 import type { Fabric } from './fabric.ts'
 import { getNode } from '../store/nodes.ts'
@@ -179,8 +179,8 @@ export class ReadinessProber {
     // The node may have been rebound or removed meanwhile: record only for the same certificate.
     if (!now || now.certSha256 !== before.certSha256 || this.stopped) return
     if (!now.probe || now.probe.ok !== result.ok) {
-      if (result.ok) log.info(`node ${name}: health probe passes`)
-      else log.warn(`node ${name}: ${result.detail ?? result.reason}`)
+      if (result.ok) log.info(`node ${name}: health probe passes`, fields({ node: name }))
+      else log.warn(`node ${name}: ${result.detail ?? result.reason}`, fields({ node: name }))
     }
     const at = this.ctx.now()
     now.probe = { ok: result.ok, at, ...(result.reason ? { reason: result.reason } : {}) }

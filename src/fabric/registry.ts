@@ -1,7 +1,7 @@
 // The node registry: every node in memory (the hot path reads only memory),
 // structural changes written through at once, heartbeats batched to disk.
 import type { Db } from '../store/db.ts'
-import { getNode, heartbeatsSince, updateNodeFields, type NodeRow } from '../store/nodes.ts'
+import { getNode, updateNodeFields, type NodeRow } from '../store/nodes.ts'
 import { HEARTBEAT_CHUNK, heartbeatSink, writeHeartbeatChunk, type HeartbeatTuple } from '../store/heartbeats.ts'
 import type { HeartbeatSink } from '../store/heartbeat-writer.ts'
 import { nodeCount, registryRows } from '../store/registry-rows.ts'
@@ -10,9 +10,11 @@ import { spanEnd, spanStart } from '../loop-spans.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
 import { NodeTable, orNull } from './node-table.ts'
 import { NodeEntry, NodeViews } from './node-entry.ts'
-import { fromRow, NO_REPLICAS, replicasFromJson, type NodeFields } from './node-fields.ts'
+import { fromRow, NO_REPLICAS, type NodeFields } from './node-fields.ts'
+import { pullHeartbeats } from './heartbeat-pull.ts'
 import type { NodeStateName, ReplicaStatus, StateCounts } from '../wire/nodes.ts'
 import { indexFrom } from '../wire/paging.ts'
+import { CensusCount } from './census.ts'
 
 export type Compatibility = 'current' | 'behind' | 'newer' | 'unknown'
 export { NodeEntry } from './node-entry.ts'
@@ -26,16 +28,13 @@ export function compatibilityOf(version: string | null): Compatibility {
   return order < 0 ? 'behind' : order > 0 ? 'newer' : 'current'
 }
 
-/** Rows of the other Platforms' heartbeats taken between two turns of the event loop. */
-const PULL_SLICE = 2_000
-/** How far back each read of the other Platforms' heartbeats starts before the newest one read. */
-const PULL_OVERLAP_MS = 3_000
-
 /** From this many nodes on, listings count states from a cache (Registry.stateCounts). */
 const COUNT_CACHE_FROM = 50_000
 const COUNT_REFRESH_MS = 2_000
 /** A full collection every this many rows loaded (Registry.load). */
 const GC_EVERY = 200_000
+/** From COUNT_CACHE_FROM nodes on, a full count runs at least this often (a scrape starts none: docs/monitoring.md). */
+const CENSUS_REFRESH_MS = 30_000
 /** Nodes counted between two turns of the event loop (about 2–5 ms). */
 const COUNT_SLICE = 10_000
 
@@ -47,8 +46,8 @@ export class Registry {
   private dirty = new Set<string>()
   private timer: ReturnType<typeof setInterval> | undefined
   private flushing: Promise<void> = Promise.resolve()
-  /** Newest heartbeat time read from the store (several Platforms: beats taken by the others). */
-  private syncedTo = 0
+  /** Newest heartbeat time read from the store (several Platforms: beats taken by the others; src/fabric/heartbeat-pull.ts). */
+  syncedTo = 0
   /** A node that another Platform changed (seen by pulling, when its notice was lost). */
   onRemoteChange: (name: string) => void = () => {}
   /** A heartbeat another Platform took that changed liveness, capacity or replicas (placement and probes listen). */
@@ -99,10 +98,11 @@ export class Registry {
       // One read at a time: a read yields in slices and may outlast the interval.
       if (this.db.engine === 'postgres' && !this.pulling) {
         this.pulling = true
-        void this.pullHeartbeats()
+        void pullHeartbeats(this.db, this.origin, this)
           .catch((e) => log.warn(`reading heartbeats: ${(e as Error).message}`))
           .finally(() => (this.pulling = false))
       }
+      if (this.table.size >= COUNT_CACHE_FROM) this.stateCounts(CENSUS_REFRESH_MS) // the metrics' counts: a full pass every 30 s
     }, intervalMs)
     this.timer.unref?.()
   }
@@ -158,49 +158,6 @@ export class Registry {
     }
   }
 
-  /**
-   * Heartbeats other Platforms took (nodes fail over between them): liveness for placement here. Each
-   * second, what they wrote since the newest beat read, less 3 s for their flushes still committing
-   * (a beat missed here is only a beat late: liveness spans the stale window).
-   */
-  private async pullHeartbeats(): Promise<void> {
-    const since = this.syncedTo - PULL_OVERLAP_MS
-    const rows = await heartbeatsSince(this.db, since, this.origin)
-    const t = this.table
-    let started = spanStart()
-    let i = 0
-    for (const row of rows) {
-      // Several Platforms: each second this reads ~(P-1)/P of the fleet's beats of the last 4 s (27,000 rows at
-      // 300,000 nodes every 30 s on three Platforms): the event loop gets a turn every PULL_SLICE of them.
-      if (++i % PULL_SLICE === 0) {
-        spanEnd('heartbeat pull', started)
-        await new Promise((r) => setImmediate(r))
-        started = spanStart()
-      }
-      this.syncedTo = Math.max(this.syncedTo, row.last_seen_at)
-      const s = t.slotOf(row.name)
-      // New here, or revoked, rotated, drained or rebound elsewhere and the notice did not arrive.
-      if (s < 0 || t.generation[s] !== row.generation || orNull(t.revokedAt[s]!) !== row.revoked_at || t.isDrained(s) !== (row.drained === 1) || !t.certIs(s, row.cert_sha256)) {
-        spanEnd('heartbeat pull', started)
-        await this.refresh(row.name)
-        started = spanStart()
-        if (s >= 0) this.onRemoteChange(row.name)
-        continue
-      }
-      const seen = orNull(t.lastSeenAt[s]!)
-      if (seen !== null && seen >= row.last_seen_at) continue
-      const changed = seen === null || row.last_seen_at - seen > this.staleAfterMs || orNull(t.cpuMillis[s]!) !== row.cpu_millis || orNull(t.memoryMB[s]!) !== row.memory_mb || JSON.stringify(t.replicas[s] ?? NO_REPLICAS) !== (row.replicas ?? '[]')
-      const n = new NodeEntry(t, s)
-      n.lastSeenAt = row.last_seen_at
-      n.version = row.version
-      n.cpuMillis = row.cpu_millis
-      n.memoryMB = row.memory_mb
-      n.replicas = replicasFromJson(row.replicas)
-      if (changed) this.onRemoteHeartbeat(n)
-    }
-    spanEnd('heartbeat pull', started)
-  }
-
   get(name: string): NodeEntry | undefined {
     const s = this.table.slotOf(name)
     return s < 0 ? undefined : new NodeEntry(this.table, s)
@@ -238,16 +195,17 @@ export class Registry {
    * and a listing that finds the last full count older than COUNT_REFRESH_MS starts another in slices that
    * give the event loop back (a node that falls silent turns unreachable by time alone: counted then).
    */
-  stateCounts(): StateCounts {
+  stateCounts(refreshAfterMs = COUNT_REFRESH_MS): StateCounts {
     if (this.table.size < COUNT_CACHE_FROM) return this.countNow()
     const now = this.now()
     if (this.counts === null) {
       this.counts = this.countNow()
       this.countedAt = now
-    } else if (!this.counting && (now - this.countedAt >= COUNT_REFRESH_MS || now < this.countedAt)) void this.countInSlices()
+    } else if (!this.counting && (now - this.countedAt >= refreshAfterMs || now < this.countedAt)) void this.countInSlices()
     return { ...this.counts }
   }
   private counts: StateCounts | null = null
+  readonly census = new CensusCount(compatibilityOf, () => this.stateCounts(Infinity)) // the metrics' (src/fabric/census.ts)
   private countedAt = 0
   private counting = false
   /** Moves one node's count from the state it was in to the one it is in (null: absent). */
@@ -262,36 +220,36 @@ export class Registry {
 
   private countNow(): StateCounts {
     const started = spanStart()
-    const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
+    const census = this.census.start()
+    const t = this.table
     const now = this.now()
-    for (const s of this.table.liveSlots()) {
-      counts.total++
-      counts[this.slotState(s, now)]++
-    }
+    for (const s of t.liveSlots()) this.census.add(census, t.stringAt(t.version[s]!), orNull(t.lastSeenAt[s]!), this.slotState(s, now), now)
     spanEnd('state counts: all', started)
-    return counts
+    return (this.census.last = census).states
   }
 
   private async countInSlices(): Promise<void> {
     this.counting = true
     const at = this.now()
     try {
-      const counts: StateCounts = { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }
+      const census = this.census.start()
       let i = 0
+      const t = this.table
       let started = spanStart()
-      for (const s of this.table.liveSlots()) {
-        counts.total++
-        counts[this.slotState(s, this.now())]++
+      let now = at // each slice's states as of its start
+      for (const s of t.liveSlots()) {
+        this.census.add(census, t.stringAt(t.version[s]!), orNull(t.lastSeenAt[s]!), this.slotState(s, now), at)
         if (++i % COUNT_SLICE === 0) {
           spanEnd('state counts: slice', started)
           await new Promise((r) => setImmediate(r))
           started = spanStart()
+          now = this.now()
         }
       }
       spanEnd('state counts: slice', started)
       // Moves made meanwhile are in the old count, and the new one saw most of them: it wins (a node's count
       // is off at most until the next one).
-      this.counts = counts
+      this.counts = (this.census.last = census).states
       this.countedAt = at
     } finally {
       this.counting = false

@@ -17,7 +17,7 @@ import { b64url, fromB64url, sha256Hex } from '../crypto/tokens.ts'
 import { log } from '../log.ts'
 import type { TrustKey } from '../wire/nodes.ts'
 import type { Vault } from '../context/vault.ts'
-import { planTrustKeys, signingKey, type TrustPlan } from './trust-schedule.ts'
+import { planTrustKeys, rotationAt, signingKey, type TrustPlan } from './trust-schedule.ts'
 
 export { KEY_LIFETIME_MS, SIGNING_MS } from './trust-schedule.ts'
 const TICK_MS = 10_000
@@ -139,6 +139,11 @@ export class TrustKeys {
       .filter((k) => Date.parse(k.notAfter) > now)
       .sort((a, b) => Date.parse(a.notBefore) - Date.parse(b.notBefore))
       .map(({ kid, publicKey, notBefore, notAfter }) => ({ kid, publicKey, notBefore, notAfter }))
+  }
+
+  /** When the signing key hands over to its successor (ms), for the metrics. */
+  rotationAt(): number | undefined {
+    return rotationAt([...this.keys.values()], this.now())
   }
 
   /** The kid signing now. */

@@ -51,6 +51,15 @@ export interface TrustPlan {
   create?: { notBefore: number; notAfter: number; why: 'first key' | 'successor' | 'no key can sign with notice' }
 }
 
+/** When the key signing at `now` hands over (its successor's start, else when one is due to start); undefined when none signs. */
+export function rotationAt(keys: readonly KeyDates[], now: number): number | undefined {
+  const live = keys.filter((k) => na(k) > now)
+  const current = signingKey(live, now)
+  if (!current) return undefined
+  const next = live.filter((k) => nb(k) > nb(current)).sort((a, b) => nb(a) - nb(b))[0]
+  return next ? nb(next) : Math.min(nb(current) + SIGNING_MS, na(current) - HANDOVER_MS)
+}
+
 /** What the schedule asks for at `now`. */
 export function planTrustKeys(keys: readonly KeyDates[], now: number): TrustPlan {
   const expired = keys.filter((k) => na(k) <= now).map((k) => k.kid)

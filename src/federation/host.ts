@@ -49,12 +49,12 @@ export async function breakGlass(root: string, account?: string, now = Date.now(
       : row?.origin === 'sso' ? new MusterError('conflict', `${account} signs in with the identity provider (kind sso), so muster gives it no password; name a local account (e.g. superadmin).`)
       : null
     if (refusal) {
-      await host.audit.record(HOST(account ?? null), { source: hostSource(), action: 'federation.break-glass', target: account ?? null, outcome: 'refused', detail: refusal.code })
+      await host.audit.record(HOST(), { source: hostSource(), action: 'federation.break-glass', target: account ?? null, outcome: 'refused', detail: refusal.code })
       throw refusal
     }
     const m = readMembership(host.dataDir)
     const target = [m?.token.officeId, account].filter(Boolean).join(' ') || null
-    return await auditedHostAct(host, HOST(account ?? null), 'federation.break-glass', target, async () => {
+    return await auditedHostAct(host, HOST(), 'federation.break-glass', target, async () => {
       if (m) await insertBreakGlass(host.db, { id: randomId(16), officeId: m.token.officeId, account: account ?? null, at: now, tokenFingerprint: m.fingerprint })
       // Standalone: under serve --oidc-only this opens password login (the account's, or every local one's) for 12 hours.
       else await insertPasswordBreakGlass(host.db, randomId(16), account ?? null, now)

@@ -7,7 +7,7 @@ import type { DataDir } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
 import type { Db } from '../store/db.ts'
 import { fingerprintOfToken, parseOfficeToken, type OfficeToken } from '../wire/federation-formats.ts'
-import { breakGlassInForce, getMembership, lastDetach, saveMembership, type BreakGlassRow } from './office-store.ts'
+import { breakGlassInForce, getMembership, lastDetach, membershipEnded, saveMembership, type BreakGlassRow } from './office-store.ts'
 import type { LocalAuthority } from '../wire/federation.ts'
 import { tunable } from '../tunables.ts'
 
@@ -109,7 +109,7 @@ export async function localDoor(dataDir: DataDir, db: Db): Promise<LocalDoor> {
   const m = readMembership(dataDir)
   if (!m) return { membership: null, closed: null }
   const inForce = await breakGlassInForce(db, m.fingerprint)
-  return { membership: m.fingerprint, closed: inForce ? null : localDoorRefusal(m.token.officeId) }
+  return { membership: m.fingerprint, closed: inForce ? null : localDoorRefusal(m.token.officeId), ended: await membershipEnded(db, m.fingerprint) }
 }
 
 /** The same words for every identifier and password: it is decided before the credential is read. */

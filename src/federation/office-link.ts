@@ -13,7 +13,7 @@ import { log } from '../log.ts'
 import { VERSION } from '../version.ts'
 import { DOMAINS, formatOfficeToken } from '../wire/federation-formats.ts'
 import type { OfficeConfig } from './membership.ts'
-import { markBreakGlassReported, unreportedBreakGlass } from './office-store.ts'
+import { clearMembershipEnded, markBreakGlassReported, markMembershipEnded, unreportedBreakGlass } from './office-store.ts'
 import { placedProjectStatuses } from './office.ts'
 import type { Federation } from './service.ts'
 import { verifyProof } from './proofs.ts'
@@ -42,6 +42,8 @@ export class OfficeLink {
   private readonly abort = new AbortController()
   private readonly tokenText: string
   private readonly lease: Lease
+  /** Whether the end of this membership the controller answered is in the store already. */
+  private endedRecorded = false
 
   constructor(
     private readonly fed: Federation,
@@ -108,7 +110,7 @@ export class OfficeLink {
         this.state = 'standby'
         return
       }
-      this.failed(e)
+      await this.failed(e)
     }
   }
 
@@ -127,6 +129,8 @@ export class OfficeLink {
     const nonce = b64url(randomBytes(32))
     const answer = await this.post('/api/v1/federation/register', this.body(nonce))
     if (!this.verifies(DOMAINS.register, nonce, answer, {})) return false
+    // The controller accepts this membership (again): an end recorded from an earlier refusal no longer holds.
+    await this.lease.fenced((t) => clearMembershipEnded(t, this.config.fingerprint))
     if (this.state !== 'connected') log.info(`federation: joined controller ${this.config.controllerUrl} as office ${this.config.officeId}`)
     return true
   }
@@ -151,6 +155,7 @@ export class OfficeLink {
     if (typeof answer.at === 'number' && verifyProof(domain, this.config.token.controllerKey, fields, answer.proof)) {
       this.lastContactAt = this.fed.ctx.now()
       this.state = 'connected'
+      this.endedRecorded = false
       return true
     }
     if (this.state !== 'controller-unverified') {
@@ -160,9 +165,18 @@ export class OfficeLink {
     return false
   }
 
-  private failed(e: unknown): void {
+  private async failed(e: unknown): Promise<void> {
     if (this.stopped) return // the abort on stop is not news
     const err = e instanceof MusterError ? e : new MusterError('internal', (e as Error)?.message ?? String(e))
+    // The controller says this membership is over (revoked, or its secret superseded by a rotate): the sessions
+    // vouched under it end at once, on every Platform of this office (the store says so), not in 12 hours.
+    if ((err.code === 'federation-token-revoked' || err.code === 'federation-refused') && !this.endedRecorded) {
+      const reason = err.code === 'federation-token-revoked' ? 'revoked by the controller' : 'refused by the controller: its token was rotated or removed'
+      await this.lease.fenced((t) => markMembershipEnded(t, this.config.fingerprint, reason, this.fed.ctx.now())).then(
+        () => (this.endedRecorded = true),
+        (x) => log.error(`federation: cannot record that the controller ended this membership: ${(x as Error).message}`),
+      )
+    }
     const next: LinkState =
       err.code === 'federation-token-revoked' ? 'revoked' : err.code === 'platform-unreachable' || err.retryable ? 'unreachable' : 'refused'
     // Log on a change of state only: an office cut off for a month should not fill its log.

@@ -40,6 +40,24 @@ export async function markBreakGlassReported(db: Db, ids: string[], now: number)
   })
 }
 
+/**
+ * A membership the controller answered is over: `federation-token-revoked`, or `federation-refused` (its secret
+ * superseded by a rotate). Sessions vouched under it end, and no vouch is redeemed under it, until a signed
+ * answer of the controller accepts the membership again.
+ */
+export async function markMembershipEnded(db: Db, tokenFingerprint: string, reason: string, now: number): Promise<void> {
+  await db.run('INSERT INTO office_membership_ends (token_fingerprint, reason, at) VALUES (?1, ?2, ?3) ON CONFLICT(token_fingerprint) DO NOTHING', tokenFingerprint, reason, now)
+}
+
+export async function clearMembershipEnded(db: Db, tokenFingerprint: string): Promise<void> {
+  await db.run('DELETE FROM office_membership_ends WHERE token_fingerprint = ?1', tokenFingerprint)
+}
+
+/** Why the controller ended this membership, or null while it stands. */
+export async function membershipEnded(db: Db, tokenFingerprint: string): Promise<string | null> {
+  return (await db.get<{ reason: string }>('SELECT reason FROM office_membership_ends WHERE token_fingerprint = ?1', tokenFingerprint))?.reason ?? null
+}
+
 export async function insertDetach(db: Db, officeId: string, tokenFingerprint: string, now: number): Promise<void> {
   await db.run('INSERT INTO office_detaches (office_id, token_fingerprint, at) VALUES (?1, ?2, ?3)', officeId, tokenFingerprint, now)
 }

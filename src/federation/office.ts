@@ -8,7 +8,7 @@ import { getAccount, insertAccount } from '../store/accounts.ts'
 import { isRole, lowerRole, type Role } from '../wire/permissions.ts'
 import { acceptCall } from './calls.ts'
 import { readMembership } from './membership.ts'
-import { hasIdentityWrite, insertIdentityWrite, listIdentityWrites, listPlacedProjects, spendNonce, upsertPlacedProject } from './office-store.ts'
+import { hasIdentityWrite, insertIdentityWrite, listIdentityWrites, listPlacedProjects, membershipEnded, spendNonce, upsertPlacedProject } from './office-store.ts'
 import { PlacedProjectSpec } from './placed-projects.ts'
 import type { Federation } from './service.ts'
 import { checkVouch } from './vouch.ts'
@@ -23,18 +23,22 @@ export const VOUCHED_ACCOUNT_MAX_ROLE: Role = 'operator'
 export const UNROLED_VOUCH_ROLE: Role = 'viewer'
 
 /**
- * Redeeming a vouch (steps 1–5 are checkVouch, offline):
+ * Redeeming a vouch (steps 1–5 are checkVouch, offline; a membership the controller ended redeems none):
  *   6. spend its nonce, exactly once                  → vouch-already-redeemed
  *   7. link the identity to an existing account (its role stays this office's),
  *      or create one with no usable password, at most the vouch's role and never
  *      superadmin; either write is logged
  *   8. open a session with the lower of the vouch's role and the account's:
- *      at most 12 hours, and it cannot mint API tokens (docs/security.md)
+ *      at most 12 hours, bound to this membership (it ends with it), and it
+ *      makes nothing that outlives it (no API token, account, join token; docs/federation.md)
  */
 export async function redeemVouch(fed: Federation, text: string): Promise<{ sessionId: string; account: string; created: boolean; role: Role }> {
   const now = fed.ctx.now()
-  const vouch = checkVouch(text, readMembership(fed.ctx.dataDir), now)
+  const membership = readMembership(fed.ctx.dataDir)
+  const vouch = checkVouch(text, membership, now)
   const db = fed.ctx.store
+  const ended = await membershipEnded(db, membership!.fingerprint)
+  if (ended) throw new MusterError('federation-token-revoked', `The controller ended this office's membership (${ended}), so no vouch is redeemed under it; join again with a new token, or use \`muster admin break-glass\` on this host.`)
   if (!(await spendNonce(db, vouch.nonce, 'vouch', vouch.expiresAt * 1000, now))) throw new MusterError('vouch-already-redeemed', 'This vouch was already used; each opens one session. Ask the controller for a new one.')
   const vouched = vouch.role ?? UNROLED_VOUCH_ROLE
   let created = false
@@ -50,7 +54,7 @@ export async function redeemVouch(fed: Federation, text: string): Promise<{ sess
   if (account.disabled || !isRole(account.role)) throw new MusterError('forbidden', `Account ${account.name} is disabled on this office.`)
   const role = lowerRole(vouched, account.role)
   log.info(`federation: vouch redeemed for ${account.name} as ${role}${created ? ' (account created)' : ''}`)
-  return { sessionId: await fed.auth.openVouchedSession(account.name, role), account: account.name, created, role }
+  return { sessionId: await fed.auth.openVouchedSession(account.name, role, membership!.fingerprint), account: account.name, created, role }
 }
 
 export async function identityWrites(fed: Federation): Promise<{ writes: OfficeIdentityWrite[] }> {

@@ -3,7 +3,7 @@
 import { Elysia } from 'elysia'
 import { MusterError } from '../errors.ts'
 import { SESSION_COOKIE, bearerToken } from '../auth/auth.ts'
-import { log } from '../log.ts'
+import { fields, log } from '../log.ts'
 import type { Services } from './services.ts'
 import { isJson, isPath, joinTokenAsBearer, malformedRequest, mediaType, sameOrigin } from './request.ts'
 import { authRoutes } from './routes/auth.ts'
@@ -18,7 +18,10 @@ import { bootstrapRoutes } from './routes/bootstrap.ts'
 import { dashboardRoutes } from '../dashboard/routes.ts'
 import { accountRoutes } from './routes/accounts.ts'
 import { auditRoutes } from './routes/audit.ts'
+import { releaseRoutes } from './routes/releases.ts'
 import { oidcRoutes } from './routes/oidc.ts'
+import { metricsRoutes } from './routes/metrics.ts'
+import { noteRoute, requestId } from './request-metrics.ts'
 
 export function errorResponse(err: MusterError, extraHeaders?: Record<string, string>): Response {
   return new Response(JSON.stringify(err.toJSON()), {
@@ -29,12 +32,15 @@ export function errorResponse(err: MusterError, extraHeaders?: Record<string, st
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 const FOREIGN_LOGIN = 'Login forms are accepted only from this Platform’s own pages.'
+/** Routes whose credential is in the body (a password, a vouch): a form posting one signs the browser in. */
+const CREDENTIAL_IN_BODY = ['/login', '/office/vouch', '/api/office/vouch']
 
 /**
  * Requests a page on another site could make a browser send (CSRF):
- * - POST /login in any shape but JSON (a form, multipart or text) must come
- *   from this Platform's pages, or a page elsewhere logs the browser in as
- *   the attacker (login CSRF);
+ * - POST /login and a vouch's redemption (POST /office/vouch, /api/office/vouch)
+ *   in any shape but JSON (a form, multipart or text) must come from this
+ *   Platform's pages, or a page elsewhere logs the browser in as the attacker
+ *   (login CSRF);
  * - a change made with the session cookie must come from this Platform's pages
  *   and be JSON (or bodiless).
  * API tokens (Authorization: Bearer) are not sent by browsers on their own; other Authorization schemes are.
@@ -42,8 +48,11 @@ const FOREIGN_LOGIN = 'Login forms are accepted only from this Platform’s own 
  */
 function crossSiteWrite(request: Request, publicHost: string | undefined): MusterError | null {
   if (SAFE_METHODS.has(request.method)) return null
-  if (isPath(request, '/login')) {
-    return request.method === 'POST' && !isJson(request) && !sameOrigin(request, publicHost) ? new MusterError('forbidden', FOREIGN_LOGIN) : null
+  if (CREDENTIAL_IN_BODY.some((path) => isPath(request, path))) {
+    // A browser tells where a form came from (Sec-Fetch-Site) even when its Origin is hidden: only this Platform's own pages.
+    const site = request.headers.get('sec-fetch-site')
+    const foreign = !sameOrigin(request, publicHost) || (site !== null && site !== 'same-origin' && site !== 'none')
+    return request.method === 'POST' && !isJson(request) && foreign ? new MusterError('forbidden', FOREIGN_LOGIN) : null
   }
   // Only an API token (Bearer) replaces the cookie as the credential; any other Authorization (a proxy's Basic
   // credentials, which the browser adds by itself, even to a form posted from a sibling site) leaves the cookie acting.
@@ -69,7 +78,10 @@ export function createApp(platform: Services) {
         if (refusal) return errorResponse(refusal)
       }
     })
-    .onError(({ code, error }) => {
+    // The matched route's template, for the request metrics (src/http/request-metrics.ts).
+    .onTransform({ as: 'global' }, ({ request, route }) => noteRoute(request, route))
+    .onError(({ code, error, request, route }) => {
+      noteRoute(request, route)
       if (error instanceof MusterError) {
         const headers: Record<string, string> = {}
         const retryAfter = error.detail?.retryAfterSeconds
@@ -79,10 +91,11 @@ export function createApp(platform: Services) {
       if (code === 'NOT_FOUND') return errorResponse(new MusterError('not-found', 'No such route.'))
       if (code === 'PARSE') return errorResponse(new MusterError('invalid-request', 'Invalid body: not parseable as JSON or form data.', { field: 'body' }))
       if (code === 'VALIDATION') return errorResponse(new MusterError('invalid-request', 'Invalid request.'))
-      log.error(`unhandled error: ${(error as Error)?.stack ?? String(error)}`)
+      log.error(`unhandled error: ${(error as Error)?.stack ?? String(error)}`, fields({ request: requestId(request), route: route ?? null }))
       return errorResponse(new MusterError('internal', 'Internal error; see the Platform log.'))
     })
     .use(healthRoutes())
+    .use(metricsRoutes(platform))
     .use(authRoutes(platform))
     .use(oidcRoutes(platform))
     .use(accountRoutes(platform))
@@ -97,6 +110,8 @@ export function createApp(platform: Services) {
     .use(federationRoutes(platform))
   // routes: cloud
     .use(cloudRoutes(platform))
+  // routes: releases and rollouts
+    .use(releaseRoutes(platform))
   // routes: overview (dashboard)
     .use(overviewRoutes(platform))
     .use(dashboardRoutes())

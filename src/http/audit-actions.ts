@@ -5,6 +5,8 @@
 // A write route missing here is still audited, as "METHOD /path"
 // (test/audit/coverage.test.ts lists every route and fails on one missing).
 
+import { CONTROLLER_PRINCIPAL, UNKNOWN_PRINCIPAL } from '../audit/audit.ts'
+
 type Json = Record<string, unknown>
 /** A value from a body as the audit keeps it: names, ids and numbers; anything else (markup, a secret in the wrong field) is not copied. */
 const str = (v: unknown): string | null => {
@@ -30,13 +32,14 @@ export interface AuditedRoute {
   notes?: boolean
 }
 
-const p = (name: string) => (params: Record<string, string>) => params[name] ?? null
+// A path parameter is percent-decoded, so it can carry anything a body can (CR, LF, escape sequences): the same shape check.
+const p = (name: string) => (params: Record<string, string>) => str(params[name] ?? null)
 const b = (name: string) => (_: Record<string, string>, body: unknown) => str(field(body, name))
 const role = (body: unknown) => (str(field(body, 'role')) ? `role=${str(field(body, 'role'))}` : null)
 
 export const AUDITED_ROUTES: AuditedRoute[] = [
   // people and their credentials
-  { method: 'POST', path: '/login', action: 'login', anonymous: { principal: '(unknown)', kind: 'anonymous' }, notes: true },
+  { method: 'POST', path: '/login', action: 'login', anonymous: { principal: UNKNOWN_PRINCIPAL, kind: 'anonymous' }, notes: true },
   { method: 'POST', path: '/logout', action: 'logout' },
   { method: 'POST', path: '/api/v1/api-tokens', action: 'token.mint', detail: role, result: (a) => str(field(a, 'id')) },
   { method: 'DELETE', path: '/api/v1/api-tokens/:id', action: 'token.revoke', target: p('id') },
@@ -63,14 +66,22 @@ export const AUDITED_ROUTES: AuditedRoute[] = [
   { method: 'POST', path: '/api/v1/cloud/provisions', action: 'cloud.provision', target: b('name'), detail: (body) => [field(body, 'provider'), field(body, 'region'), field(body, 'size')].map(str).filter(Boolean).join(' ') || null },
   { method: 'DELETE', path: '/api/v1/cloud/provisions/:id', action: 'cloud.release', target: p('id') },
   { method: 'PUT', path: '/api/v1/cloud/scaling', action: 'cloud.scaling', detail: (body) => (typeof field(body, 'enabled') === 'boolean' ? `enabled=${field(body, 'enabled')}` : null) },
+  // releases and rollouts: what the fleet runs
+  { method: 'POST', path: '/api/v1/releases/uploads', action: 'release.upload', result: (a) => str(field(a, 'upload')) },
+  { method: 'POST', path: '/api/v1/releases', action: 'release.add', target: (_, body) => str(field(field(field(body, 'release'), 'manifest'), 'version')), detail: (body) => [field(field(field(body, 'release'), 'manifest'), 'arch'), field(field(field(body, 'release'), 'manifest'), 'sequence')].map(str).filter(Boolean).join(' sequence ') || null },
+  { method: 'POST', path: '/api/v1/releases/keys', action: 'release.key.add', target: b('kid'), detail: (body) => (str(field(body, 'endorsedBy')) ? `endorsed by ${str(field(body, 'endorsedBy'))}` : null) },
+  { method: 'POST', path: '/api/v1/rollouts', action: 'rollout.start', target: b('version'), result: (a) => str(field(a, 'id')) },
+  { method: 'POST', path: '/api/v1/rollouts/:id/pause', action: 'rollout.pause', target: p('id') },
+  { method: 'POST', path: '/api/v1/rollouts/:id/resume', action: 'rollout.resume', target: p('id') },
+  { method: 'POST', path: '/api/v1/rollouts/:id/cancel', action: 'rollout.cancel', target: p('id') },
   // federation: the controller's verbs, and what reaches an office
   { method: 'POST', path: '/api/v1/federation/join-tokens', action: 'federation.token.mint', target: b('officeId'), detail: (body) => (field(body, 'rotate') === true ? 'rotate' : null) },
   { method: 'POST', path: '/api/v1/federation/join-tokens/:officeId/revoke', action: 'federation.token.revoke', target: p('officeId') },
   { method: 'POST', path: '/api/v1/federation/offices/:officeId/vouch', action: 'federation.vouch', target: p('officeId') },
-  { method: 'POST', path: '/api/v1/federation/offices/:officeId/projects', action: 'federation.place', target: (params, body) => `${params.officeId}/${str(field(body, 'name')) ?? '?'}` },
-  { method: 'POST', path: '/api/office/vouch', action: 'federation.vouch.redeem', anonymous: { principal: '(unknown)', kind: 'anonymous' }, notes: true },
-  { method: 'GET', path: '/office/vouch', action: 'federation.vouch.redeem', anonymous: { principal: '(unknown)', kind: 'anonymous' }, notes: true },
-  { method: 'POST', path: '/api/office/calls', action: 'federation.placed', target: (_, body) => str(field(field(body, 'payload'), 'name')), anonymous: { principal: 'controller', kind: 'controller' } },
+  { method: 'POST', path: '/api/v1/federation/offices/:officeId/projects', action: 'federation.place', target: (params, body) => `${str(params.officeId)}/${str(field(body, 'name')) ?? '?'}` },
+  { method: 'POST', path: '/api/office/vouch', action: 'federation.vouch.redeem', anonymous: { principal: UNKNOWN_PRINCIPAL, kind: 'anonymous' }, notes: true },
+  { method: 'POST', path: '/office/vouch', action: 'federation.vouch.redeem', anonymous: { principal: UNKNOWN_PRINCIPAL, kind: 'anonymous' }, notes: true },
+  { method: 'POST', path: '/api/office/calls', action: 'federation.placed', target: (_, body) => str(field(field(body, 'payload'), 'name')), anonymous: { principal: CONTROLLER_PRINCIPAL, kind: 'controller' } },
 ]
 
 /**
@@ -85,6 +96,11 @@ export const UNAUDITED_WRITES: { method: string; path: string }[] = [
   { method: 'POST', path: '/api/v1/nodes/trust' },
   { method: 'POST', path: '/api/v1/nodes/self/logs/:id' },
   { method: 'POST', path: '/api/v1/nodes/self' },
+  { method: 'POST', path: '/api/v1/nodes/self/update' },
+  { method: 'POST', path: '/api/v1/nodes/self/agent' },
+  // The parts of an upload: its start and the release it becomes are audited.
+  { method: 'PUT', path: '/api/v1/releases/uploads/:upload/:part' },
+  { method: 'POST', path: '/api/v1/nodes/identity-challenge' },
   { method: 'POST', path: '/api/v1/federation/register' },
   { method: 'POST', path: '/api/v1/federation/heartbeat' },
   // Sign-in with the identity provider: its pipeline (src/sso/signin.ts) writes sso.login itself,
@@ -111,6 +127,11 @@ const compile = (method: string, path: string, route: AuditedRoute | null): Comp
 const TABLE: Compiled[] = [...AUDITED_ROUTES.map((r) => compile(r.method, r.path, r)), ...UNAUDITED_WRITES.map((r) => compile(r.method, r.path, null))]
 
 export type RouteMatch = { route: AuditedRoute; params: Record<string, string> } | { route: null } | undefined
+
+/** The action of a write no route describes: its method and path, anything but a path's own characters shown as `?`. */
+export function unknownAction(method: string, path: string): string {
+  return `${method.replace(/[^A-Z]/g, '?').slice(0, 10)} ${path.slice(0, 200).replace(/[^\w.~%/:@!$&'()*+,;=-]/g, '?')}`
+}
 
 /** The audited route of a request (with its path parameters), `{route: null}` for node/office protocol, undefined for an unknown write. */
 export function matchAudited(method: string, path: string): RouteMatch {

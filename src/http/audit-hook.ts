@@ -3,12 +3,13 @@
 // (the peer address), what and on what (src/http/audit-actions.ts) — and when
 // that write fails the action does not run (503 audit-unavailable). After it
 // ran, the entry gets its outcome. Refused and denied attempts (no token, a
-// suspended one, a failed login, a missing permission, a bad request) go to
-// the refusals budget, so they can never push an action out.
-import { whoOf, type Audit, type Who } from '../audit/audit.ts'
+// suspended one, a failed login, a missing permission, a bad request) and
+// writes that changed nothing go to the refusals budget, so they can never
+// push an action out (docs/accounts-audit.md).
+import { UNKNOWN_PRINCIPAL, whoOf, type Audit, type Who } from '../audit/audit.ts'
 import type { Auth, Principal } from '../auth/auth.ts'
 import { MusterError } from '../errors.ts'
-import { matchAudited } from './audit-actions.ts'
+import { matchAudited, unknownAction } from './audit-actions.ts'
 import { peerAddress } from './peer.ts'
 import { isJson, requestPath } from './request.ts'
 
@@ -16,6 +17,8 @@ export interface AuditNote {
   who?: Who
   target?: string | null
   detail?: string | null
+  /** The write was allowed and changed nothing (a logout without a session, a drain of a drained node): no action. */
+  unchanged?: boolean
 }
 
 const notes = new WeakMap<Request, AuditNote>()
@@ -59,11 +62,13 @@ export function auditHook(deps: { audit: Audit; auth: Auth }, handle: (r: Reques
   const { audit, auth } = deps
   return async (request) => {
     const path = requestPath(request)
-    const match = matchAudited(request.method, path)
-    if ((READS.has(request.method) && !match) || match?.route === null) return handle(request)
+    // A HEAD runs the GET handler (the router answers HEAD with it): it is the same request for the audit.
+    const method = request.method === 'HEAD' ? 'GET' : request.method
+    const match = matchAudited(method, path)
+    if ((READS.has(method) && !match) || match?.route === null) return handle(request)
     const route = match?.route
     const params = match && 'params' in match ? match.params : {}
-    const action = route?.action ?? `${request.method} ${path.slice(0, 200)}`
+    const action = route?.action ?? unknownAction(method, path)
     const source = peerAddress(request)
     const body = (route?.target || route?.detail) && isJson(request) ? await json(request) : undefined
     const target = route?.target?.(params, body) ?? null
@@ -83,7 +88,8 @@ export function auditHook(deps: { audit: Audit; auth: Auth }, handle: (r: Reques
       if (res.status === 401 || res.status === 403) {
         const tokenId = presentedTokenId(request)
         await audit
-          .record({ principal: tokenId ? `token ${tokenId}` : '(unknown)', kind: 'anonymous', tokenId }, { source, action, target, budget: 'refusals', outcome: 'denied', detail: suspended ? 'suspended: this office’s local door is closed' : await errorCode(res) })
+          // A presented token id proves nothing (it is the public half): the principal stays unknown, the id is kept beside it.
+          .record({ principal: UNKNOWN_PRINCIPAL, kind: 'anonymous', tokenId }, { source, action, target, budget: 'refusals', outcome: 'denied', detail: suspended ? 'suspended: this office’s local door is closed' : await errorCode(res) })
           .catch(() => {})
       }
       return res
@@ -104,17 +110,19 @@ export function auditHook(deps: { audit: Audit; auth: Auth }, handle: (r: Reques
       await audit.finish(id, { outcome: 'failed', detail: 'internal' })
       throw e
     }
-    const outcome = outcomeOf(res.status)
     const note = notes.get(request)
+    const status = outcomeOf(res.status)
+    const outcome = status === 'ok' && note?.unchanged ? 'unchanged' : status
     const made = outcome === 'ok' && route?.result ? route.result(await json(res)) : undefined
     await audit.finish(id, {
       outcome,
-      detail: outcome === 'ok' ? (note?.detail ?? detail) : await errorCode(res),
+      detail: status === 'ok' ? (note?.detail ?? detail) : await errorCode(res),
       ...(note?.who ? { who: note.who } : {}),
       ...(note?.target !== undefined ? { target: note.target } : made ? { target: target ? `${target} ${made}` : made } : {}),
       // An anonymous attempt that succeeded is an action (a login, a redeemed vouch, a placed project);
       // a refused or denied one, even by a principal, is a refusal: a flood of them cannot push actions out.
-      ...(anonymous && outcome === 'ok' ? { budget: 'actions' as const } : outcome === 'denied' || outcome === 'refused' ? { budget: 'refusals' as const } : {}),
+      // A write that changed nothing is no action either: a loop of them cannot push one out.
+      ...(anonymous && outcome === 'ok' ? { budget: 'actions' as const } : outcome === 'denied' || outcome === 'refused' || outcome === 'unchanged' ? { budget: 'refusals' as const } : {}),
     })
     return res
   }

@@ -15,6 +15,7 @@ import * as v from 'valibot'
 import { MusterError } from '../errors.ts'
 import { acceptHeartbeatText, currentNode } from '../fabric/heartbeat.ts'
 import { log } from '../log.ts'
+import { codeOf, heartbeatRefusals } from '../metrics/platform.ts'
 import type { Services } from './services.ts'
 import { errorResponse } from './app.ts'
 import { joinTokenAsBearer, malformedRequest } from './request.ts'
@@ -72,6 +73,7 @@ export function parseRegister(text: string): { body: HeartbeatBody } | { error: 
 const ANSWER = { headers: new Headers({ 'content-type': 'application/json;charset=utf-8' }) }
 
 function refusal(e: unknown): Response {
+  heartbeatRefusals.inc({ code: codeOf(e) })
   if (e instanceof MusterError) {
     const retryAfter = e.detail?.retryAfterSeconds
     return errorResponse(e, typeof retryAfter === 'number' ? { 'retry-after': String(Math.max(1, Math.ceil(retryAfter))) } : undefined)
@@ -168,4 +170,20 @@ export function heartbeatRoutes(platform: Services, fallback: (req: Request, ser
     }
   }
   return { '/api/v1/nodes/register': { POST: register } }
+}
+
+/** The door of the engine's request gate the heartbeat takes (src/swap/gate.ts). */
+interface HeartbeatGate {
+  enter(): boolean
+  readonly leave: () => void
+  handle<S>(req: Request, local: (req: Request, server: S) => Promise<Response> | Response, server?: S): Promise<Response> | Response
+}
+
+/**
+ * heartbeatRoutes behind the request gate, so an engine swap holds and forwards heartbeats too: the route
+ * counts itself in (gate.enter) and out (gate.leave) instead of the gate's promise callback.
+ */
+export function gatedHeartbeatRoutes(platform: Services, fallback: (req: Request, server: Bun.Server<unknown>) => Response | Promise<Response>, gate: HeartbeatGate) {
+  const register = heartbeatRoutes(platform, fallback, gate.leave)['/api/v1/nodes/register'].POST
+  return { '/api/v1/nodes/register': { POST: (req: Request, server: Bun.Server<unknown>) => (gate.enter() ? register(req, server) : gate.handle(req, register, server)) } }
 }

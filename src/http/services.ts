@@ -12,6 +12,8 @@ import type { PlatformOptions } from '../context/options.ts'
 import type { Pki } from '../pki/pki.ts'
 import type { Projects } from '../projects/service.ts'
 import type { LogRelay } from '../projects/logs.ts'
+import type { Releases } from '../releases/service.ts'
+import type { Rollouts } from '../rollouts/service.ts'
 
 export interface Services {
   readonly ctx: Context
@@ -27,6 +29,10 @@ export interface Services {
   readonly logs: LogRelay
   readonly federation: Federation
   readonly cloud: Cloud
+  /** Signed releases and their binaries (docs/upgrading.md). */
+  readonly releases: Releases
+  /** Rollouts of a release over the fleet. */
+  readonly rollouts: Rollouts
   /** The API is served over HTTPS. */
   readonly secure: boolean
   /** The URL operators and nodes use to reach the API. */

@@ -9,6 +9,7 @@
 import { renameSync, writeFileSync } from 'node:fs'
 import { heapSize } from 'bun:jsc'
 import { keepSpans, sectionReport, spansBetween } from '../loop-spans.ts'
+import { tunable } from '../tunables.ts'
 
 const TICK_MS = 10
 /** Lags from this long on are kept one by one, with what ran. */
@@ -49,6 +50,12 @@ export interface LagReport {
 }
 
 const cpuMs = (u: { user: number; system: number }) => (u.user + u.system) / 1000
+
+/** sampleLoopLag into the file MUSTER_LOOP_LAG_FILE names; nothing when it names none. */
+export function sampleLoopLagIfAsked(beats: () => number): () => void {
+  const file = tunable('MUSTER_LOOP_LAG_FILE')
+  return file ? sampleLoopLag(file, beats) : () => {}
+}
 
 /** Samples until the returned stop is called, writing the report to `file` every second. */
 export function sampleLoopLag(file: string, beats: () => number): () => void {

@@ -19,7 +19,9 @@ import { refuseUnreachableApi } from '../listener/plan.ts'
 import { MusterError } from '../errors.ts'
 import { startFederation, type Federation } from '../federation/service.ts'
 import { createApp } from '../http/app.ts'
-import { heartbeatRoutes, hotPathStats } from '../http/heartbeat.ts'
+import { gatedHeartbeatRoutes, hotPathStats } from '../http/heartbeat.ts'
+import { countRequests } from '../http/request-metrics.ts'
+import { watchMetrics } from './metrics.ts'
 import { ApiEndpoint } from '../http/api-endpoint.ts'
 import { log } from '../log.ts'
 import type { PlatformOptions } from '../context/options.ts'
@@ -42,8 +44,10 @@ import { FieldSeal, openVault, type Vault } from '../context/vault.ts'
 import { Leases } from '../context/leases.ts'
 import { PlatformRegistry } from '../ha/live-platforms.ts'
 import { RequestGate } from '../swap/gate.ts'
-import { tunable, tunableNumber } from '../tunables.ts'
-import { sampleLoopLag } from './loop-lag.ts'
+import { tunableNumber } from '../tunables.ts'
+import { sampleLoopLagIfAsked } from './loop-lag.ts'
+import { Releases } from '../releases/service.ts'
+import { Rollouts } from '../rollouts/service.ts'
 
 export type { PlatformOptions }
 
@@ -92,6 +96,8 @@ export class Platform implements Services {
   logs!: LogRelay
   federation!: Federation
   cloud!: Cloud
+  releases!: Releases
+  rollouts!: Rollouts
   listener: EnrollmentListener | undefined
   prober!: ReadinessProber
   /** The Platforms sharing this store (several Platforms, docs/storage-ha.md). */
@@ -208,6 +214,11 @@ export class Platform implements Services {
     this.federation = await startFederation(ctx, { auth: this.auth, projects: this.projects })
     // services: cloud
     this.cloud = startCloud(ctx, { fabric: this.fabric, projects: this.projects, publicUrl: () => this.publicUrl, apiCaPin: () => this.api.caPin }, identityRoots(this.options.cloudIdentityRoots))
+    // services: releases and rollouts (docs/upgrading.md)
+    this.releases = new Releases(ctx)
+    await this.releases.start()
+    this.rollouts = new Rollouts(ctx, { fabric: this.fabric, releases: this.releases, audit: this.audit })
+    await this.rollouts.startLoops()
     // Every service has named its leases: take what is free, so each loop knows its holder.
     await ctx.leases.start()
   }
@@ -233,6 +244,8 @@ export class Platform implements Services {
       pins: [...this.pki.caPins(), ...(served?.legacy ? [served.pin] : [])],
       platformUrl: this.publicUrl,
       ...(this.options.allowInsecureNodeTraffic ? { insecureNodeTraffic: true } : {}),
+      // Only public halves: a node takes the first key and keys one it holds endorsed (docs/upgrading.md).
+      ...(this.releases?.publicKeys().length ? { releaseKeys: this.releases.publicKeys() } : {}),
     }
   }
 
@@ -256,7 +269,7 @@ export class Platform implements Services {
   /** The application behind the audit hook: every write is recorded before it runs (src/http/audit-hook.ts). */
   private get audited(): (r: Request) => Promise<Response> {
     const app = this.app
-    this.auditedInstance ??= auditHook(this, (r) => app.handle(r))
+    this.auditedInstance ??= countRequests(auditHook(this, (r) => app.handle(r)))
     return this.auditedInstance
   }
   private auditedInstance: ((r: Request) => Promise<Response>) | undefined
@@ -280,19 +293,12 @@ export class Platform implements Services {
         log.error(`unhandled server error: ${e.stack ?? e.message}`)
         return Response.json({ error: { code: 'internal', message: 'Internal error; see the Platform log.' } }, { status: 500 })
       },
-      // The heartbeat has its own route ahead of the framework (src/http/heartbeat.ts); it passes the gate
-      // like every request, so an engine swap holds and forwards heartbeats too.
-      // The route counts itself in (gate.enter) and out (gate.leave) instead of handle's promise callback.
-      (fallback) => {
-        const gate = this.gate
-        const register = heartbeatRoutes(this, fallback, gate.leave)['/api/v1/nodes/register'].POST
-        return { '/api/v1/nodes/register': { POST: (req, server) => (gate.enter() ? register(req, server) : gate.handle(req, register, server)) } }
-      },
+      // The heartbeat has its own route ahead of the framework, behind the request gate (src/http/heartbeat.ts).
+      (fallback) => gatedHeartbeatRoutes(this, fallback, this.gate),
     )
     const url = this.url
     // The benchmarks' event-loop lag (docs/benchmarks.md), from the moment it serves.
-    const lagFile = tunable('MUSTER_LOOP_LAG_FILE')
-    if (lagFile) this.onClose(sampleLoopLag(lagFile, () => hotPathStats.fast))
+    this.onClose(sampleLoopLagIfAsked(() => hotPathStats.fast))
     log.info(`muster Platform listening on ${url}`)
     // HTTPS from the Platform CA: how an operator on this machine reaches it (docs/operations.md).
     if (this.apiCaPin) log.info(`log in with: muster login --platform-url ${this.publicUrl} --platform-ca-file ${this.dataDir.path(CA_CERT_FILE)} --identifier superadmin`)
@@ -309,6 +315,8 @@ export class Platform implements Services {
     this.fabric.platformsView = () => this.platforms.view()
     await this.platforms.start()
     this.onClose(() => this.platforms.stop())
+    // listen: the metrics' gauges read this Platform (GET /metrics)
+    this.onClose(watchMetrics(this))
     // listen: certificates are checked against the wall clock on a short tick (a clock may jump);
     // the API has no per-connection hook, and a certificate a jump left expired fails the handshake.
     let ticks = 0

@@ -17,7 +17,7 @@ import type { Context } from '../context/context.ts'
 import type { Fabric } from '../fabric/fabric.ts'
 import type { NodeEntry } from '../fabric/registry.ts'
 import { log } from '../log.ts'
-import { countLogRequests, deleteLogChunksUpTo, deleteLogRequest, insertLogChunk, insertLogRequest, logChunksAfter, logRequest, nodesWithLogRequests, pickLogRequests, renewLogRequest, sweepLogRelay } from '../store/log-relay.ts'
+import { countLogRequests, deleteLogChunksUpTo, deleteLogRequest, insertLogChunk, insertLogRequest, logChunksAfter, logRequest, nodesWithLogRequests, pickLogRequests, renewLogRequest, sweepLogRelay, type LogChunkCaps } from '../store/log-relay.ts'
 import { LogFollower, MAX_LINE_CHARS, MAX_TAIL_LINES, readTail } from '../replicas/log-files.ts'
 import { LOG_REQUEST } from '../signed/documents.ts'
 import { signDocument } from '../signed/signed.ts'
@@ -41,6 +41,12 @@ const POLL_WAIT_MS = 20_000
 /** A follow whose node sent nothing (not even a keep-alive) for this long has ended. */
 const NODE_SILENT_MS = 45_000
 const MAX_OPEN_PER_NODE = 32
+/**
+ * What the store keeps unread for a node, however much it sends (a compromised node uploading 1 MiB chunks at
+ * any seq, in a loop): per request and per project. Past them an upload is refused (429) until the reader has
+ * caught up; the Agent keeps its newest lines meanwhile and sends them then.
+ */
+export const LOG_CHUNK_CAPS: LogChunkCaps = { bytesPerRequest: 8 << 20, chunksPerRequest: 1000, bytesPerProject: 32 << 20 }
 const SEAL_PURPOSE = 'muster log relay v1'
 /** What a chunk is sealed over: its request and its place in it, so a chunk copied to another request or seq does not open. */
 const chunkAad = (id: string, seq: number) => `${SEAL_PURPOSE}:${id}:${seq}`
@@ -238,17 +244,23 @@ export class LogRelay {
     const row = /^[a-z2-7]{24}$/.test(id) ? await logRequest(this.ctx.store, id) : null
     const now = this.ctx.now()
     if (!row || row.node !== node.name || row.expires_at <= now) throw new MusterError('not-found', 'No such log request for this node.')
-    await this.store(row.id, chunk, now)
+    // A tail is one chunk: anything after it would be kept for no reader.
+    if (row.follow !== 1 && chunk.seq > 0) throw new MusterError('invalid-request', 'Invalid log chunk: this request is a tail, answered by its first chunk (seq 0) alone.', { field: 'seq' })
+    await this.store(row.id, row.project, chunk, now)
     return { ok: true }
   }
 
-  private async store(id: string, chunk: LogChunk, now: number): Promise<void> {
+  private async store(id: string, project: string, chunk: LogChunk, now: number): Promise<void> {
     // The node was heard from (a follow whose node stays silent ends).
     await this.ctx.store.run('UPDATE log_requests SET picked_at = ?2 WHERE id = ?1', id, now)
     // An empty chunk after the first is a keep-alive: nothing to keep.
     if (chunk.seq > 0 && chunk.lines.length === 0) return
     const sealed = sealBytes(this.key, chunkAad(id, chunk.seq), JSON.stringify({ lines: chunk.lines, truncated: chunk.truncated }))
-    if (await insertLogChunk(this.ctx.store, id, chunk.seq, sealed, now)) await this.ctx.changes.publish('logs', `chunk:${id}`)
+    const stored = await insertLogChunk(this.ctx.store, id, project, chunk.seq, sealed, now, LOG_CHUNK_CAPS)
+    if (stored === 'stored') await this.ctx.changes.publish('logs', `chunk:${id}`)
+    if (stored === 'full') {
+      throw new MusterError('rate-limited', `This log request (or project ${project}) holds as much unread output as the Platform keeps; send the rest once the reader has caught up.`, { retryAfterSeconds: 1 })
+    }
   }
 
   private open(id: string, seq: number, sealed: Uint8Array): LogChunk | null {
@@ -272,7 +284,7 @@ export class LogRelay {
     const follower = new LogFollower(file, t.offset)
     let seq = 0
     void (async () => {
-      await this.store(id, { seq, lines: t.lines, truncated: t.truncated }, this.ctx.now())
+      await this.store(id, project, { seq, lines: t.lines, truncated: t.truncated }, this.ctx.now())
       while (!this.stopped) {
         await Bun.sleep(1000)
         const row = await logRequest(this.ctx.store, id).catch(() => null)
@@ -280,7 +292,7 @@ export class LogRelay {
         const lines = follower.read()
         // Nothing new: a keep-alive (seq past the last, no lines), which stores nothing.
         if (lines.length > 0) seq++
-        await this.store(id, { seq: lines.length > 0 ? seq : seq + 1, lines, truncated: false }, this.ctx.now())
+        await this.store(id, project, { seq: lines.length > 0 ? seq : seq + 1, lines, truncated: false }, this.ctx.now())
       }
     })().catch((e) => log.warn(`local log follow: ${(e as Error).message}`))
   }

@@ -27,6 +27,7 @@ import { place, type Placement, type PlacementNode, type PlacementResult } from 
 import type { ProjectRemoved, ProjectSpec, ProjectView, Shortfall } from '../wire/projects.ts'
 import type { ReplicaStatus } from '../wire/nodes.ts'
 import { spanEnd, spanStart } from '../loop-spans.ts'
+import { noteAssignmentRevision } from '../metrics/platform.ts'
 
 /**
  * A project as deployed; `origin` says who placed it (local, or controller),
@@ -191,6 +192,19 @@ export class Projects {
     return { total: Object.values(projects).reduce((a, b) => a + b, 0), projects }
   }
 
+  /** Replicas over all projects for the metrics: wanted, placed on a node, running there (this revision), short. */
+  replicaCounts(): { projects: number; wanted: number; placed: number; running: number; short: number } {
+    const c = { projects: this.projects.size, wanted: 0, placed: 0, running: 0, short: this.shortfall().total }
+    for (const p of this.projects.values()) c.wanted += p.replicas
+    for (const x of this.placements) {
+      const p = x.node ? this.projects.get(x.project) : undefined
+      if (!p || !x.node) continue
+      c.placed++
+      if (this.replicaStates(x.node).some((r) => r.project === p.name && r.replica === x.replica && r.state === 'running' && (r.revision ?? p.revision) === p.revision)) c.running++
+    }
+    return c
+  }
+
   private replicaStates(node: string): ReplicaStatus[] {
     if (node === 'local') return this.local?.status() ?? []
     return this.fabric.registry.get(node)?.replicas ?? []
@@ -279,6 +293,7 @@ export class Projects {
   /** A node's assignments moved: a new document, and its long polls here answer at once. */
   private changedAssignments(node: string, w: Wanted): void {
     this.wanted.set(node, w)
+    noteAssignmentRevision(w.revision)
     this.signed.delete(node)
     for (const done of this.waiters.get(node) ?? []) done()
   }

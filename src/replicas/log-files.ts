@@ -1,9 +1,11 @@
 // A replica's output on its node: one file per replica, `<project>-<replica>.log`,
-// that the replica's stdout and stderr are opened on (O_APPEND), so it keeps
-// writing there when its Agent stops. The Agent keeps the size capped: past
-// the cap the file is copied to `.1` (replacing the older one) and truncated in
-// place (the replica's descriptor stays valid), so a replica's output takes at
-// most about twice the cap on disk. The tail is read for the log relay.
+// written by the replica's own writer (src/replicas/log-pipe.ts), which keeps it
+// capped with or without an Agent. Where there is no writer the replica's
+// stdout and stderr are opened on the file (O_APPEND), and the Agent keeps the
+// size capped: past the cap the file is copied to `.1` (replacing the older one)
+// and truncated in place (the replica's descriptor stays valid). Either way a
+// replica's output takes at most about twice the cap on disk. The tail is read
+// for the log relay.
 import { closeSync, copyFileSync, fstatSync, openSync, readSync, statSync, truncateSync } from 'node:fs'
 import { join } from 'node:path'
 import { TUNABLES } from '../tunables.ts'

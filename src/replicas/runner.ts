@@ -25,12 +25,15 @@
 // --stop-replicas`) stops what escaped its process group too.
 import { appendFileSync, closeSync, existsSync, mkdirSync } from 'node:fs'
 import type { AssignedReplica } from '../wire/projects.ts'
-import { log } from '../log.ts'
+import { fields, log } from '../log.ts'
+import { replicaRestarts } from '../metrics/agent.ts'
+import { tunable } from '../tunables.ts'
 import { writeFileAtomic } from '../datadir.ts'
 import type { RunAs } from './isolation.ts'
 import { cgroupMembers, killCgroup, oomKills, removeCgroup, enterCgroup, signalCgroup, type Cgroups, type ReplicaCgroup } from './cgroups.ts'
 import { inMusterRange, killProcessesOf } from './uids.ts'
-import { DEFAULT_LOG_MAX_BYTES, logFileName, openForAppend, rotateIfOver } from './log-files.ts'
+import { DEFAULT_LOG_MAX_BYTES, logFileName, openForAppend } from './log-files.ts'
+import { capLog, startLogPipe } from './log-pipe.ts'
 import { bootId, sameProcess, procStat, signalGroup } from './procs.ts'
 import { readRecords, type ReplicaRecord } from './records.ts'
 
@@ -85,6 +88,9 @@ interface Supervised {
   /** Adopted from the state file and not yet named by an assignment. */
   placeholder: boolean
 }
+
+/** Under a test run, its marker goes on to the replicas, so a replica a test leaves behind is found (docs/testing.md). */
+const testRun = (run = tunable('MUSTER_TEST_RUN')): Record<string, string> => (run ? { MUSTER_TEST_RUN: run } : {})
 
 const keyOf = (r: { project: string; replica: number; revision: number }) => `${r.project}/${r.replica}/${r.revision}`
 
@@ -227,7 +233,7 @@ export class Runner {
   private check(): void {
     for (const s of this.replicas.values()) {
       const file = this.logFile(s.spec.project, s.spec.replica)
-      rotateIfOver(file, this.opts.maxLogBytes)
+      capLog(file, this.opts.maxLogBytes)
       if (s.proc || s.pid === null || s.stopping || s.state !== 'running') continue
       if (sameProcess(s.pid, s.startTime ?? '', bootId())) continue
       this.exitedUnseen(s, s.pid, 'after this Agent adopted it')
@@ -251,14 +257,16 @@ export class Runner {
     this.writeLog(file, `--- ${new Date().toISOString()} starting revision ${spec.revision}: ${spec.command.join(' ')}\n`)
     let fd: number | undefined
     let cg: ReplicaCgroup | null = null
+    // Through a writer of its own that keeps the log capped with no Agent (src/replicas/log-pipe.ts), else the file itself.
+    const pipe = startLogPipe(file, this.opts.maxLogBytes)
     try {
       if (this.opts.cgroups) cg = this.opts.cgroups.create(`${spec.project}.${spec.replica}.${spec.revision}.${Date.now()}`, { cpu: spec.cpu, memory: spec.memory })
-      fd = openForAppend(file)
+      fd = pipe?.fd ?? openForAppend(file)
       s.proc = Bun.spawn(['/bin/sh', '-c', SHIM, 'muster-replica', ...spec.command], {
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: runAs ? runAs.home : (process.env.HOME ?? '/'), ...spec.env, MUSTER_PROJECT: spec.project, MUSTER_REPLICA: String(spec.replica) },
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: runAs ? runAs.home : (process.env.HOME ?? '/'), ...spec.env, MUSTER_PROJECT: spec.project, MUSTER_REPLICA: String(spec.replica), ...testRun() },
         // Only the go-ahead line (the command itself gets /dev/null).
         stdin: 'pipe',
-        // A file, not a pipe to the Agent: the replica writes on when the Agent is gone.
+        // Not a pipe to the Agent: the replica writes on when the Agent is gone.
         stdout: fd,
         stderr: fd,
         // setsid(): its own session and process group, so it outlives the Agent and a stop reaches its children.
@@ -273,6 +281,7 @@ export class Runner {
       go.write('\n')
       void go.end()
     } catch (e) {
+      pipe?.abandon()
       s.proc = null
       s.state = 'failed'
       s.exitCode = 127
@@ -281,7 +290,8 @@ export class Runner {
       this.scheduleRestart(s)
       return
     } finally {
-      if (fd !== undefined) closeSync(fd)
+      if (pipe) pipe.handedOver()
+      else if (fd !== undefined) closeSync(fd)
     }
     s.cgroup = cg
     s.uid = runAs && inMusterRange(runAs.uid) ? runAs.uid : null
@@ -294,7 +304,9 @@ export class Runner {
     s.startedAt = Date.now()
     this.save()
     this.opts.onChange()
+    // Its last lines are in the log before the runner writes anything after them.
     void proc.exited.then(async (code) => {
+      await pipe?.drained(1_000)
       if (s.proc !== proc) return
       const oom = cg !== null && oomKills(cg) > 0
       s.proc = null
@@ -311,7 +323,7 @@ export class Runner {
       s.state = 'failed'
       s.reason = oom ? 'out-of-memory' : null
       this.opts.onChange()
-      log.warn(`replica ${spec.project}/${spec.replica} exited with ${code}${oom ? ' (killed for its memory limit)' : ''}`)
+      log.warn(`replica ${spec.project}/${spec.replica} exited with ${code}${oom ? ' (killed for its memory limit)' : ''}`, fields({ project: spec.project, replica: spec.replica }))
       this.scheduleRestart(s)
     })
   }
@@ -321,6 +333,7 @@ export class Runner {
     if (s.startedAt && Date.now() - s.startedAt > this.opts.stableAfterMs) s.restarts = 0
     const delay = Math.min(this.opts.backoffMaxMs, this.opts.backoffStartMs * 2 ** s.restarts)
     s.restarts++
+    replicaRestarts.inc()
     this.writeLog(this.logFile(s.spec.project, s.spec.replica), `--- restarting in ${delay} ms\n`)
     s.timer = setTimeout(() => {
       s.timer = null
@@ -378,7 +391,7 @@ export class Runner {
 
   private writeLog(file: string, data: string | Uint8Array): void {
     try {
-      rotateIfOver(file, this.opts.maxLogBytes)
+      capLog(file, this.opts.maxLogBytes)
       appendFileSync(file, data, { mode: 0o600 })
     } catch {}
   }

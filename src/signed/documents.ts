@@ -7,9 +7,13 @@
 //    output only to whoever holds the Platform's trust key. The node fetches
 //    them over its own authenticated connection, so no port on it needs to be
 //    reachable.
+//  - rollout directives (docs/upgrading.md): "install this release now",
+//    for one node, valid at most fifteen minutes; the release inside is signed
+//    by a release key (src/signed/releases.ts), which the node checks next.
 import * as v from 'valibot'
 import type { TrustKey } from '../wire/nodes.ts'
 import type { AssignmentPayload, LogRequestPayload, SignedAssignments } from '../wire/projects.ts'
+import type { DirectivePayload } from '../wire/rollouts.ts'
 import { purpose, verifyDocument } from './signed.ts'
 
 // The node checks what it relies on before the revision check (the replicas a list); the
@@ -52,4 +56,35 @@ export function checkLogRequest(doc: unknown, trust: readonly TrustKey[], node: 
   const issued = Date.parse(p.issuedAt)
   if (!Number.isFinite(issued) || Math.abs(now - issued) > LOG_REQUEST_SKEW_MS) return { ok: false, reason: 'log request issued outside ±5 minutes' }
   return { ok: true, payload: p }
+}
+
+export const DIRECTIVE = purpose<DirectivePayload>(
+  'muster rollout directive v1',
+  'directive',
+  v.looseObject({
+    node: v.string(),
+    rollout: v.pipe(v.string(), v.regex(/^[a-z2-7]{1,32}$/)),
+    release: v.looseObject({ manifest: v.unknown(), kid: v.string(), signature: v.string() }),
+    mirrors: v.pipe(v.array(v.pipe(v.string(), v.maxLength(2048), v.regex(/^https?:\/\//))), v.maxLength(8)),
+    healthTimeoutMs: v.pipe(v.number(), v.integer(), v.minValue(1000), v.maxValue(3_600_000)),
+    issuedAt: v.pipe(v.number(), v.integer()),
+    expiresAt: v.pipe(v.number(), v.integer()),
+  }),
+)
+/** A directive lives at most this long (the Platform issues them for less). */
+export const MAX_DIRECTIVE_MS = 15 * 60_000
+/** Clock skew allowed between a Platform and a node. */
+export const DIRECTIVE_SKEW_MS = 5 * 60_000
+
+export type DirectiveCheck = { ok: true; directive: DirectivePayload } | { ok: false; reason: string; unknownKey?: true }
+
+/** A directive signed by a trust key valid now, for `node`, not expired and not issued in the future. */
+export function checkDirective(doc: unknown, trust: readonly TrustKey[], node: string, now: number): DirectiveCheck {
+  const r = verifyDocument(DIRECTIVE, doc, trust, node, now)
+  if (!r.ok) return r
+  const x = r.value.payload
+  if (x.expiresAt <= x.issuedAt || x.expiresAt - x.issuedAt > MAX_DIRECTIVE_MS) return { ok: false, reason: 'directive has no valid lifetime' }
+  if (x.issuedAt > now + DIRECTIVE_SKEW_MS) return { ok: false, reason: 'directive was issued in the future (check this machine’s clock)' }
+  if (now >= x.expiresAt) return { ok: false, reason: `directive expired at ${new Date(x.expiresAt).toISOString()}` }
+  return { ok: true, directive: x }
 }

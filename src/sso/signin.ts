@@ -18,7 +18,7 @@
 //   gives the CLI a handle; POST /auth/oidc/device/poll polls once per call.
 import { createHash } from 'node:crypto'
 import { Accounts } from '../auth/accounts.ts'
-import type { Audit, Who } from '../audit/audit.ts'
+import { UNKNOWN_PRINCIPAL, type Audit, type Who } from '../audit/audit.ts'
 import type { Auth } from '../auth/auth.ts'
 import { expired } from '../auth/auth.ts'
 import { MusterError } from '../errors.ts'
@@ -130,7 +130,7 @@ export class Sso {
     await this.assertOpen()
     const state = url.searchParams.get('state')
     const flow = state ? await takeSsoFlow(this.db, this.deps.auth.digestSecret(state), this.deps.now()) : null
-    const anon: Who = { principal: '(unknown)', kind: 'anonymous' }
+    const anon: Who = { principal: UNKNOWN_PRINCIPAL, kind: 'anonymous' }
     if (!flow || !flow.nonce || !flow.verifier) return this.refuse(anon, source, 'state mismatch (unknown, used or expired flow)')
     // A web flow answers only the browser that started it (login CSRF: an attacker's code in a victim's browser).
     if (flow.kind === 'web' && (!flowCookie || flow.binding !== this.deps.auth.digestSecret(flowCookie))) return this.refuse(anon, source, 'state mismatch (flow started by another browser)')
@@ -163,7 +163,8 @@ export class Sso {
     await this.assertOpen()
     const g = await takeSsoGrant(this.db, this.deps.auth.digestSecret(b.grant), this.deps.now())
     if (!g || !g.account || !g.cli_challenge || g.session_expires_at === null || s256(b.codeVerifier) !== g.cli_challenge) {
-      await this.deps.audit.record({ principal: g?.account ?? '(unknown)', kind: 'anonymous' }, { source, action: 'sso.login', outcome: 'denied', budget: 'refusals', detail: g ? 'cli grant: PKCE verifier mismatch' : 'cli grant unknown, used or expired' }).catch(() => {})
+      // Whoever presented it is not known (the grant names the account it was for: the target, never the principal).
+      await this.deps.audit.record({ principal: UNKNOWN_PRINCIPAL, kind: 'anonymous' }, { source, action: 'sso.login', target: g?.account ?? null, outcome: 'denied', budget: 'refusals', detail: g ? 'cli grant: PKCE verifier mismatch' : 'cli grant unknown, used or expired' }).catch(() => {})
       throw refused()
     }
     const acct = await getAccount(this.db, g.account)
@@ -201,7 +202,7 @@ export class Sso {
       r = await this.client.devicePoll(flow.device_code)
     } catch (e) {
       await deleteSsoFlow(this.db, key)
-      if (e instanceof SignInRefused) return this.refuse({ principal: '(unknown)', kind: 'anonymous' }, source, e.reason)
+      if (e instanceof SignInRefused) return this.refuse({ principal: UNKNOWN_PRINCIPAL, kind: 'anonymous' }, source, e.reason)
       throw e
     } finally {
       release()
@@ -212,9 +213,9 @@ export class Sso {
     return this.openSession(await this.signIn(r, source))
   }
 
-  private async refuse(who: Who, source: string, reason: string, id?: VerifiedIdentity): Promise<never> {
+  private async refuse(who: Who, source: string, reason: string, id?: VerifiedIdentity, target: string | null = null): Promise<never> {
     const detail = id ? `${reason}; sub=${id.subject.slice(0, 80)} iss=${id.issuer.slice(0, 120)}` : reason
-    await this.deps.audit.record(who, { source, action: 'sso.login', outcome: 'denied', budget: 'refusals', detail }).catch(() => {})
+    await this.deps.audit.record(who, { source, action: 'sso.login', target, outcome: 'denied', budget: 'refusals', detail }).catch(() => {})
     throw refused()
   }
 
@@ -230,25 +231,27 @@ export class Sso {
     const now = this.deps.now()
     const mapped = mapIdentity(id.claims, this.client.settings)
     const known = await ssoAccountOf(this.db, id.issuer, id.subject)
-    // The name comes from the provider's verified claims (never from a typed field): the audit may name it.
-    const who: Who = { principal: known ?? (mapped.ok ? mapped.name : (accountNameFor(id.claims) ?? '(unknown)')), kind: 'anonymous' }
-    if (!mapped.ok) return this.refuse(who, source, mapped.reason, id)
+    // The name comes from the provider's verified claims (never from a typed field): a refusal names it as its
+    // target. Its principal is unknown: a provider user's claims can say `superadmin` (docs/accounts-audit.md).
+    const tried = known ?? (mapped.ok ? mapped.name : (accountNameFor(id.claims) ?? null))
+    const who: Who = { principal: UNKNOWN_PRINCIPAL, kind: 'anonymous' }
+    if (!mapped.ok) return this.refuse(who, source, mapped.reason, id, tried)
     let name = known
     if (!name) {
       if (!(await createSsoAccount(this.db, { name: mapped.name, role: mapped.role, issuer: id.issuer, subject: id.subject, now }))) {
-        return this.refuse(who, source, `account name ${mapped.name} is taken by an account that is not this provider subject’s`, id)
+        return this.refuse(who, source, `account name ${mapped.name} is taken by an account that is not this provider subject’s`, id, tried)
       }
       name = mapped.name
       await this.deps.audit.record({ principal: name, kind: 'session' }, { source, action: 'account.add', target: name, outcome: 'ok', detail: `sso role=${mapped.role} sub=${id.subject.slice(0, 80)} iss=${id.issuer.slice(0, 120)}` })
     }
     const acct = await getAccount(this.db, name)
-    if (!acct || acct.origin !== 'sso') return this.refuse(who, source, 'account is not an sso account', id)
-    if (acct.disabled || expired(acct.expires_at, now)) return this.refuse(who, source, 'account disabled or expired', id)
+    if (!acct || acct.origin !== 'sso') return this.refuse(who, source, 'account is not an sso account', id, tried)
+    if (acct.disabled || expired(acct.expires_at, now)) return this.refuse(who, source, 'account disabled or expired', id, tried)
     if (acct.role !== mapped.role) {
       try {
         await this.accounts.setRole(name, mapped.role)
       } catch (e) {
-        if (e instanceof MusterError && e.code === 'conflict') return this.refuse(who, source, `groups now map to ${mapped.role}, but ${name} is the last superadmin`, id)
+        if (e instanceof MusterError && e.code === 'conflict') return this.refuse(who, source, `groups now map to ${mapped.role}, but ${name} is the last superadmin`, id, tried)
         throw e
       }
       const how = isRole(acct.role) && lowerRole(acct.role, mapped.role) === mapped.role ? 'demoted' : 'promoted'

@@ -38,6 +38,12 @@ export interface ProvisionRow {
 
 export type NewProvision = Pick<ProvisionRow, 'id' | 'request_id' | 'provider' | 'name' | 'region' | 'size' | 'role' | 'origin' | 'requested_by' | 'created_at' | 'inbound'>
 
+/** Provisions by state (the metrics). */
+export async function provisionCounts(db: Db): Promise<Record<string, number>> {
+  const rows = await db.all<{ state: string; n: number }>('SELECT state, COUNT(*) AS n FROM cloud_provisions GROUP BY state')
+  return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]))
+}
+
 /** Inserts a provision in state creating; false when its request id is already recorded. */
 export async function insertProvision(db: Db, p: NewProvision): Promise<boolean> {
   return (

@@ -4,7 +4,7 @@
 // warns, hides the password in its own command line as well as it can, and
 // gives its engines the URL in their environment (which only this account and
 // root can read), never on their argv.
-import { closeSync, openSync, readFileSync, readSync, writeSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { assertPrivate } from '../datadir.ts'
 import { MusterError } from '../errors.ts'
 import { tunable, type TunableName } from '../tunables.ts'
@@ -12,16 +12,9 @@ import { tunable, type TunableName } from '../tunables.ts'
 /** Where an engine finds the URL its serve process was given (read once, then removed from its environment). */
 export const DATABASE_URL_ENV: TunableName = 'MUSTER_DATABASE_URL'
 
-/** The password a URL carries (user:PASSWORD@ or ?password=), if any. */
-export function databasePassword(url: string): string | undefined {
-  try {
-    const u = new URL(url)
-    const pw = decodeURIComponent(u.password) || u.searchParams.get('password') || ''
-    return pw === '' ? undefined : pw
-  } catch {
-    return undefined
-  }
-}
+// Both live with the other secrets kept off argv (src/own-argv.ts).
+import { databasePassword } from '../own-argv.ts'
+export { databasePassword, hideInOwnArgv } from '../own-argv.ts'
 
 /** The URL in `--database-file F`: the file must be readable by its owner only, like every secret muster reads. */
 export function readDatabaseFile(path: string): string {
@@ -77,37 +70,3 @@ export function serveDatabaseUrl(flags: { database?: string; databaseFile?: stri
   return url
 }
 
-/**
- * Overwrites every copy of `secret` in this process's command line (what
- * /proc/PID/cmdline and `ps` show) with `*`, Linux only, best effort: a
- * process may write its own memory through /proc/self/mem. Until this runs the
- * secret was visible, which is why serve also warns.
- */
-export function hideInOwnArgv(secret: string): boolean {
-  if (process.platform !== 'linux' || secret.length === 0) return false
-  let fd: number | undefined
-  try {
-    const stat = readFileSync('/proc/self/stat', 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ')
-    // proc(5): arg_start and arg_end are fields 48 and 49; `fields` starts at field 3.
-    const start = Number(fields[45])
-    const end = Number(fields[46])
-    if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || end <= start || end - start > 1 << 20) return false
-    fd = openSync('/proc/self/mem', 'r+')
-    const argv = Buffer.alloc(end - start)
-    readSync(fd, argv, 0, argv.length, start)
-    const needles = [...new Set([secret, encodeURIComponent(secret)])].map((s) => Buffer.from(s))
-    let hidden = false
-    for (const needle of needles) {
-      for (let at = argv.indexOf(needle); at >= 0; at = argv.indexOf(needle, at + needle.length)) {
-        writeSync(fd, Buffer.alloc(needle.length, '*'), 0, needle.length, start + at)
-        hidden = true
-      }
-    }
-    return hidden
-  } catch {
-    return false
-  } finally {
-    if (fd !== undefined) closeSync(fd)
-  }
-}

@@ -57,9 +57,38 @@ export async function deleteLogRequest(db: Db, id: string): Promise<void> {
   })
 }
 
-/** False when that chunk was stored already (a retried upload). */
-export async function insertLogChunk(db: Db, request: string, seq: number, sealed: Uint8Array, now: number): Promise<boolean> {
-  return (await db.run('INSERT INTO log_chunks (request, seq, sealed, created_at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (request, seq) DO NOTHING', request, seq, sealed, now)) === 1
+/**
+ * How much unread output the store keeps for a node (src/projects/logs.ts): per log request and per project,
+ * whatever the node sends. Read chunks are deleted as the reader moves on, and an ended request's go with it.
+ */
+export interface LogChunkCaps {
+  bytesPerRequest: number
+  chunksPerRequest: number
+  bytesPerProject: number
+}
+
+/**
+ * Stores a chunk unless that would put its request or its project past their caps (one statement: the check and
+ * the insert cannot be split by another upload). 'duplicate': that chunk was stored already (a retried upload).
+ */
+export async function insertLogChunk(db: Db, request: string, project: string, seq: number, sealed: Uint8Array, now: number, caps: LogChunkCaps): Promise<'stored' | 'duplicate' | 'full'> {
+  const stored = await db.run(
+    `INSERT INTO log_chunks (request, seq, sealed, created_at)
+       SELECT ?1, ?2, ?3, ?4
+        WHERE (SELECT COALESCE(SUM(LENGTH(sealed)), 0) FROM log_chunks WHERE request = ?1) + ?5 <= ?6
+          AND (SELECT COUNT(*) FROM log_chunks WHERE request = ?1) < ?7
+          AND (SELECT COALESCE(SUM(LENGTH(c.sealed)), 0) FROM log_chunks c JOIN log_requests r ON r.id = c.request WHERE r.project = ?8) + ?5 <= ?9
+     ON CONFLICT (request, seq) DO NOTHING`,
+    request, seq, sealed, now, sealed.length, caps.bytesPerRequest, caps.chunksPerRequest, project, caps.bytesPerProject,
+  )
+  if (stored === 1) return 'stored'
+  return (await db.get('SELECT 1 FROM log_chunks WHERE request = ?1 AND seq = ?2', request, seq)) ? 'duplicate' : 'full'
+}
+
+/** The unread output kept for one request: its chunks and their sealed bytes. */
+export async function pendingLogChunks(db: Db, request: string): Promise<{ chunks: number; bytes: number }> {
+  const r = await db.get<{ chunks: number; bytes: number }>('SELECT COUNT(*) AS chunks, COALESCE(SUM(LENGTH(sealed)), 0) AS bytes FROM log_chunks WHERE request = ?1', request)
+  return { chunks: Number(r?.chunks ?? 0), bytes: Number(r?.bytes ?? 0) }
 }
 
 export async function logChunksAfter(db: Db, request: string, after: number): Promise<{ seq: number; sealed: Uint8Array }[]> {

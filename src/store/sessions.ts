@@ -17,8 +17,9 @@ export async function findSession(db: Db, idHash: string, now: number): Promise<
   return await db.get<SessionRow>('SELECT account, origin, role_cap, expires_at FROM sessions WHERE id_hash = ?1 AND expires_at > ?2', idHash, now)
 }
 
-export async function deleteSession(db: Db, idHash: string): Promise<void> {
-  await db.run('DELETE FROM sessions WHERE id_hash = ?1', idHash)
+/** Ends a session; whether there was one. */
+export async function deleteSession(db: Db, idHash: string): Promise<boolean> {
+  return (await db.run('DELETE FROM sessions WHERE id_hash = ?1', idHash)) > 0
 }
 
 export async function pruneSessions(db: Db, now: number): Promise<void> {

@@ -4,6 +4,7 @@
 // group commit for the transactions that ask for it.
 import { SQL } from 'bun'
 import type { Db, Param, Store, TxJob, TxOptions } from './sql.ts'
+import { observeQuery, storeNotices, storeRetries } from '../metrics/platform.ts'
 
 function redact(url: string): string {
   try {
@@ -45,13 +46,23 @@ class PgDb implements Db {
     private readonly nested: boolean,
   ) {}
   async all<T>(text: string, ...params: Param[]): Promise<T[]> {
-    return normalise<T>((await this.sql.unsafe(pgText(text), params)) as PgRows)
+    const started = performance.now()
+    try {
+      return normalise<T>((await this.sql.unsafe(pgText(text), params)) as PgRows)
+    } finally {
+      observeQuery('postgres', started)
+    }
   }
   async get<T>(text: string, ...params: Param[]): Promise<T | null> {
     return (await this.all<T>(text, ...params))[0] ?? null
   }
   async run(text: string, ...params: Param[]): Promise<number> {
-    return ((await this.sql.unsafe(pgText(text), params)) as PgRows).count
+    const started = performance.now()
+    try {
+      return ((await this.sql.unsafe(pgText(text), params)) as PgRows).count
+    } finally {
+      observeQuery('postgres', started)
+    }
   }
   async script(text: string): Promise<void> {
     await this.sql.unsafe(text)
@@ -63,6 +74,7 @@ class PgDb implements Db {
         return (await this.sql.begin((t) => fn(new PgDb(t as unknown as SQL, true)))) as T
       } catch (e) {
         if (attempt >= 5 || !RETRYABLE.has(String((e as { errno?: unknown }).errno))) throw e
+        storeRetries.inc({ engine: 'postgres' })
         await Bun.sleep(5 * attempt + Math.random() * 20)
       }
     }
@@ -139,11 +151,12 @@ class PgStore extends PgDb implements Store {
       return
     }
     for (const { job, value } of kept) job.resolve(value)
+    if (again.length > 0) storeRetries.inc({ engine: 'postgres' }, again.length)
     for (const job of again) void super.tx(job.fn).then(job.resolve, job.reject)
   }
 
   async listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>> {
-    const sub = (await this.sql.listen(channel, fn)) as unknown as { unlisten?: () => Promise<void> } | (() => Promise<void>)
+    const sub = (await this.sql.listen(channel, (payload: string) => (storeNotices.inc({ direction: 'received' }), fn(payload)))) as unknown as { unlisten?: () => Promise<void> } | (() => Promise<void>)
     return async () => {
       if (typeof sub === 'function') await sub()
       else await sub?.unlisten?.()
@@ -172,6 +185,7 @@ class PgStore extends PgDb implements Store {
       const batch = this.notices.splice(0, MAX_NOTICES)
       try {
         await this.sql.unsafe(NOTIFY_MANY, [JSON.stringify(batch.map((n) => [n.channel, n.payload]))])
+        storeNotices.inc({ direction: 'sent' }, batch.length)
         for (const n of batch) n.resolve()
       } catch (e) {
         for (const n of batch) n.reject(e)

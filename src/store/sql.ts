@@ -24,6 +24,7 @@
 import { Database, type SQLQueryBindings, type Statement } from 'bun:sqlite'
 import { chmodSync } from 'node:fs'
 import { EventEmitter } from 'node:events'
+import { observeQuery } from '../metrics/platform.ts'
 
 export type Engine = 'sqlite' | 'postgres'
 export type Param = string | number | boolean | null | Uint8Array
@@ -95,11 +96,21 @@ class SqliteConn {
   }
 
   all<T>(text: string, params: Param[]): T[] {
-    return this.with(text, (s) => s.all(...(params as SQLQueryBindings[])) as T[])
+    const started = performance.now()
+    try {
+      return this.with(text, (s) => s.all(...(params as SQLQueryBindings[])) as T[])
+    } finally {
+      observeQuery('sqlite', started)
+    }
   }
 
   run(text: string, params: Param[]): number {
-    return this.with(text, (s) => s.run(...(params as SQLQueryBindings[])).changes)
+    const started = performance.now()
+    try {
+      return this.with(text, (s) => s.run(...(params as SQLQueryBindings[])).changes)
+    } finally {
+      observeQuery('sqlite', started)
+    }
   }
 
   close(): void {

@@ -3,7 +3,7 @@
 // action (/api/v1/audit) and /healthz. Shared by the routes, the services
 // and the SDK (src/client/accounts.ts, src/client/index.ts).
 import * as v from 'valibot'
-import { ROLES, type Permission, type Role } from './permissions.ts'
+import { ROLES, TOKEN_ROLES, type Permission, type Role } from './permissions.ts'
 
 // ---- requests -------------------------------------------------------------
 
@@ -28,7 +28,7 @@ export const Login = v.object({
 /** POST /api/v1/api-tokens: a token of the caller's role or a lesser one. */
 export const MintToken = v.object({
   name: v.optional(v.pipe(v.string(), v.regex(/^[\w .@-]{1,64}$/, 'expected 1–64 letters, digits, spaces or ._@-'))),
-  role: v.optional(v.picklist(ROLES)),
+  role: v.optional(v.picklist(TOKEN_ROLES)),
   ttlDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
 })
 /** DELETE /api/v1/api-tokens/:id */

@@ -5,6 +5,7 @@
 import * as v from 'valibot'
 import { IDENTITY, OFFICE_ID } from './federation-formats.ts'
 import { ProjectSpec } from './projects.ts'
+import { isVersion } from '../version.ts'
 
 const Nonce = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{43}$/, 'expected 32 random bytes, base64url'))
 const Url = v.pipe(v.string(), v.maxLength(2048), v.regex(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, 'expected an http(s) URL'))
@@ -15,7 +16,8 @@ export const OfficeRegisterBody = v.object({
   officeId: v.pipe(v.string(), v.regex(OFFICE_ID, 'expected an office id')),
   advertiseUrl: Url,
   nonce: Nonce,
-  version: v.optional(v.pipe(v.string(), v.maxLength(64))),
+  // A version is a version: the controller shows it to its operators (`federation offices`).
+  version: v.optional(v.pipe(v.string(), v.maxLength(64), v.check(isVersion, 'expected a version like 1.4.0'))),
   heartbeatSeconds: v.optional(v.pipe(v.number(), v.minValue(0.05), v.maxValue(3600))),
 })
 export type OfficeRegisterBody = v.InferOutput<typeof OfficeRegisterBody>
@@ -25,7 +27,7 @@ const ProjectStatus = v.object({
   replicas: v.pipe(v.number(), v.integer(), v.minValue(0)),
   state: v.picklist(['pending', 'running', 'failed', 'stopped']),
   running: v.pipe(v.number(), v.integer(), v.minValue(0)),
-  detail: v.optional(v.pipe(v.string(), v.maxLength(512))),
+  detail: v.optional(v.pipe(v.string(), v.maxLength(512), v.regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'expected one line of text'))),
 })
 
 /** Every later cycle: the same credential and nonce, plus what the office has to report. */
@@ -72,6 +74,8 @@ export const MintOfficeToken = v.object({
 })
 /** POST /api/office/vouch */
 export const RedeemVouch = v.object({ vouch: v.pipe(v.string(), v.maxLength(1024)) })
+/** The vouch link's query (`GET /office/vouch?v=…`, a page) and its page's form (`POST /office/vouch`). */
+export const RedeemVouchForm = v.object({ v: v.pipe(v.string(), v.maxLength(1024)) })
 
 export type OfficeStatus = 'active' | 'revoked'
 

@@ -149,6 +149,8 @@ export interface NodeAnchors {
   platformUrl: string
   /** The operator allowed a plain-http API for nodes (--allow-insecure-node-traffic). */
   insecureNodeTraffic?: true
+  /** The release public keys (docs/upgrading.md): a node takes only the first one and those a key it holds endorsed. */
+  releaseKeys?: { kid: string; publicKey: string; endorsedBy?: string; signature?: string }[]
 }
 
 /** POST /api/v1/nodes/enroll */
@@ -179,6 +181,8 @@ export interface HeartbeatAnswer {
   platforms?: NodeFacingPlatform[]
   /** A request for a replica's log waits: the Agent fetches it (src/agent/log-relay.ts). */
   logs?: true
+  /** A rollout waits for this node: the Agent fetches its directive (docs/upgrading.md). */
+  update?: true
 }
 
 /** `valid`: the credential works. The others are refusals for good: the node must join again. */

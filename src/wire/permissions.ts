@@ -13,11 +13,16 @@ export const PERMISSIONS = [
   'server.accounts.manage',
   'server.federation.vouch',
   'server.audit.view',
+  /** Add releases and steer rollouts (superadmin only): what every node runs. */
+  'server.releases.manage',
 ] as const
 export type Permission = (typeof PERMISSIONS)[number]
 
+/** The roles of accounts (people). */
 export const ROLES = ['superadmin', 'operator', 'viewer'] as const
-export type Role = (typeof ROLES)[number]
+/** The roles of API tokens: an account's, or `metrics`, which reads GET /metrics and nothing else (docs/monitoring.md). */
+export const TOKEN_ROLES = [...ROLES, 'metrics'] as const
+export type Role = (typeof TOKEN_ROLES)[number]
 
 const VIEW: Permission[] = ['server.nodes.view', 'server.projects.view', 'server.cloud.view', 'server.federation.view']
 
@@ -33,13 +38,23 @@ export const ROLE_PERMISSIONS: Record<Role, ReadonlySet<Permission>> = {
     'server.federation.vouch',
   ]),
   viewer: new Set(VIEW),
+  metrics: new Set(),
 }
+
+/**
+ * What a session opened by a vouch never holds, whatever its role: each makes something that outlives the
+ * session (a join token or enrollment that enrolls a node later, an office token, cloud credentials and the
+ * machines made with them). The office's own people make those. Within server.accounts.manage, a vouched
+ * session may list, demote, disable and remove, but not grant (add an account, raise a role, enable one):
+ * src/http/routes/accounts.ts. API tokens are refused too, in their own route.
+ */
+export const VOUCHED_WITHHELD: ReadonlySet<Permission> = new Set<Permission>(['server.nodes.enroll', 'server.federation.manage', 'server.cloud.connect', 'server.cloud.manage'])
 
 export function isRole(value: string): value is Role {
-  return (ROLES as readonly string[]).includes(value)
+  return (TOKEN_ROLES as readonly string[]).includes(value)
 }
 
-const RANK: Record<Role, number> = { viewer: 0, operator: 1, superadmin: 2 }
+const RANK: Record<Role, number> = { metrics: -1, viewer: 0, operator: 1, superadmin: 2 }
 
 /** The lesser of two roles (least privilege). */
 export function lowerRole(a: Role, b: Role): Role {

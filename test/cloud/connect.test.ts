@@ -34,7 +34,7 @@ describe('cloud connections', () => {
     expect(await p.platform.store.get('SELECT COUNT(*) AS n FROM cloud_connections')).toEqual({ n: 0 })
 
     const c = await p.client.cloud.connect('hetzner', `${hz.token}\n`)
-    expect(c).toMatchObject({ provider: 'hetzner', connected: true, connectedBy: 'test', machines: 0 })
+    expect(c).toMatchObject({ provider: 'hetzner', connected: true, connectedBy: `token:${p.token.slice(4, 20)}`, machines: 0 })
     expect(JSON.stringify(c)).not.toContain(hz.token)
     const status = await p.client.cloud.status()
     expect(status.providers[0]).toMatchObject({ provider: 'hetzner', connected: true })

@@ -55,7 +55,7 @@ describe.each(ENGINES)('on %s', (engine) => {
     test('first-boot data: root-only token file, pinned join, the installer, no provider credential', async () => {
       await using s = await setup()
       const prv = await s.p.client.cloud.provision({ provider: 'hetzner', name: 'cloud-1', region: 'fsn1', size: 'cx22' })
-      expect(prv).toMatchObject({ name: 'cloud-1', state: 'booting', provider: 'hetzner', role: 'general', origin: 'operator', requestedBy: 'test', machineStatus: 'initializing' })
+      expect(prv).toMatchObject({ name: 'cloud-1', state: 'booting', provider: 'hetzner', role: 'general', origin: 'operator', requestedBy: `token:${s.p.token.slice(4, 20)}`, machineStatus: 'initializing' })
       const sent = s.hz.book.created[0]!
       expect(sent.labels).toEqual({ 'managed-by': 'muster', 'muster-request': prv.id, 'muster-role': 'general' })
       const boot = readFirstBoot(sent.userData)
@@ -123,7 +123,7 @@ describe.each(ENGINES)('on %s', (engine) => {
       const viewer = s.p.clientWith((await s.p.platform.auth.mintApiToken({ name: 'v', role: 'viewer' })).token)
       await expect(viewer.cloud.release(prv.id)).rejects.toMatchObject({ code: 'forbidden' })
       const released = await s.p.client.cloud.release(prv.id)
-      expect(released).toMatchObject({ state: 'released', node: null, reason: 'released by test' })
+      expect(released).toMatchObject({ state: 'released', node: null, reason: `released by token:${s.p.token.slice(4, 20)}` })
       expect(s.hz.book.deleted).toEqual([s.hz.book.created[0]!.id])
       expect((await s.p.client.nodes.list()).nodes.map((n) => n.name)).not.toContain('cloud-2')
       expect((await s.p.client.cloud.release(prv.id)).state).toBe('released')

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { joinWorker, runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
-import { freePort } from '../federation/_helpers.ts'
+import { freePort, openVouchLink } from '../federation/_helpers.ts'
 
 const dirs = tmpDir('muster-e2e-federation-')
 const cDir = `${dirs.path}/controller`
@@ -118,11 +118,11 @@ describe('federation through dist/muster', () => {
     const asMe = { MUSTER_TOKEN: '' } // use the token `muster login` saved, which names the account
     const v = await json<{ vouch: string; redeemUrl: string; expiresAt: string }>(['federation', 'vouch', 'office-a', '--platform-url', controller.url], asMe)
     expect(v.vouch).toMatch(/^mfv2:office-a:superadmin:superadmin:\d+:/)
-    const res = await fetch(v.redeemUrl, { redirect: 'manual' })
+    const res = await openVouchLink(v.redeemUrl)
     expect(res.status).toBe(303)
     const cookie = res.headers.get('set-cookie')!.split(';')[0]!
     expect(await (await fetch(`http://127.0.0.1:${ports.a}/api/v1/whoami`, { headers: { cookie } })).json()).toMatchObject({ account: 'superadmin', kind: 'session' })
-    const again = await fetch(v.redeemUrl, { redirect: 'manual' })
+    const again = await openVouchLink(v.redeemUrl)
     expect(again.status).toBe(409)
     const at = await fetch(`http://127.0.0.1:${ports.a}/api/v1/office/local-authority`, { headers: { cookie } })
     expect(await at.json()).toMatchObject({ joined: true, officeId: 'office-a', localLoginAllowed: false, controller: { state: 'connected' } })
@@ -131,12 +131,16 @@ describe('federation through dist/muster', () => {
   test('place a project on an office; it is reported back in heartbeats', { timeout: 180_000 }, async () => {
     await bothJoined()
     await loggedIn()
-    // A worker joins office-b, enrolled by a superadmin the controller vouched for there.
+    // A worker joins office-b. A session the controller vouched for cannot enroll it (an enrollment outlives the
+    // session): the office's own people do, from its host, with a break-glass token (recorded, reported).
     const officeB = officeOn(ports.b)!
     const [, enrollUrl, fingerprint] = (await officeB.waitForLog(/enrollment listener on (https:\/\/\S+) .*fingerprint (sha256:[0-9a-f]{64})/)) as unknown as [string, string, string]
     const v = await json<{ redeemUrl: string }>(['federation', 'vouch', 'office-b', '--platform-url', controller.url], { MUSTER_TOKEN: '' })
-    const cookie = (await fetch(v.redeemUrl, { redirect: 'manual' })).headers.get('set-cookie')!.split(';')[0]!
-    const enrollment = await fetch(`http://127.0.0.1:${ports.b}/api/v1/nodes/enrollments`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{"nodeId":"b-w1"}' })
+    const cookie = (await openVouchLink(v.redeemUrl)).headers.get('set-cookie')!.split(';')[0]!
+    const refused = await fetch(`http://127.0.0.1:${ports.b}/api/v1/nodes/enrollments`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{"nodeId":"b-w1"}' })
+    expect(refused.status).toBe(403)
+    const own = JSON.parse((await runMuster(['admin', 'api-token', '--break-glass', '--data-dir', bDir, '--json'])).stdout) as { token: string }
+    const enrollment = await fetch(`http://127.0.0.1:${ports.b}/api/v1/nodes/enrollments`, { method: 'POST', headers: { authorization: `Bearer ${own.token}`, 'content-type': 'application/json' }, body: '{"nodeId":"b-w1"}' })
     expect(enrollment.status).toBe(200)
     await using _agent = await joinWorker(dirs.path, 'b-w1', { enrollUrl, fingerprint }, ((await enrollment.json()) as { token: string }).token)
     const r = await json<{ officeId: string; project: { name: string; replicas: number } }>(['federation', 'place', 'office-b', 'web', '--replicas', '2', '--env', 'A=1', '--', 'sleep', '100'])

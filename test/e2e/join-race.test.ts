@@ -133,8 +133,10 @@ describeAsRoot('worker join as root into a directory another account owns', () =
         chownSync(join(d, 'worker'), uid, uid)
       }, true)
       untouched()
-      // the join itself went through (when no swap left a file as a symlink), and what it wrote is the owner's
-      if (joined.code === 0 && !lstatSync(join(data, 'worker', 'agent.key')).isSymbolicLink()) expect(statSync(join(data, 'worker', 'agent.key')).uid).toBe(uid)
+      // the join itself went through (when no swap left a file as a symlink), and what it wrote is the owner's,
+      // or still root's where a swap had the real file under another name while ownership was handed over
+      // (skipped, never followed): nobody else's either way
+      if (joined.code === 0 && !lstatSync(join(data, 'worker', 'agent.key')).isSymbolicLink()) expect([uid, 0]).toContain(statSync(join(data, 'worker', 'agent.key')).uid)
     }
 
     // 2. worker/ is a symlink to a root-owned folder elsewhere: the join refuses to write through it

@@ -9,7 +9,7 @@
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { runMuster, startMuster, startServe, type Daemon } from '../helpers/binary.ts'
-import { freePort } from '../federation/_helpers.ts'
+import { freePort, openVouchLink } from '../federation/_helpers.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 const FAST = { MUSTER_FEDERATION_HEARTBEAT_SECONDS: '0.2' }
@@ -64,11 +64,11 @@ describe("an office's closed door through dist/muster", () => {
     expect([cli.code, cli.stderr]).toEqual([1, expect.stringContaining('Local password login is off')])
     // a vouch is the way in; the vouched session mints nothing either
     const v = JSON.parse((await onController(['federation', 'vouch', 'office-a', '--json'])).stdout) as { redeemUrl: string }
-    const vouched = (await fetch(v.redeemUrl, { redirect: 'manual' })).headers.get('set-cookie')!.split(';')[0]!
+    const vouched = (await openVouchLink(v.redeemUrl)).headers.get('set-cookie')!.split(';')[0]!
     expect(await (await withCookie(vouched, '/api/v1/whoami')).json()).toMatchObject({ account: 'superadmin', role: 'superadmin' })
     // what the office recorded: the suspended token was tried, and refused
     const audit = await fetch(`${url}/api/v1/audit?action=token.mint`, { headers: { cookie: vouched } })
-    expect(((await audit.json()) as { entries: { principal: string; outcome: string; detail: string }[] }).entries[0]).toMatchObject({ principal: `token ${early.id}`, outcome: 'denied', detail: expect.stringContaining('suspended') })
+    expect(((await audit.json()) as { entries: { principal: string; tokenId: string | null; outcome: string; detail: string }[] }).entries[0]).toMatchObject({ principal: '(unknown)', tokenId: early.id, outcome: 'denied', detail: expect.stringContaining('suspended') })
     await joined.stop()
 
     // break-glass: local credentials work again, but a joined office still mints nothing over its API
@@ -124,13 +124,13 @@ describe("an office's closed door through dist/muster", () => {
       await waitFor(async () => (JSON.parse((await onController(['federation', 'offices', '--json'])).stdout) as { offices: { advertiseUrl: string | null }[] }).offices[0]?.advertiseUrl, { what: 'office-a registered', timeoutMs: 20_000 })
       // alice vouches for herself with her own login: the office creates her account, with no usable password
       const v = JSON.parse((await runMuster(['federation', 'vouch', 'office-a', '--json'], { env: aliceEnv })).stdout) as { redeemUrl: string }
-      const redeemed = await fetch(v.redeemUrl, { redirect: 'manual' })
+      const redeemed = await openVouchLink(v.redeemUrl)
       expect(redeemed.status).toBe(303)
       const alice = redeemed.headers.get('set-cookie')!.split(';')[0]!
       expect(await (await fetch(`${url}/api/v1/whoami`, { headers: { cookie: alice } })).json()).toMatchObject({ account: 'alice', role: 'operator' })
       // the office's superadmin (through the controller's vouch) sees the account and the identity write
       const su = JSON.parse((await onController(['federation', 'vouch', 'office-a', '--json'])).stdout) as { redeemUrl: string }
-      const suCookie = (await fetch(su.redeemUrl, { redirect: 'manual' })).headers.get('set-cookie')!.split(';')[0]!
+      const suCookie = (await openVouchLink(su.redeemUrl)).headers.get('set-cookie')!.split(';')[0]!
       const asSu = (path: string, init: RequestInit = {}) => fetch(`${url}${path}`, { ...init, headers: { cookie: suCookie, 'content-type': 'application/json' } })
       expect(((await (await asSu('/api/v1/accounts')).json()) as { accounts: { name: string; origin: string; hasPassword: boolean; role: string }[] }).accounts.find((a) => a.name === 'alice')).toMatchObject({ origin: 'vouch', hasPassword: false, role: 'operator' })
       const writes = ((await (await asSu('/api/v1/office/identity-writes')).json()) as { writes: { owner: string; action: string; role: string }[] }).writes
@@ -152,8 +152,8 @@ describe("an office's closed door through dist/muster", () => {
       const local = JSON.parse((await runMuster(['admin', 'api-token', '--data-dir', oDir, '--json'])).stdout) as { token: string }
       const acts = JSON.parse((await runMuster(['audit', '--action', 'federation', '--json'], { env: { MUSTER_URL: url, MUSTER_TOKEN: local.token } })).stdout) as { entries: { action: string; principal: string; outcome: string; detail: string | null }[] }
       expect(acts.entries.map((e) => [e.action, e.principal, e.outcome])).toEqual([
-        ['federation.break-glass', 'host', 'ok'],
-        ['federation.break-glass', 'alice', 'refused'],
+        ['federation.break-glass', '(host)', 'ok'],
+        ['federation.break-glass', '(host)', 'refused'],
         ['federation.vouch.redeem', 'superadmin', 'ok'],
         ['federation.vouch.redeem', 'alice', 'ok'],
       ])

@@ -100,8 +100,9 @@ describe('the redirect flow (what the dashboard does)', () => {
     expect(location).toBe('/?sso=refused')
     expect(session).toBeUndefined()
     expect(await account('carol@example.com')).toBeUndefined()
-    const refusal = (await audit('sso.login')).find((e) => e.principal === 'carol@example.com')
-    expect(refusal).toMatchObject({ outcome: 'denied', detail: `no mapped group (1 group in claim groups); sub=carol iss=${p.op.issuer}` })
+    // A refusal names whom the provider's claims said (its target), never as its principal: nobody known signed in.
+    const refusal = (await audit('sso.login')).find((e) => e.target === 'carol@example.com')
+    expect(refusal).toMatchObject({ principal: '(unknown)', outcome: 'denied', detail: `no mapped group (1 group in claim groups); sub=carol iss=${p.op.issuer}` })
   })
 
   test('a replayed callback (the same code and state) is refused', async () => {
@@ -140,7 +141,10 @@ describe('the redirect flow (what the dashboard does)', () => {
     const b = new ScriptedBrowser()
     expect((await finish(b, await startAndSignIn(b, 'dave', 'dave-pass'))).session).toBeUndefined()
     expect(await account('dave@other.example')).toMatchObject({ origin: 'local', role: 'viewer' })
-    expect((await audit('sso.login')).find((e) => e.principal === 'dave@other.example')?.detail).toBe(`account name dave@other.example is taken by an account that is not this provider subject’s; sub=dave iss=${p.op.issuer}`)
+    // The attempt is not the local dave's: a provider user whose claims name an account is not that account.
+    const attempt = (await audit('sso.login')).find((e) => e.target === 'dave@other.example')
+    expect(attempt).toMatchObject({ principal: '(unknown)', detail: `account name dave@other.example is taken by an account that is not this provider subject’s; sub=dave iss=${p.op.issuer}` })
+    expect((await audit('sso.login')).filter((e) => e.principal === 'dave@other.example')).toEqual([])
   })
 
   test('the provider rotates its signing key: the next sign-in works at once (the JWKS is fetched again for the unknown kid)', async () => {

@@ -58,7 +58,8 @@ describe('replicas outlive their Agent', () => {
       for (const pid of [keep, drop, dies]) expect(alive(pid)).toBe(true)
       // While no Agent runs: one replica is removed from the assignments, another dies.
       expect((await runMuster(['projects', 'remove', 'drop'], { env })).code).toBe(0)
-      process.kill(dies, 'SIGKILL')
+      // Its whole process group (the shell and its sleep), or the sleep would outlive the test.
+      process.kill(-dies, 'SIGKILL')
       await waitFor(() => !alive(dies))
 
       // 2. The next Agent adopts `keep` (same PID), stops `drop`, reports and restarts `dies`.

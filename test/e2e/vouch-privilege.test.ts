@@ -5,7 +5,7 @@
 // grants no more, and a vouched session mints no token.
 import { describe, expect, test } from 'bun:test'
 import { runMuster, startMuster, startServe } from '../helpers/binary.ts'
-import { freePort } from '../federation/_helpers.ts'
+import { freePort, openVouchLink } from '../federation/_helpers.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 describe('vouch privilege through dist/muster', () => {
@@ -27,7 +27,7 @@ describe('vouch privilege through dist/muster', () => {
     const at = (path: string, cookie: string, init: RequestInit = {}) => fetch(`http://127.0.0.1:${port}${path}`, { ...init, headers: { cookie, 'content-type': 'application/json', origin: `http://127.0.0.1:${port}` } })
     const redeem = async (token: string) => {
       const v = JSON.parse((await runMuster(['federation', 'vouch', 'office-a', '--json'], { env: env(token) })).stdout) as { redeemUrl: string; vouch: string }
-      const res = await fetch(v.redeemUrl, { redirect: 'manual' })
+      const res = await openVouchLink(v.redeemUrl)
       expect(res.status).toBe(303)
       return { vouch: v.vouch, cookie: res.headers.get('set-cookie')!.split(';')[0]! }
     }

@@ -59,13 +59,18 @@ describe('fleet token name patterns', () => {
       expect(NAME_PATTERN.test(p)).toBe(true)
       expect(p.length).toBeLessThanOrEqual(63)
       globMatch(p, n) // warm
-      const t = performance.now()
-      for (let i = 0; i < 10; i++) globMatch(p, n)
-      expect((performance.now() - t) / 10).toBeLessThan(1)
+      // The fastest of 20 runs: a busy machine preempts some runs, not all; a backtracking matcher is slow in every one.
+      let best = Infinity
+      for (let i = 0; i < 20; i++) {
+        const t = performance.now()
+        globMatch(p, n)
+        best = Math.min(best, performance.now() - t)
+      }
+      expect(best).toBeLessThan(1)
     }
   })
 
-  test('enrolling with the worst pattern leaves heartbeats answered within 50 ms', { timeout: 60_000 }, async () => {
+  test('enrolling with the worst pattern leaves heartbeats answered within 250 ms', { timeout: 60_000 }, async () => {
     await using p = await startPlatform({ remoteDispatch: true })
     const e = await p.client.nodes.createEnrollment({ nodeId: 'hb' })
     const cert = await newCert('hb')
@@ -78,7 +83,8 @@ describe('fleet token name patterns', () => {
       return performance.now() - t
     }
     await beat()
-    // Each token's pattern is one of the worst; the old RegExp took seconds (or forever) on each.
+    // Each token's pattern is one of the worst; the old RegExp took seconds (or forever) on each. 250 ms leaves room
+    // for a busy machine's scheduling, and none for a matcher that backtracks.
     const attempts: [string, string][] = [[`${'*'.repeat(8)}z`, 'a'.repeat(40)], ...WORST]
     const patterns = attempts.map(([pattern]) => pattern)
     const tokens = await Promise.all(patterns.map((namePattern) => p.client.nodes.createJoinToken({ namePattern, maxUses: 1 })))
@@ -94,14 +100,14 @@ describe('fleet token name patterns', () => {
         // Every name is refused by its pattern (none ends the way the pattern needs).
         expect((await enrollRaw(p.url, { token: tokens[i]!.token, nodeId: name, certPem: cert.certPem, version: VERSION })).status).toBe(403)
         await beat()
-        expect(Math.max(...latencies)).toBeLessThan(50)
+        expect(Math.max(...latencies)).toBeLessThan(250)
       }
     } finally {
       enrolling = false
       await beating
     }
     expect(latencies.length).toBeGreaterThan(0)
-    expect(Math.max(...latencies)).toBeLessThan(50)
+    expect(Math.max(...latencies)).toBeLessThan(250)
     // The matching names still enroll.
     const ok = await newCert('ok')
     const t = await p.client.nodes.createJoinToken({ namePattern: `${'*'.repeat(20)}z`, maxUses: 1 })

@@ -46,6 +46,13 @@ describe('the heartbeat answer as text', () => {
     platforms = []
     same()
     expect(acceptHeartbeatText(fabric, n, body)).not.toContain('platforms')
+    // a rollout waits for the node (and not for another)
+    fabric.updateWanted = (name) => name === 'w1'
+    same()
+    expect(acceptHeartbeatText(fabric, n, body)).toEndWith(',"update":true}')
+    fabric.updateWanted = () => false
+    same()
+    expect(acceptHeartbeatText(fabric, n, body)).not.toContain('update')
     // other states: drained, a reason with characters JSON escapes, another generation
     await fabric.drain('w1')
     const m = fabric.registry.get('w1')!

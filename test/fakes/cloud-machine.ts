@@ -115,7 +115,8 @@ export async function bootCloudMachine(host: Host, o: BootOptions): Promise<Clou
     NO_COLOR: '1',
     MUSTER_JOIN_TRIES: String(o.joinTries ?? 2),
     MUSTER_FAKE_AGENT_LOG: agentLog,
-    MUSTER_FAKE_AGENT_ENV: Object.entries({ NO_COLOR: '1', ...o.agentEnv }).map(([k, v]) => `${k}=${v}`).join(' '),
+    // The test run's marker too (test/helpers/leftovers.ts): the Agent and its replicas are found if a test leaves them.
+    MUSTER_FAKE_AGENT_ENV: Object.entries({ NO_COLOR: '1', ...(process.env.MUSTER_TEST_RUN ? { MUSTER_TEST_RUN: process.env.MUSTER_TEST_RUN } : {}), ...o.agentEnv }).map(([k, v]) => `${k}=${v}`).join(' '),
   }
   const run = Bun.spawn(host.argv(['unshare', '--mount', '--propagation', 'private', 'sh', join(o.dir, 'boot.sh'), disk]), { env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
   let out = ''

@@ -79,3 +79,23 @@ export async function vouchedClient(controller: TestPlatform, office: TestPlatfo
   const cookie = res.headers.get('set-cookie')!.split(';')[0]!
   return createClient({ url: office.url, headers: { cookie } })
 }
+
+/**
+ * What a person does with a vouch link: open it (a page that spends nothing and sets no cookie), then press its
+ * button, which POSTs the vouch as a form from the office's own origin. The answer of that POST (303 and a cookie).
+ */
+export async function openVouchLink(redeemUrl: string): Promise<Response> {
+  const shown = await fetch(redeemUrl, { redirect: 'manual' })
+  if (shown.headers.get('set-cookie')) throw new Error('the vouch link set a cookie on GET')
+  const page = await shown.text()
+  const v = /<input type="hidden" name="v" value="([^"]*)">/.exec(page)?.[1]
+  if (!v) return shown // the page says why the vouch cannot be used (its status says the same)
+  const office = new URL(redeemUrl)
+  const value = v.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+  return fetch(`${office.origin}/office/vouch`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: office.origin, 'sec-fetch-site': 'same-origin' },
+    body: new URLSearchParams({ v: value }).toString(),
+  })
+}

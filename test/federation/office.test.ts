@@ -7,7 +7,7 @@ import { MusterError } from '../../src/errors.ts'
 import { breakGlass, detach } from '../../src/federation/host.ts'
 import { federationOf } from '../../src/federation/service.ts'
 import { insertAccount } from '../../src/store/accounts.ts'
-import { accountClient, initialPassword, login, startOffice, vouchedClient } from './_helpers.ts'
+import { accountClient, initialPassword, login, startOffice, vouchedClient, openVouchLink } from './_helpers.ts'
 
 async function refusal(p: Promise<unknown>): Promise<MusterError | 'ok'> {
   try {
@@ -157,7 +157,7 @@ describe.each(ENGINES)('on %s', (engine) => {
       expect(Date.parse(v.expiresAt) - Date.now()).toBeGreaterThan(110_000)
       expect(((await refusal(ob.clientWith().federation.redeemVouch(v.vouch))) as MusterError).code).toBe('vouch-office-mismatch')
       expect(((await refusal(plain.clientWith().federation.redeemVouch(v.vouch))) as MusterError).code).toBe('vouch-not-an-office')
-      const res = await fetch(v.redeemUrl!, { redirect: 'manual' })
+      const res = await openVouchLink(v.redeemUrl!)
       expect(res.status).toBe(303)
       expect(res.headers.get('location')).toBe('/')
       const cookie = res.headers.get('set-cookie')!.split(';')[0]!

@@ -9,6 +9,7 @@ import { DOMAINS } from '../../src/wire/federation-formats.ts'
 import { registerPlacedProjectRunner, type PlacedProjectSpec } from '../../src/federation/placed-projects.ts'
 import { signProof } from '../../src/federation/proofs.ts'
 import { federationOf } from '../../src/federation/service.ts'
+import { placedProjects } from '../../src/federation/office.ts'
 import { startOffice, vouchedClient } from './_helpers.ts'
 import type { OfficeProjectStatus as PlacedProjectStatus } from '../../src/wire/federation.ts'
 
@@ -119,7 +120,9 @@ describe.each(ENGINES)('on %s', (engine) => {
         const reader = await vouchedClient(c, o) // a revoked office is vouched for no more
         await c.client.federation.revoke('office-a')
         await waitFor(() => federationOf(o.platform).link?.state === 'revoked', { what: 'revoked' })
-        expect((await reader.federation.placedProjects()).projects.map((p) => p.name)).toEqual(['web'])
+        // the session vouched under the revoked membership ended with it; the projects stay
+        expect(((await reader.federation.placedProjects().catch((e: MusterError) => e)) as MusterError).code).toBe('unauthorized')
+        expect((await placedProjects(federationOf(o.platform))).projects.map((p) => p.name)).toEqual(['web'])
         const err = await c.client.federation.place('office-a', { ...spec, name: 'api' }).catch((e: MusterError) => e)
         expect((err as MusterError).code).toBe('federation-token-revoked')
       } finally {

@@ -67,7 +67,7 @@ describe.each(ENGINES)('on %s', (engine) => {
     expect((await o.platform.store.all<{ name: string }>('SELECT name FROM api_tokens')).map((t) => t.name)).toEqual(['test'])
   })
 
-  test('a vouched session mints no token after its office detached either (no door left to refuse it)', async () => {
+  test('a vouched session ends when its office detaches (it mints no token there either)', async () => {
     using d = tmpDir()
     await using c = await startPlatform()
     const { token } = await c.client.federation.mint({ officeId: 'office-a' })
@@ -77,10 +77,11 @@ describe.each(ENGINES)('on %s', (engine) => {
     await o.close()
     await detach(d.path)
     await using left = await startPlatform({ dataDir: d.path, keepDir: true })
-    expect(await (await asSession(left, su.cookie, '/api/v1/whoami')).json()).toMatchObject({ account: 'superadmin', role: 'superadmin' })
+    expect((await asSession(left, su.cookie, '/api/v1/whoami')).status).toBe(401)
     const mint = await asSession(left, su.cookie, '/api/v1/api-tokens', { method: 'POST', body: '{}' })
-    expect(mint.status).toBe(403)
-    expect(await mint.text()).toContain('opened by a vouch')
+    expect(mint.status).toBe(401)
+    expect(await mint.text()).not.toContain('mat_')
+    expect(await left.platform.store.get('SELECT 1 FROM sessions')).toBeNull()
   })
 
   test("the office grants the lower of the vouch's role and its own account's; a new account never superadmin; 12 hours at most", async () => {

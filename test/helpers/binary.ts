@@ -114,7 +114,7 @@ export const killServeHard = (d: { proc: Bun.Subprocess }): Promise<void> => kil
 /** Starts `muster serve` on a free loopback port and returns its URL once it listens. */
 export async function startServe(dataDir: string, extra: string[] = [], env?: Record<string, string>, bin?: string) {
   const d = await startMuster(['serve', '--data-dir', dataDir, ...(extra.includes('--port') ? [] : ['--port', '0']), ...extra], { env, bin })
-  const m = await d.waitForLog(/listening on (https?:\/\/\S+)/)
+  const m = await d.waitForLog(/listening on (https?:\/\/[^\s"]+)/)
   return Object.assign(d, { url: m[1]! })
 }
 

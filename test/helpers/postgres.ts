@@ -16,7 +16,15 @@ let server: Promise<string> | undefined
 async function startCluster(): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'muster-test-pg-'))
   if (!postgresBinDir()) throw new Error(`${INSTALL_HINT} Or set MUSTER_TEST_POSTGRES_URL.`)
-  const pg = await startThrowawayPostgres(dir, ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off', 'max_connections=400'])
+  // The cluster outlives the run's tests on purpose (it is stopped at exit, or by its watchdog): not one of the run's leftovers.
+  const marker = process.env.MUSTER_TEST_RUN
+  delete process.env.MUSTER_TEST_RUN
+  let pg: Awaited<ReturnType<typeof startThrowawayPostgres>>
+  try {
+    pg = await startThrowawayPostgres(dir, ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off', 'max_connections=400'])
+  } finally {
+    if (marker !== undefined) process.env.MUSTER_TEST_RUN = marker
+  }
   process.on('exit', () => {
     pg.stop()
     rmSync(dir, { recursive: true, force: true })
@@ -28,7 +36,9 @@ async function startCluster(): Promise<string> {
   const stop = process.getuid?.() === 0 ? `runuser -u postgres -- ${pgCtl} -D ${data} -m immediate stop` : `${pgCtl} -D ${data} -m immediate stop`
   // Detached (a session of its own): the mutants runner kills the test's whole process group when the tests
   // end, and a watchdog in that group died with it, leaving the cluster running.
-  const watchdog = Bun.spawn(['sh', '-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${stop} >/dev/null 2>&1; rm -rf ${dir}`], { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore', detached: true })
+  const env = { ...process.env }
+  delete env.MUSTER_TEST_RUN
+  const watchdog = Bun.spawn(['sh', '-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${stop} >/dev/null 2>&1; rm -rf ${dir}`], { env, stdin: 'ignore', stdout: 'ignore', stderr: 'ignore', detached: true })
   watchdog.unref()
   return pg.url
 }

@@ -85,6 +85,18 @@ export const ROUTES: Row[] = [
   { method: 'GET', path: '/api/v1/office/local-authority', allowed: 'viewer' },
   { method: 'GET', path: '/api/v1/office/identity-writes', allowed: 'viewer' },
   { method: 'GET', path: '/api/v1/office/projects', allowed: 'viewer' },
+  // releases and rollouts (server.releases.manage: superadmin only; everyone who sees nodes reads them)
+  { method: 'GET', path: '/api/v1/releases', allowed: 'viewer' },
+  { method: 'POST', path: '/api/v1/releases/uploads', body: BAD, allowed: 'superadmin' },
+  { method: 'PUT', path: '/api/v1/releases/uploads/aaaaaaaaaaaaaaaa/0', allowed: 'superadmin' },
+  { method: 'POST', path: '/api/v1/releases', body: BAD, allowed: 'superadmin' },
+  { method: 'POST', path: '/api/v1/releases/keys', body: BAD, allowed: 'superadmin' },
+  { method: 'GET', path: '/api/v1/rollouts', allowed: 'viewer' },
+  { method: 'POST', path: '/api/v1/rollouts', body: BAD, allowed: 'superadmin' },
+  { method: 'GET', path: '/api/v1/rollouts/latest', allowed: 'viewer' },
+  { method: 'POST', path: '/api/v1/rollouts/aaaaaaaaaaaa/pause', allowed: 'superadmin' },
+  { method: 'POST', path: '/api/v1/rollouts/aaaaaaaaaaaa/resume', allowed: 'superadmin' },
+  { method: 'POST', path: '/api/v1/rollouts/aaaaaaaaaaaa/cancel', allowed: 'superadmin' },
 ]
 
 const RANK = { viewer: 0, operator: 1, superadmin: 2 } as const
@@ -135,6 +147,27 @@ describe('every operator route refuses the credential that may not act, and lets
     const ok = await call(row, row.allowed)
     expect(`${row.allowed} ${ok.status} ${ok.text}`).not.toMatch(new RegExp(`^${row.allowed} (401|403) `))
     expect(ok.status).toBeLessThan(500)
+  })
+})
+
+describe('a metrics token reads GET /metrics and nothing else', () => {
+  let metrics: string
+  beforeAll(async () => {
+    metrics = (await p.platform.auth.mintApiToken({ name: 'scraper', role: 'metrics' })).token
+  })
+  const mine: Row[] = [
+    { method: 'GET', path: '/api/v1/whoami', allowed: 'viewer' },
+    { method: 'GET', path: '/api/v1/api-tokens', allowed: 'viewer' },
+    { method: 'POST', path: '/api/v1/api-tokens', body: { role: 'metrics' }, allowed: 'viewer' },
+    { method: 'DELETE', path: '/api/v1/api-tokens/aaaaaaaaaaaaaaaa', allowed: 'viewer' },
+  ]
+  test.each([...ROUTES, ...mine].map((r) => [`${r.method} ${r.path}`, r] as const))('metrics token: %s is refused', async (_, row) => {
+    const token = metrics
+    const r = await fetch(`${p.url}${row.path}`, { method: row.method, headers: { authorization: `Bearer ${token}`, ...(row.body !== undefined ? { 'content-type': 'application/json' } : {}) }, body: row.body === undefined ? undefined : JSON.stringify(row.body) })
+    expect(`${row.method} ${row.path} ${r.status}`).toBe(`${row.method} ${row.path} 403`)
+  })
+  test('metrics token: GET /metrics answers', async () => {
+    expect((await fetch(`${p.url}/metrics`, { headers: { authorization: `Bearer ${metrics}` } })).status).toBe(200)
   })
 })
 

@@ -40,8 +40,8 @@ export default [
   {
     name: 'login CSRF: only urlencoded forms need the Origin (multipart slips through)',
     file: 'src/http/app.ts',
-    from: "request.method === 'POST' && !isJson(request) && !sameOrigin(request, publicHost)",
-    to: "request.method === 'POST' && mediaType(request) === 'application/x-www-form-urlencoded' && !sameOrigin(request, publicHost)",
+    from: "return request.method === 'POST' && !isJson(request) && foreign ?",
+    to: "return request.method === 'POST' && mediaType(request) === 'application/x-www-form-urlencoded' && foreign ?",
     tests: ['test/http/login.test.ts'],
     filter: 'login CSRF',
   },

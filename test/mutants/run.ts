@@ -1,36 +1,51 @@
 // `bun run mutants`: plants each curated bug (test/mutants/<area>.ts) in a
-// temporary copy of the project, runs only the tests named to catch it, and
-// reports the bug as killed (a named test failed) or SURVIVED (they all passed).
-// An entry whose `from` is not found exactly once, whose tests do not run, or
-// whose build fails is BROKEN. Exits 1 on any survivor or broken entry.
+// temporary copy of the project, runs the tests that can see it, and reports
+// the bug as killed (a test failed) or SURVIVED (they all passed). The tests:
+// first the entry's own `tests` (hints, with its `-t` filter); when those all
+// pass, or the entry names none, the test files that import the mutated file
+// (at most two imports away, through test helpers too) and its area's test
+// folder (test/mutants/select.ts), so a guarantee whose code moved keeps the
+// tests that reach it. An entry whose `from` is not found exactly once, whose
+// tests do not run, or whose build fails is BROKEN. Exits 1 on any survivor or
+// broken entry.
 //
 //   bun run mutants [--ci] [--only SUBSTRING]... [--jobs N] [--baseline] [--keep] [--list]
 //     --ci        only the entries marked `ci: true` (a quick first check; .ci/run runs every entry)
-//     --only      run only entries whose name (or file) contains SUBSTRING
+//     --only      run only entries whose name, file or entries file (test/mutants/x.ts) contains SUBSTRING
 //     --jobs      mutants run at once (default 2, or $MUTANTS_JOBS)
 //     --baseline  first run each entry's tests unmutated: they must pass (checks new entries)
 //     --keep      keep the temporary copies (their paths are printed)
 //     --verbose   print the test output of every entry
 //
 // Steps per entry: 1. copy the project (node_modules symlinked), 2. check and
-// apply the replacement, 3. build dist/muster when a named test runs the binary
+// apply the replacement, 3. build dist/muster when a test to run runs the binary
 // (from the mutated copy when the bug is in src/ or commands/, else a pristine
-// build shared by all), 4. `bun test --bail FILES [-t FILTER]` on the entry's engines
-// (MUSTER_TEST_ENGINES, SQLite unless it names others), 5. judge, 6. remove the copy.
+// build shared by all), 4. `bun test --bail HINTS [-t FILTER]` on the entry's engines
+// (MUSTER_TEST_ENGINES, SQLite unless it names others), then, when they all passed,
+// `bun test --bail NEAR` (the files that can see it), 5. judge, 6. remove the copy.
 import { Glob } from 'bun'
 import { chmodSync, copyFileSync, cpSync, mkdirSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join, resolve } from 'node:path'
 import type { Mutant } from './types.ts'
 import { sweepStale as sweepStaleNamespaces } from '../helpers/netns.ts'
+import { describeLeftovers, sweepMarked } from '../helpers/leftovers.ts'
+import { selection } from './select.ts'
 
 const ROOT = resolve(import.meta.dir, '../..')
-const COPIED = ['src', 'commands', 'test', 'bench', 'build.ts', 'package.json', 'bunfig.toml', 'tsconfig.json', 'install.sh']
+const COPIED = ['src', 'commands', 'test', 'bench', 'docs', 'build.ts', 'package.json', 'bunfig.toml', 'tsconfig.json', 'install.sh']
 /** A named test runs dist/muster when it is end-to-end or its file mentions the binary helpers. */
 const SPAWNS_BINARY = /\b(musterBin|runMuster|startMuster|startServe)\b|dist\/muster/
 /** What goes into dist/muster (install.sh too: the Platform serves the copy built into it). */
 const BINARY_INPUTS = /^(src|commands)\/|^(build\.ts|package\.json|bunfig\.toml|tsconfig\.json|install\.sh)$/
 const TIMEOUT_MS = Number(process.env.MUTANTS_TIMEOUT_MS) || 240_000
+/** The files that can see a bug run at most this long once its own tests all passed. */
+const NEAR_TIMEOUT_MS = Number(process.env.MUTANTS_NEAR_TIMEOUT_MS) || 600_000
+/** How many imports away from the mutated file a test file may be to count as one that can see it. */
+const NEAR_DEPTH = Number(process.env.MUTANTS_NEAR_DEPTH) || 2
+/** This run's marker (test/helpers/leftovers.ts): .ci/run's, or one of its own. */
+const RUN = process.env.MUSTER_TEST_RUN || `mutants-${process.pid}`
+let runs = 0
 
 type Verdict = 'killed' | 'SURVIVED' | 'BROKEN'
 interface Outcome {
@@ -76,7 +91,7 @@ function usage(message: string): never {
 
 // ---- loading ---------------------------------------------------------------------
 async function loadMutants(): Promise<{ mutant: Mutant; source: string; problem?: string }[]> {
-  const files = (await Array.fromAsync(new Glob('test/mutants/*.ts').scan({ cwd: ROOT }))).filter((f) => !['types.ts', 'run.ts'].includes(basename(f))).sort()
+  const files = (await Array.fromAsync(new Glob('test/mutants/*.ts').scan({ cwd: ROOT }))).filter((f) => !['types.ts', 'run.ts', 'select.ts'].includes(basename(f))).sort()
   const out: { mutant: Mutant; source: string; problem?: string }[] = []
   const names = new Set<string>()
   for (const f of files) {
@@ -98,12 +113,13 @@ function shapeProblem(m: Mutant, names: Set<string>): string | undefined {
   if (names.has(m.name)) return 'another entry has the same name'
   if (typeof m.file !== 'string' || typeof m.from !== 'string' || typeof m.to !== 'string') return 'file, from and to must be strings'
   if (m.from === m.to) return '`from` and `to` are the same'
-  if (!Array.isArray(m.tests) || m.tests.length === 0) return 'no tests named'
+  if (m.tests !== undefined && !Array.isArray(m.tests)) return 'tests must be a list of test files'
   if (m.engines !== undefined && (!Array.isArray(m.engines) || m.engines.length === 0 || m.engines.some((e) => e !== 'sqlite' && e !== 'postgres'))) return "engines must name 'sqlite' and/or 'postgres'"
-  for (const t of m.tests) if (!existsSync(join(ROOT, t))) return `test file ${t} does not exist`
+  for (const t of m.tests ?? []) if (!existsSync(join(ROOT, t))) return `test file ${t} does not exist`
   if (!existsSync(join(ROOT, m.file))) return `${m.file} does not exist`
   const count = readFileSync(join(ROOT, m.file), 'utf8').split(m.from).length - 1
   if (count !== 1) return `\`from\` occurs ${count} times in ${m.file} (it must occur exactly once)`
+  if ((m.tests ?? []).length === 0 && near(m).length === 0) return `no tests named, and no test file imports ${m.file} or sits in its area`
   return undefined
 }
 
@@ -133,22 +149,40 @@ function pristineBinary() {
   return pristine
 }
 
-const needsBinary = (m: Mutant) => m.tests.some((t) => t.startsWith('test/e2e/') || SPAWNS_BINARY.test(readFileSync(join(ROOT, t), 'utf8')))
+const spawnsBinary = new Map<string, boolean>()
+const runsBinary = (t: string) => {
+  let v = spawnsBinary.get(t)
+  if (v === undefined) spawnsBinary.set(t, (v = t.startsWith('test/e2e/') || SPAWNS_BINARY.test(readFileSync(join(ROOT, t), 'utf8'))))
+  return v
+}
+const needsBinary = (files: string[]) => files.some(runsBinary)
 
-async function runTests(dir: string, m: Mutant): Promise<{ code: number | null; output: string }> {
+let seen: ReturnType<typeof selection> | undefined
+/** The test files that can see the entry's bug, beyond its hints: importers at most two imports away, and its area's folder. */
+function near(m: Mutant): string[] {
+  seen ??= selection(ROOT)
+  return seen.canSee(m.file, m.tests ?? [], NEAR_DEPTH)
+}
+
+async function runTests(dir: string, m: Mutant, files: string[], filter: string | undefined, timeoutMs = TIMEOUT_MS): Promise<{ code: number | null; output: string }> {
   // --bail: the first failing test kills the mutant, the rest need not run.
-  const cmd = ['bun', 'test', '--bail', '--timeout', '120000', ...m.tests.map((t) => `./${t}`), ...(m.filter ? ['-t', m.filter] : [])]
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', MUSTER_TEST_ENGINES: (m.engines ?? ['sqlite']).join(',') }
+  const cmd = ['bun', 'test', '--bail', '--timeout', '120000', ...files.map((t) => `./${t}`), ...(filter ? ['-t', filter] : [])]
+  // Each run of an entry's tests has a marker of its own (below this run's): what it leaves is found and killed after it.
+  const marker = `${RUN}.${++runs}`
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', MUSTER_TEST_ENGINES: (m.engines ?? ['sqlite']).join(','), MUSTER_TEST_RUN: marker }
   delete env.MUSTER_TEST_REBUILD
   const p = Bun.spawn(cmd, { cwd: dir, env, stdout: 'pipe', stderr: 'pipe', detached: true })
   let timedOut = false
   const timer = setTimeout(() => {
     timedOut = true
     killGroup(p.pid)
-  }, TIMEOUT_MS)
+  }, timeoutMs)
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
   clearTimeout(timer)
   killGroup(p.pid) // whatever the tests left running in their group
+  // And what left the group (replicas and Agents start sessions of their own), by the run's marker.
+  const left = await sweepMarked(marker)
+  if (left.length > 0 && verbose) process.stdout.write(`   ${m.name}: killed ${left.length} process(es) its tests left:\n${describeLeftovers(left)}\n`)
   // A run killed before its afterAll leaves its network namespaces (tests across hosts): remove them now.
   if (process.getuid?.() === 0) sweepStaleNamespaces()
   return { code: timedOut ? null : code, output: out + err }
@@ -160,13 +194,14 @@ function killGroup(pid: number) {
   } catch {}
 }
 
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 const failedTests = (output: string) => output.split('\n').filter((l) => l.startsWith('(fail) ')).map((l) => l.slice(7).replace(/ \[[0-9.]+m?s\]$/, ''))
 const passedCount = (output: string) => output.split('\n').filter((l) => l.startsWith('(pass) ')).length
 const tail = (text: string, n: number) => text.trim().split('\n').slice(-n).join(' | ')
 
-/** Judges one run of the named tests: did a named test fail, did they all pass, or did they not run at all? */
-function judge(run: { code: number | null; output: string }, mutated: boolean): { verdict: Verdict; note: string } {
-  if (run.code === null) return mutated ? { verdict: 'killed', note: `timed out after ${TIMEOUT_MS / 1000} s` } : { verdict: 'BROKEN', note: 'unmutated tests timed out' }
+/** Judges one run of an entry's tests: did one fail, did they all pass, or did they not run at all? */
+function judge(run: { code: number | null; output: string }, mutated: boolean, timeoutMs = TIMEOUT_MS): { verdict: Verdict; note: string } {
+  if (run.code === null) return mutated ? { verdict: 'killed', note: `timed out after ${timeoutMs / 1000} s` } : { verdict: 'BROKEN', note: 'unmutated tests timed out' }
   const failed = failedTests(run.output)
   if (run.code === 0) {
     if (passedCount(run.output) === 0) return { verdict: 'BROKEN', note: 'no test ran' }
@@ -181,27 +216,61 @@ async function runOne(entry: { mutant: Mutant; source: string; problem?: string 
   const started = performance.now()
   const done = (verdict: Verdict, note: string): Outcome => ({ mutant: m, source, verdict, note, seconds: (performance.now() - started) / 1000 })
   if (entry.problem) return done('BROKEN', entry.problem)
+  // The hints first (with their filter); the files that can see the bug when the hints all pass, or there are none.
+  const hints = m.tests ?? []
+  const rest = near(m)
+  const phases = [
+    ...(hints.length > 0 ? [{ files: hints, filter: m.filter, timeoutMs: TIMEOUT_MS, seeking: false }] : []),
+    ...(rest.length > 0 ? [{ files: rest, filter: undefined, timeoutMs: NEAR_TIMEOUT_MS, seeking: hints.length > 0 }] : []),
+  ]
   const dir = copyProject()
   try {
-    const binary = needsBinary(m)
-    // The unmutated tests must pass, or a failure below proves nothing.
+    // The unmutated tests must pass, or a failure below proves nothing (the first phase's: the hints, or what can see it).
     if (baseline) {
-      if (binary) {
+      const first = phases[0]!
+      if (needsBinary(first.files)) {
         const problem = (await pristineBinary()).problem ?? (await provideBinary(dir, false))
         if (problem) return done('BROKEN', problem)
       }
-      const v = judge(await runTests(dir, m), false)
+      const v = judge(await runTests(dir, m, first.files, first.filter, first.timeoutMs), false)
       if (v.verdict === 'BROKEN') return done('BROKEN', v.note)
     }
     const target = join(dir, m.file)
-    writeFileSync(target, readFileSync(target, 'utf8').replace(m.from, () => m.to))
-    if (binary) {
-      const problem = await provideBinary(dir, BINARY_INPUTS.test(m.file))
-      if (problem) return done('BROKEN', problem)
+    const original = readFileSync(target, 'utf8')
+    writeFileSync(target, original.replace(m.from, () => m.to))
+    let provided = false
+    let passed = 0
+    const output: string[] = []
+    for (const phase of phases) {
+      if (!provided && needsBinary(phase.files)) {
+        provided = true
+        const problem = await provideBinary(dir, BINARY_INPUTS.test(m.file))
+        if (problem) return done('BROKEN', problem)
+      }
+      const run = await runTests(dir, m, phase.files, phase.filter, phase.timeoutMs)
+      if (verbose) output.push(run.output)
+      const v = judge(run, true, phase.timeoutMs)
+      const shown = (note: string) => (verbose ? `${note}\n${output.join('\n').replace(/^/gm, '         | ')}` : note)
+      if (phase.seeking && v.verdict === 'BROKEN' && v.note === 'no test ran') continue
+      if (phase.seeking && run.code === null) return done('BROKEN', shown(`its tests passed, and the ${phase.files.length} file(s) that can see it did not finish within ${phase.timeoutMs / 1000} s`))
+      if (v.verdict === 'killed' && phase.seeking) {
+        // Found among files nobody named for it: that test must pass without the bug, or its failure proves nothing (a busy machine).
+        const culprit = failedTests(run.output)[0]
+        const own = culprit?.split(' > ').pop()
+        if (own && run.code !== null) {
+          writeFileSync(target, original)
+          const rebuilt = provided && BINARY_INPUTS.test(m.file) ? await provideBinary(dir, true) : undefined
+          if (rebuilt) return done('BROKEN', rebuilt)
+          const again = await runTests(dir, m, phase.files, escapeRegExp(own), phase.timeoutMs)
+          if (again.code !== 0) return done('BROKEN', shown(`its tests passed; ${culprit} failed with the bug, and fails without it too`))
+        }
+        return done('killed', shown(`${v.note}, not by its own tests (${hints.join(', ')}): add the killer to its tests`))
+      }
+      if (v.verdict !== 'SURVIVED') return done(v.verdict, shown(v.note))
+      passed += passedCount(run.output)
     }
-    const run = await runTests(dir, m)
-    const v = judge(run, true)
-    return done(v.verdict, verbose ? `${v.note}\n${run.output.replace(/^/gm, '         | ')}` : v.note)
+    const what = hints.length > 0 && rest.length > 0 ? `its tests and the ${rest.length} file(s) that can see it` : hints.length > 0 ? 'its tests' : `the ${rest.length} file(s) that can see it`
+    return done('SURVIVED', `${passed} test(s) passed (${what})${verbose ? `\n${output.join('\n').replace(/^/gm, '         | ')}` : ''}`)
   } finally {
     if (keep) process.stdout.write(`   kept ${dir}\n`)
     else rmSync(dir, { recursive: true, force: true })
@@ -223,15 +292,20 @@ async function provideBinary(dir: string, fromCopy: boolean): Promise<string | u
 // ---- main ------------------------------------------------------------------------
 const all = await loadMutants()
 const chosen = ciOnly ? all.filter((e) => e.mutant.ci === true || e.problem !== undefined) : all
-const selected = only.length === 0 ? chosen : chosen.filter((e) => only.some((s) => `${e.mutant.name} ${e.mutant.file}`.toLowerCase().includes(s.toLowerCase())))
+const selected = only.length === 0 ? chosen : chosen.filter((e) => only.some((s) => `${e.mutant.name} ${e.mutant.file} ${e.source}`.toLowerCase().includes(s.toLowerCase())))
 if (listOnly) {
-  for (const e of selected) process.stdout.write(`${e.mutant.name}\n   ${e.mutant.file} → ${e.mutant.tests.join(', ')}${e.mutant.filter ? ` -t '${e.mutant.filter}'` : ''}${e.problem ? `\n   BROKEN: ${e.problem}` : ''}\n`)
+  for (const e of selected) {
+    const rest = e.problem ? [] : near(e.mutant)
+    const hints = e.mutant.tests ?? []
+    const then = rest.length > 0 ? `${hints.length > 0 ? '\n     then' : ''} ${rest.length} that can see it: ${rest.slice(0, 4).join(', ')}${rest.length > 4 ? ', …' : ''}` : ''
+    process.stdout.write(`${e.mutant.name}\n   ${e.mutant.file} →${hints.length > 0 ? ` ${hints.join(', ')}${e.mutant.filter ? ` -t '${e.mutant.filter}'` : ''}` : ''}${then}${e.problem ? `\n   BROKEN: ${e.problem}` : ''}\n`)
+  }
   process.exit(0)
 }
 if (selected.length === 0) usage(only.length ? `no entry matches ${only.map((s) => `'${s}'`).join(', ')}` : 'no entries in test/mutants/*.ts')
 
 // Slow entries (a build, end-to-end tests) first, so the pool ends together.
-const slow = (e: (typeof all)[number]) => Number(!e.problem && needsBinary(e.mutant))
+const slow = (e: (typeof all)[number]) => Number(!e.problem && needsBinary(e.mutant.tests ?? near(e.mutant)))
 const queue = [...selected].sort((a, b) => slow(b) - slow(a))
 const t0 = performance.now()
 process.stdout.write(`mutants: ${selected.length} entr${selected.length === 1 ? 'y' : 'ies'} from ${new Set(selected.map((e) => e.source)).size} file(s), ${jobs} at a time${baseline ? ', with baselines' : ''}\n`)

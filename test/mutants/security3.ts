@@ -67,9 +67,9 @@ export default [
   },
   {
     name: 'security3: serve leaves the password in its own command line',
-    file: 'commands/serve.ts',
-    from: '        db.hideInOwnArgv(password)\n',
-    to: '',
+    file: 'src/own-argv.ts',
+    from: 'const secret = SECRET_FLAGS[flag]!.whole ? value : databasePassword(value)',
+    to: 'const secret = SECRET_FLAGS[flag]!.whole ? value : undefined',
     tests: ['test/e2e/database-url.test.ts'],
     filter: 'warns in one line',
   },

@@ -8,9 +8,13 @@ export interface Mutant {
   file: string
   from: string
   to: string
-  /** Test files (paths from the root) expected to catch it; e2e tests may need dist/muster, which the runner rebuilds. */
-  tests: string[]
-  /** Optional `bun test -t` filter to run only the catching tests. */
+  /**
+   * Test files (paths from the root) expected to catch it, run first; e2e tests may need dist/muster, which the
+   * runner rebuilds. When they all pass (or none is named), the runner goes on with the test files that can see
+   * the bug: those importing `file` at most two imports away, and its area's test folder (test/mutants/select.ts).
+   */
+  tests?: string[]
+  /** Optional `bun test -t` filter for `tests` (the files found after them run whole). */
   filter?: string
   /**
    * The store engines the suites that run on both (describe.each(ENGINES)) use for this entry.

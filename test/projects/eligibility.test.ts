@@ -34,12 +34,13 @@ describe.each(ENGINES)('on %s', (engine) => {
     test('on: listed, and it takes only a superadmin\'s own deploys; an operator\'s update takes a project off it', async () => {
       await using p = await startPlatform({ localNode: true })
       expect((await p.client.nodes.list()).nodes.map((n) => n.name)).toEqual(['local'])
-      const operator = createClient({ url: p.url, token: (await p.platform.auth.mintApiToken({ name: 'op', role: 'operator' })).token })
+      const op = await p.platform.auth.mintApiToken({ name: 'op', role: 'operator' })
+      const operator = createClient({ url: p.url, token: op.token })
       const mine = await p.client.projects.deploy({ name: 'admin-job', command: ['sleep', '30'], replicas: 1 })
       expect(mine.placements[0]!.node).toBe('local')
-      expect(mine.deployedBy).toBe('test')
+      expect(mine.deployedBy).toBe(`token:${p.token.slice(4, 20)}`) // a token of no account goes by its id, never its chosen name
       const theirs = await operator.projects.deploy({ name: 'op-job', command: ['sleep', '30'], replicas: 1 })
-      expect(theirs).toMatchObject({ reason: 'no-eligible-node', deployedBy: 'op' })
+      expect(theirs).toMatchObject({ reason: 'no-eligible-node', deployedBy: `token:${op.id}` })
       expect(theirs.placements[0]!.node).toBeNull()
       // the operator redeploys the superadmin's project (same spec): it leaves the local node
       const taken = await operator.projects.deploy({ name: 'admin-job', command: ['sleep', '30'], replicas: 1 })

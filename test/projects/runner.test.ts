@@ -1,9 +1,27 @@
-import { describe, expect, test } from 'bun:test'
+import { afterEach, describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { bootId, procStat } from '../../src/replicas/procs.ts'
-import { Runner } from '../../src/replicas/runner.ts'
+import { Runner, type RunnerOptions } from '../../src/replicas/runner.ts'
 import type { AssignedReplica } from '../../src/wire/projects.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
+
+/**
+ * Every runner a test makes is stopped after it, whatever happened, so no replica outlives its test. A released
+ * one is left alone: the runner that adopted its replicas stops them (and its records may name PIDs that are gone).
+ */
+const made: Runner[] = []
+const released = new Set<Runner>()
+function makeRunner(opts: RunnerOptions): Runner {
+  const r = new Runner(opts)
+  const release = r.release.bind(r)
+  r.release = () => (released.add(r), release())
+  made.push(r)
+  return r
+}
+afterEach(async () => {
+  await Promise.all(made.splice(0).filter((r) => !released.has(r)).map((r) => r.stopAll()))
+  released.clear()
+})
 
 const replica = (command: string[], more: Partial<AssignedReplica> = {}): AssignedReplica => ({ project: 'p', replica: 0, revision: 1, command, env: {}, cpu: 10, memory: 10, ...more })
 
@@ -26,7 +44,7 @@ function alive(pid: number): boolean {
 describe('runner', () => {
   test('runs a replica with its env and MUSTER_PROJECT/MUSTER_REPLICA, output in its log', async () => {
     using dir = tmpDir()
-    const runner = new Runner({ logDir: dir.path })
+    const runner = makeRunner({ logDir: dir.path })
     runner.apply([replica(['sh', '-c', 'echo "hello $GREETING $MUSTER_PROJECT $MUSTER_REPLICA"; sleep 30'], { env: { GREETING: 'world' }, replica: 3 })])
     await waitFor(() => existsSync(runner.logFile('p', 3)) && readFileSync(runner.logFile('p', 3), 'utf8').includes('hello world p 3'))
     expect(runner.status()).toEqual([{ project: 'p', replica: 3, revision: 1, state: 'running', exitCode: null }])
@@ -36,7 +54,7 @@ describe('runner', () => {
 
   test('a crashing replica is restarted with growing backoff and reported failed with its exit code', async () => {
     using dir = tmpDir()
-    const runner = new Runner({ logDir: dir.path, backoffStartMs: 100, backoffMaxMs: 400 })
+    const runner = makeRunner({ logDir: dir.path, backoffStartMs: 100, backoffMaxMs: 400 })
     runner.apply([replica(['sh', '-c', 'echo run; exit 3'])])
     await waitFor(() => runner.status()[0]?.state === 'failed')
     expect(runner.status()[0]!.exitCode).toBe(3)
@@ -54,7 +72,7 @@ describe('runner', () => {
 
   test('removing a replica stops its whole process group: SIGTERM, then SIGKILL after the grace', async () => {
     using dir = tmpDir()
-    const runner = new Runner({ logDir: dir.path, stopGraceMs: 300 })
+    const runner = makeRunner({ logDir: dir.path, stopGraceMs: 300 })
     // the shell and its child both ignore TERM: only the SIGKILL after the grace ends them
     runner.apply([replica(['sh', '-c', 'trap "" TERM; sh -c \'trap "" TERM; echo tra""p set; exec sleep 60\' & echo child $!; wait'])])
     // Stop only once the child has set its trap (a TERM before it would end it by itself).
@@ -69,7 +87,7 @@ describe('runner', () => {
 
   test('a stop ends what the replica left behind in its group once the replica itself has exited', async () => {
     using dir = tmpDir()
-    const runner = new Runner({ logDir: dir.path, stopGraceMs: 60_000 })
+    const runner = makeRunner({ logDir: dir.path, stopGraceMs: 60_000 })
     // the replica exits on TERM at once; its child ignores TERM and would live on
     runner.apply([replica(['sh', '-c', 'sh -c \'trap "" TERM; echo tra""p set; exec sleep 60\' & echo child $!; wait'])])
     // Stop only once the child has set its trap (a TERM before it would end it by itself, and the test would prove nothing).
@@ -82,7 +100,7 @@ describe('runner', () => {
 
   test('apply starts new revisions before the old one is dropped by the caller', async () => {
     using dir = tmpDir()
-    const runner = new Runner({ logDir: dir.path })
+    const runner = makeRunner({ logDir: dir.path })
     const v1 = replica(['sleep', '30'])
     const v2 = replica(['sleep', '31'], { revision: 2 })
     runner.apply([v1])
@@ -97,7 +115,7 @@ describe('runner', () => {
   test('released replicas keep running; the next runner adopts the same PIDs and stops only what is no longer assigned', async () => {
     using dir = tmpDir()
     const stateFile = `${dir.path}/replicas.json`
-    const a = new Runner({ logDir: dir.path, stateFile })
+    const a = makeRunner({ logDir: dir.path, stateFile })
     const keep = replica(['sleep', '60'], { replica: 0 })
     const drop = replica(['sleep', '61'], { replica: 1 })
     a.apply([keep, drop])
@@ -105,7 +123,7 @@ describe('runner', () => {
     const before = Object.fromEntries(a.pids().map((p) => [p.replica, p.pid]))
     a.release()
     expect(alive(before[0]!) && alive(before[1]!)).toBe(true)
-    const b = new Runner({ logDir: dir.path, stateFile })
+    const b = makeRunner({ logDir: dir.path, stateFile })
     // Adopted before any assignment arrives: reported running with the same PIDs.
     expect(Object.fromEntries(b.pids().map((p) => [p.replica, p.pid]))).toEqual(before)
     expect(b.status().every((s) => s.state === 'running')).toBe(true)
@@ -129,7 +147,7 @@ describe('runner', () => {
         { project: 'p', replica: 1, revision: 1, pid: other.pid, startTime: real, boot: 'another-boot', startedAt: Date.now() },
       ]
       writeFileSync(stateFile, JSON.stringify({ replicas: records }))
-      const b = new Runner({ logDir: dir.path, stateFile })
+      const b = makeRunner({ logDir: dir.path, stateFile })
       expect(b.pids()).toEqual([])
       expect(b.status().map((s) => [s.replica, s.state, s.exitCode])).toEqual([[0, 'failed', null], [1, 'failed', null]])
       b.apply([])
@@ -146,13 +164,13 @@ describe('runner', () => {
     using dir = tmpDir()
     const stateFile = `${dir.path}/replicas.json`
     const spec = replica(['sleep', '60'])
-    const a = new Runner({ logDir: dir.path, stateFile })
+    const a = makeRunner({ logDir: dir.path, stateFile })
     a.apply([spec])
     const pid = await waitFor(() => a.pids()[0]?.pid)
     a.release()
     process.kill(pid, 'SIGKILL')
     await waitFor(() => !alive(pid) || procStat(pid)?.state === 'Z')
-    const b = new Runner({ logDir: dir.path, stateFile, backoffStartMs: 50 })
+    const b = makeRunner({ logDir: dir.path, stateFile, backoffStartMs: 50 })
     expect(b.status()).toEqual([{ project: 'p', replica: 0, revision: 1, state: 'failed', exitCode: null }])
     expect(readFileSync(b.logFile('p', 0), 'utf8')).toContain(`exited while no Agent ran (pid ${pid}); its exit status is unknown`)
     b.apply([spec])
@@ -160,7 +178,7 @@ describe('runner', () => {
     expect(again).not.toBe(pid)
     // An adopted replica that exits later is noticed too.
     b.release()
-    const c = new Runner({ logDir: dir.path, stateFile, backoffStartMs: 50, watchMs: 50 })
+    const c = makeRunner({ logDir: dir.path, stateFile, backoffStartMs: 50, watchMs: 50 })
     c.apply([spec])
     expect(c.pids()[0]?.pid).toBe(again)
     process.kill(again, 'SIGKILL')
@@ -173,7 +191,7 @@ describe('runner', () => {
   test('a replica\'s log is capped: rotated to .1 past the cap while the replica keeps writing to it', async () => {
     using dir = tmpDir()
     const cap = 20_000
-    const runner = new Runner({ logDir: dir.path, maxLogBytes: cap, watchMs: 50 })
+    const runner = makeRunner({ logDir: dir.path, maxLogBytes: cap, watchMs: 50 })
     // about 100 KB/s of numbered lines
     runner.apply([replica(['sh', '-c', 'i=0; while true; do i=$((i+1)); echo "line $i ................................................................................................"; [ $((i % 10)) -eq 0 ] && sleep 0.01; done'])])
     const file = runner.logFile('p', 0)

@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { dataDirArg, jsonArg } from '../../_args.ts'
+import { note, printJsonLine } from '../../_out.ts'
 
 export default defineCommand({
   meta: { name: 'promote', description: 'Make the prepared CA the Platform CA (two days after prepare); server certificates are issued from it' },
@@ -10,10 +11,10 @@ export default defineCommand({
     const { DataDir, resolveDataDir } = await import('../../../src/datadir.ts')
     const host = await openPlatformVault(new DataDir(resolveDataDir(args['data-dir'])))
     const r = await promoteNextCa(host.vault, Date.now(), Boolean(args.force)).finally(() => host.close())
-    if (args.json) return void process.stdout.write(`${JSON.stringify(r)}\n`)
-    process.stderr.write(
+    if (args.json) return void printJsonLine(r)
+    note(
       `The Platform CA is now ${r.current} (the previous one, ${r.previous}, is kept in platform/ca-previous/).\n` +
-        'A running Platform issues its certificates from it within a minute; new joins use the new pin (muster nodes platform).\n',
+        'A running Platform issues its certificates from it within a minute; new joins use the new pin (muster nodes platform).',
     )
   },
 })

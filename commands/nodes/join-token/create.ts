@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { clientArgs, intArg, UsageError } from '../../_args.ts'
+import { clean, esc, note, printJsonLine, printLine } from '../../_out.ts'
 
 export default defineCommand({
   meta: { name: 'create', description: 'Create a fleet join token (shown once), then the lines to run on the new machines' },
@@ -16,9 +17,9 @@ export default defineCommand({
     const ttlMinutes = intArg(args, 'ttl-minutes', 1, 43200)
     const { clientFrom } = await import('../../_client.ts')
     const t = await clientFrom(args).nodes.createJoinToken({ maxUses, ttlMinutes, namePattern: args['name-pattern'], label: args.label })
-    if (args.json) return void process.stdout.write(`${JSON.stringify(t)}\n`)
-    process.stderr.write(`Fleet token ${t.id}: ${t.maxUses} use(s), names ${t.namePattern ?? 'any'}, valid until ${t.expiresAt}. Shown once:\n`)
-    process.stdout.write(`${t.token}\n`)
+    if (args.json) return void printJsonLine(t)
+    note(esc`Fleet token ${t.id}: ${t.maxUses} use(s), names ${t.namePattern ?? 'any'}, valid until ${t.expiresAt}. Shown once:`)
+    printLine(clean(t.token))
     const { printJoinLines } = await import('../_join-lines.ts')
     printJoinLines(t, { pattern: t.namePattern })
   },

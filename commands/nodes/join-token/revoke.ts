@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty'
 import { clientArgs } from '../../_args.ts'
+import { esc, note, printJsonLine } from '../../_out.ts'
 
 export default defineCommand({
   meta: { name: 'revoke', description: 'Revoke a join token (nodes that enrolled with it keep working)' },
@@ -7,7 +8,7 @@ export default defineCommand({
   async run({ args }) {
     const { clientFrom } = await import('../../_client.ts')
     const r = await clientFrom(args).nodes.revokeJoinToken(args.id)
-    if (args.json) return void process.stdout.write(`${JSON.stringify(r)}\n`)
-    process.stderr.write(`Join token ${r.id} revoked.\n`)
+    if (args.json) return void printJsonLine(r)
+    note(esc`Join token ${r.id} revoked.`)
   },
 })

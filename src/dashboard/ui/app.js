@@ -9,8 +9,9 @@ import * as offices from './offices.js'
 import * as cloud from './cloud.js'
 import * as accounts from './accounts.js'
 import * as audit from './audit.js'
+import * as releases from './releases.js'
 
-const PANELS = { overview, nodes, projects, offices, cloud, accounts, audit }
+const PANELS = { overview, nodes, projects, releases, offices, cloud, accounts, audit }
 const $ = (id) => document.getElementById(id)
 let current = null
 

@@ -1,10 +1,9 @@
 // Operator login/logout (form or JSON) and API token minting for `muster login`.
 import { Elysia } from 'elysia'
 import { SESSION_COOKIE, SESSION_TTL_MS, readCookie } from '../../auth/auth.ts'
-import { ROLE_PERMISSIONS } from '../../wire/permissions.ts'
+import { ROLE_PERMISSIONS, VOUCHED_WITHHELD } from '../../wire/permissions.ts'
 import { Login, MintToken, TokenId, type LoginAnswer, type Whoami } from '../../wire/accounts.ts'
 import { listForCaller, mintForCaller, revokeForCaller } from '../../auth/api-tokens.ts'
-import { MusterError } from '../../errors.ts'
 import type { Services } from '../services.ts'
 import { parseBody } from '../../wire/validate.ts'
 import { isJson } from '../request.ts'
@@ -15,11 +14,7 @@ import { getAccount } from '../../store/accounts.ts'
 import { noteAudit } from '../audit-hook.ts'
 
 export const authRoutes = (platform: Services) => {
-  const caller = async (request: Request) => {
-    const p = await platform.auth.authenticate(request.headers)
-    if (!p) throw new MusterError('unauthorized', 'Authentication required.')
-    return p
-  }
+  const caller = (request: Request) => platform.auth.requireOperator(request.headers)
   return new Elysia({ name: 'routes/auth' })
     // Origin (login CSRF) and the local door are checked in app.ts before the body is read.
     .post('/login', async ({ body, request }) => {
@@ -29,8 +24,9 @@ export const authRoutes = (platform: Services) => {
       try {
         ;({ sessionId, account } = await throttledLogin(platform.auth.throttle, peerAddress(request), identifier, () => platform.auth.login(identifier, password)))
       } catch (e) {
-        // The audit names the account tried only when it exists: an unknown "name" may be a password typed in the wrong field.
-        if (ACCOUNT_NAME.test(identifier) && (await getAccount(platform.auth.store, identifier))) noteAudit(request, { who: { principal: identifier, kind: 'anonymous' }, target: identifier })
+        // The audit names the account tried (as the target, never the principal: whoever tried is unknown) only when
+        // it exists: an unknown "name" may be a password typed in the wrong field.
+        if (ACCOUNT_NAME.test(identifier) && (await getAccount(platform.auth.store, identifier))) noteAudit(request, { target: identifier })
         throw e
       }
       noteAudit(request, { who: { principal: account, kind: 'session' }, target: account })
@@ -41,16 +37,16 @@ export const authRoutes = (platform: Services) => {
     })
     .post('/logout', async ({ request }) => {
       const sid = readCookie(request.headers.get('cookie'), SESSION_COOKIE)
-      if (sid) await platform.auth.logout(sid)
+      // Without a live session (an API token, a stale cookie) a logout changes nothing: the audit keeps it apart from actions.
+      if (!sid || !(await platform.auth.logout(sid))) noteAudit(request, { unchanged: true })
       return new Response(JSON.stringify({ ok: true }), {
         headers: { 'content-type': 'application/json', 'set-cookie': sessionCookie('', platform.secure, 0) },
       })
     })
     .get('/api/v1/whoami', async ({ request }) => {
-      const p = await platform.auth.authenticate(request.headers)
-      if (!p) throw new MusterError('unauthorized', 'Authentication required.')
+      const p = await caller(request)
       // permissions: what the dashboard offers (it still asks the Platform, which checks every call).
-      const answer: Whoami = { name: p.name, account: p.account, role: p.role, kind: p.kind, permissions: [...ROLE_PERMISSIONS[p.role]] }
+      const answer: Whoami = { name: p.name, account: p.account, role: p.role, kind: p.kind, permissions: [...ROLE_PERMISSIONS[p.role]].filter((x) => !(p.vouched && VOUCHED_WITHHELD.has(x))) }
       return answer
     })
     .post('/api/v1/api-tokens', async ({ body, request }) => {

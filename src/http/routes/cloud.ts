@@ -8,6 +8,7 @@ import { actorFrom } from '../../cloud/audit.ts'
 import { checkCidr, platformSource } from '../../cloud/inbound.ts'
 import { MusterError } from '../../errors.ts'
 import type { Permission } from '../../wire/permissions.ts'
+import { principalCan } from '../../auth/auth.ts'
 import type { Services } from '../services.ts'
 import { parseBody } from '../../wire/validate.ts'
 
@@ -36,7 +37,8 @@ export const cloudRoutes = (platform: Services) => {
       const region = query.region === undefined ? undefined : parseBody(v.object({ region: Slug('region') }), { region: query.region }).region
       return cloud().sizes(providerParam(params.provider), region)
     })
-    .get('/provisions', ({ request }) => need(request, 'server.cloud.view').then(() => cloud().provisioner.list()))
+    // Only a reader who may manage machines moves provisions on (provider calls) before the answer; others see the last reconcile.
+    .get('/provisions', ({ request }) => need(request, 'server.cloud.view').then((p) => cloud().provisioner.list({ reconcile: principalCan(p, 'server.cloud.manage') })))
     .post('/provisions', async ({ request, body }) => {
       const who = await need(request, 'server.cloud.manage')
       const { probe, allowSshInbound, ...input } = parseBody(Provision, body)
@@ -44,7 +46,7 @@ export const cloudRoutes = (platform: Services) => {
       const agentFrom = probe ? await platformSource(platform.fabric.enrollment?.url) : null
       return cloud().provisioner.request(input, actorFrom(who), { agentFrom, sshFrom })
     })
-    .get('/provisions/:id', ({ request, params }) => need(request, 'server.cloud.view').then(() => cloud().provisioner.show(params.id)))
+    .get('/provisions/:id', ({ request, params }) => need(request, 'server.cloud.view').then((p) => cloud().provisioner.show(params.id, { reconcile: principalCan(p, 'server.cloud.manage') })))
     .delete('/provisions/:id', async ({ request, params }) => cloud().provisioner.release(params.id, actorFrom(await need(request, 'server.cloud.manage'))))
     .get('/audit', ({ request }) => need(request, 'server.cloud.view').then(() => cloud().audit()))
     .get('/scaling', ({ request }) => need(request, 'server.cloud.view').then(() => cloud().autoscaler.view()))

@@ -1,5 +1,6 @@
 // Enrollment authority routes (docs/nodes.md).
 import { Elysia } from 'elysia'
+import { noteAudit } from '../audit-hook.ts'
 import type { Services } from '../services.ts'
 import { enroll } from '../../fabric/enroll.ts'
 import { renewCredential } from '../../fabric/renew.ts'
@@ -10,6 +11,7 @@ import { CreateEnrollment, CreateJoinToken, Drain, IdentityChallengeBody, Rebind
 import { nodeQuery } from '../../fabric/listing.ts'
 import { auditPage } from '../pages.ts'
 import { MusterError } from '../../errors.ts'
+import { countEnroll, countHeartbeatRefusal, countRenewal } from '../../metrics/platform.ts'
 import type { Permission } from '../../wire/permissions.ts'
 import { nodeCommands } from '../../bootstrap/join-lines.ts'
 
@@ -44,7 +46,7 @@ export const nodeRoutes = (platform: Services) => {
     .delete('/join-tokens/:id', ({ request, params }) => need(request, 'server.nodes.enroll').then(() => revokeJoinTokenById(fabric, params.id)))
     .post('/nodes/enroll', async ({ body }) => {
       fabric.requireEnrollment()
-      return enroll(fabric, body)
+      return countEnroll(enroll(fabric, body))
     })
     .post('/nodes/identity-challenge', async ({ body }) => {
       fabric.requireEnrollment()
@@ -57,23 +59,35 @@ export const nodeRoutes = (platform: Services) => {
         release()
       }
     })
-    .post('/nodes/register', ({ request, body }) => fabric.heartbeat(request.headers, parseBody(Register, body)))
-    .post('/nodes/renew', ({ request, body }) => renewCredential(fabric, request.headers, body))
+    .post('/nodes/register', ({ request, body }) => countHeartbeatRefusal(fabric.heartbeat(request.headers, parseBody(Register, body))))
+    .post('/nodes/renew', ({ request, body }) => countRenewal(renewCredential(fabric, request.headers, body)))
     .post('/nodes/trust', () => fabric.trustKeys())
     .post('/nodes/self', ({ request, body }) => credentialState(fabric, request.headers, body))
     .get('/nodes/platform', ({ request }) => need(request, 'server.nodes.view').then(() => fabric.platformInfo()))
     .get('/nodes/audit', ({ request, query }) => need(request, 'server.nodes.manage').then(() => auditPage(fabric, query)))
     .delete('/nodes/:name', ({ request, params, query }) => need(request, 'server.nodes.manage').then(() => fabric.remove(name(params), forceOf(query.force))))
-    .post('/nodes/:name/revoke', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.revoke(name(params))))
+    .post('/nodes/:name/revoke', async ({ request, params }) => {
+      await need(request, 'server.nodes.manage')
+      // Revoking a revoked node changes nothing (it keeps the time of its revocation): no action in the audit.
+      if ((fabric.registry.get(name(params))?.revokedAt ?? null) !== null) noteAudit(request, { unchanged: true })
+      return fabric.revoke(name(params))
+    })
     .post('/nodes/:name/rotate', ({ request, params }) => need(request, 'server.nodes.manage').then(() => fabric.rotate(name(params))))
     .post('/nodes/:name/rebind', async ({ request, params, body }) => {
       await need(request, 'server.nodes.manage')
+      // It issues an enrollment token: what server.nodes.enroll guards (a vouched session holds neither).
+      await need(request, 'server.nodes.enroll')
       const r = await fabric.rebind(name(params), parseBody(Rebind, body).ttlMinutes)
       // The way back for the machine: the same two lines as a new enrollment (docs/operations.md).
       return { ...r, ...nodeCommands(platform, r.nodeId) } satisfies Enrollment
     })
     .post('/nodes/:name/drain', async ({ request, params, body }) => {
       await need(request, 'server.nodes.manage')
-      return fabric.drain(name(params), parseBody(Drain, body).drained ?? true)
+      const node = name(params)
+      const drained = parseBody(Drain, body).drained ?? true
+      // Draining a drained node (or undraining a schedulable one) changes nothing: no action in the audit.
+      const entry = fabric.registry.get(node)
+      if (entry && fabric.nodeSettings(entry).drained === drained) noteAudit(request, { unchanged: true })
+      return fabric.drain(node, drained)
     })
 }

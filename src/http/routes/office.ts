@@ -1,16 +1,17 @@
-// Office routes: vouch redemption (anonymous: the vouch is the credential),
+// Office routes: the vouch link's page and the vouch's redemption (a POST;
+// anonymous: the vouch is the credential),
 // signed controller calls (anonymous: the signature is), and the office's own
 // records for its operators.
 import { Elysia } from 'elysia'
-import * as v from 'valibot'
 import { localAuthority } from '../../federation/membership.ts'
 import { handleControllerCall, identityWrites, placedProjects, redeemVouch } from '../../federation/office.ts'
-import { ControllerCall, RedeemVouch, type OfficeLocalAuthority, type VouchRedeemed } from '../../wire/federation.ts'
+import { ControllerCall, RedeemVouch, RedeemVouchForm, type OfficeLocalAuthority, type VouchRedeemed } from '../../wire/federation.ts'
 import type { Services } from '../services.ts'
 import { VOUCHED_SESSION_TTL_MS } from '../../auth/auth.ts'
 import { parseBody } from '../../wire/validate.ts'
 import { sessionCookie } from './auth.ts'
 import { noteAudit } from '../audit-hook.ts'
+import { vouchPage } from '../../federation/vouch-page.ts'
 
 
 /** The audit entry of a redeemed vouch names the account it opened (and says when the vouch created it). */
@@ -30,8 +31,11 @@ export const officeRoutes = (platform: Services) => {
         headers: { 'content-type': 'application/json', 'set-cookie': cookieFor(r.sessionId) },
       })
     })
-    .get('/office/vouch', async ({ query, request }) => {
-      const r = noted(request, await redeemVouch(platform.federation, parseBody(v.object({ v: v.pipe(v.string(), v.maxLength(1024)) }), query).v))
+    // The link a vouch travels in: a page that spends nothing; its button POSTs the vouch (docs/federation.md).
+    .get('/office/vouch', ({ query }) => vouchPage(platform.ctx.dataDir, parseBody(RedeemVouchForm, query).v, platform.now()))
+    // The redemption from that page (a form from this origin only: app.ts refuses it from anywhere else).
+    .post('/office/vouch', async ({ body, request }) => {
+      const r = noted(request, await redeemVouch(platform.federation, parseBody(RedeemVouchForm, body).v))
       return new Response(null, { status: 303, headers: { location: '/', 'set-cookie': cookieFor(r.sessionId) } })
     })
     .post('/api/office/calls', ({ body }) => handleControllerCall(platform.federation, parseBody(ControllerCall, body), (body as { payload?: unknown }).payload))

@@ -6,6 +6,7 @@ import { parseBody } from '../../wire/validate.ts'
 import { ProjectSpec } from '../../wire/projects.ts'
 import { projectFor } from '../../projects/redact.ts'
 import { projectPage } from '../pages.ts'
+import { principalName } from '../../auth/auth.ts'
 
 export const projectRoutes = (platform: Services) => {
   const projects = () => platform.projects
@@ -22,7 +23,7 @@ export const projectRoutes = (platform: Services) => {
     .post('/projects', async ({ request, body }) => {
       const who = await need(request, 'server.projects.manage')
       // Who deployed it decides whether it may run on the local node (a superadmin only; docs/security.md).
-      return projects().deploy({ ...parseBody(ProjectSpec, body), deployedBy: { name: who.account ?? who.name, role: who.role } })
+      return projects().deploy({ ...parseBody(ProjectSpec, body), deployedBy: { name: principalName(who), role: who.role } })
     })
     .get('/projects/:name', async ({ request, params }) => {
       const { role } = await need(request, 'server.projects.view')

@@ -91,6 +91,14 @@ export const AUTH_MIGRATIONS: Migration[] = [
     `,
   },
   {
+    // Each principal's share of an audit budget: the writer's own oldest entries are found through this index.
+    id: 35,
+    name: 'audit log by principal',
+    sql: `
+      CREATE INDEX audit_log_budget_principal_id ON audit_log (budget, principal, id);
+    `,
+  },
+  {
     // Sign-in with an OpenID provider (docs/accounts-audit.md): which provider
     // subject an sso account belongs to; the flows in progress (state, nonce and
     // PKCE verifier toward the provider; for the CLI its loopback redirect and

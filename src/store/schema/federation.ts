@@ -97,4 +97,17 @@ export const FEDERATION_MIGRATIONS: Migration[] = [
       ALTER TABLE federation_tokens ADD COLUMN fingerprint TEXT;
     `,
   },
+  {
+    // A vouched session is bound to the membership it was vouched under: when the controller answers that the
+    // membership is over (revoked, or its token rotated away), the office records it here and those sessions end.
+    id: 320,
+    name: 'federation: memberships the controller ended',
+    sql: `
+      CREATE TABLE office_membership_ends (
+        token_fingerprint TEXT PRIMARY KEY,
+        reason TEXT NOT NULL,
+        at INTEGER NOT NULL
+      );
+    `,
+  },
 ]
