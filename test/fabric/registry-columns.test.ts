@@ -4,9 +4,12 @@
 // stopped being valid is refused at the very next heartbeat, through the
 // real route; a name rebound to a new machine takes a new slot, so a view of
 // the old machine never reads the new one's fields; and a flush writes every
-// node heard from, chunk after chunk.
+// node heard from, chunk after chunk; a Platform reads every heartbeat another
+// Platform wrote, across the slices its read yields between.
 import { describe, expect, test } from 'bun:test'
 import { hotPathStats } from '../../src/http/heartbeat.ts'
+import { pullHeartbeats } from '../../src/fabric/heartbeat-pull.ts'
+import { Registry } from '../../src/fabric/registry.ts'
 import { VERSION } from '../../src/version.ts'
 import { enrollRaw, newCert } from '../helpers/certs.ts'
 import { onEngine, startPlatform, type TestPlatform } from '../helpers/platform.ts'
@@ -93,6 +96,26 @@ describe.each(ENGINES)('on %s', (engine) => {
     const rows = await p.platform.store.all<{ name: string; cpu_millis: number }>("SELECT name, cpu_millis FROM node_heartbeats WHERE name LIKE 'col-f-%' ORDER BY name")
     expect(rows.map((r) => r.name)).toEqual(names)
     expect(rows.every((r) => Number(r.cpu_millis) === 1000)).toBe(true)
+  })
+
+  test('a Platform reads every heartbeat another Platform wrote, across the slices of its read', async () => {
+    await using p = await startPlatform({ remoteDispatch: true })
+    const db = p.platform.store
+    const now = () => p.platform.fabric.now()
+    // More rows than two slices of the read (2,000 each): the event loop gets a turn twice.
+    const names = Array.from({ length: 4_500 }, (_, i) => `col-r-${String(i).padStart(4, '0')}`)
+    await seedNodes(db, names, () => 'enrolled')
+    // Two more Platforms' registries on the same store: one takes the beats, the other reads them.
+    const taker = await Registry.load(db, now, 90_000, 'platform-taker')
+    const reader = await Registry.load(db, now, 90_000, 'platform-reader')
+    for (const name of names) taker.heartbeat(taker.get(name)!, { version: VERSION, capacity: { cpuMillis: 1500, memoryMB: 1024 }, replicas: [] })
+    await taker.flush()
+    const heard = new Set<string>()
+    reader.onRemoteHeartbeat = (n) => heard.add(n.name)
+    await pullHeartbeats(db, 'platform-reader', reader)
+    expect(heard.size).toBe(names.length)
+    const missed = names.filter((name) => reader.get(name)!.lastSeenAt !== taker.get(name)!.lastSeenAt || reader.get(name)!.cpuMillis !== 1500)
+    expect(missed).toEqual([])
   })
 })
 
