@@ -131,4 +131,12 @@ export default [
     to: '  return direct',
     tests: ['test/store/heartbeat-writer.test.ts'],
   },
+  {
+    name: 'a Platform\'s close leaves its heartbeat writer thread running (one more thread each start)',
+    file: 'src/store/heartbeat-writer.ts',
+    from: "    if (!this.broken) await this.send({ t: 'close' }).catch(() => {})\n    this.worker.terminate()\n",
+    to: "    if (!this.broken) await this.send({ t: 'close' }).catch(() => {})\n",
+    tests: ['test/store/heartbeat-writer.test.ts'],
+    filter: 'close ends its writer thread',
+  },
 ] satisfies Mutant[]

@@ -1,14 +1,17 @@
 // The heartbeat flush's writer thread on SQLite (src/store/heartbeat-writer.ts):
 // a chunk is written by a connection of its own on another thread, so the event
 // loop keeps turning while it runs, and what it wrote is what the Platform's
-// connection reads; a writer that cannot start hands over to the store itself.
+// connection reads; a writer that cannot start hands over to the store itself;
+// a Platform's close ends its writer thread.
 import { expect, test } from 'bun:test'
+import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { openStore } from '../../src/store/db.ts'
 import { openHeartbeatSink } from '../../src/store/heartbeat-writer.ts'
 import { heartbeatSink } from '../../src/store/heartbeats.ts'
 import { insertNode } from '../../src/store/nodes.ts'
-import { tmpDir } from '../helpers/tmp.ts'
+import { startPlatform } from '../helpers/platform.ts'
+import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 test('on a SQLite file a chunk is written on another thread: the event loop turns meanwhile, and the rows are there', async () => {
   using dir = tmpDir()
@@ -51,4 +54,17 @@ test('a writer thread that cannot open its file hands the chunks to the store it
   } finally {
     await store.close()
   }
+})
+
+test("a Platform's close ends its writer thread: Platforms started and closed one after another leave no thread behind", async () => {
+  const threads = () => readdirSync('/proc/self/task').length
+  const cycle = async () => {
+    await using p = await startPlatform({ remoteDispatch: true, engine: 'sqlite' })
+    await p.platform.fabric.registry.flush() // the writer thread is up and has answered
+  }
+  await cycle() // the first start makes the threads every later one shares (Bun's pools)
+  const before = await waitFor(() => threads(), { what: 'a thread count' })
+  for (let i = 0; i < 3; i++) await cycle()
+  // Each Platform ran a writer thread of its own; the close ended it (a thread ends a little after its close).
+  await waitFor(() => threads() <= before, { timeoutMs: 10_000, what: `at most ${before} threads after three Platforms closed (${threads()} now)` })
 })
