@@ -13,14 +13,17 @@
 // Needs PostgreSQL's server binaries (a throwaway cluster is started and removed).
 // Each engine samples its event-loop lag every 10 ms (MUSTER_LOOP_LAG_FILE): printed per Platform with
 // what held the loop (bench/lag.ts); --gc-log adds the collector's pauses (BUN_JSC_logGC=1).
-// Ends with: ha: platforms=P nodes=N heartbeats/s=R p50=A ms p99=B ms errors=E lag_p99=L ms lag_max=X ms (the worst Platform's)
+// Each Platform's RSS is sampled every second (its highest printed); at three quarters of the run (after
+// the kill, the survivors carrying its nodes) `nodes list`'s first page and a look-up by name are timed on
+// the second Platform.
+// Ends with: ha: platforms=P nodes=N heartbeats/s=R p50=A ms p99=B ms errors=E lag_p99=L ms lag_max=X ms rss=M MB (the worst Platform's)
 import { firstChoice } from '../src/agent/platform-choice.ts'
 import { gcText, lagText, readLag, summarize, type LagSummary } from './lag.ts'
 import { startThrowawayPostgres } from '../src/demo/postgres.ts'
 import { down, percentile, runAgents, up } from './agents.ts'
 import { adminToken, enrollNodes, fleetToken } from './enroll-nodes.ts'
 import { identities } from './identities.ts'
-import { ROOT, startServe, type Serving } from './lib.ts'
+import { peakRssMB, ROOT, rssMB, startServe, type Serving } from './lib.ts'
 import { seedFleet } from './seed-fleet.ts'
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -124,6 +127,20 @@ try {
   let cpuVictim = Number.NaN
   /** The killed Platform's nodes: when each was first answered by another Platform after the kill. */
   const answeredElsewhere = new Map<number, number>()
+  /** Each Platform's highest RSS during the run (a killed one: until the kill). */
+  const rssPeak = platforms.map(() => 0)
+  let listings = ''
+  /** What an operator waits for on a surviving Platform (from this process, which also runs the fleet: an upper bound). */
+  const timeListings = async (on: number) => {
+    const get = async (path: string) => {
+      const t = performance.now()
+      const r = await fetch(`${urls[on]}${path}`, { headers: { authorization: `Bearer ${admin}` } })
+      const body = await r.text()
+      return `${up(performance.now() - t, 1)} ms (${r.status}, ${body.length} bytes)`
+    }
+    const one = `node-${Math.floor(N / 2)}`
+    listings = `on ${urls[on]}: nodes list first page ${await get('/api/v1/nodes')}, again ${await get('/api/v1/nodes')}, name look-up ${await get(`/api/v1/nodes?q=${one}&limit=1`)}`
+  }
   let lagBefore: ReturnType<typeof readLag>[] = []
   let lagFrom = 0
   let stderrFrom: number[] = []
@@ -146,6 +163,8 @@ try {
       if (!Number.isNaN(killedAt) && first[node] === victim && target !== victim && !answeredElsewhere.has(node)) answeredElsewhere.set(node, atMs)
     },
     onSecond: async (second) => {
+      for (const [i, p] of platforms.entries()) if (!(i === victim && !Number.isNaN(killedAt))) rssPeak[i] = Math.max(rssPeak[i]!, rssMB(p.pid) || 0)
+      if (second === Math.floor((SECONDS * 3) / 4)) void timeListings(P > 1 ? (victim + 1) % P : 0)
       if (KILL_AT > 0 && second === KILL_AT) {
         cpuVictim = cpuSeconds(platforms[victim]!.pid) - cpuBefore[victim]!
         loopVictim = loopCpuSeconds(platforms[victim]!.pid) - loopBefore[victim]!
@@ -166,6 +185,8 @@ try {
   const { latencies, okBeats } = result
   say(`ha: expected ${result.expected} heartbeats, answered ${okBeats} with 200 (${result.perTarget.map((n, i) => `${urls[i]} ${n}`).join(', ')}); statuses ${JSON.stringify(result.statuses)}\n`)
   say(`ha: CPU ${cpu.map((c, i) => `${String.fromCharCode(97 + i)} ${up(c / SECONDS, 2)} (event loop ${up(loops[i]! / SECONDS, 2)})`).join(', ')} cores, PostgreSQL ${up(pgUsed / SECONDS, 2)} cores, load generator ${up(result.loadGeneratorCpuSeconds / SECONDS, 2)} cores; ${up(((cpu.reduce((x, y) => x + y, 0) + pgUsed) * 1e6) / Math.max(1, okBeats), 1)} us of Platform and PostgreSQL CPU a heartbeat; load ${loadBefore} before, ${loadavg()} after\n`)
+  say(`ha: RSS during the run max ${rssPeak.map((r, i) => `${String.fromCharCode(97 + i)} ${up(r, 0)} MB`).join(', ')}; peak since start ${platforms.map((p, i) => (i === victim && !Number.isNaN(killedAt) ? `${String.fromCharCode(97 + i)} (killed)` : `${String.fromCharCode(97 + i)} ${up(peakRssMB(p.pid), 0)} MB`)).join(', ')}\n`)
+  if (listings) say(`ha: during the run, ${listings}\n`)
   if (!Number.isNaN(killedAt)) {
     const killMs = killedAt - result.runStart
     const theirs = first.map((f, i) => (f === victim ? i : -1)).filter((i) => i >= 0)
@@ -181,7 +202,7 @@ try {
   const worst = lags.filter((l): l is LagSummary => l !== null)
   const lagP99 = worst.length ? up(Math.max(...worst.map((l) => l.p99)), 2) : '?'
   const lagMax = worst.length ? up(Math.max(...worst.map((l) => l.max)), 1) : '?'
-  console.log(`ha: platforms=${P} nodes=${N} heartbeats/s=${down(okBeats / SECONDS, 0)} p50=${up(percentile(latencies, 0.5), 2)} ms p99=${up(percentile(latencies, 0.99), 2)} ms errors=${result.errors} lag_p99=${lagP99} ms lag_max=${lagMax} ms`)
+  console.log(`ha: platforms=${P} nodes=${N} heartbeats/s=${down(okBeats / SECONDS, 0)} p50=${up(percentile(latencies, 0.5), 2)} ms p99=${up(percentile(latencies, 0.99), 2)} ms errors=${result.errors} lag_p99=${lagP99} ms lag_max=${lagMax} ms rss=${up(Math.max(...rssPeak), 0)} MB`)
 } finally {
   for (const p of platforms) await p.stop().catch(() => {})
   pg.stop()
