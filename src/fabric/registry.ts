@@ -96,11 +96,10 @@ export class Registry {
     this.timer = setInterval(() => {
       void this.flush().catch((e) => log.warn(`writing heartbeats: ${(e as Error).message}`))
       // One read at a time: a read yields in slices and may outlast the interval.
-      if (this.db.engine === 'postgres' && !this.pulling) {
-        this.pulling = true
-        void pullHeartbeats(this.db, this.origin, this)
+      if (this.db.engine === 'postgres' && this.pulling === null) {
+        this.pulling = pullHeartbeats(this.db, this.origin, this)
           .catch((e) => log.warn(`reading heartbeats: ${(e as Error).message}`))
-          .finally(() => (this.pulling = false))
+          .finally(() => (this.pulling = null))
       }
       if (this.table.size >= COUNT_CACHE_FROM) this.stateCounts(CENSUS_REFRESH_MS) // the metrics' counts: a full pass every 30 s
     }, intervalMs)
@@ -109,6 +108,7 @@ export class Registry {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
+    await this.pulling // a read under way ends before the store closes
     try {
       await this.flush()
     } finally {
@@ -118,7 +118,7 @@ export class Registry {
     }
   }
   private sink: HeartbeatSink | undefined
-  private pulling = false
+  private pulling: Promise<void> | null = null
 
   /** Writes the heartbeats taken since the last flush in one transaction; flushes never overlap. */
   flush(): Promise<void> {
