@@ -47,7 +47,8 @@ export default defineCommand({
     'enrollment-port': { type: 'string', valueHint: 'PORT', description: 'Open the HTTPS enrollment listener on this port (≥ 1024); with a loopback --host, give --host ADDR too so nodes reach the API' },
     'enrollment-address': { type: 'string', valueHint: 'ADDR', description: 'Address nodes reach the listener by, and that it binds (repeatable; default: --host\'s address and localhost, else the first routable IPv4 and localhost)' },
     'remote-dispatch': { type: 'boolean', description: 'Allow nodes to enroll (implied by --enrollment-port)' },
-    'local-node': { type: 'boolean', default: false, description: 'Run an Agent in-process as node `local` (off by default; only a superadmin\'s projects run there, with the Platform\'s privileges)', negativeDescription: 'Do not run the local node (the default)' },
+    'local-node': { type: 'boolean', default: false, description: 'Run an Agent in-process as node `local` (off by default; only a superadmin\'s projects run there, each project as a uid of its own in its own cgroups)', negativeDescription: 'Do not run the local node (the default)' },
+    'local-run-as': { type: 'string', valueHint: 'USER', description: 'Run the local node\'s replicas as this account instead of a uid per project (`root` only by that name: they can then read platform/master.key)' },
     'cloud-identity-roots': { type: 'string', valueHint: 'FILE', description: 'More roots for cloud identity joins: JSON {"aws":{"REGION":"PEM"},"gcp":{"KID":"PEM"},"azure":["PEM"]} (AWS certificates and Microsoft roots ship built in)' },
     'nodes-file': { type: 'string', valueHint: 'FILE', description: 'Operator-declared nodes: JSON {"nodes":[{"name","labels"?,"drained"?}]}; their names enroll only with their own enrollment' },
     'node-auth': { type: 'enum', options: ['legacy', 'both', 'enrolled'], default: 'both', description: 'How nodes authenticate: shared fleet token, both, or enrolled credentials only' },
@@ -80,6 +81,7 @@ export default defineCommand({
     const enrollmentPort = intArg(args, 'enrollment-port', 0, 65535)
     if (enrollmentPort !== undefined && enrollmentPort !== 0 && enrollmentPort < 1024) throw new UsageError(`--enrollment-port must be 1024 or higher (got ${enrollmentPort}); ports below 1024 need root privileges muster does not take`)
     if (Boolean(args['tls-cert']) !== Boolean(args['tls-key'])) throw new UsageError('--tls-cert and --tls-key go together')
+    if (args['local-run-as'] && args['local-node'] !== true) throw new UsageError('--local-run-as says who the local node\'s replicas run as: give --local-node too')
     const { serve } = await import('../src/platform/serve.ts')
     const { resolveDataDir } = await import('../src/datadir.ts')
     const dataDir = resolveDataDir(args['data-dir'])
@@ -109,6 +111,7 @@ export default defineCommand({
       enrollmentAddresses: multiArg(rawArgs, 'enrollment-address'),
       remoteDispatch: Boolean(args['remote-dispatch']),
       localNode: args['local-node'] === true,
+      localRunAs: args['local-run-as'] || undefined,
       nodesFile: args['nodes-file'],
       cloudIdentityRoots: args['cloud-identity-roots'],
       nodeAuth: args['node-auth'] as 'legacy' | 'both' | 'enrolled',

@@ -64,9 +64,10 @@ export function hideSecretFlags(args: string[]): string[] {
   for (let i = 0; i < args.length; i++) {
     const tok = args[i]!
     if (tok === '--') break
-    const m = /^--([a-z-]+)(?:=(.*))?$/s.exec(tok)
-    const flag = m?.[1]
-    if (!flag || !Object.hasOwn(SECRET_FLAGS, flag)) continue
+    const m = /^--([A-Za-z][A-Za-z0-9-]*)(?:=(.*))?$/s.exec(tok)
+    // The parser takes a flag in camelCase too (`--enrollmentToken` is --enrollment-token): the same secret.
+    const flag = m?.[1]?.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()
+    if (!m || !flag || !Object.hasOwn(SECRET_FLAGS, flag)) continue
     const value = m[2] ?? args[++i]
     if (value === undefined) continue
     const secret = SECRET_FLAGS[flag]!.whole ? value : databasePassword(value)

@@ -72,13 +72,14 @@ export const TUNABLES = {
   MUSTER_UPDATE_STEP_DELAY_MS: { reader: 'agent', default: 0, unit: 'ms', zero: true, meaning: 'How long the Agent waits after writing each step of an update to its journal (tests kill it at each step); 0: no wait.' },
   MUSTER_LAUNCHED: { reader: 'agent', default: null, meaning: 'Set by the Agent on the release binary it execs (docs/upgrading.md); not for operators.' },
   MUSTER_UPDATE_TRIAL: { reader: 'agent', default: null, meaning: 'Set by the Agent on a new binary on trial: the SHA-256 of that release; not for operators.' },
-  MUSTER_AGENT_CGROUPS: { reader: 'agent', default: null, meaning: '`off`: replicas get no cgroups (the cgroup tree is left alone; a stop reaches their process group and their project\'s uid, and --cpu/--memory are not enforced); unset: each replica in its own cgroup where the Agent has a subtree.' },
+  MUSTER_AGENT_CGROUPS: { reader: 'any', default: null, meaning: '`off`: replicas (an Agent\'s, and the local node\'s under serve) get no cgroups (the cgroup tree is left alone; a stop reaches their process group and their project\'s uid, and --cpu/--memory are not enforced); unset: each replica in its own cgroup where the Agent has a subtree.' },
+  MUSTER_TEST_REPLICA_START_PAUSE_MS: { reader: 'any', default: 0, unit: 'ms', zero: true, meaning: 'Test-only: how long the replica runner waits between spawning a replica and recording it, with a `test pause:` line first (tests kill the Agent there); 0: no wait. Never set it on a real node.' },
   // ---- the command line -------------------------------------------------------
   MUSTER_URL: { reader: 'cli', default: null, meaning: 'The Platform URL when --platform-url is not given (then the one `muster login` saved, then http://127.0.0.1:7380).' },
   MUSTER_TOKEN: { reader: 'cli', default: null, meaning: 'The operator API token when --token is not given (then the one `muster login` saved).' },
   MUSTER_PLATFORM_FINGERPRINT: { reader: 'cli', default: null, meaning: 'The Platform CA pin when --platform-fingerprint is not given.' },
   MUSTER_PLATFORM_CA_FILE: { reader: 'cli', default: null, meaning: 'The Platform CA certificate file when --platform-ca-file is not given.' },
-  MUSTER_ENROLLMENT_TOKEN: { reader: 'cli', default: null, meaning: 'The join token for `worker join` and `nodes enroll` (else a file, stdin or a prompt; never an argument).' },
+  MUSTER_ENROLLMENT_TOKEN: { reader: 'cli', default: null, meaning: 'The join token for `worker join` and `nodes enroll` when no token flag gives it (else stdin or a prompt): it keeps the token off the command line.' },
   // ---- the benchmarks (bench/) ---------------------------------------------
   MUSTER_BENCH_CACHE: { reader: 'bench', default: null, meaning: 'Where the benchmarks keep the node identities they made (slow to make); unset: muster-bench-cache in the temp directory.' },
 } as const satisfies Record<`MUSTER_${string}`, Tunable>

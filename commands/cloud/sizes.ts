@@ -15,6 +15,6 @@ export default defineCommand({
     const { printJson, printTable } = await import('../_out.ts')
     const r = await clientFrom(args).cloud.sizes(provider, args.region)
     if (args.json) return printJson(r)
-    printTable(['size', 'cpus', 'memory', 'disk', 'per month'], r.sizes.map((s) => [s.id, s.cpus, `${s.memoryMB} MB`, s.diskGB === null ? null : `${s.diskGB} GB`, s.priceMonthly === null ? 'see provider' : s.priceMonthly.toFixed(2)]))
+    printTable(['size', 'cpus', 'memory', 'disk', 'per month'], r.sizes.map((s) => [s.id, s.cpus, `${s.memoryMB} MB`, s.diskGB === null ? null : `${s.diskGB} GB`, s.priceMonthly === null ? 'see provider' : `${s.priceMonthly.toFixed(2)}${s.currency ? ` ${s.currency}` : ''}`]))
   },
 })

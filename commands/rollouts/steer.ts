@@ -19,6 +19,6 @@ function verb(name: 'pause' | 'resume' | 'cancel', description: string, said: st
   })
 }
 
-export const pause = verb('pause', 'Tell no further node (those updating now finish)', 'paused')
+export const pause = verb('pause', 'Pause the rollout: no further node is told to update (those updating now finish; resume carries on)', 'paused')
 export const resume = verb('resume', 'Carry on a paused or halted rollout (a halted one accepts the failures that halted it)', 'resumed')
 export const cancel = verb('cancel', 'End the rollout: no further node is told (those updating now finish; the others keep their version)', 'cancelled')

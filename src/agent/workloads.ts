@@ -15,14 +15,14 @@ import { log } from '../log.ts'
 import { checkAssignments } from '../signed/documents.ts'
 import { Runner } from '../replicas/runner.ts'
 import type { AgentHooks, AgentLink } from './link.ts'
-import { decideIsolation } from '../replicas/isolation.ts'
-import { Cgroups } from '../replicas/cgroups.ts'
+import { AGENT_PLACE } from '../replicas/isolation.ts'
+import { containReplicas } from '../replicas/containment.ts'
 import { startNodeLogRelay } from './log-relay.ts'
 import { LOG_POLL_PATH } from '../wire/projects.ts'
 import { clearAgentPid, runningAgentPid, writeAgentPid } from './agent-pid.ts'
 import { MusterError } from '../errors.ts'
 import type { HeartbeatAnswer } from '../wire/nodes.ts'
-import { tunable, tunableNumber } from '../tunables.ts'
+import { tunableNumber } from '../tunables.ts'
 
 const REVISION_FILE = 'worker/assignments-revision'
 export const REPLICAS_FILE = 'worker/replicas.json'
@@ -42,17 +42,14 @@ export async function startWorkloads(agent: AgentLink, opts: { runAs?: string } 
   // Before anything is adopted: `agent --stop-replicas` asks this process from now on.
   writeAgentPid(agent.dataDir)
   // Each replica's cgroup (where the Agent has a subtree of its own), then who replicas run as; both recorded for doctor.
-  const contained = tunable('MUSTER_AGENT_CGROUPS') === 'off' ? { cgroups: null, reason: 'MUSTER_AGENT_CGROUPS=off', limitsReason: 'no cgroups' } : Cgroups.find(agent.dataDir.root)
-  if (!contained.cgroups) log.warn(`replicas get no cgroup of their own (${contained.reason}): a stop reaches their process group and their project's uid`)
-  else if (contained.limitsReason) log.warn(`replicas each get a cgroup, but --cpu and --memory are not enforced: ${contained.limitsReason}`)
-  const { runAs } = await decideIsolation(agent.dataDir, opts.runAs, contained)
+  const contained = await containReplicas(agent.dataDir, opts.runAs, AGENT_PLACE(agent.dataDir.root))
   const maxLogBytes = tunableNumber('MUSTER_AGENT_LOG_MAX_BYTES')
   const runner = new Runner({
     logDir: agent.dataDir.ensureDir(...LOG_DIR),
     stateFile: agent.dataDir.path(REPLICAS_FILE),
     maxLogBytes,
     stopGraceMs: tunableNumber('MUSTER_AGENT_STOP_GRACE_MS'),
-    runAs,
+    runAs: contained.runAs,
     cgroups: contained.cgroups,
     onChange: () => agent.nudge(),
   })

@@ -51,7 +51,9 @@ export async function mintForCaller(auth: Auth, p: Principal, now: number, b: { 
   }
   const name = b.name ?? `${p.name}-cli`
   const parentId = p.kind === 'api-token' ? p.token?.id : undefined
-  const minted = await auth.mintApiToken({ name, role, account: p.account, expiresAt, origin, now, ...(parentId ? { parentId } : {}) })
+  // The child's lineage starts where its parent's does: a token of no account mints tokens that act as it.
+  const rootId = p.kind === 'api-token' ? p.token?.root : undefined
+  const minted = await auth.mintApiToken({ name, role, account: p.account, expiresAt, origin, now, ...(parentId ? { parentId } : {}), ...(rootId ? { rootId } : {}) })
   return { id: minted.id, token: minted.token, name, role, expiresAt: iso(minted.expiresAt) }
 }
 

@@ -32,8 +32,11 @@ export interface Principal {
   name: string
   account: string | null
   role: Role
-  /** API tokens: the token's id, how it was made, and when it expires (ms; null: never). */
-  token?: { id: string; origin: ApiTokenOrigin; expiresAt: number | null }
+  /**
+   * API tokens: the token's id, how it was made, when it expires (ms; null: never), and the first token of its
+   * lineage (itself, unless a token minted it).
+   */
+  token?: { id: string; origin: ApiTokenOrigin; expiresAt: number | null; root: string }
   /** Sessions: opened while a break-glass held a joined office's door open (it ends when the door closes). */
   breakGlass?: boolean
   /** Sessions opened by a vouch: they mint no API token and hold no VOUCHED_WITHHELD permission (docs/federation.md). */
@@ -44,11 +47,13 @@ export interface Principal {
 
 /**
  * The name a principal goes by wherever it is recorded or shown (the audit, "deployed by", "requested by"):
- * its account, or `token:<id>` for an API token tied to no account. A token's own name is chosen by whoever
- * mints it, so it never stands for the principal: a token named `superadmin` is not her (docs/accounts-audit.md).
+ * its account, or `token:<id>` for an API token tied to no account — the id of the first token of its lineage
+ * (the one `muster admin api-token` made): what it mints acts as it, as an account's tokens act as the account,
+ * so minting children gives no one more names (nor more shares of the audit). A token's own name is chosen by
+ * whoever mints it, so it never stands for the principal: a token named `superadmin` is not her (docs/accounts-audit.md).
  */
 export function principalName(p: Principal): string {
-  return p.account ?? (p.token ? `token:${p.token.id}` : `token:${p.name}`)
+  return p.account ?? (p.token ? `token:${p.token.root}` : `token:${p.name}`)
 }
 
 /** A check that may refuse password login before any credential is read (federation's local door). */
@@ -191,12 +196,12 @@ export class Auth {
   }
 
   /** `parentId`: the token it is minted by; revoking that one revokes this one (item 7). */
-  async mintApiToken(opts: { name: string; role: Role; account?: string | null; expiresAt?: number | null; origin?: ApiTokenOrigin; now?: number; parentId?: string }): Promise<{ token: string; id: string; expiresAt: number | null }> {
+  async mintApiToken(opts: { name: string; role: Role; account?: string | null; expiresAt?: number | null; origin?: ApiTokenOrigin; now?: number; parentId?: string; rootId?: string }): Promise<{ token: string; id: string; expiresAt: number | null }> {
     const id = randomId(16)
     const secret = randomSecret()
     const expiresAt = opts.expiresAt ?? null
     await this.db.tx(async (t) => {
-      await insertApiToken(t, { id, name: opts.name, secretHash: this.digest(secret), role: opts.role, account: opts.account ?? null, now: opts.now ?? this.now(), expiresAt, origin: opts.origin })
+      await insertApiToken(t, { id, name: opts.name, secretHash: this.digest(secret), role: opts.role, account: opts.account ?? null, now: opts.now ?? this.now(), expiresAt, origin: opts.origin, rootId: opts.rootId ?? null })
       if (opts.parentId) await recordTokenParent(t, id, opts.parentId)
     })
     return { token: `mat_${id}.${secret}`, id, expiresAt }
@@ -288,7 +293,7 @@ export class Auth {
       if (this.passwordOff && row.origin === 'login' && acct.origin !== 'sso' && !(await this.passwordOpen(acct.name))) throw new MusterError('unauthorized', this.passwordOffRefusal().message)
     }
     await touchApiToken(this.db, row.id, now)
-    return { kind: 'api-token', name: row.name, account: row.account, role, token: { id: row.id, origin: row.origin, expiresAt: row.expires_at === null ? null : Number(row.expires_at) } }
+    return { kind: 'api-token', name: row.name, account: row.account, role, token: { id: row.id, origin: row.origin, expiresAt: row.expires_at === null ? null : Number(row.expires_at), root: row.root_id ?? row.id } }
   }
 
   private async fromSession(sid: string): Promise<Principal | null> {

@@ -31,6 +31,8 @@ export interface PlatformOptions {
   probeIntervalMs?: number
   remoteDispatch?: boolean
   localNode?: boolean
+  /** Who the local node's replicas run as (an account; `root` only by name); none: a uid per project where serve can switch users. */
+  localRunAs?: string
   nodeAuth?: 'legacy' | 'both' | 'enrolled'
   fleetTokenFile?: string
   /** More verification roots for cloud identity joins: JSON {"aws":{REGION:PEM},"gcp":{KID:PEM},"azure":[PEM]} (docs/cloud.md). */

@@ -17,6 +17,7 @@ import { caDaysLeft, caWarning, readCa } from '../pki/platform-ca.ts'
 import { openPlatformVault, type HostVault } from '../pki/host-vault.ts'
 import { serveLockHolder } from '../serve-lock.ts'
 import { checkIsolation } from './isolation.ts'
+import { localNodePlace } from '../projects/local-node.ts'
 import { VERSION } from '../version.ts'
 import { MusterError } from '../errors.ts'
 import { checkReceiptFiles, readReceipt, type Receipt } from './receipt.ts'
@@ -171,6 +172,9 @@ async function checkPlatform(dataDir: DataDir, add: Add): Promise<void> {
     }
   })()
   add('serve', pid ? 'ok' : 'warn', pid ? `muster serve is running (pid ${pid})` : 'muster serve is not running on this data directory')
+  // The local node (serve --local-node) records who its replicas run as, like an Agent.
+  const local = localNodePlace(dataDir.root)
+  if (dataDir.exists(local.isolationFile)) checkIsolation(dataDir, add, { prefix: 'local-node', file: local.isolationFile, secrets: local.secrets, recorder: 'the local node' })
   // The Platform's secrets are sealed in its store: read through its vault (this needs master.key).
   let host: HostVault
   try {

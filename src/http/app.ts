@@ -32,15 +32,20 @@ export function errorResponse(err: MusterError, extraHeaders?: Record<string, st
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 const FOREIGN_LOGIN = 'Login forms are accepted only from this Platform’s own pages.'
-/** Routes whose credential is in the body (a password, a vouch): a form posting one signs the browser in. */
-const CREDENTIAL_IN_BODY = ['/login', '/office/vouch', '/api/office/vouch']
+/**
+ * Routes whose credential is in the body (a password, a vouch, a finished sign-in's CLI grant or device handle):
+ * a form posting one signs the browser in, as whoever the credential belongs to.
+ */
+const CREDENTIAL_IN_BODY = ['/login', '/office/vouch', '/api/office/vouch', '/auth/oidc/cli/redeem', '/auth/oidc/device/poll']
 
 /**
  * Requests a page on another site could make a browser send (CSRF):
- * - POST /login and a vouch's redemption (POST /office/vouch, /api/office/vouch)
- *   in any shape but JSON (a form, multipart or text) must come from this
- *   Platform's pages, or a page elsewhere logs the browser in as the attacker
- *   (login CSRF);
+ * - POST /login, a vouch's redemption (POST /office/vouch, /api/office/vouch)
+ *   and the CLI's end of a sign-in with the identity provider (POST
+ *   /auth/oidc/cli/redeem, /auth/oidc/device/poll: an attacker's own grant or
+ *   device handle, each answered with a session cookie) in any shape but JSON
+ *   (a form, multipart or text) must come from this Platform's pages, or a page
+ *   elsewhere logs the browser in as the attacker (login CSRF);
  * - a change made with the session cookie must come from this Platform's pages
  *   and be JSON (or bodiless).
  * API tokens (Authorization: Bearer) are not sent by browsers on their own; other Authorization schemes are.

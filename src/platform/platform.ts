@@ -198,7 +198,7 @@ export class Platform implements Services {
     this.projects = await Projects.open(ctx, this.fabric, this.options.rescheduleGraceMs ?? 60_000)
     let localLogs: LocalLogs | undefined
     if (this.options.localNode) {
-      const local = startLocalNode(ctx, this.fabric)
+      const local = await startLocalNode(ctx, this.fabric, { runAs: this.options.localRunAs })
       this.projects.local = local
       localLogs = local
       this.fabric.localNode = () => localNodeView(this.now(), local.capacity())

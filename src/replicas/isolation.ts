@@ -15,7 +15,7 @@
 import { readFileSync, statSync } from 'node:fs'
 import type { DataDir } from '../datadir.ts'
 import type { CgroupsFound } from './cgroups.ts'
-import { ProjectUids } from './uids.ts'
+import { ProjectUids, UIDS_FILE } from './uids.ts'
 import { MusterError } from '../errors.ts'
 import { log } from '../log.ts'
 
@@ -55,6 +55,43 @@ export interface Isolation {
   containmentReason?: string
   checkedAt: string
 }
+
+/**
+ * Whose replicas these are: an Agent's, or the Platform's own node (`serve
+ * --local-node`), which keeps its files under platform/local-node/ and takes
+ * a cgroup subtree and a uid slice of its own, never the Agent's on the same
+ * data directory.
+ */
+export interface ReplicaPlace {
+  /** Names the cgroup subtree of a root runner (src/replicas/cgroups.ts). */
+  cgroupId: string
+  /** Where the uids given to projects are kept, and what was decided (for doctor). */
+  uidsFile: string
+  isolationFile: string
+  /** Set for the local node: its uid slice is another than an Agent's on the same data directory. */
+  uidSalt?: string
+  /** Who runs them, in messages. */
+  runner: 'Agent' | 'Platform'
+  /** Before each of its log lines ('' for an Agent, whose log is its own). */
+  label: string
+  /** The flag naming who they run as. */
+  flag: '--run-as' | '--local-run-as'
+  /** What a replica must not read, in messages. */
+  secrets: string
+  /** How the runner gets the capabilities it needs. */
+  grant: string
+}
+
+export const AGENT_PLACE = (root: string): ReplicaPlace => ({
+  cgroupId: root,
+  uidsFile: UIDS_FILE,
+  isolationFile: ISOLATION_FILE,
+  runner: 'Agent',
+  label: '',
+  flag: '--run-as',
+  secrets: "this node's key and credential",
+  grant: "install.sh's unit and the bootstrap line grant them",
+})
 
 /** Who runs each project's replicas: an account for all, a uid per project, or the Agent itself (undefined). */
 export type RunAsFor = (project: string) => RunAs | undefined
@@ -156,9 +193,10 @@ export async function clearInheritedCapabilities(): Promise<boolean> {
  * the --run-as flag (an account that must exist, and a switch the Agent must
  * be able to make); without it, a uid per project when the Agent can switch.
  */
-export async function decideIsolation(dataDir: DataDir | undefined, runAsFlag: string | undefined, contained?: CgroupsFound): Promise<{ runAs: RunAsFor; isolation: Isolation }> {
+export async function decideIsolation(dataDir: DataDir | undefined, runAsFlag: string | undefined, contained?: CgroupsFound, place: ReplicaPlace = AGENT_PLACE(dataDir?.root ?? '')): Promise<{ runAs: RunAsFor; isolation: Isolation }> {
+  const { runner, flag, secrets, label } = place
   if (!(await clearInheritedCapabilities())) {
-    throw new MusterError('insecure-permissions', 'This Agent holds ambient capabilities it cannot clear, so every replica would inherit them; run it without AmbientCapabilities= or as root.')
+    throw new MusterError('insecure-permissions', `This ${runner} holds ambient capabilities it cannot clear, so every replica would inherit them; run it without AmbientCapabilities= or as root.`)
   }
   const ownUid = process.getuid?.() ?? -1
   const ownGid = process.getgid?.() ?? -1
@@ -169,41 +207,41 @@ export async function decideIsolation(dataDir: DataDir | undefined, runAsFlag: s
     : {}
   const record = (i: Omit<Isolation, 'checkedAt'>) => {
     const isolation = { ...i, ...containment, checkedAt: new Date().toISOString() }
-    dataDir?.writeSecret(ISOLATION_FILE, `${JSON.stringify(isolation, null, 2)}\n`)
+    dataDir?.writeSecret(place.isolationFile, `${JSON.stringify(isolation, null, 2)}\n`)
     return isolation
   }
   if (runAsFlag !== undefined) {
     const account = findAccount(runAsFlag)
-    if (!account) throw new MusterError('invalid-request', `--run-as ${runAsFlag}: no such account on this machine (create it, e.g. useradd --system --no-create-home --shell /usr/sbin/nologin ${runAsFlag}).`)
-    if (account.uid === ownUid && account.uid !== 0) throw new MusterError('invalid-request', `--run-as ${runAsFlag}: replicas must run as an account other than the Agent's own.`)
-    if (account.uid === 0 && runAsFlag !== 'root') throw new MusterError('invalid-request', `--run-as ${runAsFlag}: that is root; to run replicas as root, say --run-as root.`)
-    if (!can) throw new MusterError('forbidden', `--run-as ${runAsFlag} needs an Agent running as root or with CAP_SETUID, CAP_SETGID and CAP_KILL (install.sh's unit grants them).`)
+    if (!account) throw new MusterError('invalid-request', `${flag} ${runAsFlag}: no such account on this machine (create it, e.g. useradd --system --no-create-home --shell /usr/sbin/nologin ${runAsFlag}).`)
+    if (account.uid === ownUid && account.uid !== 0) throw new MusterError('invalid-request', `${flag} ${runAsFlag}: replicas must run as an account other than the ${runner}'s own.`)
+    if (account.uid === 0 && runAsFlag !== 'root') throw new MusterError('invalid-request', `${flag} ${runAsFlag}: that is root; to run replicas as root, say ${flag} root.`)
+    if (!can) throw new MusterError('forbidden', `${flag} ${runAsFlag} needs ${runner === 'Agent' ? 'an Agent' : 'a Platform'} running as root or with CAP_SETUID, CAP_SETGID and CAP_KILL (${place.grant}).`)
     if (account.uid === 0) {
-      const reason = 'this Agent was told to run them as root (--run-as root)'
-      log.warn(`replicas run as root and can read this node's key and credential: ${reason}`)
+      const reason = `this ${runner} was told to run them as root (${flag} root)`
+      log.warn(`${label}replicas run as root and can read ${secrets}: ${reason}`)
       return { runAs: () => account, isolation: record({ isolated: false, user: 'root', uid: 0, gid: 0, reason }) }
     }
-    log.info(`replicas run as ${account.user} (uid ${account.uid}), which cannot read this node's key or credential`)
+    log.info(`${label}replicas run as ${account.user} (uid ${account.uid}), which cannot read ${secrets}`)
     return { runAs: () => account, isolation: record({ isolated: true, user: account.user, uid: account.uid, gid: account.gid }) }
   }
   if (can && dataDir) {
-    const uids = ProjectUids.open(dataDir)
-    log.info(`each project's replicas run as a uid of their own (from ${uids.first}), which cannot read this node's key or credential nor touch another project`)
+    const uids = ProjectUids.open(dataDir, place.uidsFile, place.uidSalt)
+    log.info(`${label}each project's replicas run as a uid of their own (from ${uids.first}), which cannot read ${secrets} nor touch another project`)
     const runAs = (project: string): RunAs => {
       const uid = uids.uidFor(project)
       return { user: String(uid), uid, gid: uid, home: '/' }
     }
     return { runAs, isolation: record({ isolated: true, user: 'per-project', uid: uids.first, gid: uids.first }) }
   }
-  const reason = `this Agent runs as ${own} without root or CAP_SETUID, CAP_SETGID and CAP_KILL (install.sh's unit and the bootstrap line grant them)`
-  log.warn(`replicas run as ${own}, the Agent's own user, and can read this node's key and credential: ${reason}`)
+  const reason = `this ${runner} runs as ${own} without root or CAP_SETUID, CAP_SETGID and CAP_KILL (${place.grant})`
+  log.warn(`${label}replicas run as ${own}, the ${runner}'s own user, and can read ${secrets}: ${reason}`)
   return { runAs: () => undefined, isolation: record({ isolated: false, user: own, uid: ownUid, gid: ownGid, reason }) }
 }
 
-/** What the last Agent recorded, or undefined. */
-export function readIsolation(dataDir: DataDir): Isolation | undefined {
+/** What the last Agent (or local node: its place's file) recorded, or undefined. */
+export function readIsolation(dataDir: DataDir, file = ISOLATION_FILE): Isolation | undefined {
   try {
-    const v = JSON.parse(dataDir.readSecretText(ISOLATION_FILE) ?? 'null') as Isolation | null
+    const v = JSON.parse(dataDir.readSecretText(file) ?? 'null') as Isolation | null
     return v && typeof v.isolated === 'boolean' ? v : undefined
   } catch {
     return undefined

@@ -22,18 +22,22 @@
 // reported (its exit status could not be waited on, so it is unknown) and
 // restarted. `release` leaves everything running; `stopAll` stops it. The
 // record keeps each replica's cgroup, so the next Agent (or `agent
-// --stop-replicas`) stops what escaped its process group too.
-import { appendFileSync, closeSync, existsSync, mkdirSync } from 'node:fs'
+// --stop-replicas`) stops what escaped its process group too. A start is
+// recorded before its command may run (src/replicas/spawn.ts): an Agent killed
+// between the spawn and the record leaves nothing running, so the next one
+// starts exactly one copy.
+import { appendFileSync, existsSync, mkdirSync } from 'node:fs'
 import type { AssignedReplica } from '../wire/projects.ts'
 import { fields, log } from '../log.ts'
 import { replicaRestarts } from '../metrics/agent.ts'
-import { tunable } from '../tunables.ts'
+import { tunableNumber } from '../tunables.ts'
 import { writeFileAtomic } from '../datadir.ts'
 import type { RunAs } from './isolation.ts'
-import { cgroupMembers, killCgroup, oomKills, removeCgroup, enterCgroup, signalCgroup, type Cgroups, type ReplicaCgroup } from './cgroups.ts'
+import { cgroupMembers, killCgroup, oomKills, removeCgroup, signalCgroup, type Cgroups, type ReplicaCgroup } from './cgroups.ts'
 import { inMusterRange, killProcessesOf } from './uids.ts'
-import { DEFAULT_LOG_MAX_BYTES, logFileName, openForAppend } from './log-files.ts'
-import { capLog, startLogPipe } from './log-pipe.ts'
+import { DEFAULT_LOG_MAX_BYTES, logFileName } from './log-files.ts'
+import { capLog } from './log-pipe.ts'
+import { goAhead, spawnWaiting, type Spawned } from './spawn.ts'
 import { bootId, sameProcess, procStat, signalGroup } from './procs.ts'
 import { readRecords, type ReplicaRecord } from './records.ts'
 
@@ -41,9 +45,6 @@ export type ReplicaState = 'pending' | 'running' | 'failed' | 'stopped'
 
 /** Why a replica failed, when the runner knows more than its exit status. */
 export type ReplicaReason = 'out-of-memory'
-
-/** The replica waits here until it is in its cgroup (a line on stdin), then becomes the command, with private files by default. */
-const SHIM = 'read -r _ || exit 111; umask 077; exec "$@" </dev/null'
 
 export interface RunnerOptions {
   /** Folder for per-replica logs. */
@@ -88,9 +89,6 @@ interface Supervised {
   /** Adopted from the state file and not yet named by an assignment. */
   placeholder: boolean
 }
-
-/** Under a test run, its marker goes on to the replicas, so a replica a test leaves behind is found (docs/testing.md). */
-const testRun = (run = tunable('MUSTER_TEST_RUN')): Record<string, string> => (run ? { MUSTER_TEST_RUN: run } : {})
 
 const keyOf = (r: { project: string; replica: number; revision: number }) => `${r.project}/${r.replica}/${r.revision}`
 
@@ -255,54 +253,28 @@ export class Runner {
     const runAs = this.opts.runAs?.(spec.project)
     const file = this.logFile(spec.project, spec.replica)
     this.writeLog(file, `--- ${new Date().toISOString()} starting revision ${spec.revision}: ${spec.command.join(' ')}\n`)
-    let fd: number | undefined
-    let cg: ReplicaCgroup | null = null
-    // Through a writer of its own that keeps the log capped with no Agent (src/replicas/log-pipe.ts), else the file itself.
-    const pipe = startLogPipe(file, this.opts.maxLogBytes)
+    let spawned: Spawned
     try {
-      if (this.opts.cgroups) cg = this.opts.cgroups.create(`${spec.project}.${spec.replica}.${spec.revision}.${Date.now()}`, { cpu: spec.cpu, memory: spec.memory })
-      fd = pipe?.fd ?? openForAppend(file)
-      s.proc = Bun.spawn(['/bin/sh', '-c', SHIM, 'muster-replica', ...spec.command], {
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: runAs ? runAs.home : (process.env.HOME ?? '/'), ...spec.env, MUSTER_PROJECT: spec.project, MUSTER_REPLICA: String(spec.replica), ...testRun() },
-        // Only the go-ahead line (the command itself gets /dev/null).
-        stdin: 'pipe',
-        // Not a pipe to the Agent: the replica writes on when the Agent is gone.
-        stdout: fd,
-        stderr: fd,
-        // setsid(): its own session and process group, so it outlives the Agent and a stop reaches its children.
-        detached: true,
-        ...(runAs ? { uid: runAs.uid, gid: runAs.gid, cwd: runAs.home } : {}),
-      })
-      if (cg && !enterCgroup(cg, s.proc.pid)) {
-        s.proc.kill('SIGKILL')
-        throw new Error(`cannot move it into its cgroup ${cg.dir}`)
-      }
-      const go = s.proc.stdin as Bun.FileSink
-      go.write('\n')
-      void go.end()
+      spawned = spawnWaiting(spec, file, this.opts.maxLogBytes, runAs, this.opts.cgroups)
     } catch (e) {
-      pipe?.abandon()
-      s.proc = null
-      s.state = 'failed'
-      s.exitCode = 127
-      if (cg) removeCgroup(cg)
-      this.writeLog(file, `cannot start: ${(e as Error).message}\n`)
-      this.scheduleRestart(s)
+      this.cannotStart(s, file, (e as Error).message)
       return
-    } finally {
-      if (pipe) pipe.handedOver()
-      else if (fd !== undefined) closeSync(fd)
     }
+    const { proc, cgroup: cg, pipe } = spawned
+    s.proc = proc
     s.cgroup = cg
     s.uid = runAs && inMusterRange(runAs.uid) ? runAs.uid : null
     s.reason = null
-    const proc = s.proc
     s.pid = proc.pid
     s.startTime = procStat(proc.pid)?.startTime ?? null
     s.state = 'running'
     s.exitCode = null
     s.startedAt = Date.now()
+    // Recorded before the command may run (src/replicas/spawn.ts): a runner killed before the go-ahead leaves no copy.
+    this.pauseForTest(s)
     this.save()
+    const started = goAhead(proc)
+    if (!started) log.warn(`replica ${spec.project}/${spec.replica} (pid ${proc.pid}) was gone before it was told to run`)
     this.opts.onChange()
     // Its last lines are in the log before the runner writes anything after them.
     void proc.exited.then(async (code) => {
@@ -326,6 +298,22 @@ export class Runner {
       log.warn(`replica ${spec.project}/${spec.replica} exited with ${code}${oom ? ' (killed for its memory limit)' : ''}`, fields({ project: spec.project, replica: spec.replica }))
       this.scheduleRestart(s)
     })
+  }
+
+  private cannotStart(s: Supervised, file: string, why: string): void {
+    s.proc = null
+    s.state = 'failed'
+    s.exitCode = 127
+    this.writeLog(file, `cannot start: ${why}\n`)
+    this.scheduleRestart(s)
+  }
+
+  /** Test-only (MUSTER_TEST_REPLICA_START_PAUSE_MS, docs/tunables.md): holds a start between its spawn and its record, where tests kill the runner. */
+  private pauseForTest(s: Supervised): void {
+    const ms = tunableNumber('MUSTER_TEST_REPLICA_START_PAUSE_MS')
+    if (ms <= 0) return
+    log.warn(`test pause: replica ${s.spec.project}/${s.spec.replica} started (pid ${s.pid}) and is not recorded yet; waiting ${ms} ms`)
+    Bun.sleepSync(ms)
   }
 
   private scheduleRestart(s: Supervised): void {

@@ -46,21 +46,27 @@ export const inMusterRange = (uid: number): boolean => Number.isInteger(uid) && 
 export class ProjectUids {
   private constructor(
     private readonly dataDir: DataDir,
+    private readonly file: string,
     private state: UidsFile,
   ) {}
 
-  /** The data directory's uids (its slice is chosen and recorded on first use). */
-  static open(dataDir: DataDir): ProjectUids {
+  /**
+   * The data directory's uids, kept in `file` (its slice is chosen and recorded on first use). With `salt`
+   * (the Platform's local node) the slice is another than the one an Agent on the same data directory takes.
+   */
+  static open(dataDir: DataDir, file = UIDS_FILE, salt?: string): ProjectUids {
     let state: UidsFile | undefined
     try {
-      const v = JSON.parse(dataDir.readSecretText(UIDS_FILE) ?? 'null') as UidsFile | null
+      const v = JSON.parse(dataDir.readSecretText(file) ?? 'null') as UidsFile | null
       if (v && inMusterRange(v.first) && (v.first - UID_FIRST) % SLICE === 0 && Number.isInteger(v.next) && v.next >= 0 && v.next <= SLICE && typeof v.projects === 'object') state = v
     } catch {}
     if (!state) {
-      const slice = createHash('sha256').update(dataDir.root).digest().readUInt32BE(0) % SLICES
+      const hash = (s: string) => createHash('sha256').update(s).digest().readUInt32BE(0)
+      const agents = hash(dataDir.root) % SLICES
+      const slice = salt === undefined ? agents : (agents + 1 + (hash(`${dataDir.root}\0${salt}`) % (SLICES - 1))) % SLICES
       state = { first: UID_FIRST + slice * SLICE, next: 0, projects: {} }
     }
-    return new ProjectUids(dataDir, state)
+    return new ProjectUids(dataDir, file, state)
   }
 
   /** The first uid of this Agent's slice. */
@@ -82,10 +88,10 @@ export class ProjectUids {
       const uid = this.state.first + i
       if (taken.has(uid) || processesOf(uid).length > 0) continue
       this.state = { ...this.state, next: i + 1, projects: { ...this.state.projects, [project]: uid } }
-      this.dataDir.writeSecret(UIDS_FILE, `${JSON.stringify(this.state, null, 2)}\n`)
+      this.dataDir.writeSecret(this.file, `${JSON.stringify(this.state, null, 2)}\n`)
       return uid
     }
-    throw new MusterError('internal', `This node has given all ${SLICE} uids of its range (from ${this.state.first}) to projects; remove ${this.dataDir.path(UIDS_FILE)} once no replica runs to start over.`)
+    throw new MusterError('internal', `This node has given all ${SLICE} uids of its range (from ${this.state.first}) to projects; remove ${this.dataDir.path(this.file)} once no replica runs to start over.`)
   }
 }
 

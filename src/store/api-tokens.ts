@@ -17,12 +17,14 @@ export interface ApiTokenRow {
   revoked_at: number | null
   expires_at: number | null
   origin: ApiTokenOrigin
+  /** The first token of its lineage (null: this token is one, made by a host or a login). */
+  root_id: string | null
 }
 
-export async function insertApiToken(db: Db, t: { id: string; name: string; secretHash: string; role: string; account: string | null; now: number; expiresAt?: number | null; origin?: ApiTokenOrigin }): Promise<void> {
+export async function insertApiToken(db: Db, t: { id: string; name: string; secretHash: string; role: string; account: string | null; now: number; expiresAt?: number | null; origin?: ApiTokenOrigin; rootId?: string | null }): Promise<void> {
   await db.run(
-    'INSERT INTO api_tokens (id, name, secret_hash, role, account, created_at, expires_at, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)',
-    t.id, t.name, t.secretHash, t.role, t.account, t.now, t.expiresAt ?? null, t.origin ?? 'host',
+    'INSERT INTO api_tokens (id, name, secret_hash, role, account, created_at, expires_at, origin, root_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)',
+    t.id, t.name, t.secretHash, t.role, t.account, t.now, t.expiresAt ?? null, t.origin ?? 'host', t.rootId ?? null,
   )
 }
 

@@ -61,6 +61,8 @@ export interface Size {
   diskGB: number | null
   /** Only where the provider's own list answers it (Hetzner, DigitalOcean). */
   priceMonthly: number | null
+  /** The currency of priceMonthly (ISO 4217: Hetzner prices in EUR, VAT included; DigitalOcean in USD), null without a price. */
+  currency: string | null
 }
 
 /** GET /api/v1/cloud/providers/:provider/regions */

@@ -74,7 +74,7 @@ describe('azure', () => {
     await using f = startAzureFake()
     expect((await azure(f).sizes('westeurope')).map((s) => s.id)).toEqual(['Standard_B1s', 'Standard_B2s', 'Standard_D2s_v5'])
     expect((await azure(f, creds(f), 'arm64').sizes('westeurope')).map((s) => s.id)).toEqual(['Standard_D2ps_v5'])
-    expect((await azure(f).sizes('westeurope'))[1]).toEqual({ id: 'Standard_B2s', cpus: 2, memoryMB: 4096, diskGB: 1023, priceMonthly: null })
+    expect((await azure(f).sizes('westeurope'))[1]).toEqual({ id: 'Standard_B2s', cpus: 2, memoryMB: 4096, diskGB: 1023, priceMonthly: null, currency: null })
     expect(new Set(f.versions.filter((v) => v.startsWith('skus')))).toEqual(new Set(['skus 2021-07-01']))
   })
 

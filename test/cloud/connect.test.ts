@@ -59,7 +59,7 @@ describe('cloud connections', () => {
     // x86 only (no cax*), and not what Hetzner deprecates in fsn1 (cpx11 there, by locations[].deprecation)
     expect(sizes.sizes.map((s) => s.id)).toEqual(['cx22', 'cx32'])
     expect((await p.client.cloud.sizes('hetzner', 'nbg1')).sizes.map((s) => s.id)).toEqual(['cx22', 'cx32', 'cpx11'])
-    expect(sizes.sizes[0]).toEqual({ id: 'cx22', cpus: 2, memoryMB: 4096, diskGB: 40, priceMonthly: 4.5101 })
+    expect(sizes.sizes[0]).toEqual({ id: 'cx22', cpus: 2, memoryMB: 4096, diskGB: 40, priceMonthly: 4.5101, currency: 'EUR' })
     expect(logged.lines.join('\n')).toContain('hetzner connected')
     expect(logged.lines.join('\n')).not.toContain(hz.token)
 
@@ -79,7 +79,10 @@ describe('cloud connections', () => {
     await expect(p.client.cloud.connect('aws', { accessKeyId: 'AKIAEXAMPLE12345' })).rejects.toMatchObject({ code: 'invalid-request', detail: { field: 'credentials.secretAccessKey' } })
     expect((await p.client.cloud.connect('digitalocean', JSON.stringify({ token: dofake.token }))).connected).toBe(true)
     expect((await viewer.cloud.status()).providers[1]).toMatchObject({ provider: 'digitalocean', connected: true })
-    expect((await viewer.cloud.sizes('digitalocean', 'ams3')).sizes.map((s) => s.id)).toEqual(['s-1vcpu-1gb', 's-2vcpu-2gb'])
+    const doSizes = (await viewer.cloud.sizes('digitalocean', 'ams3')).sizes
+    expect(doSizes.map((s) => s.id)).toEqual(['s-1vcpu-1gb', 's-2vcpu-2gb'])
+    // DigitalOcean's price_monthly is in US dollars
+    expect(doSizes[0]).toEqual({ id: 's-1vcpu-1gb', cpus: 1, memoryMB: 1024, diskGB: 25, priceMonthly: 6, currency: 'USD' })
     await expect(viewer.cloud.disconnect('digitalocean')).rejects.toMatchObject({ code: 'forbidden' })
     await expect(p.client.cloud.sizes('digitalocean', 'bad region!')).rejects.toMatchObject({ code: 'invalid-request', detail: { field: 'region' } })
   })

@@ -62,7 +62,7 @@ describeWithNetns('cloud through dist/muster', () => {
       const regions = await cli(['regions', 'hetzner', '--json'])
       expect((regions.json().regions as { id: string }[]).map((r) => r.id)).toEqual(['fsn1', 'nbg1', 'hel1'])
       const sizes = await cli(['sizes', 'hetzner', '--region', 'fsn1'])
-      expect(sizes.stdout).toMatch(/cx22\s+2\s+4096 MB\s+40 GB\s+4\.51/)
+      expect(sizes.stdout).toMatch(/cx22\s+2\s+4096 MB\s+40 GB\s+4\.51 EUR/)
       expect((await cli(['sizes', 'nimbus'])).code).toBe(2)
 
       expect((await cli(['provision', '--provider', 'hetzner', '--name', 'cloud-x', '--region', 'fsn1', '--size', 'cx22', '--allow-ssh-inbound', 'anywhere'])).code).toBe(2)

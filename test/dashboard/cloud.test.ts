@@ -102,10 +102,10 @@ describe('dashboard: Providers and machines', () => {
     await dialog.getByLabel('Region').selectOption('fsn1')
     const size = dialog.getByLabel('Size')
     await size.locator('option[value="cx22"]').waitFor({ state: 'attached' })
-    // only what the binary runs on, with Hetzner's gross monthly price; no Arm type, nothing deprecated here
+    // only what the binary runs on, with Hetzner's gross monthly price in euros; no Arm type, nothing deprecated here
     const offered = await size.locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value).filter(Boolean))
     expect(offered).toEqual(['cx22', 'cx32'])
-    expect(await size.locator('option[value="cx22"]').textContent()).toBe('cx22 — 2 CPU, 4096 MB, 40 GB disk — 4.51 per month')
+    expect(await size.locator('option[value="cx22"]').textContent()).toBe('cx22 — 2 CPU, 4096 MB, 40 GB disk — 4.51 EUR per month')
     await size.selectOption('cx32')
     await dialog.getByLabel('Name').fill('dash-1')
     await dialog.getByLabel('Role').selectOption('build')

@@ -1,24 +1,43 @@
 // Every dashboard page at 420 px (a phone) and at 1400 px, in headless
-// Chromium against a real Platform with a small fleet: nothing sticks out of
-// the window (no element past its right edge outside a box that scrolls, no
-// page wider than the window), and on the narrow screen tables are cards, not
-// boxes to scroll sideways. Screenshots of each page go to
-// $MUSTER_TEST_SCREENS_DIR when it is set (look at them after a layout change).
+// Chromium against a real Platform with a small fleet (long names, a halted
+// rollout, audit entries with markup in them, a provider connected at the
+// Hetzner fake): nothing sticks out of the window (no element past its right
+// edge outside a box that scrolls, no page wider than the window), on the
+// narrow screen tables are cards, not boxes to scroll sideways, and text from
+// outside stays text. The login page with an identity provider's button comes
+// from a second Platform signing in with a real OpenID provider. Screenshots
+// of each page go to $MUSTER_TEST_SCREENS_DIR when it is set (look at them
+// after a layout change).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdirSync } from 'node:fs'
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { hashPassword } from '../../src/auth/auth.ts'
+import { cloudOf } from '../../src/cloud/service.ts'
 import { insertAccount } from '../../src/store/accounts.ts'
+import { VERSION } from '../../src/version.ts'
+import { FAST_RETRY } from '../cloud/_ctx.ts'
+import { startHetznerFake, type HetznerFake } from '../fakes/hetzner.ts'
+import { startOidcProvider, type OidcProviderHandle } from '../helpers/oidc-provider.ts'
 import { startPlatform, type TestPlatform } from '../helpers/platform.ts'
-import { waitFor } from '../helpers/tmp.ts'
+import { fakeRelease, SimNode } from '../helpers/sim-nodes.ts'
+import { tmpDir, waitFor } from '../helpers/tmp.ts'
 import { beat, enrollNode, launch, logIn, newPage, reportPlaced, SLOW, superadminPassword } from './_fleet.ts'
 
 const SCREENS = process.env.MUSTER_TEST_SCREENS_DIR
 const CAPACITY = { cpuMillis: 2000, memoryMB: 4096 }
+/** The longest node name there is (63 characters): tables and cards must hold it. */
+const LONG_NODE = 'rack9-worker-with-a-name-as-long-as-a-node-name-may-ever-get-01'
+/** Markup an identity provider chose (a subject): the audit shows it as text. */
+const MARKUP = '<img src=x onerror=alert(1)>'
 let browser: Browser
 let p: TestPlatform
+let sso: TestPlatform
+let op: OidcProviderHandle
+let hz: HetznerFake
+let rollout: string
 const errors: string[] = []
+const dir = tmpDir('muster-layout-')
 
 beforeAll(async () => {
   if (SCREENS) mkdirSync(SCREENS, { recursive: true })
@@ -35,12 +54,60 @@ beforeAll(async () => {
   await reportPlaced(p, nodes, CAPACITY, ['queue-worker/1'])
   await p.client.nodes.createJoinToken({ label: 'rack 3', maxUses: 10, namePattern: 'rack3-*' })
   await insertAccount(p.platform.store, { name: 'vera', role: 'viewer', passwordHash: await hashPassword('viewer-pass-1'), now: Date.now() })
-}, 120_000)
+  await insertAccount(p.platform.store, { name: 'margaret.hamilton-longname@engineering.example.com', role: 'operator', passwordHash: null, origin: 'sso', now: Date.now() })
+  // The entry a sign-in with an identity provider writes: the subject is the provider's to choose (src/sso/signin.ts)
+  await p.platform.audit.record({ principal: 'margaret.hamilton-longname@engineering.example.com', kind: 'session' }, { source: '127.0.0.1', action: 'sso.login', target: 'margaret.hamilton-longname@engineering.example.com', outcome: 'ok', detail: `role=operator sub=${MARKUP} iss=https://login.engineering.example.com/realms/a-long-realm-name` })
+
+  // Releases: two signed releases, and a rollout halted by a canary that rolled back, another updating
+  const old = await fakeRelease(p, dir.path, '0.0.5')
+  await fakeRelease(p, dir.path, VERSION, old.key)
+  const sims = await Promise.all([LONG_NODE, 'edge-arm-01', 'edge-arm-02'].map((n, i) => new SimNode(p, n, '0.0.5', { zone: i === 0 ? 'eu-central-with-a-long-zone-name' : 'edge' }).enroll()))
+  for (const n of sims) {
+    await n.facts()
+    await n.beat()
+  }
+  sims[0]!.play = 'rolled-back'
+  sims[1]!.play = 'silent'
+  rollout = (await p.client.rollouts.start({ version: VERSION, maxUnavailable: '2', canaries: 2 })).id
+  const keys = (await p.client.releases.list()).keys.map((k) => ({ kid: k.kid, publicKey: k.publicKey }))
+  const trust = async () => (await p.client.nodes.trust()).trustKeys
+  await waitFor(async () => {
+    await Promise.all(sims.map((n) => n.round(trust, keys, 0, p.platform.now)))
+    return (await p.client.rollouts.status(rollout)).state === 'halted'
+  }, { timeoutMs: 30_000, what: 'the rollout halted' })
+
+  // Providers and machines: Hetzner (its fake) connected, so the wizard has regions and sizes
+  hz = startHetznerFake()
+  const cloud = cloudOf(p.platform)
+  cloud.endpoints.hetzner = hz.url
+  cloud.binary = { url: 'https://releases.example/muster-linux-x64', sha256: 'ab'.repeat(32) }
+  cloud.retry = FAST_RETRY
+  await p.client.cloud.connect('hetzner', hz.token)
+
+  // A second Platform that signs people in with an OpenID provider: its login page has the button
+  const port = await freePort()
+  op = await startOidcProvider({ users: {}, clients: [{ clientId: 'muster', clientSecret: 'layout-client-secret-0123456789', redirectUris: [`http://127.0.0.1:${port}/auth/oidc/callback`] }] })
+  const secret = join(dir.path, 'oidc-secret')
+  writeFileSync(secret, 'layout-client-secret-0123456789\n')
+  chmodSync(secret, 0o600)
+  sso = await startPlatform({ port, oidc: { issuer: op.issuer, clientId: 'muster', clientSecretFile: secret, roleMap: 'admins=superadmin', displayName: 'Acme Corporation Single Sign-On' } })
+}, 180_000)
 
 afterAll(async () => {
   await browser?.close()
   await p?.close()
+  await sso?.close()
+  await op?.close()
+  await hz?.stop()
+  dir[Symbol.dispose]()
 })
+
+async function freePort(): Promise<number> {
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
 
 /** Elements past the window's right edge that no scrolling box holds, and the page's own width. */
 function overflow(page: Page) {
@@ -63,14 +130,16 @@ function overflow(page: Page) {
   })
 }
 
-/** Table boxes that scroll sideways (at 420 px the tables are cards and must not). */
+/** Table boxes that scroll sideways: none at either width (at 420 px the tables are cards; at 1400 px every column fits). */
 const scrollingTables = (page: Page) => page.locator('.table-wrap:visible').evaluateAll((els) => els.filter((el) => el.scrollWidth > el.clientWidth + 1).length)
 
 async function check(page: Page, width: number, name: string) {
   await page.evaluate(() => document.fonts.ready)
   const o = await overflow(page)
   expect({ page: name, ...o, out: o.out.slice(0, 5) }).toEqual({ page: name, width, scrollWidth: width, out: [] })
-  if (width < 700) expect(await scrollingTables(page)).toBe(0)
+  expect({ page: name, scrollingTables: await scrollingTables(page) }).toEqual({ page: name, scrollingTables: 0 })
+  // on the narrow screen a table is cards: its header row is gone, each cell says its column
+  if (width < 700) expect({ page: name, headers: await page.locator('.table-wrap thead:visible').count() }).toEqual({ page: name, headers: 0 })
   if (SCREENS) await screenshots(page, width, name)
 }
 
@@ -135,6 +204,52 @@ for (const width of [420, 1400]) {
       await tab(page, 'Providers and machines')
       await page.locator('#panel-cloud tr[data-provider]').first().waitFor()
       await check(page, width, 'cloud')
+      await ctx.close()
+      expect(errors).toEqual([])
+    })
+
+    test('releases and the halted rollout, accounts, the audit, the add-machine wizard of a provider', SLOW, async () => {
+      const { ctx, page } = await newPage(browser, errors, width)
+      await logIn(page, p.url, 'superadmin', superadminPassword(p))
+
+      await tab(page, 'Releases')
+      await page.locator(`[data-rollout="${rollout}"][data-state="halted"]`).waitFor()
+      await page.locator(`tr[data-rollout-node="${LONG_NODE}"]`).waitFor()
+      await check(page, width, 'releases')
+
+      await tab(page, 'Accounts')
+      await page.locator('tr[data-account="vera"]').waitFor()
+      await check(page, width, 'accounts')
+
+      await tab(page, 'Audit')
+      await page.locator('#panel-audit tr[data-entry]').first().waitFor()
+      // the markup is shown as it was typed, and made no element
+      await page.locator('#panel-audit').getByText(MARKUP).first().waitFor()
+      expect(await page.locator('#panel-audit img').count()).toBe(0)
+      await check(page, width, 'audit')
+
+      await tab(page, 'Providers and machines')
+      await page.locator('#panel-cloud tr[data-provider="hetzner"]').getByText('connected', { exact: true }).waitFor()
+      await page.locator('#panel-cloud').getByRole('button', { name: 'Add a machine' }).click()
+      const wizard = page.getByRole('dialog', { name: 'Add a machine' })
+      await wizard.getByLabel('Provider').selectOption('hetzner')
+      await waitFor(async () => (await wizard.getByLabel('Region').locator('option').count()) > 1, { what: 'the regions' })
+      await wizard.getByLabel('Region').selectOption('fsn1')
+      await waitFor(async () => (await wizard.getByLabel('Size').locator('option').count()) > 1, { what: 'the sizes' })
+      await wizard.getByLabel('Size').selectOption('cx32')
+      await check(page, width, 'cloud-wizard')
+      await wizard.getByRole('button', { name: 'Cancel' }).click()
+      await ctx.close()
+      expect(errors).toEqual([])
+    })
+
+    test('the login page of a Platform with an identity provider: its button beside the password form', SLOW, async () => {
+      const { ctx, page } = await newPage(browser, errors, width)
+      await page.goto(sso.url)
+      await page.locator('#sso-login').waitFor()
+      expect(await page.locator('#sso-login').textContent()).toBe('Sign in with Acme Corporation Single Sign-On')
+      expect(await page.locator('#login-form input[name=password]').isVisible()).toBe(true)
+      await check(page, width, 'login-sso')
       await ctx.close()
       expect(errors).toEqual([])
     })

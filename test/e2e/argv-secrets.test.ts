@@ -84,6 +84,25 @@ describe.skipIf(process.platform !== 'linux')('secrets on argv through dist/must
     expect(r.stdout + r.stderr).not.toContain(token)
   })
 
+  test('the flag in the camelCase the parser also takes (--enrollmentToken) is hidden and warned about the same way', { timeout: 90_000 }, async () => {
+    using dir = tmpDir()
+    await using serve = await startServeWithListener(`${dir.path}/platform`)
+    const { token } = JSON.parse((await runMuster(['nodes', 'enroll-token', 'w2', '--json'], { env: serve.env })).stdout) as { token: string }
+    const listener = new URL(serve.enrollUrl)
+    using front = await relay({ host: listener.hostname, port: Number(listener.port) })
+    const r = await watched(
+      ['worker', 'join', `--enrollmentToken=${token}`, '--platform-url', `https://${front.url}`, '--platform-fingerprint', serve.fingerprint, '--node-id', 'w2', '--address', '127.0.0.1', '--data-dir', `${dir.path}/w2`],
+      token,
+      front.firstConnection,
+    )
+    // The parser took the token from that spelling: the join used it.
+    expect([r.code, r.stdout + r.stderr]).toEqual([0, expect.stringContaining('Joined as w2')])
+    expect(r.stderr).toContain('--enrollment-token on the command line lands in shell history')
+    expect(r.first).toBeDefined()
+    expect(r.seen.filter((t) => t >= r.first!)).toEqual([])
+    expect(r.stdout + r.stderr).not.toContain(token)
+  })
+
   test('--token on any client command is hidden the same way', { timeout: 60_000 }, async () => {
     using dir = tmpDir()
     await using serve = await startServeWithListener(`${dir.path}/platform`)

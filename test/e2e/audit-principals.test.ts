@@ -7,7 +7,12 @@
 //   token.mint and project.deploy stay;
 // - an account-less token minted a child named `superadmin`, whose acts showed
 //   as hers; now such tokens are `token:<id>`, and `--principal superadmin`
-//   lists only what her account did.
+//   lists only what her account did;
+// - such a token minted a child per write, and each child, a principal of its
+//   own, had a share of the budget of its own: seventy children writing once
+//   each pushed the superadmin's entries out. Now what a token of no account
+//   mints acts as it (`token:<the id the host minted>`; `tokenId` names the
+//   child), so its whole lineage holds one share.
 import { describe, expect, test } from 'bun:test'
 import { runMuster, startServe } from '../helpers/binary.ts'
 import { tmpDir } from '../helpers/tmp.ts'
@@ -123,15 +128,48 @@ describe('the audit budget and its principals through dist/muster', () => {
     expect(mine.every((e) => e.principal === 'superadmin')).toBe(true)
     const all = await p.audit(her.token)
     const planted = all.find((e) => e.action === 'project.deploy' && e.target === 'planted')!
-    expect(planted).toMatchObject({ principal: `token:${child.id}`, principalKind: 'api-token', tokenId: child.id })
+    // The child acts as the token that minted it (the one the host made): tokenId says which token of that lineage wrote.
+    expect(planted).toMatchObject({ principal: `token:${ops.id}`, principalKind: 'api-token', tokenId: child.id })
     expect(all.find((e) => e.action === 'token.mint' && e.principalKind === 'api-token' && e.tokenId === ops.id)).toMatchObject({ principal: `token:${ops.id}` })
     expect(all.find((e) => e.action === 'project.remove')).toMatchObject({ principal: '(unknown)', principalKind: 'anonymous', tokenId: her.id, outcome: 'denied' })
     // The table says the same.
     const table = await runMuster(['audit'], { env: { MUSTER_URL: p.serve.url, MUSTER_TOKEN: her.token } })
-    expect(table.stdout.split('\n').find((l) => l.includes('planted'))).toContain(`token:${child.id} (api-token)`)
+    expect(table.stdout.split('\n').find((l) => l.includes('planted'))).toContain(`token:${ops.id} (api-token)`)
     expect(table.stdout.split('\n').filter((l) => l.includes('superadmin (')).length).toBe(3)
     // And `projects show` names who deployed it the same way.
     const shown = JSON.parse((await runMuster(['projects', 'show', 'planted', '--json'], { env })).stdout) as { deployedBy: string }
-    expect(shown.deployedBy).toBe(`token:${child.id}`)
+    expect(shown.deployedBy).toBe(`token:${ops.id}`)
+  })
+
+  test('an account-less token minting a child per write buys no more of the budget: seventy children leave the superadmin’s actions', { timeout: 120_000 }, async () => {
+    using dir = tmpDir()
+    await using p = await platform(dir.path).then((x) => Object.assign(x, { [Symbol.asyncDispose]: () => x.serve.stop().then(() => {}) }))
+    const her = await superadminActs(p)
+    const ops = await p.mint('--role', 'operator', '--name', 'ops')
+    // Each child is a token of its own and writes once (it mints a grandchild), and each grandchild writes once
+    // too (a great-grandchild): 1.4 times the budget of distinct tokens at each depth.
+    const writers: string[] = []
+    for (let i = 0; i < 70; i += 10) {
+      await Promise.all(
+        Array.from({ length: 10 }, async (_, j) => {
+          const res = await p.api(ops.token, 'POST', '/api/v1/api-tokens', { name: `c${i + j}` })
+          expect(res.status).toBe(200)
+          const child = (await res.json()) as { token: string; id: string }
+          const res2 = await p.api(child.token, 'POST', '/api/v1/api-tokens', { name: 'g' })
+          expect(res2.status).toBe(200)
+          const grandchild = (await res2.json()) as { token: string; id: string }
+          expect((await p.api(grandchild.token, 'POST', '/api/v1/api-tokens', { name: 'gg' })).status).toBe(200)
+          writers.push(child.id, grandchild.id)
+        }),
+      )
+    }
+    const entries = await p.audit(her.token)
+    expect(hers(entries)).toEqual(['project.deploy ok', 'token.mint ok', 'account.add ok'])
+    // The descendants' writes are there, each under the lineage's one name, each naming the token that wrote it.
+    const byChildren = entries.filter((e) => e.tokenId !== null && writers.includes(e.tokenId))
+    expect(byChildren.length).toBeGreaterThan(0)
+    expect(new Set(byChildren.map((e) => e.principal))).toEqual(new Set([`token:${ops.id}`]))
+    expect(new Set(byChildren.map((e) => e.tokenId)).size).toBe(byChildren.length)
+    expect((await p.audit(her.token, '--principal', `token:${ops.id}`)).length).toBeGreaterThan(byChildren.length - 1)
   })
 })

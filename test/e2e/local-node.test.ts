@@ -3,7 +3,7 @@
 // Platform's privileges (the attack: copy platform/master.key), while a
 // superadmin's does.
 import { describe, expect, test } from 'bun:test'
-import { existsSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync } from 'node:fs'
 import { runMuster, startServe } from '../helpers/binary.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
@@ -37,6 +37,10 @@ describe('the local node through dist/muster', () => {
     using dir = tmpDir()
     const data = `${dir.path}/platform`
     const out = `${dir.path}/out`
+    // As root the local node runs each project as a uid of its own (docs/security.md): it writes only where anyone may.
+    chmodSync(dir.path, 0o711)
+    mkdirSync(out, { mode: 0o777 })
+    chmodSync(out, 0o1777)
     await using serve = await startServe(data, ['--local-node'])
     const admin = { MUSTER_URL: serve.url, MUSTER_TOKEN: await token(data, 'superadmin', 'admin') }
     const operator = { MUSTER_URL: serve.url, MUSTER_TOKEN: await token(data, 'operator', 'op') }

@@ -106,8 +106,8 @@ export default [
   {
     name: "replicas4: doctor only warns about a node whose replicas can read its key",
     file: 'src/doctor/isolation.ts',
-    from: "    add('replica-isolation', 'fail', `replicas run as ${i.user} and can read",
-    to: "    add('replica-isolation', 'warn', `replicas run as ${i.user} and can read",
+    from: "    add(`${prefix}-isolation`, 'fail', `replicas run as ${i.user} and can read",
+    to: "    add(`${prefix}-isolation`, 'warn', `replicas run as ${i.user} and can read",
     tests: ['test/e2e/isolation.test.ts'],
   },
   {

@@ -163,9 +163,9 @@ export default [
   {
     name: 'tests4: a replica writes its log itself (no writer of its own): the log grows while no Agent runs',
     ci: true,
-    file: 'src/replicas/runner.ts',
-    from: '    const pipe = startLogPipe(file, this.opts.maxLogBytes)',
-    to: '    const pipe = null as ReturnType<typeof startLogPipe>',
+    file: 'src/replicas/spawn.ts',
+    from: '  const pipe = startLogPipe(file, maxLogBytes)',
+    to: '  const pipe = null as ReturnType<typeof startLogPipe>',
     tests: ['test/e2e/replica-log-cap.test.ts'],
   },
   {

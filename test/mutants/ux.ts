@@ -1,9 +1,11 @@
 // Planted bugs for what a newcomer meets between the demo and a second
 // machine: prompts on stderr, the way back after
-// a rebind, doctor's words on a dead credential, errors that name the cause.
+// a rebind, doctor's words on a dead credential, errors that name the cause,
+// and the dashboard's layout on a phone and on a wide screen.
 import type { Mutant } from './types.ts'
 
 const NEWCOMER_E2E = 'test/e2e/newcomer.test.ts'
+const LAYOUT = 'test/dashboard/layout.test.ts'
 
 export default [
   {
@@ -85,5 +87,21 @@ export default [
     to: "log['info']",
     tests: [NEWCOMER_E2E],
     filter: 'serve on SQLite',
+  },
+  {
+    name: 'ux: layout: on a phone the tables keep their header row (tables, not cards)',
+    file: 'src/dashboard/ui/app.css',
+    from: '  .table-wrap thead { display: none; }',
+    to: '  .table-wrap thead { }',
+    tests: [LAYOUT],
+    filter: 'at 420 px',
+  },
+  {
+    name: "ux: layout: the audit's cells keep callers' long text whole (the table runs past its box at 1400 px)",
+    file: 'src/dashboard/ui/app.css',
+    from: '#panel-audit td { overflow-wrap: anywhere; }',
+    to: '#panel-audit td { }',
+    tests: [LAYOUT],
+    filter: 'releases and the halted rollout',
   },
 ] satisfies Mutant[]

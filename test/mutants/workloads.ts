@@ -127,7 +127,7 @@ export default [
   {
     name: 'isolation: replicas keep the Agent\'s uid and gid',
     ci: true,
-    file: 'src/replicas/runner.ts',
+    file: 'src/replicas/spawn.ts',
     from: '...(runAs ? { uid: runAs.uid, gid: runAs.gid, cwd: runAs.home } : {})',
     to: '...(runAs ? { cwd: runAs.home } : {})',
     tests: ['test/e2e/isolation.test.ts'],
@@ -142,8 +142,8 @@ export default [
   {
     name: 'isolation: doctor reports unisolated replicas as fine',
     file: 'src/doctor/isolation.ts',
-    from: "add('replica-isolation', 'fail', `replicas run as ${i.user} and can read",
-    to: "add('replica-isolation', 'ok', `replicas run as ${i.user} and can read",
+    from: "add(`${prefix}-isolation`, 'fail', `replicas run as ${i.user} and can read",
+    to: "add(`${prefix}-isolation`, 'ok', `replicas run as ${i.user} and can read",
     tests: ['test/e2e/isolation.test.ts'],
   },
 ] satisfies Mutant[]

@@ -4,7 +4,7 @@
 // it, and a keep-alive (the next seq, no lines) is never kept, so the lines
 // sent under that seq once the replica writes again are not lost.
 import { describe, expect, test } from 'bun:test'
-import { existsSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, writeFileSync } from 'node:fs'
 import { startPlatform, type TestPlatform } from '../helpers/platform.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
@@ -22,6 +22,8 @@ describe('a followed log (second self-audit)', () => {
   test('the cursor serves its operator only; lines written after quiet seconds arrive', { timeout: 90_000 }, async () => {
     await using p = await startPlatform({ localNode: true })
     using dir = tmpDir()
+    // The local node runs the project as a uid of its own where it can switch users: it must reach, and remove, the trigger.
+    chmodSync(dir.path, 0o777)
     const trigger = `${dir.path}/say`
     // A replica that writes one line at start, then one line each time the test asks for it.
     await p.client.projects.deploy({ name: 'quiet', replicas: 1, cpu: 10, memory: 10, command: ['sh', '-c', `echo ready; n=0; while true; do if [ -f ${trigger} ]; then n=$((n+1)); rm -f ${trigger}; echo "line $n"; fi; sleep 0.05; done`] })

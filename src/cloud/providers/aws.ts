@@ -88,7 +88,7 @@ export class AwsProvider implements CloudProvider {
     const arch = this.ctx.arch
     const found = items(r, 'instanceTypeSet')
       .filter((i) => items(i, 'processorInfo', 'supportedArchitectures').some((a) => a.text.trim() === arch))
-      .map((i) => ({ id: textOf(i, 'instanceType')!, cpus: Number(textOf(i, 'vCpuInfo', 'defaultVCpus')), memoryMB: Number(textOf(i, 'memoryInfo', 'sizeInMiB')), diskGB: null, priceMonthly: null }))
+      .map((i) => ({ id: textOf(i, 'instanceType')!, cpus: Number(textOf(i, 'vCpuInfo', 'defaultVCpus')), memoryMB: Number(textOf(i, 'memoryInfo', 'sizeInMiB')), diskGB: null, priceMonthly: null, currency: null }))
     return here.flatMap((s) => found.filter((f) => f.id === s))
   }
 

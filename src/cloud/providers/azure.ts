@@ -144,7 +144,7 @@ export class AzureProvider implements CloudProvider {
       .map((s) => {
         const cap = (n: string) => Number(s.capabilities?.find((c) => c.name === n)?.value)
         const os = cap('OSVhdSizeMB')
-        return { id: s.name, cpus: cap('vCPUs'), memoryMB: Math.round(cap('MemoryGB') * 1024), diskGB: Number.isFinite(os) ? Math.round(os / 1024) : null, priceMonthly: null }
+        return { id: s.name, cpus: cap('vCPUs'), memoryMB: Math.round(cap('MemoryGB') * 1024), diskGB: Number.isFinite(os) ? Math.round(os / 1024) : null, priceMonthly: null, currency: null }
       })
   }
 

@@ -101,7 +101,7 @@ export class DigitalOceanProvider implements CloudProvider {
     const list = await this.all<{ slug: string; vcpus: number; memory: number; disk: number; price_monthly: number; available: boolean; regions: string[] }>('/sizes', 'sizes')
     return list
       .filter((s) => s.available && (!region || s.regions.includes(region)))
-      .map((s) => ({ id: s.slug, cpus: s.vcpus, memoryMB: s.memory, diskGB: s.disk, priceMonthly: s.price_monthly }))
+      .map((s) => ({ id: s.slug, cpus: s.vcpus, memoryMB: s.memory, diskGB: s.disk, priceMonthly: s.price_monthly, currency: 'USD' }))
   }
 
   /** The droplet of this request: by its tag, or by its name carrying the tag. */

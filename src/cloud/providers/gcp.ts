@@ -135,7 +135,7 @@ export class GcpProvider implements CloudProvider {
     const types = await this.all<{ name: string; guestCpus: number; memoryMb: number; deprecated?: unknown; architecture?: string }>(`/zones/${encodeURIComponent(zone)}/machineTypes`)
     return types
       .filter((t) => !t.deprecated && (t.architecture ?? 'X86_64') === want && diskType(t.name) !== null)
-      .map((t) => ({ id: t.name, cpus: t.guestCpus, memoryMB: t.memoryMb, diskGB: null, priceMonthly: null }))
+      .map((t) => ({ id: t.name, cpus: t.guestCpus, memoryMB: t.memoryMb, diskGB: null, priceMonthly: null, currency: null }))
   }
 
   private async instance(zone: string, name: string): Promise<Instance | null> {

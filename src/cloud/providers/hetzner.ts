@@ -122,7 +122,7 @@ export class HetznerProvider implements CloudProvider {
       .filter((t) => (t.architecture ?? 'x86') === arch && offered(t, region))
       .map((t) => {
         const price = t.prices.find((p) => p.location === region) ?? (region ? undefined : t.prices[0])
-        return { id: t.name, cpus: t.cores, memoryMB: Math.round(t.memory * 1024), diskGB: t.disk, priceMonthly: price ? Number(price.price_monthly.gross) : null }
+        return { id: t.name, cpus: t.cores, memoryMB: Math.round(t.memory * 1024), diskGB: t.disk, priceMonthly: price ? Number(price.price_monthly.gross) : null, currency: price ? 'EUR' : null }
       })
   }
 

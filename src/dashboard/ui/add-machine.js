@@ -124,7 +124,7 @@ async function showJoinCommand(e, platform) {
       h('pre', { class: 'command' }, token),
       h('p', { class: 'row' }, copyToken, ' ', tokenCopied),
       note ? notice('warn', note) : '',
-      h('p', { class: 'muted small' }, 'The token is shown only now and is not kept by this page. Lost it? Issue a new one with “replace”.'),
+      h('p', { class: 'muted small' }, 'The token is shown only now and is not kept by this page. Lost it? Add the machine again with “replace an unused enrollment” ticked.'),
     ),
     [{ label: 'Done', value: true, class: 'primary' }],
   )

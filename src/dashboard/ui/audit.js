@@ -53,12 +53,12 @@ function entriesTable(entries) {
     h(
       'tr',
       { 'data-entry': String(e.id) },
-      h('td', {}, h('time', { datetime: e.at, title: e.at }, e.at.replace('T', ' ').slice(0, 19))),
-      h('td', {}, h('strong', {}, e.principal), h('div', { class: 'muted small' }, e.principalKind, e.tokenId ? ` ${e.tokenId}` : '')),
-      h('td', {}, e.action),
+      h('td', { class: 'when' }, h('time', { datetime: e.at, title: e.at }, e.at.replace('T', ' ').slice(0, 19))),
+      h('td', { class: 'principal' }, h('strong', {}, e.principal), h('div', { class: 'muted small' }, e.principalKind, e.tokenId ? ` ${e.tokenId}` : '')),
+      h('td', { class: 'action' }, e.action),
       h('td', { class: 'target' }, e.target ?? h('span', { class: 'muted' }, '—')),
       h('td', {}, badge(e.outcome, OUTCOMES[e.outcome] ?? e.outcome), e.detail ? h('div', { class: 'muted small' }, e.detail) : ''),
-      h('td', { class: 'muted small' }, e.source),
+      h('td', { class: 'source' }, h('span', { class: 'muted small' }, e.source)),
     ),
   )
   return table(['Time (UTC)', 'Principal', 'Action', 'Target', 'Outcome', 'Source'], rows, 'Nothing recorded that matches.')

@@ -17,7 +17,7 @@ function fill(el, options, placeholder) {
 }
 
 export function sizeText(s) {
-  const price = s.priceMonthly === null ? 'price: see the provider' : `${s.priceMonthly.toFixed(2)} per month`
+  const price = s.priceMonthly === null ? 'price: see the provider' : `${s.priceMonthly.toFixed(2)}${s.currency ? ` ${s.currency}` : ''} per month`
   return `${s.id} — ${s.cpus} CPU, ${s.memoryMB} MB${s.diskGB === null ? '' : `, ${s.diskGB} GB disk`} — ${price}`
 }
 

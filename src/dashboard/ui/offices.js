@@ -3,7 +3,7 @@
 // the signed-in account (POST …/offices/:id/vouch; server.federation.vouch, and
 // the vouch carries the account's role) and opens its redeem link
 // in a new tab. The vouch is single use and lives 120 s; the page keeps nothing.
-import { act, ago, api, badge, h, notice, readPanel, table } from './lib.js'
+import { act, ago, api, badge, code, h, notice, readPanel, table } from './lib.js'
 
 const flash = h('div', { class: 'flash', 'aria-live': 'polite' })
 
@@ -18,7 +18,7 @@ export const { show, hide } = readPanel({
 
 function officesTable(offices) {
   if (offices.length === 0) {
-    return notice('info', 'No offices. This Platform becomes a controller when it mints an office token: muster federation mint OFFICE-ID, then start the office with MUSTER_CONTROLLER_URL, MUSTER_ADVERTISE_URL and MUSTER_JOIN_TOKEN.')
+    return notice('info', 'No offices. This Platform becomes a controller when it mints an office token (', code('muster federation mint OFFICE-ID'), '); the office then starts with ', code('MUSTER_CONTROLLER_URL'), ', ', code('MUSTER_ADVERTISE_URL'), ' and ', code('MUSTER_JOIN_TOKEN'), ' set.')
   }
   const rows = offices.map((o) =>
     h(

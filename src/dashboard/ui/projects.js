@@ -122,7 +122,7 @@ function projectsTable(projects) {
       { 'data-project': p.name },
       h('td', {}, h('strong', {}, open), h('div', { class: 'muted small cmd' }, code(p.command.join(' '))), envLine(p.env)),
       h('td', { class: 'running' }, `${running} / ${p.replicas} running`),
-      h('td', {}, `${p.cpu} m · ${p.memory} MB`),
+      h('td', { class: 'requests' }, `${p.cpu}m CPU · ${p.memory} MB`),
       h('td', { class: 'placements' }, placementsList(p.placements)),
       h('td', {}, p.shortfall > 0 ? [badge(`${p.shortfall} short`, 'failed'), p.reason ? h('div', { class: 'muted small' }, p.reason) : ''] : h('span', { class: 'muted' }, '0')),
     )

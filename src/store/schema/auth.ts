@@ -138,4 +138,19 @@ export const AUTH_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    // A token minted by a token names the root of its lineage (the token a host or a login made): tokens of no
+    // account act as that root in the audit, so minting children buys no one more shares of it (docs/accounts-audit.md).
+    // Tokens minted before this keep their lineage: each child gets the root its chain of parents leads to.
+    id: 45,
+    name: 'api token lineage root',
+    sql: `
+      ALTER TABLE api_tokens ADD COLUMN root_id TEXT;
+      WITH RECURSIVE lineage (id, root) AS (
+        SELECT id, id FROM api_tokens WHERE parent_id IS NULL
+        UNION SELECT t.id, l.root FROM api_tokens t JOIN lineage l ON t.parent_id = l.id
+      )
+      UPDATE api_tokens SET root_id = (SELECT root FROM lineage WHERE lineage.id = api_tokens.id) WHERE parent_id IS NOT NULL;
+    `,
+  },
 ]
