@@ -38,6 +38,8 @@ export interface AgentsOptions {
   onAnswer?: (node: number, target: number, atMs: number) => void
   /** Called once a second during the run with the seconds since it started. */
   onSecond?: (second: number) => void | Promise<void>
+  /** Called when the run starts (the connections are open). */
+  onStart?: () => void
 }
 
 export interface AgentsResult {
@@ -288,6 +290,7 @@ export async function runAgents(o: AgentsOptions): Promise<AgentsResult> {
   const phase = Float64Array.from({ length: N }, () => Math.random() * o.intervalMs)
   const order = Uint32Array.from({ length: N }, (_, i) => i).sort((a, b) => phase[a]! - phase[b]!)
   const selfBefore = process.cpuUsage()
+  o.onStart?.()
   runStart = performance.now()
   r.runStart = runStart
   runEnd = runStart + o.seconds * 1000

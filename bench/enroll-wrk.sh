@@ -3,9 +3,10 @@
 # the same JSON, both driven by wrk in the same run. Every request to the
 # Platform is a distinct enrollment (its own key, certificate and proof of key,
 # pre-made); the rate counted is the nodes the Platform enrolled during the run.
-#   bench/enroll-wrk.sh [--bodies 60000] [--duration 10] [--threads 2] [--connections 64] [--postgres]
+#   bench/enroll-wrk.sh [--bodies 60000] [--duration 10] [--threads 2] [--connections 64] [--postgres] [--bin BIN]
 # --postgres: the Platform's store is a throwaway PostgreSQL cluster (.ci/postgres.sh: loopback,
-# fsync off, as in the tests) instead of SQLite in the data directory.
+# fsync off, as in the tests) instead of SQLite in the data directory. --bin BIN: measure another build's
+# binary (run the script once with each to compare builds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +18,8 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=$2; shift 2 ;;
     --connections) CONNECTIONS=$2; shift 2 ;;
     --postgres) POSTGRES=1; shift ;;
-    *) echo "usage: $0 [--bodies N] [--duration S] [--threads T] [--connections C] [--postgres]" >&2; exit 2 ;;
+    --bin) BIN=$2; shift 2 ;;
+    *) echo "usage: $0 [--bodies N] [--duration S] [--threads T] [--connections C] [--postgres] [--bin BIN]" >&2; exit 2 ;;
   esac
 done
 
@@ -36,7 +38,7 @@ if [ -n "$POSTGRES" ]; then
   STORE=postgres
 fi
 start_platform "${DATABASE[@]}"
-ADMIN=$(dist/muster admin api-token --data-dir "$TMP/data" --json | bun -e 'process.stdout.write(JSON.parse(await Bun.stdin.text()).token)')
+ADMIN=$("$BIN" admin api-token --data-dir "$TMP/data" --json | bun -e 'process.stdout.write(JSON.parse(await Bun.stdin.text()).token)')
 # Bodies for the Platform, and a second set (other names, another token) whose first answer feeds the bare server.
 bun bench/enroll-bodies.ts --url "$URL" --data-dir "$TMP/data" --count "$BODIES" --out "$TMP/bodies"
 ANSWER=$(head -1 "$TMP/bodies" | sed 's/"nodeId":"e-0"/"nodeId":"sample"/' | curl -sf -X POST "$URL/api/v1/nodes/enroll" -H 'content-type: application/json' --data-binary @- || true)
@@ -48,7 +50,7 @@ BARE_URL=$(wait_url "$TMP/bare.log")
 count_nodes() {
   curl -sf "$URL/api/v1/nodes?limit=1" -H "authorization: Bearer $ADMIN" | bun -e 'process.stdout.write(String(JSON.parse(await Bun.stdin.text()).counts.total))'
 }
-echo "enroll-wrk: store $STORE; $BODIES distinct pre-made enrollments, wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency; $(nproc) cores, bun $(bun --version)"
+echo "enroll-wrk: $BIN, store $STORE; $BODIES distinct pre-made enrollments, wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency; $(nproc) cores, bun $(bun --version)"
 BEFORE=$(count_nodes)
 LOAD=$(cut -d' ' -f1 /proc/loadavg)
 # CPU seconds (user+system) of the engine, and of the PostgreSQL cluster's processes: the cost per enroll,

@@ -8,15 +8,20 @@
 // --deploy R (deploy a project of R replicas a third into the run: R nodes fetch),
 // --seed (write the N enrollments into the store, as bench/seed-fleet.ts says, instead of
 // enrolling them through the route: minutes saved on a busy machine; the run is the same).
-// Ends with: fleet: nodes=N heartbeats/s=R p50=A ms p99=B ms errors=E rss=M MB
+// --gc-log (the engine logs the collector's pauses: BUN_JSC_logGC=1; their sum and longest are printed),
+// --bin PATH (another build's binary: run once with each to compare builds).
+// The engine samples its event-loop lag every 10 ms (MUSTER_LOOP_LAG_FILE): printed beside the p99, with
+// a histogram and what held the loop during each lag of 20 ms or more (bench/lag.ts).
+// Ends with: fleet: nodes=N heartbeats/s=R p50=A ms p99=B ms errors=E rss=M MB lag_p99=L ms lag_max=X ms
 import { down, percentile, runAgents, up } from './agents.ts'
+import { gcText, lagText, readLag, summarize } from './lag.ts'
 import { adminToken, enrollNodes, fleetToken } from './enroll-nodes.ts'
 import { seedFleet } from './seed-fleet.ts'
 import { identities } from './identities.ts'
 import { ROOT, startServe, type Serving } from './lib.ts'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 
 const arg = (name: string, dflt: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -41,6 +46,11 @@ if (Bun.spawnSync(['sh', '-c', `[ -x ${BIN} ] && [ -z "$(find ${ROOT}/src ${ROOT
 
 const status = (pid: number, field: string) => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`${field}:\\s+(\\d+)`))?.[1] ?? Number.NaN) / 1024
 /** user+system CPU seconds of a process. */
+/** user+system CPU seconds of a process's main thread (the event loop), from /proc/PID/task/PID. */
+const loopCpuSeconds = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return (Number(f[11]) + Number(f[12])) / 100
+}
 const cpuSeconds = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
   return (Number(f[11]) + Number(f[12])) / 100
@@ -82,7 +92,11 @@ if (KEEP && existsSync(credentialsFile)) {
   if (KEEP) writeFileSync(credentialsFile, `${credentials.join('\n')}\n`, { mode: 0o600 })
 }
 // The run is against a freshly started Platform holding the N enrolled nodes.
-platform = await startServe(dataDir)
+const GC_LOG = process.argv.includes('--gc-log')
+const lagFile = join(mkdtempSync(join(tmpdir(), 'muster-fleet-lag-')), 'lag.json')
+// --no-lag: the engine samples nothing (to see what the sampling itself costs).
+const NO_LAG = process.argv.includes('--no-lag')
+platform = await startServe(dataDir, [], { ...(NO_LAG ? {} : { MUSTER_LOOP_LAG_FILE: lagFile }), ...(GC_LOG ? { BUN_JSC_logGC: '1' } : {}) })
 say(`fleet: Platform restarted with ${N} nodes; RSS ${status(platform.pid, 'VmRSS').toFixed(0)} MB\n`)
 
 // ---- the simulated Agents (bench/agents.ts) ---------------------------------------------
@@ -112,11 +126,20 @@ async function timeListings(): Promise<void> {
 
 const loadBefore = loadavg()
 const cpuBefore = cpuSeconds(platform.pid)
+const loopBefore = loopCpuSeconds(platform.pid)
 const rss: number[] = []
 const rssTimer = setInterval(() => rss.push(status(platform.pid, 'VmRSS')), 1000)
 let deployed = false
 say(`fleet: running ${N} nodes every ${INTERVAL_MS / 1000} s for ${SECONDS} s (load ${loadBefore})\n`)
+let lagBefore: ReturnType<typeof readLag> = null
+let lagFrom = 0
+let stderrFrom = 0
 const result = await runAgents({
+  onStart: () => {
+    lagBefore = readLag(lagFile)
+    lagFrom = Date.now() - 1000
+    stderrFrom = platform.stderr().length
+  },
   targets: [platform.url],
   credentials,
   names: [],
@@ -139,17 +162,25 @@ const result = await runAgents({
   },
 })
 clearInterval(rssTimer)
+const lagAfter = readLag(lagFile)
+const lag = lagAfter ? summarize(lagBefore, lagAfter, lagFrom, Date.now()) : null
+const gcLog = GC_LOG ? gcText('fleet:', platform.stderr().slice(stderrFrom), SECONDS) : ''
 if (listings) say(`fleet: during the run: ${listings}\n`)
+if (!existsSync(`/proc/${platform.pid}`)) say(`fleet: the engine ${platform.pid} is gone; what serve wrote:\n${platform.stderr().replace(/\[GC<[^\n]*\n?/g, '').slice(-3000)}\n`)
 const platformCpu = cpuSeconds(platform.pid) - cpuBefore
+const loopCpu = loopCpuSeconds(platform.pid) - loopBefore
 const peak = status(platform.pid, 'VmHWM')
 await platform.stop()
 if (!KEEP) rmSync(dataDir, { recursive: true, force: true })
+rmSync(dirname(lagFile), { recursive: true, force: true })
 
 const { latencies, serverLatencies, assignLatencies, okBeats, assignmentFetches } = result
 const pct = percentile
 say(`fleet: expected ${result.expected} heartbeats, answered ${okBeats} with 200; statuses ${JSON.stringify(result.statuses)}\n`)
-say(`fleet: Platform CPU ${up(platformCpu / SECONDS, 2)} cores = ${up((platformCpu * 1e6) / Math.max(1, okBeats + assignmentFetches), 1)} us a request; load generator ${up(result.loadGeneratorCpuSeconds / SECONDS, 2)} cores; RSS during the run max ${up(Math.max(...rss), 0)} MB, peak since start ${up(peak, 0)} MB; load ${loadBefore} before, ${loadavg()} after\n`)
+say(`fleet: Platform CPU ${up(platformCpu / SECONDS, 2)} cores = ${up((platformCpu * 1e6) / Math.max(1, okBeats + assignmentFetches), 1)} us a request, of it the event loop's thread ${up(loopCpu / SECONDS, 2)} cores = ${up((loopCpu * 1e6) / Math.max(1, okBeats + assignmentFetches), 1)} us a request; load generator ${up(result.loadGeneratorCpuSeconds / SECONDS, 2)} cores; RSS during the run max ${up(Math.max(...rss), 0)} MB, peak since start ${up(peak, 0)} MB; load ${loadBefore} before, ${loadavg()} after\n`)
 say(`fleet: from the write to the answer (the wait for the schedule and the connection left out): p50 ${up(pct(serverLatencies, 0.5), 2)} ms p99 ${up(pct(serverLatencies, 0.99), 2)} ms\n`)
 if (assignmentFetches > 0) say(`fleet: ${assignmentFetches} assignment fetches, p50 ${up(pct(assignLatencies, 0.5), 1)} ms p99 ${up(pct(assignLatencies, 0.99), 1)} ms\n`)
-console.log(`fleet: nodes=${N} heartbeats/s=${down(okBeats / SECONDS, 0)} p50=${up(pct(latencies, 0.5), 2)} ms p99=${up(pct(latencies, 0.99), 2)} ms errors=${result.errors} rss=${up(peak, 0)} MB`)
+if (lag) say(`${lagText('fleet:', lag)}\n`)
+if (gcLog) say(`${gcLog}\n`)
+console.log(`fleet: nodes=${N} heartbeats/s=${down(okBeats / SECONDS, 0)} p50=${up(pct(latencies, 0.5), 2)} ms p99=${up(pct(latencies, 0.99), 2)} ms errors=${result.errors} rss=${up(peak, 0)} MB lag_p99=${lag ? up(lag.p99, 2) : '?'} ms lag_max=${lag ? up(lag.max, 1) : '?'} ms`)
 process.exit(0)

@@ -1,7 +1,10 @@
 # shellcheck shell=bash
 # Shared by the wrk benches (heartbeat-wrk.sh, enroll-wrk.sh); sourced, not run.
 # Installs wrk from Debian when missing (as root), builds dist/muster when src/
-# or commands/ changed since the last build, and starts the compiled Platform.
+# or commands/ changed since the last build, and starts the compiled Platform
+# (BIN: another build's binary to start instead, as the benches' --bin says).
+
+BIN=${BIN:-dist/muster}
 
 need_wrk_and_build() {
   if ! command -v wrk >/dev/null; then
@@ -36,11 +39,19 @@ wait_url() {
 # the benches measure the engine).
 # shellcheck disable=SC2034 # URL, PLATFORM_PID and ENGINE_PID are for the sourcing script
 start_platform() {
-  MUSTER_LOG_LEVEL=3 dist/muster serve --data-dir "$TMP/data" --port 0 --remote-dispatch --no-local-node "$@" \
-    --enroll-rate 1000000 --enroll-burst 1000000 --enroll-in-flight 100000 --heartbeat-rate 10000000 --heartbeat-burst 100000000 2>"$TMP/platform.log" &
+  start_platform_on "$BIN" "$TMP/data" "$TMP/platform.log" "$@"
+}
+
+# start_platform with a given binary, data directory and log file.
+# shellcheck disable=SC2034 # URL, PLATFORM_PID and ENGINE_PID are for the sourcing script
+start_platform_on() { # bin data-dir log [serve arguments…]
+  local bin=$1 dir=$2 logfile=$3
+  shift 3
+  MUSTER_LOG_LEVEL=3 "$bin" serve --data-dir "$dir" --port 0 --remote-dispatch --no-local-node "$@" \
+    --enroll-rate 1000000 --enroll-burst 1000000 --enroll-in-flight 100000 --heartbeat-rate 10000000 --heartbeat-burst 100000000 2>"$logfile" &
   PIDS+=($!)
   PLATFORM_PID=$!
-  URL=$(wait_url "$TMP/platform.log")
+  URL=$(wait_url "$logfile")
   ENGINE_PID=$(pgrep -n -P "$PLATFORM_PID" || true)
   [ -n "$ENGINE_PID" ] || ENGINE_PID=$PLATFORM_PID
 }

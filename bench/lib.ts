@@ -82,6 +82,12 @@ export function peakRssMB(pid: number): number {
   return m ? Number(m[1]) / 1024 : Number.NaN
 }
 
+/** The binary the benches start: `--bin PATH` (another build, to compare), else dist/muster. */
+export function benchBin(): string {
+  const i = process.argv.indexOf('--bin')
+  return i > 0 ? resolve(process.argv[i + 1]!) : join(ROOT, 'dist', 'muster')
+}
+
 export interface Serving {
   url: string
   /** The serving engine (serve's child), whose CPU and memory are measured. */
@@ -89,17 +95,19 @@ export interface Serving {
   stop(): Promise<void>
   /** kill -9 of the engine, then of serve (a crash: no lease given up, no heartbeat flushed). */
   kill9(): Promise<void>
+  /** What serve and its engine wrote to stderr so far. */
+  stderr(): string
 }
 
 /**
  * `muster serve` from dist/muster on `dataDir`, port 0, nodes enabled, the enroll and heartbeat limits
  * out of the way, with as many files as this process may open (one per connection); `extra` is appended.
  */
-export async function startServe(dataDir: string, extra: string[] = []): Promise<Serving> {
-  const BIN = join(ROOT, 'dist', 'muster')
+export async function startServe(dataDir: string, extra: string[] = [], env: Record<string, string> = {}, bin = benchBin()): Promise<Serving> {
+  const BIN = bin
   const quoted = extra.map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(' ')
   const cmd = `ulimit -n "$(ulimit -Hn)"; exec "${BIN}" serve --data-dir "${dataDir}" --port 0 --remote-dispatch --no-local-node --enroll-rate 1000000 --enroll-burst 1000000 --enroll-in-flight 100000 --heartbeat-rate 10000000 --heartbeat-burst 100000000 ${quoted}`
-  const p = Bun.spawn(['sh', '-c', cmd], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', env: { ...process.env, MUSTER_LOG_LEVEL: '3' } })
+  const p = Bun.spawn(['sh', '-c', cmd], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', env: { ...process.env, MUSTER_LOG_LEVEL: '3', ...env } })
   let out = ''
   void (async () => {
     for await (const c of p.stderr) out += new TextDecoder().decode(c)
@@ -120,5 +128,6 @@ export async function startServe(dataDir: string, extra: string[] = []): Promise
       await p.exited
     },
     kill9: () => killServeHard(p),
+    stderr: () => out,
   }
 }

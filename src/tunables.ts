@@ -31,6 +31,7 @@ export const TUNABLES = {
   MUSTER_PROBE_INTERVAL_MS: { reader: 'serve', default: 15_000, unit: 'ms', meaning: 'How often nodes with an address get a health probe.' },
   MUSTER_CERT_CHECK_MS: { reader: 'serve', default: 2_000, unit: 'ms', meaning: 'How often serve looks for a changed TLS certificate file and CA.' },
   MUSTER_LISTENER_WAIT_MS: { reader: 'serve', default: 30_000, unit: 'ms', meaning: 'How long a connection to the enrollment listener may wait unserved before it is closed.' },
+  MUSTER_LOOP_LAG_FILE: { reader: 'serve', default: null, meaning: 'A file the engine writes its event-loop lag to every second (sampled every 10 ms, with what ran during each lag of 20 ms or more), for the benchmarks (docs/benchmarks.md); unset: not sampled.' },
   MUSTER_LEASE_TTL_MS: { reader: 'serve', default: 10_000, unit: 'ms', meaning: 'How long a background loop\'s lease lasts after its last renewal (several Platforms on one store).' },
   MUSTER_SWAP_LINGER_SECONDS: { reader: 'serve', default: 30, unit: 'seconds', zero: true, meaning: 'How long the old engine of an engine swap keeps forwarding the connections it holds.' },
   MUSTER_JOIN_TOKEN: { reader: 'serve', default: null, meaning: 'An office join token: serve joins the controller that minted it (with MUSTER_CONTROLLER_URL and MUSTER_ADVERTISE_URL).' },

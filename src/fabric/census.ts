@@ -10,11 +10,6 @@ export type { FleetCensus }
 type State = keyof FleetCensus['states']
 type Compatibility = keyof FleetCensus['compatibility']
 type Pass = FleetCensus & { states: FleetCensus['states'] & { total: number } }
-/** What a pass reads of a node (a registry entry). */
-interface Counted {
-  readonly version: string | null
-  readonly lastSeenAt: number | null
-}
 
 export class CensusCount {
   /** The last full pass. */
@@ -38,20 +33,21 @@ export class CensusCount {
     return { states: { total: 0, enrolled: 0, ready: 0, unreachable: 0, revoked: 0 }, compatibility: { current: 0, behind: 0, newer: 0, unknown: 0 }, ages: AGE_BUCKETS.map(() => 0), never: 0 }
   }
 
-  add(c: Pass, n: Counted, state: State, now: number): void {
+  /** One node of a pass: its version, its last heartbeat and its state (the registry's columns, src/fabric/node-table.ts). */
+  add(c: Pass, version: string | null, lastSeenAt: number | null, state: State, now: number): void {
     c.states.total++
     c.states[state]++
-    let compat = this.byVersion.get(n.version)
+    let compat = this.byVersion.get(version)
     if (compat === undefined) {
-      compat = this.compatibilityOf(n.version)
-      if (this.byVersion.size < 10_000) this.byVersion.set(n.version, compat)
+      compat = this.compatibilityOf(version)
+      if (this.byVersion.size < 10_000) this.byVersion.set(version, compat)
     }
     c.compatibility[compat]++
-    if (n.lastSeenAt === null) {
+    if (lastSeenAt === null) {
       c.never++
       return
     }
-    const age = (now - n.lastSeenAt) / 1000
+    const age = (now - lastSeenAt) / 1000
     let b = 0
     while (age > AGE_BUCKETS[b]!.upTo) b++
     ;(c.ages as number[])[b]!++

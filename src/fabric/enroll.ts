@@ -6,8 +6,10 @@ import { enrollProofMessage, identityProofId, verifyProof } from '../crypto/enro
 import { safeEqual } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import { invalid, issueField } from '../wire/validate.ts'
-import { bindCertificate, insertNodeRow, isTombstoned, nodesByNameOrCert, type NodeRow } from '../store/nodes.ts'
-import { getJoinToken, takeTokenUse } from '../store/join-tokens.ts'
+import { bindCertificate, insertNodeRow, nodesByNameOrCert, type NodeRow } from '../store/nodes.ts'
+import { takeTokenUse } from '../store/join-tokens.ts'
+import { enrollReads, writeEnrolledNode } from '../store/enroll-rows.ts'
+import { auditVersion } from '../store/enroll-audit.ts'
 import { isUniqueViolation } from '../store/sql.ts'
 import type { Db } from '../store/db.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
@@ -59,9 +61,11 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     const db = fabric.db
     const now = fabric.now()
     if (body.identity !== undefined || body.token === undefined) return await enrollByIdentity(fabric, body, cert.publicKeyDer, certSha256, now, audit)
-    // 3. find the token, 4. verify its secret (constant time)
+    // 3. find the token, 4. verify its secret (constant time); the nodes holding the name or the certificate
+    // and the name's tombstone come in the same statement (steps 6 and 8 read them)
     const m = JOIN_TOKEN.exec(body.token)
-    const token = m ? await getJoinToken(db, m[1]!) : null
+    const reads = m ? await enrollReads(db, m[1]!, body.nodeId, certSha256) : null
+    const token = reads?.token ?? null
     if (!m || !token) {
       await audit('refused', m ? 'unknown token' : 'malformed token', body.nodeId, body.version)
       throw REFUSED()
@@ -80,19 +84,19 @@ export async function enroll(fabric: Fabric, rawBody: unknown): Promise<EnrollAn
     if (body.nodeId === 'local') return await refuse('reserved name')
     // A name the operator declared enrolls only with an enrollment issued for it (docs/nodes.md).
     if (token.kind !== 'enrollment' && fabric.declared.has(body.nodeId)) return await refuse('declared name needs an enrollment for it')
-    const { named: existing, holder } = await nodesByNameOrCert(db, body.nodeId, certSha256)
+    const { named: existing, holder } = reads!
     // A repeat of a finished enrollment (same token, name, certificate): see repeatAnswer.
     if (existing && existing.cert_sha256 === certSha256 && existing.token_id === token.id) return await repeatAnswer(fabric, body, existing, certSha256, now, audit)
     if (token.expires_at <= now) return await refuse('token expired')
     if (token.uses >= token.max_uses) return await refuse('token used up')
-    if (token.kind === 'fleet' && (await isTombstoned(db, body.nodeId))) return await refuse('name was removed (tombstoned)')
+    if (token.kind === 'fleet' && reads!.tombstoned) return await refuse('name was removed (tombstoned)')
     // A first-boot token of a provider that signs nothing is bound to the server the Platform created.
     if (token.provision_id) {
       const problem = fabric.identity ? await fabric.identity.tokenMachineProblem(token.provision_id, body.machineId) : 'the cloud area is not running'
       if (problem) return await refuse(problem)
     }
     const rebinding = existing !== null && existing.cert_sha256 === null && token.kind === 'enrollment'
-    return await register(fabric, body, certSha256, now, audit, { tokenId: token.id, existing, holder, rebinding, take: (t) => takeTokenUse(t, token.id, now), spent: 'token used up' })
+    return await register(fabric, body, certSha256, now, audit, { tokenId: token.id, existing, holder, rebinding, take: (t) => takeTokenUse(t, token.id, now), joinToken: true, spent: 'token used up' })
 
     function refuse(reason: string): Promise<never> {
       return refuseWith(audit, body, reason)
@@ -133,6 +137,8 @@ interface Admission {
   rebinding: boolean
   /** Takes the use (a token's, an expected machine's) in the registration's transaction; false when none is left. */
   take: (t: Db) => Promise<boolean>
+  /** The use is the join token `tokenId`'s: a new node takes it in the statement that inserts it. */
+  joinToken?: boolean
   /** The audit reason when `take` finds nothing left. */
   spent: string
   note?: string
@@ -168,6 +174,15 @@ async function register(fabric: Fabric, body: Body, certSha256: string, now: num
     // The new row comes back from the insert (a rebind reads it again after).
     let inserted: NodeRow | null = null
     const outcome = await db.tx(async (t): Promise<'enrolled' | 'used-up' | 'taken'> => {
+      if (a.joinToken && !rebinding && a.note === undefined) {
+        // A new node on a join token: the use, the node and its audit entry (one statement on PostgreSQL:
+        // src/store/enroll-rows.ts).
+        const written = await writeEnrolledNode(t, { ...fields, name: body.nodeId, enrolled_at: now, auditReason: null, auditVersion: auditVersion(body.version) }, now)
+        if (written === 'used-up') return 'used-up'
+        if (written === 'taken') throw new TakenMeanwhile() // the use (SQLite took it first) is rolled back with the rest
+        inserted = written
+        return 'enrolled'
+      }
       if (!(await a.take(t))) return 'used-up'
       const placed = rebinding ? await bindCertificate(t, body.nodeId, fields, now).catch(lostRace) : (inserted = await insertNodeRow(t, { name: body.nodeId, auth: 'enrolled', enrolled_at: now, ...fields })) !== null
       if (!placed) throw new TakenMeanwhile()

@@ -8,7 +8,7 @@ import { safeEqual, sha256Hex } from '../crypto/tokens.ts'
 import { MusterError } from '../errors.ts'
 import type { PlatformOptions } from '../context/options.ts'
 import type { Db, Store } from '../store/db.ts'
-import { insertAudit, listAudit } from '../store/enroll-audit.ts'
+import { auditVersion, insertAudit, listAudit } from '../store/enroll-audit.ts'
 import { revokePendingEnrollments } from '../store/join-tokens.ts'
 import { deleteNodeWithTombstone, insertNode, isTombstoned, updateNodeFields } from '../store/nodes.ts'
 import { tokenDigester, type TokenDigest } from '../crypto/token-digest.ts'
@@ -152,8 +152,7 @@ export class Fabric {
   /** Appends to the audit log (in `db`, when the entry belongs to a transaction); a name only when it has name shape, never a secret. Pruning is a leased loop (background.ts). */
   async audit(outcome: string, reason: string | null, nodeId: unknown, version: unknown, db: Db = this.db): Promise<void> {
     const name = typeof nodeId === 'string' && NODE_NAME.test(nodeId) ? nodeId : null
-    const ver = typeof version === 'string' && /^[0-9A-Za-z.+-]{1,32}$/.test(version) ? version : null
-    await insertAudit(db, { at: this.now(), outcome, reason, node_id: name, version: ver })
+    await insertAudit(db, { at: this.now(), outcome, reason, node_id: name, version: auditVersion(version) })
   }
 
   /** The newest 500 entries of the last 30 days, whatever pruning has done yet. */

@@ -8,15 +8,15 @@
 //   returns undefined, and the caller takes Fabric's general path, which
 //   answers exactly as before.
 import type { Fabric } from './fabric.ts'
-import type { NodeEntry } from './registry.ts'
+import { MAC_LENGTH } from './node-table.ts'
+import { NodeEntry } from './node-entry.ts'
 import type { HeartbeatAnswer, HeartbeatBody, NodeFacingPlatform } from '../wire/nodes.ts'
 
 const PREFIX = 'Bearer mnc_'
-const MAC_LENGTH = 43
+const PLAIN_NAME = /^[a-z0-9-]{1,63}$/
 
-function isMacChar(c: number): boolean {
-  return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 45 || c === 95
-}
+/** 1 for every character code a mac (base64url) does not use, below 256 (above, the code's high bits say it). */
+const NOT_MAC = Uint8Array.from({ length: 256 }, (_, c) => ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 45 || c === 95 ? 0 : 1))
 
 /**
  * The node whose current credential is in `authorization` ("Bearer mnc_…"),
@@ -25,53 +25,46 @@ function isMacChar(c: number): boolean {
  */
 export function currentNode(fabric: Fabric, authorization: string, nodeId: string | undefined): NodeEntry | undefined {
   if (fabric.options.nodeAuth === 'legacy' || !authorization.startsWith(PREFIX)) return undefined
-  const end = authorization.length
-  const macStart = end - MAC_LENGTH
-  // name: [a-z0-9][a-z0-9-]{0,62}
-  let i = PREFIX.length
-  const first = authorization.charCodeAt(i)
-  if (!((first >= 97 && first <= 122) || (first >= 48 && first <= 57))) return undefined
-  for (i++; i < macStart; i++) {
-    const c = authorization.charCodeAt(i)
-    if (c === 46) break
-    if (!((c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 45)) return undefined
-  }
-  const nameEnd = i
-  if (nameEnd - PREFIX.length > 63 || authorization.charCodeAt(nameEnd) !== 46) return undefined
+  const macStart = authorization.length - MAC_LENGTH
+  // name.generation.mac: the name ends at the first dot. Its shape is not checked here: a name the registry
+  // holds has the node-name shape (enroll and the fleet token check it), and any other takes the general path.
+  const nameEnd = authorization.indexOf('.', PREFIX.length)
+  if (nameEnd <= PREFIX.length || nameEnd - PREFIX.length > 63 || nameEnd >= macStart - 2) return undefined
   // generation: 1-9 digits without a leading zero (other spellings take the general path)
   let generation = 0
-  for (i = nameEnd + 1; i < macStart - 1; i++) {
+  let i = nameEnd + 1
+  if (authorization.charCodeAt(i) === 48) return undefined
+  for (; i < macStart - 1; i++) {
     const c = authorization.charCodeAt(i)
-    if (c < 48 || c > 57 || (c === 48 && i === nameEnd + 1)) return undefined
+    if (c < 48 || c > 57) return undefined
     generation = generation * 10 + (c - 48)
   }
-  if (i !== macStart - 1 || i === nameEnd + 1 || i - nameEnd - 1 > 9 || authorization.charCodeAt(i) !== 46) return undefined
-  const n = fabric.registry.get(authorization.slice(PREFIX.length, nameEnd))
-  if (n === undefined || n.certSha256 === null || n.revokedAt !== null || n.generation !== generation) return undefined
+  if (i - nameEnd - 1 > 9 || authorization.charCodeAt(i) !== 46) return undefined
+  const table = fabric.registry.table
+  const slot = table.slotOf(authorization.slice(PREFIX.length, nameEnd))
+  if (slot < 0) return undefined
+  const n = new NodeEntry(table, slot)
+  if (!n.hasCert || n.revokedAt !== null || n.generation !== generation) return undefined
   if (nodeId !== undefined && nodeId !== '' && nodeId !== n.name) return undefined
-  // The expected mac, computed once per node, generation and certificate (kept on the entry).
-  let mac = n.mac
-  if (mac === null || n.macGeneration !== n.generation || n.macCert !== n.certSha256) {
-    mac = fabric.credentials.mac(n.name, n.certSha256, n.generation)
-    n.mac = mac
-    n.macGeneration = n.generation
-    n.macCert = n.certSha256
-  }
+  // The expected mac, computed once per node, generation and certificate (kept in the registry's mac column).
+  if (!table.macFresh(slot)) table.setMac(slot, fabric.credentials.mac(n.name, n.certSha256!, n.generation))
   // Constant time over the 43 characters, whatever they are.
+  const macs = table.macs
+  const at = slot * MAC_LENGTH
   let diff = 0
   let shape = 0
   for (let k = 0; k < MAC_LENGTH; k++) {
     const c = authorization.charCodeAt(macStart + k)
-    diff |= c ^ mac.charCodeAt(k)
-    shape |= isMacChar(c) ? 0 : 1
+    diff |= c ^ macs[at + k]!
+    shape |= NOT_MAC[c & 255]! | (c >>> 8)
   }
   return diff === 0 && shape === 0 ? n : undefined
 }
 
 /** Records an authenticated node's heartbeat (both paths); what the answer says that is the node's own. */
-function record(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): void {
+function record(fabric: Fabric, n: NodeEntry, body: HeartbeatBody, now = fabric.now()): void {
   fabric.ctx.metrics.heartbeats.inc()
-  if (fabric.registry.heartbeat(n, body)) for (const l of fabric.heartbeatListeners) l(n)
+  if (fabric.registry.heartbeat(n, body, now)) for (const l of fabric.heartbeatListeners) l(n)
 }
 
 /** A request for one of the node's replica logs waits (src/projects/logs.ts): the answer says `logs: true`. */
@@ -105,7 +98,11 @@ const tails = new WeakMap<readonly NodeFacingPlatform[], Map<number | undefined,
 const NO_PLATFORMS: readonly NodeFacingPlatform[] = Object.freeze([])
 const MAX_TAILS = 4096
 
+/** The last tail made, for the next answer (most nodes share the revision and every one the list). */
+let last: { platforms: readonly NodeFacingPlatform[]; revision: number | undefined; tail: string } | undefined
+
 function answerTail(platforms: readonly NodeFacingPlatform[], revision: number | undefined): string {
+  if (last !== undefined && last.platforms === platforms && last.revision === revision) return last.tail
   const key = platforms.length === 0 ? NO_PLATFORMS : platforms
   let byRevision = tails.get(key)
   if (byRevision === undefined) {
@@ -118,14 +115,20 @@ function answerTail(platforms: readonly NodeFacingPlatform[], revision: number |
     if (byRevision.size >= MAX_TAILS) byRevision.clear()
     byRevision.set(revision, tail)
   }
+  last = { platforms, revision, tail }
   return tail
 }
 
 /** acceptHeartbeat's answer as JSON text, byte for byte what JSON.stringify makes of it (the dedicated route). */
 export function acceptHeartbeatText(fabric: Fabric, n: NodeEntry, body: HeartbeatBody): string {
-  record(fabric, n, body)
-  const st = fabric.registry.state(n)
+  const now = fabric.now()
+  record(fabric, n, body, now)
+  const st = fabric.registry.state(n, now)
   const reason = st.reason
-  const head = `{"nodeId":${JSON.stringify(n.name)},"state":"${st.state}"${reason ? `,"reason":${JSON.stringify(reason)}` : ''},"generation":${JSON.stringify(n.generation)},"drained":${drainedOf(fabric, n)}`
-  return head + answerTail(fabric.platforms(), fabric.assignmentRevision(n.name)) + (logsWanted(fabric, n) ? ',"logs":true' : '') + (fabric.updateWanted(n.name) ? ',"update":true}' : '}')
+  const name = n.name
+  const generation = n.generation
+  // A node name needs no escaping in JSON (a-z, 0-9 and dashes), nor an integer generation: JSON.stringify's text, without the call.
+  const quoted = PLAIN_NAME.test(name) ? `"${name}"` : JSON.stringify(name)
+  const head = `{"nodeId":${quoted},"state":"${st.state}"${reason ? `,"reason":${JSON.stringify(reason)}` : ''},"generation":${Number.isSafeInteger(generation) ? String(generation) : JSON.stringify(generation)},"drained":${drainedOf(fabric, n)}`
+  return head + answerTail(fabric.platforms(), fabric.assignmentRevision(name)) + (logsWanted(fabric, n) ? ',"logs":true' : '') + (fabric.updateWanted(n.name) ? ',"update":true}' : '}')
 }

@@ -10,6 +10,7 @@ import type { Fabric } from './fabric.ts'
 import type { NodePage, NodeStateName, NodeView, StateCounts } from '../wire/nodes.ts'
 import { LABEL_KEY, LABEL_VALUE, type Labels } from '../wire/labels.ts'
 import { compatibilityOf, type NodeEntry } from './registry.ts'
+import { spanEnd, spanStart } from '../loop-spans.ts'
 
 export const NODE_STATES: readonly NodeStateName[] = ['enrolled', 'ready', 'unreachable', 'revoked']
 
@@ -74,6 +75,7 @@ export function nodeView(fabric: Fabric, n: NodeEntry, st = fabric.registry.stat
 }
 
 export async function listNodes(fabric: Fabric, q: NodeQuery): Promise<NodePage> {
+  const started = spanStart()
   const registry = fabric.registry
   const names = registry.sortedNames()
   // Labels as listed and placed: the nodes file's when it declares the node (Fabric.nodeSettings).
@@ -129,6 +131,7 @@ export async function listNodes(fabric: Fabric, q: NodeQuery): Promise<NodePage>
     nodes.push(nodeView(fabric, n, st))
   }
   const now = fabric.now()
+  spanEnd('nodes list', started)
   return {
     nodes,
     pendingEnrollments: (await pendingEnrollments(fabric.db, now)).map((t) => ({ nodeId: t.node_id!, expiresAt: new Date(t.expires_at).toISOString() })),

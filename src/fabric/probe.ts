@@ -14,9 +14,12 @@ import { probesSince, writeProbes } from '../store/node-probes.ts'
 import type { Lease } from '../context/leases.ts'
 import type { NodeEntry } from './registry.ts'
 import { tunableNumber } from '../tunables.ts'
+import { spanEnd, spanStart } from '../loop-spans.ts'
 
 const TIMEOUT_MS = 5_000
 const CONCURRENCY = 16
+/** Candidates looked at between two turns of the event loop. */
+const SWEEP_SLICE = 5_000
 /** How often the probing Platform looks for due probes (and the others read results). */
 const TICK_MS = 1_000
 
@@ -122,14 +125,38 @@ export class ReadinessProber {
    */
   async probeDue(): Promise<void> {
     const now = this.ctx.now()
-    const names = [...this.fabric.registry.nodes.values()].filter((n) => n.url && n.certSha256 && n.revokedAt === null && n.lastSeenAt !== null && (!n.probe || now - n.probe.at >= this.intervalMs)).map((n) => n.name)
+    const names = await this.candidates((n) => n.lastSeenAt !== null && (!n.probe || now - n.probe.at >= this.intervalMs))
     for (let i = 0; i < names.length; i += CONCURRENCY) await Promise.all(names.slice(i, i + CONCURRENCY).map((name) => this.probe(name)))
   }
 
   /** Probes every node with an address now. */
   async probeAll(): Promise<void> {
-    const names = [...this.fabric.registry.nodes.values()].filter((n) => n.url && n.certSha256 && n.revokedAt === null).map((n) => n.name)
+    const names = await this.candidates(() => true)
     for (let i = 0; i < names.length; i += CONCURRENCY) await Promise.all(names.slice(i, i + CONCURRENCY).map((name) => this.probe(name)))
+  }
+
+  /**
+   * The nodes with an address, a certificate and a working credential that `also` takes: only the nodes
+   * that gave an address are walked (Registry.addressed), SWEEP_SLICE at a time, so a fleet of a million
+   * never holds the event loop for the walk (it held it ~80 ms a second: docs/benchmarks.md).
+   */
+  private async candidates(also: (n: NodeEntry) => boolean): Promise<string[]> {
+    const registry = this.fabric.registry
+    const names: string[] = []
+    let seen = 0
+    let started = spanStart()
+    // A Set may change while it is walked (a node that comes is seen or not, one that goes is not).
+    for (const name of registry.addressed) {
+      if (++seen % SWEEP_SLICE === 0) {
+        spanEnd('probes: due sweep', started)
+        await new Promise((r) => setImmediate(r))
+        started = spanStart()
+      }
+      const n = registry.get(name)
+      if (n && n.url && n.certSha256 && n.revokedAt === null && also(n)) names.push(name)
+    }
+    spanEnd('probes: due sweep', started)
+    return names
   }
 
   /** Probes one node (joins a probe already running for it). */

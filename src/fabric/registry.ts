@@ -1,108 +1,25 @@
 // The node registry: every node in memory (the hot path reads only memory),
 // structural changes written through at once, heartbeats batched to disk.
 import type { Db } from '../store/db.ts'
-import { getNode, heartbeatsSince, updateNodeFields, type HeartbeatRow, type NodeRow } from '../store/nodes.ts'
-import { writeHeartbeatBatch } from '../store/heartbeats.ts'
-import { registryRows } from '../store/registry-rows.ts'
+import { getNode, updateNodeFields, type NodeRow } from '../store/nodes.ts'
+import { HEARTBEAT_CHUNK, heartbeatSink, writeHeartbeatChunk, type HeartbeatTuple } from '../store/heartbeats.ts'
+import type { HeartbeatSink } from '../store/heartbeat-writer.ts'
+import { nodeCount, registryRows } from '../store/registry-rows.ts'
 import { log } from '../log.ts'
+import { spanEnd, spanStart } from '../loop-spans.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
-import { labelsFromJson, type Labels } from '../wire/labels.ts'
+import { NodeTable, orNull } from './node-table.ts'
+import { NodeEntry, NodeViews } from './node-entry.ts'
+import { fromRow, NO_REPLICAS, type NodeFields } from './node-fields.ts'
+import { pullHeartbeats } from './heartbeat-pull.ts'
 import type { NodeStateName, ReplicaStatus, StateCounts } from '../wire/nodes.ts'
 import { indexFrom } from '../wire/paging.ts'
 import { CensusCount } from './census.ts'
 
 export type Compatibility = 'current' | 'behind' | 'newer' | 'unknown'
-
-export interface NodeEntry {
-  name: string
-  auth: 'enrolled' | 'legacy'
-  certSha256: string | null
-  url: string | null
-  tokenId: string | null
-  generation: number
-  previousValidUntil: number
-  version: string | null
-  enrolledAt: number
-  lastSeenAt: number | null
-  cpuMillis: number | null
-  memoryMB: number | null
-  replicas: ReplicaStatus[]
-  drained: boolean
-  revokedAt: number | null
-  /** Labels the node reported at enroll (the nodes file may override them: Fabric.nodeSettings). */
-  labels: Labels
-  /** The last readiness probe (nodes that gave an address). */
-  probe?: { ok: boolean; at: number; reason?: string }
-  /**
-   * The mac the current credential carries, once the heartbeat's fast check computed it
-   * (src/fabric/heartbeat.ts), with the generation and certificate it was computed for:
-   * fields of the entry rather than a side table, which cost ~100 bytes a node more.
-   */
-  mac: string | null
-  macGeneration: number
-  macCert: string | null
-}
-
-// A million nodes are a million entries: what most of them hold alike is one
-// value, not one each. The empty replica list and label set are shared and frozen (nothing
-// changes them in place: a heartbeat replaces the list), and the few distinct token ids,
-// versions and label texts are kept once (`same`).
-const NO_REPLICAS: ReplicaStatus[] = Object.freeze([]) as unknown as ReplicaStatus[]
-const NO_LABELS: Labels = Object.freeze({}) as Labels
-const kept = new Map<string, string>()
-const keptLabels = new Map<string, Labels>()
-const MAX_KEPT = 10_000
-
-/** One instance of a string many entries hold (a token id, a version); past MAX_KEPT distinct ones, the string itself. */
-function same(s: string | null): string | null {
-  if (s === null) return null
-  const k = kept.get(s)
-  if (k !== undefined) return k
-  if (kept.size < MAX_KEPT) kept.set(s, s)
-  return s
-}
-
-function labelsOf(text: string | null): Labels {
-  if (!text) return NO_LABELS
-  const k = keptLabels.get(text)
-  if (k !== undefined) return k
-  const labels = Object.freeze(labelsFromJson(text))
-  if (keptLabels.size < MAX_KEPT) keptLabels.set(text, labels)
-  return labels
-}
-
-export function replicasFromJson(text: string | null): ReplicaStatus[] {
-  if (!text || text === '[]') return NO_REPLICAS
-  try {
-    return JSON.parse(text) as ReplicaStatus[]
-  } catch {
-    return NO_REPLICAS
-  }
-}
-
-export function fromRow(r: NodeRow): NodeEntry {
-  return {
-    name: r.name,
-    auth: r.auth === 'legacy' ? 'legacy' : 'enrolled',
-    certSha256: r.cert_sha256,
-    url: r.url,
-    tokenId: same(r.token_id),
-    generation: r.generation,
-    previousValidUntil: r.previous_valid_until,
-    version: same(r.version),
-    enrolledAt: r.enrolled_at,
-    lastSeenAt: r.last_seen_at,
-    cpuMillis: r.cpu_millis,
-    memoryMB: r.memory_mb,
-    replicas: replicasFromJson(r.replicas),
-    drained: r.drained === 1,
-    revokedAt: r.revoked_at,
-    labels: labelsOf(r.labels),
-    mac: null,
-    macGeneration: 0,
-    macCert: null,
-  }
-}
+export { NodeEntry } from './node-entry.ts'
+export { fromRow, replicasFromJson } from './node-fields.ts'
+export type { NodeFields, Probe } from './node-fields.ts'
 
 export function compatibilityOf(version: string | null): Compatibility {
   if (!version || !isVersion(version)) return 'unknown'
@@ -111,24 +28,26 @@ export function compatibilityOf(version: string | null): Compatibility {
   return order < 0 ? 'behind' : order > 0 ? 'newer' : 'current'
 }
 
-/** How far back each read of the other Platforms' heartbeats starts before the newest one read. */
-const PULL_OVERLAP_MS = 3_000
-
 /** From this many nodes on, listings count states from a cache (Registry.stateCounts). */
 const COUNT_CACHE_FROM = 50_000
 const COUNT_REFRESH_MS = 2_000
+/** A full collection every this many rows loaded (Registry.load). */
+const GC_EVERY = 200_000
 /** From COUNT_CACHE_FROM nodes on, a full count runs at least this often (a scrape starts none: docs/monitoring.md). */
 const CENSUS_REFRESH_MS = 30_000
 /** Nodes counted between two turns of the event loop (about 2–5 ms). */
 const COUNT_SLICE = 10_000
 
 export class Registry {
-  readonly nodes = new Map<string, NodeEntry>()
-  private readonly dirty = new Set<string>()
+  readonly table = new NodeTable()
+  readonly nodes = new NodeViews(this.table)
+  /** The nodes that gave an address (the readiness probes' candidates): a probe round walks these, not the fleet. */
+  readonly addressed = new Set<string>()
+  private dirty = new Set<string>()
   private timer: ReturnType<typeof setInterval> | undefined
   private flushing: Promise<void> = Promise.resolve()
-  /** Newest heartbeat time read from the store (several Platforms: beats taken by the others). */
-  private syncedTo = 0
+  /** Newest heartbeat time read from the store (several Platforms: beats taken by the others; src/fabric/heartbeat-pull.ts). */
+  syncedTo = 0
   /** A node that another Platform changed (seen by pulling, when its notice was lost). */
   onRemoteChange: (name: string) => void = () => {}
   /** A heartbeat another Platform took that changed liveness, capacity or replicas (placement and probes listen). */
@@ -145,31 +64,61 @@ export class Registry {
 
   static async load(db: Db, now: () => number, staleAfterMs: number, origin: string | null = null): Promise<Registry> {
     const r = new Registry(db, now, staleAfterMs, origin)
+    r.table.reserve(await nodeCount(db))
+    let loaded = 0
     for await (const rows of registryRows(db)) {
+      // The pages read are garbage once loaded, and some live long enough that only a full collection frees
+      // them: one every GC_EVERY rows keeps the load's peak memory near what it leaves (measured at a million
+      // nodes: peak 830 MB collecting only at the end, against 502 MB left after the load).
+      if ((loaded += rows.length) % GC_EVERY < rows.length && loaded >= GC_EVERY) Bun.gc(true)
       for (const row of rows) {
-        r.nodes.set(row.name, fromRow(row))
+        r.table.add(fromRow(row), row.labels)
+        if (row.url) r.addressed.add(row.name)
         r.syncedTo = Math.max(r.syncedTo, row.last_seen_at ?? 0)
       }
     }
-    // A fleet-size registry counts its nodes by state now, before it serves: the first listing finds them.
-    if (r.nodes.size >= COUNT_CACHE_FROM) r.stateCounts()
+    // A fleet-size registry counts its nodes by state and puts their names in order now, before it serves:
+    // the first listing finds both (each holds the event loop ~100 ms at a million nodes).
+    if (r.table.size >= COUNT_CACHE_FROM) {
+      r.stateCounts()
+      r.sortedNames()
+      Bun.gc(true) // the last pages' garbage, before serving
+    }
     return r
   }
 
-  /** Writes batched heartbeats every `intervalMs` (and, on a shared store, reads the other Platforms'). */
+  /**
+   * Writes batched heartbeats every `intervalMs` (and, on a shared store, reads the other Platforms'); on a
+   * SQLite file through a thread of its own (src/store/heartbeat-writer.ts).
+   */
   startFlushing(intervalMs = 1000): void {
+    this.sink ??= heartbeatSink(this.db)
     this.timer = setInterval(() => {
       void this.flush().catch((e) => log.warn(`writing heartbeats: ${(e as Error).message}`))
-      if (this.db.engine === 'postgres') void this.pullHeartbeats().catch((e) => log.warn(`reading heartbeats: ${(e as Error).message}`))
-      if (this.nodes.size >= COUNT_CACHE_FROM) this.stateCounts(CENSUS_REFRESH_MS) // the metrics' counts: a full pass every 30 s
+      // One read at a time: a read yields in slices and may outlast the interval.
+      if (this.db.engine === 'postgres' && this.pulling === null) {
+        this.pulling = pullHeartbeats(this.db, this.origin, this)
+          .catch((e) => log.warn(`reading heartbeats: ${(e as Error).message}`))
+          .finally(() => (this.pulling = null))
+      }
+      if (this.table.size >= COUNT_CACHE_FROM) this.stateCounts(CENSUS_REFRESH_MS) // the metrics' counts: a full pass every 30 s
     }, intervalMs)
     this.timer.unref?.()
   }
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
-    await this.flush()
+    await this.pulling // a read under way ends before the store closes
+    try {
+      await this.flush()
+    } finally {
+      const sink = this.sink
+      this.sink = undefined
+      await sink?.close()
+    }
   }
+  private sink: HeartbeatSink | undefined
+  private pulling: Promise<void> | null = null
 
   /** Writes the heartbeats taken since the last flush in one transaction; flushes never overlap. */
   flush(): Promise<void> {
@@ -178,63 +127,53 @@ export class Registry {
     return run
   }
 
+  /**
+   * The nodes heard from since the last flush, a chunk at a time: each chunk's rows are read from the
+   * columns (their newest beat) and written in one statement, and the event loop gets a turn between
+   * chunks, so a flush of 16,700 beats (a million nodes at 60 s) never holds it for more than one chunk.
+   */
   private async writeDirty(): Promise<void> {
     if (this.dirty.size === 0) return
-    const beats: HeartbeatRow[] = []
-    for (const name of this.dirty) {
-      const n = this.nodes.get(name)
-      if (!n || n.lastSeenAt === null) continue
-      beats.push({ name, last_seen_at: n.lastSeenAt, version: n.version, cpu_millis: n.cpuMillis, memory_mb: n.memoryMB, replicas: JSON.stringify(n.replicas) })
-    }
-    this.dirty.clear()
-    try {
-      await writeHeartbeatBatch(this.db, beats, undefined, this.origin)
-    } catch (e) {
-      for (const b of beats) this.dirty.add(b.name) // kept for the next flush
-      throw e
-    }
-  }
-
-  /**
-   * Heartbeats other Platforms took (nodes fail over between them): liveness for placement here. Each
-   * second, what they wrote since the newest beat read, less 3 s for their flushes still committing
-   * (a beat missed here is only a beat late: liveness spans the stale window).
-   */
-  private async pullHeartbeats(): Promise<void> {
-    const since = this.syncedTo - PULL_OVERLAP_MS
-    for (const row of await heartbeatsSince(this.db, since, this.origin)) {
-      this.syncedTo = Math.max(this.syncedTo, row.last_seen_at)
-      const n = this.nodes.get(row.name)
-      // New here, or revoked, rotated, drained or rebound elsewhere and the notice did not arrive.
-      if (!n || n.generation !== row.generation || n.revokedAt !== row.revoked_at || n.drained !== (row.drained === 1) || n.certSha256 !== row.cert_sha256) {
-        await this.refresh(row.name)
-        if (n) this.onRemoteChange(row.name)
-        continue
+    const names = [...this.dirty]
+    this.dirty = new Set()
+    const t = this.table
+    const chunk = this.sink?.chunk ?? HEARTBEAT_CHUNK
+    for (let i = 0; i < names.length; i += chunk) {
+      if (i > 0) await new Promise((r) => setImmediate(r))
+      const started = spanStart()
+      const rows: HeartbeatTuple[] = []
+      for (let j = i; j < names.length && j < i + chunk; j++) {
+        const s = t.slotOf(names[j]!)
+        if (s < 0 || Number.isNaN(t.lastSeenAt[s]!)) continue
+        const replicas = t.replicas[s]
+        rows.push([names[j]!, t.lastSeenAt[s]!, t.stringAt(t.version[s]!), orNull(t.cpuMillis[s]!), orNull(t.memoryMB[s]!), replicas === undefined ? '[]' : JSON.stringify(replicas)])
       }
-      if (n.lastSeenAt !== null && n.lastSeenAt >= row.last_seen_at) continue
-      const changed = n.lastSeenAt === null || row.last_seen_at - n.lastSeenAt > this.staleAfterMs || n.cpuMillis !== row.cpu_millis || n.memoryMB !== row.memory_mb || JSON.stringify(n.replicas) !== (row.replicas ?? '[]')
-      n.lastSeenAt = row.last_seen_at
-      n.version = row.version
-      n.cpuMillis = row.cpu_millis
-      n.memoryMB = row.memory_mb
-      n.replicas = replicasFromJson(row.replicas)
-      if (changed) this.onRemoteHeartbeat(n)
+      spanEnd('heartbeat flush: collect', started)
+      try {
+        await writeHeartbeatChunk(this.db, rows, this.origin, this.sink)
+      } catch (e) {
+        for (let j = i; j < names.length; j++) this.dirty.add(names[j]!) // kept for the next flush
+        throw e
+      }
     }
   }
 
   get(name: string): NodeEntry | undefined {
-    return this.nodes.get(name)
+    const s = this.table.slotOf(name)
+    return s < 0 ? undefined : new NodeEntry(this.table, s)
   }
 
   /** Node names in code-unit order (listings page through it); made again after a node comes or goes. */
   sortedNames(): readonly string[] {
     if (this.sorted === null) {
-      const names = [...this.nodes.keys()]
+      const started = spanStart()
+      const names = [...this.table.liveNames()]
       // The store hands the rows over in name order (SQLite's, which is this order for node names): a look
       // is enough, not a sort (sorting a million names held the event loop 1–2 s).
       let inOrder = true
       for (let i = 1; i < names.length && inOrder; i++) inOrder = names[i - 1]! < names[i]!
       this.sorted = inOrder ? names : names.sort()
+      spanEnd('names in order', started)
     }
     return this.sorted
   }
@@ -257,7 +196,7 @@ export class Registry {
    * give the event loop back (a node that falls silent turns unreachable by time alone: counted then).
    */
   stateCounts(refreshAfterMs = COUNT_REFRESH_MS): StateCounts {
-    if (this.nodes.size < COUNT_CACHE_FROM) return this.countNow()
+    if (this.table.size < COUNT_CACHE_FROM) return this.countNow()
     const now = this.now()
     if (this.counts === null) {
       this.counts = this.countNow()
@@ -280,8 +219,12 @@ export class Registry {
   }
 
   private countNow(): StateCounts {
+    const started = spanStart()
     const census = this.census.start()
-    for (const n of this.nodes.values()) this.census.add(census, n, this.state(n).state, this.now())
+    const t = this.table
+    const now = this.now()
+    for (const s of t.liveSlots()) this.census.add(census, t.stringAt(t.version[s]!), orNull(t.lastSeenAt[s]!), this.slotState(s, now), now)
+    spanEnd('state counts: all', started)
     return (this.census.last = census).states
   }
 
@@ -291,10 +234,19 @@ export class Registry {
     try {
       const census = this.census.start()
       let i = 0
-      for (const n of this.nodes.values()) {
-        this.census.add(census, n, this.state(n).state, at)
-        if (++i % COUNT_SLICE === 0) await new Promise((r) => setImmediate(r))
+      const t = this.table
+      let started = spanStart()
+      let now = at // each slice's states as of its start
+      for (const s of t.liveSlots()) {
+        this.census.add(census, t.stringAt(t.version[s]!), orNull(t.lastSeenAt[s]!), this.slotState(s, now), at)
+        if (++i % COUNT_SLICE === 0) {
+          spanEnd('state counts: slice', started)
+          await new Promise((r) => setImmediate(r))
+          started = spanStart()
+          now = this.now()
+        }
       }
+      spanEnd('state counts: slice', started)
       // Moves made meanwhile are in the old count, and the new one saw most of them: it wins (a node's count
       // is off at most until the next one).
       this.counts = (this.census.last = census).states
@@ -304,21 +256,34 @@ export class Registry {
     }
   }
 
-  /** Sets one node from a store row (null: it is gone). */
+  /**
+   * Sets one node from a store row (null: it is gone). The same machine (its certificate) is written in place;
+   * a new one (a rebind, or a name that comes back) takes a new slot, so views of the old one read the old.
+   */
   reload(row: NodeRow | null, name: string): void {
-    const had = this.nodes.get(name)
-    const before = had && this.counts ? this.state(had).state : null
+    const t = this.table
+    const had = t.slotOf(name)
+    const before = had >= 0 && this.counts ? this.slotState(had, this.now()) : null
     if (row) {
       const fresh = fromRow(row)
       // What this Platform holds of the same machine (its certificate): a heartbeat not flushed yet is newer
       // than the row, and the last probe stands. A name rebound to a new certificate starts unseen and unprobed.
-      const same = had !== undefined && had.certSha256 === fresh.certSha256
-      if (same && had.lastSeenAt && (fresh.lastSeenAt ?? 0) < had.lastSeenAt) Object.assign(fresh, { lastSeenAt: had.lastSeenAt, version: had.version, cpuMillis: had.cpuMillis, memoryMB: had.memoryMB, replicas: had.replicas })
-      if (!had) this.placeName(name, true)
-      if (same && had.probe) fresh.probe = had.probe
-      this.nodes.set(name, fresh)
-      if (this.counts) this.moveCount(before, this.state(fresh).state)
-    } else if (this.nodes.delete(name)) {
+      const same = had >= 0 && t.certIs(had, fresh.certSha256)
+      if (same) {
+        const old = new NodeEntry(t, had)
+        const seen = old.lastSeenAt
+        if (seen && (fresh.lastSeenAt ?? 0) < seen) Object.assign(fresh, { lastSeenAt: seen, version: old.version, cpuMillis: old.cpuMillis, memoryMB: old.memoryMB, replicas: old.replicas })
+        const probe = old.probe
+        if (probe) fresh.probe = probe
+      }
+      if (had < 0) this.placeName(name, true)
+      const s = same ? had : t.add(fresh, row.labels)
+      if (same) t.write(s, fresh, row.labels)
+      if (fresh.url) this.addressed.add(name)
+      else this.addressed.delete(name)
+      if (this.counts) this.moveCount(before, this.slotState(s, this.now()))
+    } else if (t.remove(name)) {
+      this.addressed.delete(name)
       this.placeName(name, false)
       this.moveCount(before, null)
     }
@@ -327,7 +292,7 @@ export class Registry {
   /** Reads one node again from the store (another Platform may have changed it). */
   async refresh(name: string): Promise<NodeEntry | undefined> {
     this.reload(await getNode(this.db, name), name)
-    return this.nodes.get(name)
+    return this.get(name)
   }
 
   /** Writes fields through to the store and memory at once. */
@@ -336,38 +301,44 @@ export class Registry {
     await this.refresh(name)
   }
   /** Records a heartbeat in memory; true when it changed what placement sees (liveness, capacity, replicas). */
-  heartbeat(n: NodeEntry, beat: { readonly version?: string; readonly capacity?: { readonly cpuMillis: number; readonly memoryMB: number }; readonly replicas?: readonly ReplicaStatus[] }): boolean {
-    const now = this.now()
-    let changed = n.lastSeenAt === null || now - n.lastSeenAt > this.staleAfterMs
+  heartbeat(n: NodeEntry, beat: { readonly version?: string; readonly capacity?: { readonly cpuMillis: number; readonly memoryMB: number }; readonly replicas?: readonly ReplicaStatus[] }, now = this.now()): boolean {
+    const t = n.table
+    const s = n.slot
+    const seen = t.lastSeenAt[s]!
+    let changed = Number.isNaN(seen) || now - seen > this.staleAfterMs
     // Back to life (or first seen): its count moves, when counts are kept.
-    const before = changed && this.counts ? this.state(n).state : null
-    n.lastSeenAt = now
-    if (beat.version !== undefined && beat.version !== n.version) n.version = same(beat.version)
+    const before = changed && this.counts ? this.slotState(s, now) : null
+    t.lastSeenAt[s] = now
+    if (beat.version !== undefined && beat.version !== t.stringAt(t.version[s]!)) n.version = beat.version
     const capacity = beat.capacity
-    if (capacity !== undefined && capacity.cpuMillis !== n.cpuMillis) {
-      n.cpuMillis = capacity.cpuMillis
+    if (capacity !== undefined && capacity.cpuMillis !== t.cpuMillis[s]) {
+      t.cpuMillis[s] = capacity.cpuMillis
       changed = true
     }
-    if (capacity !== undefined && capacity.memoryMB !== n.memoryMB) {
-      n.memoryMB = capacity.memoryMB
+    if (capacity !== undefined && capacity.memoryMB !== t.memoryMB[s]) {
+      t.memoryMB[s] = capacity.memoryMB
       changed = true
     }
-    if (beat.replicas !== undefined && (beat.replicas.length > 0 || n.replicas.length > 0) && JSON.stringify(beat.replicas) !== JSON.stringify(n.replicas)) {
-      n.replicas = beat.replicas.length === 0 ? NO_REPLICAS : (beat.replicas as ReplicaStatus[])
+    const had = t.replicas[s]
+    if (beat.replicas !== undefined && (beat.replicas.length > 0 || had !== undefined) && JSON.stringify(beat.replicas) !== JSON.stringify(had ?? NO_REPLICAS)) {
+      t.replicas[s] = beat.replicas.length === 0 ? undefined : (beat.replicas as ReplicaStatus[])
       changed = true
     }
-    this.dirty.add(n.name)
-    if (before !== null) this.moveCount(before, this.state(n).state)
+    this.dirty.add(t.names[s]!)
+    if (before !== null) this.moveCount(before, this.slotState(s, now))
     return changed
   }
 
   /** Ready, or heartbeating within the stale window, with a credential that still works (docs/nodes.md). */
-  healthy(n: NodeEntry): boolean {
+  healthy(n: NodeFields): boolean {
     if (n.revokedAt !== null || (n.auth === 'enrolled' && n.certSha256 === null)) return false
     return n.lastSeenAt !== null && this.now() - n.lastSeenAt <= this.staleAfterMs
   }
 
-  state(n: NodeEntry): { readonly state: NodeStateName; readonly reason?: string } {
+  /** `now`: the clock's reading, when the caller has one (the heartbeat reads it once). */
+  state(n: NodeFields, now = this.now()): { readonly state: NodeStateName; readonly reason?: string } {
+    // The common answer from the columns, without the view's getters (every heartbeat asks).
+    if (n instanceof NodeEntry && this.slotState(n.slot, now) === 'ready') return READY
     if (n.revokedAt !== null) return { state: 'revoked' }
     if (n.lastSeenAt === null) return { state: 'enrolled', reason: 'no heartbeat yet' }
     if (this.now() - n.lastSeenAt > this.staleAfterMs) return { state: 'unreachable', reason: `no heartbeat for ${Math.round((this.now() - n.lastSeenAt) / 1000)}s` }
@@ -377,6 +348,20 @@ export class Registry {
       if (!n.probe.ok) return { state: 'unreachable', reason: n.probe.reason ?? 'health probe failed' }
     }
     return READY
+  }
+
+  /** state(n).state of a slot, read from the columns (counting a million makes no view and no reason text). */
+  private slotState(s: number, now: number): NodeStateName {
+    const t = this.table
+    if (!Number.isNaN(t.revokedAt[s]!)) return 'revoked'
+    const seen = t.lastSeenAt[s]!
+    if (Number.isNaN(seen)) return 'enrolled'
+    if (now - seen > this.staleAfterMs) return 'unreachable'
+    if (t.urls[s] !== undefined) {
+      if (Number.isNaN(t.probeAt[s]!)) return 'enrolled'
+      if (!t.probeOkAt(s)) return 'unreachable'
+    }
+    return 'ready'
   }
 }
 

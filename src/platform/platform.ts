@@ -17,7 +17,7 @@ import { DataDir } from '../datadir.ts'
 import { refuseInsecureNodeTraffic, refuseUnreachableApi } from '../listener/plan.ts'
 import { startFederation, type Federation } from '../federation/service.ts'
 import { createApp } from '../http/app.ts'
-import { heartbeatRoutes } from '../http/heartbeat.ts'
+import { gatedHeartbeatRoutes, hotPathStats } from '../http/heartbeat.ts'
 import { countRequests } from '../http/request-metrics.ts'
 import { watchMetrics } from './metrics.ts'
 import { ApiEndpoint } from '../http/api-endpoint.ts'
@@ -44,6 +44,7 @@ import { PlatformMetrics } from '../metrics/platform.ts'
 import { PlatformRegistry } from '../ha/live-platforms.ts'
 import { RequestGate } from '../swap/gate.ts'
 import { tunableNumber } from '../tunables.ts'
+import { sampleLoopLagIfAsked } from './loop-lag.ts'
 import { Releases } from '../releases/service.ts'
 import { Rollouts } from '../rollouts/service.ts'
 
@@ -274,14 +275,12 @@ export class Platform implements Services {
         log.error(`unhandled server error: ${e.stack ?? e.message}`)
         return Response.json({ error: { code: 'internal', message: 'Internal error; see the Platform log.' } }, { status: 500 })
       },
-      // The heartbeat has its own route ahead of the framework (src/http/heartbeat.ts); it passes the gate
-      // like every request, so an engine swap holds and forwards heartbeats too.
-      (fallback) => {
-        const register = heartbeatRoutes(this, fallback)['/api/v1/nodes/register'].POST
-        return { '/api/v1/nodes/register': { POST: (req, server) => this.gate.handle(req, register, server) } }
-      },
+      // The heartbeat has its own route ahead of the framework, behind the request gate (src/http/heartbeat.ts).
+      (fallback) => gatedHeartbeatRoutes(this, fallback, this.gate),
     )
     const url = this.url
+    // The benchmarks' event-loop lag (docs/benchmarks.md), from the moment it serves.
+    this.onClose(sampleLoopLagIfAsked(() => hotPathStats.fast))
     log.info(`muster Platform listening on ${url}`)
     // HTTPS from the Platform CA: how an operator on this machine reaches it (docs/operations.md).
     if (this.apiCaPin) log.info(`log in with: muster login --platform-url ${this.publicUrl} --platform-ca-file ${this.dataDir.path(CA_CERT_FILE)} --identifier superadmin`)

@@ -26,6 +26,7 @@ import { assignmentDigest, assignmentsByNode, runsCheck, type RollingPrevious } 
 import { place, type Placement, type PlacementNode, type PlacementResult } from './placement.ts'
 import type { ProjectRemoved, ProjectSpec, ProjectView, Shortfall } from '../wire/projects.ts'
 import type { ReplicaStatus } from '../wire/nodes.ts'
+import { spanEnd, spanStart } from '../loop-spans.ts'
 
 /**
  * A project as deployed; `origin` says who placed it (local, or controller),
@@ -304,7 +305,9 @@ export class Projects {
     // Nothing deployed, nothing placed, every document sent out empty: nothing to do (a pass costs O(nodes)).
     if (this.projects.size === 0 && this.placements.length === 0 && !this.assignedAnywhere()) return
     const specs = [...this.projects.values()].map((p) => ({ name: p.name, replicas: p.replicas, cpu: p.cpu, memory: p.memory, nodeLabels: p.nodeLabels, allowLocal: mayRunOnLocal(p) }))
+    const started = spanStart()
     const result = place(specs, this.placementNodes(), this.placements)
+    spanEnd('placement', started)
     this.result = result
     // Not placing: the result only shows this Platform's view of the shortfall.
     if (!this.lease.held) return

@@ -20,6 +20,11 @@ export interface AuditRow {
   version: string | null
 }
 
+/** A version as the audit log keeps it: only when it has a version's shape. */
+export function auditVersion(version: unknown): string | null {
+  return typeof version === 'string' && /^[0-9A-Za-z.+-]{1,32}$/.test(version) ? version : null
+}
+
 export async function insertAudit(db: Db, e: Omit<AuditRow, 'id'>): Promise<void> {
   await db.run('INSERT INTO enroll_audit (at, outcome, reason, node_id, version, budget) VALUES (?1, ?2, ?3, ?4, ?5, ?6)', e.at, e.outcome, e.reason, e.node_id, e.version, auditBudget(e.outcome))
 }

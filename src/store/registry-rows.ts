@@ -10,6 +10,11 @@ const COLUMNS = NODE_COLUMNS.replace('n.cert_pem', 'NULL AS cert_pem')
 
 const PAGE = 10_000
 
+/** How many nodes the store holds (the registry makes room for them before it loads them). */
+export async function nodeCount(db: Db): Promise<number> {
+  return Number((await db.get<{ n: number }>('SELECT count(*) AS n FROM nodes'))?.n ?? 0)
+}
+
 export async function* registryRows(db: Db): AsyncGenerator<NodeRow[]> {
   let after = ''
   for (;;) {

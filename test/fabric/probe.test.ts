@@ -92,7 +92,7 @@ describe('readiness probe', () => {
     expect(registry.get('fresh')!.probe).toBeUndefined()
     expect(registry.state(registry.get('fresh')!)).toEqual({ state: 'enrolled', reason: 'no heartbeat yet' })
     // The first heartbeat, before its probe has answered.
-    const seen = { ...registry.get('fresh')!, lastSeenAt: Date.now(), probe: undefined }
+    const seen = { ...registry.get('fresh')!.fields(), lastSeenAt: Date.now(), probe: undefined }
     expect(registry.state(seen)).toEqual({ state: 'enrolled', reason: 'health probe pending' })
   })
 

@@ -125,7 +125,7 @@ export default [
   {
     name: 'audit2: a node enrolled after the first listing is missing from later listings (sorted names not reset)',
     file: 'src/fabric/registry.ts',
-    from: '      if (!had) this.placeName(name, true)\n',
+    from: '      if (had < 0) this.placeName(name, true)\n',
     to: '',
     tests: ['test/fabric/fabric-audit2.test.ts', 'test/fabric/listing.test.ts', 'test/e2e/listing.test.ts'],
   },

@@ -11,7 +11,7 @@
 //
 //   bun run mutants [--ci] [--only SUBSTRING]... [--jobs N] [--baseline] [--keep] [--list]
 //     --ci        only the entries marked `ci: true` (a quick first check; .ci/run runs every entry)
-//     --only      run only entries whose name (or file) contains SUBSTRING
+//     --only      run only entries whose name, file or entries file (test/mutants/x.ts) contains SUBSTRING
 //     --jobs      mutants run at once (default 2, or $MUTANTS_JOBS)
 //     --baseline  first run each entry's tests unmutated: they must pass (checks new entries)
 //     --keep      keep the temporary copies (their paths are printed)
@@ -292,7 +292,7 @@ async function provideBinary(dir: string, fromCopy: boolean): Promise<string | u
 // ---- main ------------------------------------------------------------------------
 const all = await loadMutants()
 const chosen = ciOnly ? all.filter((e) => e.mutant.ci === true || e.problem !== undefined) : all
-const selected = only.length === 0 ? chosen : chosen.filter((e) => only.some((s) => `${e.mutant.name} ${e.mutant.file}`.toLowerCase().includes(s.toLowerCase())))
+const selected = only.length === 0 ? chosen : chosen.filter((e) => only.some((s) => `${e.mutant.name} ${e.mutant.file} ${e.source}`.toLowerCase().includes(s.toLowerCase())))
 if (listOnly) {
   for (const e of selected) {
     const rest = e.problem ? [] : near(e.mutant)

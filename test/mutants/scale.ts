@@ -15,8 +15,8 @@ export default [
   {
     name: 'the fast path takes a revoked node, or another generation with the current mac',
     file: 'src/fabric/heartbeat.ts',
-    from: 'n.certSha256 === null || n.revokedAt !== null || n.generation !== generation',
-    to: 'n.certSha256 === null',
+    from: '!n.hasCert || n.revokedAt !== null || n.generation !== generation',
+    to: '!n.hasCert',
     tests: ['test/http/heartbeat-route.test.ts'],
   },
   {

@@ -140,8 +140,8 @@ export default [
   {
     name: 'tests4: a refused heartbeat keeps its in-flight place (refusals fill the heartbeat limit)',
     file: 'src/http/heartbeat.ts',
-    from: '      return new Response(acceptHeartbeatText(fabric, n, body), { headers: JSON_HEADERS })\n    } catch (e) {\n      return refusal(fabric.ctx.metrics, e)\n    } finally {\n      limit.leave()\n    }',
-    to: '      const answer = new Response(acceptHeartbeatText(fabric, n, body), { headers: JSON_HEADERS })\n      limit.leave()\n      return answer\n    } catch (e) {\n      return refusal(fabric.ctx.metrics, e)\n    }',
+    from: '        return new Response(acceptHeartbeatText(fabric, n, body), ANSWER)\n      } catch (e) {\n        return refusal(fabric.ctx.metrics, e)\n      } finally {\n        limit.leave()\n      }',
+    to: '        const answer = new Response(acceptHeartbeatText(fabric, n, body), ANSWER)\n        limit.leave()\n        return answer\n      } catch (e) {\n        return refusal(fabric.ctx.metrics, e)\n      }',
     tests: ['test/fabric/heartbeat-slots.test.ts'],
   },
   {
