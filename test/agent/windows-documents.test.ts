@@ -123,7 +123,10 @@ async function askLog(r: Rig, at: number, issuedAt: number, node = 'w1'): Promis
   r.handed.logRequests = [{ payload, ...r.p.platform.fabric.trust.sign(LOG_REQUEST.domain, documentBytes(payload)) }]
   const refusal = () => r.warnings.slice(before).find((l) => l.includes('refused a log request'))
   return r.agentAt(at, async () => {
-    await waitFor(() => r.uploads.includes(payload.id) || refusal() !== undefined, { what: `log request ${payload.id} handled` })
+    // What the Agent logged meanwhile goes with a timeout (a heartbeat that failed, a fetch refused).
+    await waitFor(() => r.uploads.includes(payload.id) || refusal() !== undefined, { what: `log request ${payload.id} handled` }).catch((e: Error) => {
+      throw new Error(`${e.message}; the Agent logged: ${JSON.stringify(r.warnings.slice(before))}; the proxy saw: ${JSON.stringify(r.proxy.passed.slice(-12).map((x) => [x.method, x.path, x.intercepted, JSON.stringify(x.answer)?.slice(0, 160)]))}`)
+    })
     return r.uploads.includes(payload.id) ? 'served' : refusal()!
   })
 }
