@@ -26,8 +26,18 @@ const LOG_REQUESTS_PATH = '/api/v1/nodes/self/log-requests'
 function captureWarnings(): { lines: string[]; [Symbol.dispose](): void } {
   const lines: string[] = []
   const reporter = { log: (o: { type: string; args: unknown[] }) => void (o.type === 'warn' && lines.push(o.args.map(String).join(' '))) }
+  // The logger holds back a message repeated more than five times within a second: one Agent's refusal,
+  // logged at each of its heartbeats, would hide the next Agent's identical one.
+  const throttle = log.options.throttle
+  log.options.throttle = 0
   log.addReporter(reporter)
-  return { lines, [Symbol.dispose]: () => log.removeReporter(reporter) }
+  return {
+    lines,
+    [Symbol.dispose]: () => {
+      log.removeReporter(reporter)
+      log.options.throttle = throttle
+    },
+  }
 }
 
 interface Rig {
