@@ -67,9 +67,9 @@ describe('the dashboard through dist/muster', () => {
       await page.locator('#tabs').getByRole('button', { name: 'Overview', exact: true }).click()
       await waitFor(async () => {
         await page.locator('#panel-overview').getByRole('button', { name: 'Refresh' }).click()
-        return (await stat('replicas.running').getAttribute('data-value')) === '1'
-      }, { timeoutMs: 30_000, what: 'the overview counting the running replica' })
-      expect(await page.locator('#panel-overview tr[data-fleet-node="worker-a"] td.replicas').textContent()).toBe('1 / 1 running')
+        // The counts and the node's row come from separate reads: both must have seen the worker's report.
+        return (await stat('replicas.running').getAttribute('data-value')) === '1' && (await page.locator('#panel-overview tr[data-fleet-node="worker-a"] td.replicas').textContent()) === '1 / 1 running'
+      }, { timeoutMs: 30_000, what: 'the overview counting the running replica, and worker-a\'s row saying 1 / 1 running' })
 
       // Scale to 0 from its page, then remove it: the process stops.
       await page.locator('#tabs').getByRole('button', { name: 'Projects', exact: true }).click()
