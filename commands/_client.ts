@@ -8,7 +8,6 @@ import { createClient, type Client } from '../src/client/index.ts'
 import { pinnedFetch, type Pin } from '../src/crypto/pin.ts'
 import { assertPrivate, writeFileAtomic } from '../src/datadir.ts'
 import { checkFingerprint, UsageError } from './_args.ts'
-import { warnArgvSecret } from './_secret.ts'
 import { tunable } from '../src/tunables.ts'
 
 export const DEFAULT_URL = 'http://127.0.0.1:7380'
@@ -73,7 +72,6 @@ export function clientFrom(args: { 'platform-url'?: string; token?: string } & P
   const saved = readSavedLogin()
   const url = (args['platform-url'] || tunable('MUSTER_URL') || saved?.url || DEFAULT_URL).replace(/\/+$/, '')
   let token = args.token
-  if (token) warnArgvSecret('--token')
   const same = saved && saved.url === url
   token ||= tunable('MUSTER_TOKEN') || (same ? saved.token : undefined)
   const pin = pinFromArgs(args) ?? (same ? saved.pin : undefined)

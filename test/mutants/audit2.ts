@@ -198,9 +198,9 @@ export default [
   },
   {
     name: 'audit2: --token on the command line gives no warning',
-    file: 'commands/_client.ts',
-    from: "  if (token) warnArgvSecret('--token')\n",
-    to: '',
+    file: 'commands/_main.ts',
+    from: "if (flag !== '--database' && flag !== '--to') warnArgvSecret(flag)",
+    to: "if (flag !== '--database' && flag !== '--to' && flag !== '--token') warnArgvSecret(flag)",
     tests: ['test/e2e/cli-audit2.test.ts', 'test/e2e/cli.test.ts', 'test/e2e/output.test.ts'],
   },
   {
