@@ -150,11 +150,15 @@ describe('node routes: windows and bindings', () => {
     await using p = await held()
     const w1 = await enrolled(p, 'w1')
     expect((await call(p, 'POST', '/api/v1/nodes/register', w1.credential, { version: VERSION, capacity: { cpuMillis: 1000, memoryMB: 1024 } })).status).toBe(200)
-    const state = async () => (await p.client.nodes.list()).nodes.find((n) => n.name === 'w1')?.state
-    expect(await state()).toBe('ready')
+    // The node's row and the listing's counts (read from the registry's columns) say the same at each edge.
+    const state = async () => {
+      const list = await p.client.nodes.list()
+      return `${list.nodes.find((n) => n.name === 'w1')?.state} (ready ${list.counts.ready}, unreachable ${list.counts.unreachable})`
+    }
+    expect(await state()).toBe('ready (ready 1, unreachable 0)')
     p.clock.t += STALE_MS
-    expect(await state()).toBe('ready')
+    expect(await state()).toBe('ready (ready 1, unreachable 0)')
     p.clock.t += 1
-    expect(await state()).toBe('unreachable')
+    expect(await state()).toBe('unreachable (ready 0, unreachable 1)')
   })
 })

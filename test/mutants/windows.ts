@@ -257,8 +257,8 @@ export default [
   {
     name: 'windows: a node is unreachable at the very millisecond its stale window ends',
     file: 'src/fabric/registry.ts',
-    from: "if (this.now() - n.lastSeenAt > this.staleAfterMs) return { state: 'unreachable'",
-    to: "if (this.now() - n.lastSeenAt >= this.staleAfterMs) return { state: 'unreachable'",
+    from: "    if (now - seen > this.staleAfterMs) return 'unreachable'",
+    to: "    if (now - seen >= this.staleAfterMs) return 'unreachable'",
     tests: ['test/fabric/windows.test.ts'],
     filter: 'stale window',
   },
