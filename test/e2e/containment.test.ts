@@ -15,52 +15,13 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { chmodSync, existsSync, readdirSync, readFileSync } from 'node:fs'
 import { runMuster, startMuster, startServeWithListener, type Daemon } from '../helpers/binary.ts'
 import { freePort } from '../helpers/node-side.ts'
+import { processesOf, runTag, sessionOf, sweepReplicas, uidOf } from '../helpers/replica-procs.ts'
 import { describeAsRoot } from '../helpers/root.ts'
 import { tmpDir, waitFor } from '../helpers/tmp.ts'
 
 // Project names end in -<pid>t<random>: a run killed before its afterAll (replicas outlive their Agent) is swept by the next.
-const tag = `${process.pid}t${crypto.randomUUID().slice(0, 4)}`
+const tag = runTag()
 
-/** Live processes whose environment names a project `match` accepts (a replica and everything it started). */
-function processesWhere(match: (project: string) => boolean): number[] {
-  const out: number[] = []
-  for (const e of readdirSync('/proc')) {
-    const pid = Number(e)
-    if (!pid) continue
-    try {
-      if (/^State:\s+[ZX]/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))) continue
-      const project = /(?:^|\0)MUSTER_PROJECT=([a-z0-9-]+)\0/.exec(readFileSync(`/proc/${pid}/environ`, 'latin1'))?.[1]
-      if (project && match(project)) out.push(pid)
-    } catch {}
-  }
-  return out
-}
-const processesOf = (project: string) => processesWhere((p) => p === project)
-
-/** Kills what earlier runs of this file left (their pid is gone), or this run (`all`). */
-function sweep(all = false): void {
-  const left = processesWhere((p) => {
-    const m = /-(\d+)t[0-9a-f]{4}$/.exec(p)
-    if (!m) return false
-    if (all) return p.endsWith(`-${tag}`)
-    const pid = Number(m[1])
-    if (pid === process.pid) return false
-    try {
-      process.kill(pid, 0)
-      return false
-    } catch {
-      return true
-    }
-  })
-  for (const pid of left) {
-    try {
-      process.kill(pid, 'SIGKILL')
-    } catch {}
-  }
-}
-
-const sessionOf = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]!.split(' ')[3]
-const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1])
 const cpuTicks = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'latin1').slice(readFileSync(`/proc/${pid}/stat`, 'latin1').lastIndexOf(')') + 2).split(' ')
   return Number(f[11]) + Number(f[12]) // utime + stime (fields 14, 15)
@@ -100,7 +61,7 @@ describeAsRoot('replica containment', () => {
     }, { timeoutMs: 60_000, what: `"${has}" in ${project}'s log` })
 
   beforeAll(async () => {
-    sweep()
+    sweepReplicas()
     chmodSync(dir.path, 0o711)
     serve = await startServeWithListener(`${dir.path}/platform`, ['--no-local-node'])
     const { token } = JSON.parse((await cli(['nodes', 'enroll-token', 'c1', '--json'])).stdout) as { token: string }
@@ -113,7 +74,7 @@ describeAsRoot('replica containment', () => {
   afterAll(async () => {
     await agent?.stop()
     await serve?.stop()
-    sweep(true)
+    sweepReplicas(tag)
     dir[Symbol.dispose]()
   })
 
