@@ -14,20 +14,11 @@
 //   mints acts as it (`token:<the id the host minted>`; `tokenId` names the
 //   child), so its whole lineage holds one share.
 import { describe, expect, test } from 'bun:test'
+import type { AuditEntry } from '../../src/wire/accounts.ts'
 import { runMuster, startServe } from '../helpers/binary.ts'
 import { tmpDir } from '../helpers/tmp.ts'
 
-interface Entry {
-  id: number
-  at: string
-  principal: string
-  principalKind: string
-  tokenId: string | null
-  source: string
-  action: string
-  target: string | null
-  outcome: string
-}
+type Entry = AuditEntry
 
 const MAX = 50
 
