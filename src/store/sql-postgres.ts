@@ -112,11 +112,15 @@ class PgStore extends PgDb implements Store {
   /**
    * Group commit for PostgreSQL: grouped transactions that start while a group runs
    * wait for it and then run together, one after another, in one BEGIN … COMMIT on one
-   * connection, each inside its own SAVEPOINT. One that fails rolls back to its savepoint (its
-   * work undone, the others' kept) and rejects at once, or, when the failure is a deadlock or
-   * serialization failure, runs again alone; the rest resolve only after the COMMIT, and a failed
-   * COMMIT rejects them all. What is shared is the commit and, for enrolls, the join token's row
-   * lock, which separate transactions took turns holding across round trips.
+   * connection. They run first without savepoints (a savepoint is two more round trips a
+   * member, and a subtransaction whose writes PostgreSQL must track: past 64 in a transaction
+   * every other backend's snapshot checks overflow to pg_subtrans). When one fails, the whole
+   * group is rolled back and runs again, each inside its own SAVEPOINT: one that fails then rolls
+   * back to its savepoint (its work undone, the others' kept) and rejects at once, or, when the
+   * failure is a deadlock or serialization failure, runs again alone. The rest resolve only after
+   * the COMMIT, and a failed COMMIT rejects them all. What is shared is the commit and, for
+   * enrolls, the join token's row lock, which separate transactions took turns holding across
+   * round trips.
    */
   override tx<T>(fn: (db: Db) => Promise<T>, opts?: TxOptions): Promise<T> {
     if (!opts?.group) return super.tx(fn)
@@ -141,6 +145,7 @@ class PgStore extends PgDb implements Store {
       await super.tx(job.fn).then(job.resolve, job.reject)
       return
     }
+    if (await this.commitWhole(jobs)) return
     const kept: { job: TxJob; value: unknown }[] = []
     const again: TxJob[] = []
     try {
@@ -163,6 +168,36 @@ class PgStore extends PgDb implements Store {
     for (const { job, value } of kept) job.resolve(value)
     if (again.length > 0) this.counts.meter?.storeRetries.inc({ engine: 'postgres' }, again.length)
     for (const job of again) void super.tx(job.fn).then(job.resolve, job.reject)
+  }
+
+  /**
+   * The group's members one after another in one transaction, no savepoints: true when every
+   * member succeeded and the COMMIT settled them all (resolved, or rejected by a failed COMMIT);
+   * false, with nothing kept and nobody told, when a member failed (the group runs again with
+   * savepoints).
+   */
+  private async commitWhole(jobs: TxJob[]): Promise<boolean> {
+    const values: unknown[] = []
+    const failed = new Error('a member of the group failed')
+    try {
+      await this.sql.begin(async (t) => {
+        const db = new PgDb(t as unknown as SQL, true, this.counts)
+        for (const job of jobs) {
+          try {
+            values.push(await job.fn(db))
+          } catch {
+            throw failed
+          }
+        }
+      })
+    } catch (e) {
+      // A member that caught its own statement's error left the transaction aborted: its COMMIT rolled back.
+      if (e === failed || (e as { code?: unknown }).code === 'ERR_POSTGRES_COMMIT_ROLLED_BACK') return false
+      for (const job of jobs) job.reject(e)
+      return true
+    }
+    jobs.forEach((job, i) => job.resolve(values[i]))
+    return true
   }
 
   async listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>> {

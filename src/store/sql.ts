@@ -50,7 +50,8 @@ export interface Db {
 export interface TxOptions {
   /**
    * Share one commit with the grouped transactions started while others run (PostgreSQL: one
-   * BEGIN … COMMIT, each inside its own SAVEPOINT, as SQLite's group commit). For short
+   * BEGIN … COMMIT, with no savepoints unless one of them fails, when the group runs again each
+   * inside its own SAVEPOINT, as SQLite's group commit). For short
    * transactions that take no lock another Platform holds for long: the group waits for its slowest.
    */
   group?: boolean

@@ -85,7 +85,7 @@ describe('DER reader', () => {
   })
 
   test('round-trips OIDs, integers and times', () => {
-    for (const id of ['2.5.29.17', '1.2.840.10045.4.3.2', '2.999.3', '1.3.6.1.4.1.311.21.20', '0.9.2342.19200300.100.1.1']) {
+    for (const id of ['2.5.29.17', '1.2.840.10045.4.3.2', '2.999.3', '1.3.6.1.4.1.311.21.20', '0.9.2342.19200300.100.1.1', '1.2.9007199254740993', '2.25.329800735698586629295641978511506172918', '2.9007199254740993.1']) {
       expect(decodeOid(readDer(oid(id)))).toBe(id)
     }
     for (const v of [0n, 1n, 127n, 128n, 255n, 2n ** 159n - 1n]) expect(decodeInteger(readDer(integer(v)))).toBe(v)

@@ -138,6 +138,48 @@ describe.each(ENGINES)('store on %s', (engine) => {
     await store.close()
   })
 
+  test('grouped transactions that all succeed share one commit and are told only once committed; one that caught its own failed statement undoes only itself', async () => {
+    await using at = await freshUrl(engine)
+    const store = await openStore(at.url)
+    const other = await openStore(at.url)
+    await store.run('INSERT INTO node_tombstones (name, removed_at) VALUES (?1, ?2)', 'taken', 1)
+    // Hold the store busy with a first grouped transaction so each round's members queue up together.
+    const round = async (caughtAt: number | null) => {
+      let release!: () => void
+      const held = new Promise<void>((r) => (release = r))
+      const first = store.tx(async () => (await held, 'first'), { group: true })
+      const txids = new Set<string>()
+      const outcomes = Array.from({ length: 12 }, (_, i) =>
+        store
+          .tx(async (t) => {
+            await t.run('INSERT INTO node_tombstones (name, removed_at) VALUES (?1, ?2)', `${caughtAt ?? 'all'}-${i}`, i)
+            // On PostgreSQL the failed statement leaves the transaction aborted: its COMMIT would roll back.
+            if (i === caughtAt) await t.run('INSERT INTO node_tombstones (name, removed_at) VALUES (?1, ?2)', 'taken', i).catch(() => 0)
+            else if (engine === 'postgres') txids.add(String((await t.get<{ id: string }>('SELECT txid_current()::text AS id'))!.id))
+            return `ok ${i}`
+          }, { group: true })
+          .then(async (value) => ({ value, committedWhenTold: (await other.get('SELECT name FROM node_tombstones WHERE name = ?1', `${caughtAt ?? 'all'}-${i}`)) !== null }))
+          .catch(() => ({ value: 'rejected', committedWhenTold: false })),
+      )
+      release()
+      expect(await first).toBe('first')
+      return { got: await Promise.all(outcomes), txids }
+    }
+    const all = await round(null)
+    expect(all.got).toEqual(Array.from({ length: 12 }, (_, i) => ({ value: `ok ${i}`, committedWhenTold: true })))
+    if (engine === 'postgres') expect(all.txids.size).toBe(1)
+    // In the middle the next member's statement fails; last, the COMMIT rolls back (PostgreSQL).
+    if (engine === 'postgres') {
+      for (const at of [5, 11]) {
+        const caught = await round(at)
+        caught.got.forEach((o, i) => expect(o).toEqual(i === at ? { value: 'rejected', committedWhenTold: false } : { value: `ok ${i}`, committedWhenTold: true }))
+        expect(await other.get('SELECT name FROM node_tombstones WHERE name = ?1', `${at}-${at}`)).toBeNull()
+      }
+    }
+    await other.close()
+    await store.close()
+  })
+
   describe('the token-use compare-and-set under real contention', () => {
     let a: Store
     let b: Store
