@@ -26,9 +26,9 @@ export class NodeNames {
     return this.live
   }
 
-  /** The live slot holding `name`, or -1. */
+  /** The live slot holding `name`, or -1 (also for what is not a string: a look-up by a value from outside). */
   slotOf(name: string): number {
-    if (this.mask < 0) return -1
+    if (this.mask < 0 || typeof name !== 'string') return -1
     const index = this.index
     for (let i = hashOf(name) & this.mask; ; i = (i + 1) & this.mask) {
       const v = index[i]!
@@ -158,7 +158,7 @@ export class NodeNames {
 
   /** The name leaves the index (its slot keeps its name); false when it was not there. */
   remove(name: string): boolean {
-    if (this.mask < 0) return false
+    if (this.mask < 0 || typeof name !== 'string') return false
     const index = this.index
     const mask = this.mask
     let i = hashOf(name) & mask

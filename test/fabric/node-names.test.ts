@@ -70,6 +70,9 @@ test('a name outside Latin-1 (or longer than 255) is kept as a string and found 
   for (const name of odd) expect(m.names.nameOf(m.names.slotOf(name))).toBe(name)
   m.remove('ノード')
   m.check(odd)
+  // A value from outside that is not a string (a JSON null, say) finds nothing and removes nothing.
+  expect(m.names.slotOf(null as unknown as string)).toBe(-1)
+  expect(m.names.remove(undefined as unknown as string)).toBe(false)
 })
 
 test('names compare in code-unit order without being made strings, and a NameOrder reads them back', () => {
