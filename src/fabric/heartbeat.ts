@@ -41,9 +41,10 @@ export function currentNode(fabric: Fabric, authorization: string, nodeId: strin
   }
   if (i - nameEnd - 1 > 9 || authorization.charCodeAt(i) !== 46) return undefined
   const table = fabric.registry.table
-  const slot = table.slotOf(authorization.slice(PREFIX.length, nameEnd))
+  const name = authorization.slice(PREFIX.length, nameEnd)
+  const slot = table.slotOf(name)
   if (slot < 0) return undefined
-  const n = new NodeEntry(table, slot)
+  const n = new NodeEntry(table, slot, name)
   if (!n.hasCert || n.revokedAt !== null || n.generation !== generation) return undefined
   if (nodeId !== undefined && nodeId !== '' && nodeId !== n.name) return undefined
   // The expected mac, computed once per node, generation and certificate (kept in the registry's mac column).

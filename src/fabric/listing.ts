@@ -97,8 +97,8 @@ export async function listNodes(fabric: Fabric, q: NodeQuery): Promise<NodePage>
   // million nodes reads a handful, not all); no filter takes the registry's counts (cached from 50,000 nodes
   // on, kept by Registry.stateCounts); a label walks every node in the registry's own order (the fastest walk).
   if (q.q !== undefined) {
-    for (let i = indexFrom(names, q.q); i < names.length && names[i]!.startsWith(q.q); i++) {
-      const n = registry.get(names[i]!)
+    for (let i = indexFrom(names, q.q); i < names.length && names.at(i)!.startsWith(q.q); i++) {
+      const n = registry.get(names.at(i)!)
       if (!n || !matches(n.name, labelsOf(n))) continue
       counts.total++
       counts[registry.state(n).state]++
@@ -118,7 +118,7 @@ export async function listNodes(fabric: Fabric, q: NodeQuery): Promise<NodePage>
   const first = q.q === undefined ? 0 : indexFrom(names, q.q)
   let nextCursor: string | null = null
   for (let i = Math.max(first, q.after === undefined || q.after === 'local' ? 0 : indexAfter(names, q.after)); i < names.length; i++) {
-    const name = names[i]!
+    const name = names.at(i)!
     if (q.q !== undefined && !name.startsWith(q.q)) break
     const n = registry.get(name)
     if (!n || !matches(name, labelsOf(n))) continue

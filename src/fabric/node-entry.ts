@@ -8,12 +8,14 @@ import { num, orNull, type NodeTable } from './node-table.ts'
 
 /** One node of the table (a view of its slot: reads and writes go to the columns). */
 export class NodeEntry implements NodeFields {
+  /** `name`: the slot's name when the caller has it as a string already (it is made from the bytes otherwise). */
   constructor(
     readonly table: NodeTable,
     readonly slot: number,
+    private known?: string,
   ) {}
   get name(): string {
-    return this.table.names[this.slot]!
+    return (this.known ??= this.table.nameOf(this.slot))
   }
   get auth(): 'enrolled' | 'legacy' {
     return this.table.isLegacy(this.slot) ? 'legacy' : 'enrolled'
@@ -133,7 +135,7 @@ export class NodeViews {
   }
   get(name: string): NodeEntry | undefined {
     const s = this.table.slotOf(name)
-    return s < 0 ? undefined : new NodeEntry(this.table, s)
+    return s < 0 ? undefined : new NodeEntry(this.table, s, name)
   }
   keys(): IterableIterator<string> {
     return this.table.liveNames()

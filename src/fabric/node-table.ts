@@ -7,6 +7,8 @@
 // bytes. What few nodes have (an address, replicas, a probe, labels) is kept
 // apart; what many share (versions, token ids, label sets) is kept once.
 //
+// Names are kept as bytes, not strings (src/fabric/node-names.ts).
+//
 // A NodeEntry (src/fabric/node-entry.ts) is a view of one slot, made on
 // demand (cheap, short-lived). A slot holds one machine for good: a name
 // rebound to a new certificate, or one that leaves and comes back, gets a new
@@ -17,6 +19,7 @@
 import type { Labels } from '../wire/labels.ts'
 import type { ReplicaStatus } from '../wire/nodes.ts'
 import { NO_LABELS, type NodeFields, type Probe } from './node-fields.ts'
+import { NodeNames } from './node-names.ts'
 
 export const MAC_LENGTH = 43
 
@@ -51,8 +54,8 @@ export class NodeTable {
   private capacity = 0
   /** Slots used so far (alive or left). */
   used = 0
-  private readonly slots = new Map<string, number>()
-  names: string[] = []
+  /** The names, by slot, and the slot of each live name (src/fabric/node-names.ts). */
+  readonly names = new NodeNames()
   flags = new Uint8Array(0)
   generation = new Float64Array(0)
   previousValidUntil = new Float64Array(0)
@@ -80,24 +83,32 @@ export class NodeTable {
   readonly labelSets = new Interned<Labels>()
 
   get size(): number {
-    return this.slots.size
+    return this.names.size
   }
 
   slotOf(name: string): number {
-    return this.slots.get(name) ?? -1
+    return this.names.slotOf(name)
   }
 
   has(name: string): boolean {
-    return this.slots.has(name)
+    return this.names.slotOf(name) >= 0
   }
 
-  /** The live slots, in the order the names came. */
+  nameOf(s: number): string {
+    return this.names.nameOf(s)
+  }
+
+  isLive(s: number): boolean {
+    return this.names.isLive(s)
+  }
+
+  /** The live slots, in the order they were added. */
   liveSlots(): IterableIterator<number> {
-    return this.slots.values()
+    return this.names.liveSlots(this.used)
   }
 
-  liveNames(): IterableIterator<string> {
-    return this.slots.keys()
+  *liveNames(): IterableIterator<string> {
+    for (const s of this.liveSlots()) yield this.names.nameOf(s)
   }
 
   /** Room for `n` nodes at once (a load that knows its count makes no copies on the way). */
@@ -139,22 +150,26 @@ export class NodeTable {
     this.tokenId = i32(this.tokenId)
     this.labels = i32(this.labels)
     this.probeReason = i32(this.probeReason)
+    this.dirty = u8(this.dirty)
+    this.names.grow(cap, this.used)
     this.capacity = cap
   }
+
+  /** 1: the slot has a heartbeat not yet written (Registry's flush). */
+  dirty = new Uint8Array(0)
 
   /** A new slot for `name` holding `f` (the name's old slot, if any, is left as it was). */
   add(f: NodeFields, labelsText?: string | null): number {
     if (this.used === this.capacity) this.grow()
     const s = this.used++
-    this.names[s] = f.name
-    this.slots.set(f.name, s)
+    this.names.set(s, f.name)
     this.write(s, f, labelsText)
     return s
   }
 
   /** The name leaves (its slot stays as it was, for the views taken of it). */
   remove(name: string): boolean {
-    return this.slots.delete(name)
+    return this.names.remove(name)
   }
 
   /** Sets every field of slot `s` (its name stays). `labelsText`: the labels' JSON as stored, when known. */

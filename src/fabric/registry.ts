@@ -9,6 +9,7 @@ import { log } from '../log.ts'
 import { spanEnd, spanStart } from '../loop-spans.ts'
 import { compareVersions, isVersion, VERSION } from '../version.ts'
 import { NodeTable, orNull } from './node-table.ts'
+import { NameOrder } from './node-names.ts'
 import { NodeEntry, NodeViews } from './node-entry.ts'
 import { fromRow, NO_REPLICAS, type NodeFields } from './node-fields.ts'
 import { pullHeartbeats } from './heartbeat-pull.ts'
@@ -43,7 +44,8 @@ export class Registry {
   readonly nodes = new NodeViews(this.table)
   /** The nodes that gave an address (the readiness probes' candidates): a probe round walks these, not the fleet. */
   readonly addressed = new Set<string>()
-  private dirty = new Set<string>()
+  /** Slots with a heartbeat not yet written, each once (the table's dirty column says which are here). */
+  private dirty: number[] = []
   private timer: ReturnType<typeof setInterval> | undefined
   private flushing: Promise<void> = Promise.resolve()
   /** Newest heartbeat time read from the store (several Platforms: beats taken by the others; src/fabric/heartbeat-pull.ts). */
@@ -133,59 +135,71 @@ export class Registry {
    * chunks, so a flush of 16,700 beats (a million nodes at 60 s) never holds it for more than one chunk.
    */
   private async writeDirty(): Promise<void> {
-    if (this.dirty.size === 0) return
-    const names = [...this.dirty]
-    this.dirty = new Set()
+    if (this.dirty.length === 0) return
+    const slots = this.dirty
+    this.dirty = []
     const t = this.table
     const chunk = this.sink?.chunk ?? HEARTBEAT_CHUNK
-    for (let i = 0; i < names.length; i += chunk) {
+    for (let i = 0; i < slots.length; i += chunk) {
       if (i > 0) await new Promise((r) => setImmediate(r))
       const started = spanStart()
       const rows: HeartbeatTuple[] = []
-      for (let j = i; j < names.length && j < i + chunk; j++) {
-        const s = t.slotOf(names[j]!)
-        if (s < 0 || Number.isNaN(t.lastSeenAt[s]!)) continue
+      for (let j = i; j < slots.length && j < i + chunk; j++) {
+        const s = slots[j]!
+        t.dirty[s] = 0 // a beat from here on is the next flush's
+        // A slot whose name left or was rebound since is not written: the name's new slot has its own beats.
+        if (!t.isLive(s) || Number.isNaN(t.lastSeenAt[s]!)) continue
         const replicas = t.replicas[s]
-        rows.push([names[j]!, t.lastSeenAt[s]!, t.stringAt(t.version[s]!), orNull(t.cpuMillis[s]!), orNull(t.memoryMB[s]!), replicas === undefined ? '[]' : JSON.stringify(replicas)])
+        rows.push([t.nameOf(s), t.lastSeenAt[s]!, t.stringAt(t.version[s]!), orNull(t.cpuMillis[s]!), orNull(t.memoryMB[s]!), replicas === undefined ? '[]' : JSON.stringify(replicas)])
       }
       spanEnd('heartbeat flush: collect', started)
       try {
         await writeHeartbeatChunk(this.db, rows, this.origin, this.sink)
       } catch (e) {
-        for (let j = i; j < names.length; j++) this.dirty.add(names[j]!) // kept for the next flush
+        // kept for the next flush
+        for (let j = i; j < slots.length; j++) this.markDirty(slots[j]!)
         throw e
       }
     }
   }
 
-  get(name: string): NodeEntry | undefined {
-    const s = this.table.slotOf(name)
-    return s < 0 ? undefined : new NodeEntry(this.table, s)
+  private markDirty(s: number): void {
+    if (this.table.dirty[s] === 1) return
+    this.table.dirty[s] = 1
+    this.dirty.push(s)
   }
 
-  /** Node names in code-unit order (listings page through it); made again after a node comes or goes. */
-  sortedNames(): readonly string[] {
+  get(name: string): NodeEntry | undefined {
+    const s = this.table.slotOf(name)
+    return s < 0 ? undefined : new NodeEntry(this.table, s, name)
+  }
+
+  /** Node names in code-unit order (listings page through it); made once, then kept as nodes come and go. */
+  sortedNames(): NameOrder {
     if (this.sorted === null) {
       const started = spanStart()
-      const names = [...this.table.liveNames()]
+      const t = this.table
+      const slots = [...t.liveSlots()]
       // The store hands the rows over in name order (SQLite's, which is this order for node names): a look
       // is enough, not a sort (sorting a million names held the event loop 1–2 s).
       let inOrder = true
-      for (let i = 1; i < names.length && inOrder; i++) inOrder = names[i - 1]! < names[i]!
-      this.sorted = inOrder ? names : names.sort()
+      for (let i = 1; i < slots.length && inOrder; i++) inOrder = t.names.compare(slots[i - 1]!, slots[i]!) < 0
+      if (!inOrder) slots.sort((a, b) => t.names.compare(a, b))
+      this.sorted = new NameOrder(t.names, slots)
       spanEnd('names in order', started)
     }
     return this.sorted
   }
-  private sorted: string[] | null = null
+  private sorted: NameOrder | null = null
 
   /** A name came or went: the sorted list (when made) takes it in or out where it belongs, without a new sort. */
   private placeName(name: string, present: boolean): void {
-    const s = this.sorted
-    if (s === null) return
-    const lo = indexFrom(s, name)
-    if (present && s[lo] !== name) s.splice(lo, 0, name)
-    else if (!present && s[lo] === name) s.splice(lo, 1)
+    const order = this.sorted
+    if (order === null) return
+    const lo = indexFrom(order, name)
+    const here = lo < order.length && order.at(lo) === name
+    if (present && !here) order.slots.splice(lo, 0, this.table.slotOf(name))
+    else if (!present && here) order.slots.splice(lo, 1)
   }
 
   /**
@@ -276,8 +290,8 @@ export class Registry {
         const probe = old.probe
         if (probe) fresh.probe = probe
       }
-      if (had < 0) this.placeName(name, true)
       const s = same ? had : t.add(fresh, row.labels)
+      if (had < 0) this.placeName(name, true)
       if (same) t.write(s, fresh, row.labels)
       if (fresh.url) this.addressed.add(name)
       else this.addressed.delete(name)
@@ -324,7 +338,7 @@ export class Registry {
       t.replicas[s] = beat.replicas.length === 0 ? undefined : (beat.replicas as ReplicaStatus[])
       changed = true
     }
-    this.dirty.add(t.names[s]!)
+    this.markDirty(s)
     if (before !== null) this.moveCount(before, this.slotState(s, now))
     return changed
   }

@@ -154,7 +154,7 @@ export function overviewNodes(s: FleetSources, query: Record<string, unknown>): 
   const from = Math.max(q.q === undefined ? 0 : indexFrom(names, q.q), q.after === undefined || q.after === 'local' ? 0 : indexAfter(names, q.after))
   let nextCursor: string | null = null
   for (let i = from; i < names.length; i++) {
-    const n = registry.get(names[i]!)
+    const n = registry.get(names.at(i)!)
     if (!n) continue
     if (q.q !== undefined && !n.name.startsWith(q.q)) break
     const r = rowOf(s, n)

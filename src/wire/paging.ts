@@ -43,25 +43,31 @@ export function pageQuery(query: Query, key: RegExp): PageQuery {
   return { limit, after }
 }
 
+/** Keys in order: an array, or anything that reads its i-th key (the registry's names). */
+export interface SortedKeys {
+  readonly length: number
+  at(i: number): string | undefined
+}
+
 /** The first index in sorted `keys` greater than `key` (binary search). */
-export function indexAfter(keys: readonly string[], key: string): number {
+export function indexAfter(keys: SortedKeys, key: string): number {
   let lo = 0
   let hi = keys.length
   while (lo < hi) {
     const mid = (lo + hi) >>> 1
-    if (keys[mid]! <= key) lo = mid + 1
+    if (keys.at(mid)! <= key) lo = mid + 1
     else hi = mid
   }
   return lo
 }
 
 /** The first index in sorted `keys` at or after `key`. */
-export function indexFrom(keys: readonly string[], key: string): number {
+export function indexFrom(keys: SortedKeys, key: string): number {
   let lo = 0
   let hi = keys.length
   while (lo < hi) {
     const mid = (lo + hi) >>> 1
-    if (keys[mid]! < key) lo = mid + 1
+    if (keys.at(mid)! < key) lo = mid + 1
     else hi = mid
   }
   return lo

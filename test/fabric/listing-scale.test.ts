@@ -61,7 +61,7 @@ test('a node that comes or goes takes its place in name order, and the pages wal
   await p.client.nodes.remove('node-000007', { force: true })
   const sorted = p.platform.fabric.registry.sortedNames()
   expect(sorted.length).toBe(COUNT)
-  for (let i = 1; i < sorted.length; i++) if (!(sorted[i - 1]! < sorted[i]!)) throw new Error(`out of order at ${i}: ${sorted[i - 1]} ${sorted[i]}`)
+  for (let i = 1; i < sorted.length; i++) if (!(sorted.at(i - 1)! < sorted.at(i)!)) throw new Error(`out of order at ${i}: ${sorted.at(i - 1)} ${sorted.at(i)}`)
   const around = await list('?q=node-03000&limit=3')
   expect(around.nodes.map((n) => n.name)).toEqual(['node-030000', 'node-030000a', 'node-030001'])
   expect((await list('?q=node-00000&limit=20')).nodes.map((n) => n.name)).not.toContain('node-000007')

@@ -46,8 +46,8 @@ export default [
   {
     name: 'a page starts at its cursor instead of after it (an item twice)',
     file: 'src/wire/paging.ts',
-    from: 'if (keys[mid]! <= key) lo = mid + 1',
-    to: 'if (keys[mid]! < key) lo = mid + 1',
+    from: 'if (keys.at(mid)! <= key) lo = mid + 1',
+    to: 'if (keys.at(mid)! < key) lo = mid + 1',
     tests: ['test/fabric/listing.test.ts'],
     filter: 'sqlite',
   },

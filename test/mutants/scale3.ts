@@ -131,8 +131,8 @@ const POSTGRES`,
   {
     name: 'a new node goes to the end of the names in order',
     file: 'src/fabric/registry.ts',
-    from: 'if (present && s[lo] !== name) s.splice(lo, 0, name)',
-    to: 'if (present && s[lo] !== name) s.push(name)',
+    from: 'if (present && !here) order.slots.splice(lo, 0, this.table.slotOf(name))',
+    to: 'if (present && !here) order.slots.push(this.table.slotOf(name))',
     tests: ['test/fabric/listing-scale.test.ts'],
   },
   {
