@@ -36,6 +36,11 @@ const COUNT_REFRESH_MS = 2_000
 const GC_EVERY = 200_000
 /** From COUNT_CACHE_FROM nodes on, a full count runs at least this often (a scrape starts none: docs/monitoring.md). */
 const CENSUS_REFRESH_MS = 30_000
+/**
+ * How often the other Platforms' heartbeats are read back (src/fabric/heartbeat-pull.ts): each read covers the
+ * time since the last one and 3 s before it, so a read every 3 s reads each row about twice, not four times.
+ */
+const PULL_EVERY_MS = 3_000
 /** Nodes counted between two turns of the event loop (about 2–5 ms). */
 const COUNT_SLICE = 10_000
 
@@ -97,8 +102,9 @@ export class Registry {
     this.sink ??= heartbeatSink(this.db)
     this.timer = setInterval(() => {
       void this.flush().catch((e) => log.warn(`writing heartbeats: ${(e as Error).message}`))
-      // One read at a time: a read yields in slices and may outlast the interval.
-      if (this.db.engine === 'postgres' && this.pulling === null) {
+      // One read at a time (a read yields between its pages and may outlast the interval), every PULL_EVERY_MS.
+      if (this.db.engine === 'postgres' && this.pulling === null && performance.now() - this.pulledAt >= PULL_EVERY_MS) {
+        this.pulledAt = performance.now()
         this.pulling = pullHeartbeats(this.db, this.origin, this)
           .catch((e) => log.warn(`reading heartbeats: ${(e as Error).message}`))
           .finally(() => (this.pulling = null))
@@ -121,6 +127,7 @@ export class Registry {
   }
   private sink: HeartbeatSink | undefined
   private pulling: Promise<void> | null = null
+  private pulledAt = -Infinity
 
   /** Writes the heartbeats taken since the last flush in one transaction; flushes never overlap. */
   flush(): Promise<void> {

@@ -103,13 +103,20 @@ export async function writeHeartbeats(db: Db, beats: HeartbeatRow[]): Promise<vo
   })
 }
 
-/** Heartbeats written at or after `since` by the Platforms on the store other than `except`, with the fields an operator changes. */
-export async function heartbeatsSince(db: Db, since: number, except: string | null = null): Promise<(HeartbeatRow & Pick<NodeRow, 'generation' | 'revoked_at' | 'drained' | 'cert_sha256'>)[]> {
+/**
+ * The heartbeats other Platforms wrote (`except`: this one's id) at or after `since`, with the node fields a
+ * reader checks, a page at a time in (last_seen_at, name) order: at most `limit` rows after `after` (the last
+ * row of the previous page), so a read of many rows is decoded a page at a time too.
+ */
+export async function heartbeatsPage(db: Db, since: number, except: string | null, limit: number, after?: { at: number; name: string }): Promise<(HeartbeatRow & Pick<NodeRow, 'generation' | 'revoked_at' | 'drained' | 'cert_sha256'>)[]> {
+  const from = after === undefined ? 'h.last_seen_at >= ?1' : 'h.last_seen_at >= ?1 AND (h.last_seen_at > ?1 OR h.name > ?3)'
   return db.all(
     `SELECT h.name, h.last_seen_at, h.version, h.cpu_millis, h.memory_mb, h.replicas, n.generation, n.revoked_at, n.drained, n.cert_sha256
-       FROM node_heartbeats h JOIN nodes n ON n.name = h.name WHERE h.last_seen_at >= ?1 AND (h.platform IS NULL OR h.platform <> ?2)`,
-    since,
+       FROM node_heartbeats h JOIN nodes n ON n.name = h.name WHERE ${from} AND (h.platform IS NULL OR h.platform <> ?2)
+       ORDER BY h.last_seen_at, h.name LIMIT ${Math.floor(limit)}`,
+    after === undefined ? since : after.at,
     except ?? '',
+    ...(after === undefined ? [] : [after.name]),
   )
 }
 

@@ -102,10 +102,10 @@ export default [
     tests: ['test/store/enroll-rows.test.ts'],
   },
   {
-    name: 'the read of other Platforms\' heartbeats drops the row at each slice boundary (those nodes look silent here)',
+    name: 'the read of other Platforms\' heartbeats stops after its first page (the nodes past it look silent here)',
     file: 'src/fabric/heartbeat-pull.ts',
-    from: '      await new Promise((resolve) => setImmediate(resolve))\n      started = spanStart()\n    }',
-    to: '      await new Promise((resolve) => setImmediate(resolve))\n      started = spanStart()\n      continue\n    }',
+    from: '    if (rows.length < PULL_SLICE) return\n',
+    to: '    return\n',
     tests: ['test/fabric/registry-columns.test.ts'],
     filter: 'across the slices',
   },
@@ -171,5 +171,13 @@ export default [
     from: '    for (let j = (i + 1) & mask; index[j] !== 0; j = (j + 1) & mask) {',
     to: '    for (let j = (i + 1) & mask; false; j = (j + 1) & mask) {',
     tests: ['test/fabric/node-names.test.ts'],
+  },
+  {
+    name: 'a page of the read of other Platforms\' heartbeats skips the rest of the rows of its first row\'s time (nodes that beat in the same millisecond look silent)',
+    file: 'src/store/nodes.ts',
+    from: "'h.last_seen_at >= ?1 AND (h.last_seen_at > ?1 OR h.name > ?3)'",
+    to: "'h.last_seen_at >= ?1 AND (h.last_seen_at > ?1 OR h.name < ?3)'",
+    tests: ['test/fabric/registry-columns.test.ts'],
+    filter: 'across the slices',
   },
 ] satisfies Mutant[]
