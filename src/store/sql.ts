@@ -294,6 +294,7 @@ class SqliteStore extends SqliteDb implements Store {
 // flush writes again (the join token's, the audit's and the indexes' last pages) are copied into the file
 // once per checkpoint, so fewer checkpoints copy them fewer times. bench/enroll-wrk.sh, 2026-12-01 17:14–17:17,
 // same window: 313–315 µs of engine CPU an enroll against 327–337 µs with the default.
+// While a Platform's heartbeat writer thread runs, that thread checkpoints instead (src/store/heartbeat-writer.ts).
 export async function openSqlite(file: string): Promise<Store> {
   const conn = new SqliteConn(new Database(file, { create: true, readwrite: true }))
   const store = new SqliteStore(conn, `sqlite://${file}`, file)

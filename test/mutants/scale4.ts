@@ -180,4 +180,20 @@ export default [
     tests: ['test/fabric/registry-columns.test.ts'],
     filter: 'across the slices',
   },
+  {
+    name: 'the heartbeat writer thread never checkpoints: with the store\'s own checkpoints off, the WAL grows without end',
+    file: 'src/store/heartbeat-writer.ts',
+    from: "          db.exec('PRAGMA wal_checkpoint(PASSIVE)')\n",
+    to: '',
+    tests: ['test/store/heartbeat-writer.test.ts'],
+    filter: 'copies the WAL back',
+  },
+  {
+    name: 'the Platform\'s connection still checkpoints while the writer thread runs (the copy and its fsync on the event loop)',
+    file: 'src/store/heartbeat-writer.ts',
+    from: "byThread ? 'PRAGMA wal_autocheckpoint = 0' : AUTOCHECKPOINT",
+    to: 'AUTOCHECKPOINT',
+    tests: ['test/store/heartbeat-writer.test.ts'],
+    filter: 'copies the WAL back',
+  },
 ] satisfies Mutant[]

@@ -4,7 +4,7 @@
 // connection reads; a writer that cannot start hands over to the store itself;
 // a Platform's close ends its writer thread.
 import { expect, test } from 'bun:test'
-import { readdirSync } from 'node:fs'
+import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { openStore } from '../../src/store/db.ts'
 import { openHeartbeatSink } from '../../src/store/heartbeat-writer.ts'
@@ -67,4 +67,28 @@ test("a Platform's close ends its writer thread: Platforms started and closed on
   for (let i = 0; i < 3; i++) await cycle()
   // Each Platform ran a writer thread of its own; the close ended it (a thread ends a little after its close).
   await waitFor(() => threads() <= before, { timeoutMs: 10_000, what: `at most ${before} threads after three Platforms closed (${threads()} now)` })
+})
+
+test("the writer thread copies the WAL back into the file, and the Platform's connection checkpoints again once it stops", async () => {
+  using dir = tmpDir()
+  const file = join(dir.path, 'muster.db')
+  const store = await openStore(file)
+  const autocheckpoint = async () => Number(Object.values((await store.get<Record<string, unknown>>('PRAGMA wal_autocheckpoint'))!)[0])
+  try {
+    expect(await autocheckpoint()).toBe(10_000)
+    const sink = openHeartbeatSink(store, (await import('../../src/store/heartbeats.ts')).HEARTBEAT_SQLITE, 100)
+    // Once the thread is up, the Platform's own commits no longer checkpoint (no copy and fsync on the event loop).
+    await waitFor(async () => (await autocheckpoint()) === 0, { timeoutMs: 10_000, what: "the store's automatic checkpoints turned off" })
+    // 20 MB through the Platform's connection: only a checkpoint puts those pages into the file itself.
+    const before = statSync(file).size
+    await store.script('CREATE TABLE scratch (b BLOB)')
+    await store.tx(async (t) => {
+      for (let i = 0; i < 20; i++) await t.run('INSERT INTO scratch (b) VALUES (randomblob(1000000))')
+    })
+    await waitFor(() => statSync(file).size >= before + 20_000_000, { timeoutMs: 15_000, what: `the WAL checkpointed by the writer thread (the file is ${statSync(file).size} bytes)` })
+    await sink.close()
+    expect(await autocheckpoint()).toBe(10_000)
+  } finally {
+    await store.close()
+  }
 })
