@@ -13,7 +13,7 @@
 // The engine samples its event-loop lag every 10 ms (MUSTER_LOOP_LAG_FILE): printed beside the p99, with
 // a histogram and what held the loop during each lag of 20 ms or more (bench/lag.ts).
 // Ends with: fleet: nodes=N heartbeats/s=R p50=A ms p99=B ms errors=E rss=M MB lag_p99=L ms lag_max=X ms
-import { down, percentile, runAgents, up } from './agents.ts'
+import { down, Packed, percentile, runAgents, up } from './agents.ts'
 import { gcText, lagText, readLag, summarize } from './lag.ts'
 import { adminToken, enrollNodes, fleetToken } from './enroll-nodes.ts'
 import { seedFleet } from './seed-fleet.ts'
@@ -134,6 +134,9 @@ say(`fleet: running ${N} nodes every ${INTERVAL_MS / 1000} s for ${SECONDS} s (l
 let lagBefore: ReturnType<typeof readLag> = null
 let lagFrom = 0
 let stderrFrom = 0
+// The credentials in one buffer for the run (a string each: a million cells for the load generator's collector).
+const packed = Packed.from(credentials)
+credentials = []
 const result = await runAgents({
   onStart: () => {
     lagBefore = readLag(lagFile)
@@ -141,7 +144,7 @@ const result = await runAgents({
     stderrFrom = platform.stderr().length
   },
   targets: [platform.url],
-  credentials,
+  credentials: packed,
   names: [],
   firstTarget: () => 0,
   intervalMs: INTERVAL_MS,

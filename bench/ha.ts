@@ -20,7 +20,7 @@
 import { firstChoice } from '../src/agent/platform-choice.ts'
 import { gcText, lagText, readLag, summarize, type LagSummary } from './lag.ts'
 import { startThrowawayPostgres } from '../src/demo/postgres.ts'
-import { down, percentile, runAgents, up } from './agents.ts'
+import { down, Packed, percentile, runAgents, up } from './agents.ts'
 import { adminToken, enrollNodes, fleetToken } from './enroll-nodes.ts'
 import { identities } from './identities.ts'
 import { peakRssMB, ROOT, rssMB, startServe, type Serving } from './lib.ts'
@@ -144,6 +144,9 @@ try {
   let lagBefore: ReturnType<typeof readLag>[] = []
   let lagFrom = 0
   let stderrFrom: number[] = []
+  // The credentials in one buffer for the run (a string each: a million cells for the load generator's collector).
+  const packed = Packed.from(credentials)
+  credentials = []
   const result = await runAgents({
     onStart: () => {
       lagBefore = lagFiles.map(readLag)
@@ -151,7 +154,7 @@ try {
       stderrFrom = platforms.map((p) => p.stderr().length)
     },
     targets: urls,
-    credentials,
+    credentials: packed,
     names,
     firstTarget: (i) => first[i]!,
     intervalMs: INTERVAL_MS,
