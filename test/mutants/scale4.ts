@@ -196,4 +196,12 @@ export default [
     tests: ['test/store/heartbeat-writer.test.ts'],
     filter: 'copies the WAL back',
   },
+  {
+    name: 'SQLite group commit: a grouped transaction starts at once and runs to its own COMMIT (one commit an enroll)',
+    file: 'src/store/sql.ts',
+    from: '      if (opts?.group) this.starting',
+    to: '      if (opts?.group && false) this.starting',
+    tests: ['test/store/db.test.ts'],
+    filter: 'requests of one turn',
+  },
 ] satisfies Mutant[]

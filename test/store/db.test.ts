@@ -223,6 +223,29 @@ describe.each(ENGINES)('store on %s', (engine) => {
   }
 })
 
+test('on SQLite, grouped transactions the requests of one turn of the event loop start share one commit, though nothing held the store', async () => {
+  await using at = await freshUrl('sqlite')
+  const store = await openStore(at.url)
+  const other = await openStore(at.url) // a second connection: it sees only what is committed
+  // As requests do, each starts its transaction some microtasks after the one before, in the same turn.
+  const runs: Promise<boolean>[] = []
+  for (let i = 0; i < 8; i++) {
+    for (let k = 0; k < 50; k++) await null
+    runs.push(
+      store.tx(async (t) => {
+        await t.run('INSERT INTO node_tombstones (name, removed_at) VALUES (?1, ?2)', `g${i}`, i)
+        // The first one's row, committed already? Not when they share the commit.
+        return (await other.get('SELECT name FROM node_tombstones WHERE name = ?1', 'g0')) !== null
+      }, { group: true }),
+    )
+  }
+  const sawFirstCommitted = await Promise.all(runs)
+  expect(sawFirstCommitted).toEqual(Array.from({ length: 8 }, () => false))
+  expect((await other.all('SELECT name FROM node_tombstones')).length).toBe(8)
+  await other.close()
+  await store.close()
+})
+
 describe.each(ENGINES)('notices on %s', (engine) => {
   test('notices sent together all arrive, in the order sent, and each send resolves once its notice is out', async () => {
     await using at = await freshUrl(engine)
