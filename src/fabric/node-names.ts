@@ -5,6 +5,8 @@
 // A name is made a string only when read (NodeEntry keeps the one it was
 // looked up by). A name no Latin-1 byte string can hold is kept as a string.
 
+import { widened } from './columns.ts'
+
 /** Every slot's name (a slot's name never changes), and which slot each live name is at. */
 export class NodeNames {
   /** Live names (a slot whose name still points at it). */
@@ -35,10 +37,6 @@ export class NodeNames {
       if (v === 0) return -1
       if (this.nameIs(v - 1, name)) return v - 1
     }
-  }
-
-  has(name: string): boolean {
-    return this.slotOf(name) >= 0
   }
 
   /** Whether slot `s` is named `name` (compared without making the slot's name a string). */
@@ -129,20 +127,10 @@ export class NodeNames {
 
   /** Room for `capacity` slots, `used` of them taken: the columns grow and the index is made again (at most half full). */
   grow(capacity: number, used: number): void {
-    const u8 = (a: Uint8Array) => {
-      const b = new Uint8Array(capacity)
-      b.set(a)
-      return b
-    }
-    const i32 = (a: Int32Array) => {
-      const b = new Int32Array(capacity)
-      b.set(a)
-      return b
-    }
-    this.alive = u8(this.alive)
-    this.lengths = u8(this.lengths)
-    this.starts = i32(this.starts)
-    this.hashes = i32(this.hashes)
+    this.alive = widened(this.alive, capacity)
+    this.lengths = widened(this.lengths, capacity)
+    this.starts = widened(this.starts, capacity)
+    this.hashes = widened(this.hashes, capacity)
     let size = 1024
     while (size < capacity * 2) size *= 2
     if (size - 1 === this.mask) return

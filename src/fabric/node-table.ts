@@ -20,6 +20,7 @@ import type { Labels } from '../wire/labels.ts'
 import type { ReplicaStatus } from '../wire/nodes.ts'
 import { NO_LABELS, type NodeFields, type Probe } from './node-fields.ts'
 import { NodeNames } from './node-names.ts'
+import { widened } from './columns.ts'
 
 export const MAC_LENGTH = 43
 
@@ -118,39 +119,24 @@ export class NodeTable {
 
   private grow(atLeast = 0): void {
     const cap = Math.max(1024, this.capacity * 2, atLeast)
-    const f64 = (a: Float64Array) => {
-      const b = new Float64Array(cap).fill(NAN)
-      b.set(a)
-      return b
-    }
-    const i32 = (a: Int32Array) => {
-      const b = new Int32Array(cap).fill(-1)
-      b.set(a)
-      return b
-    }
-    const u8 = (a: Uint8Array, width = 1) => {
-      const b = new Uint8Array(cap * width)
-      b.set(a)
-      return b
-    }
-    this.flags = u8(this.flags)
-    this.generation = f64(this.generation)
-    this.previousValidUntil = f64(this.previousValidUntil)
-    this.enrolledAt = f64(this.enrolledAt)
-    this.lastSeenAt = f64(this.lastSeenAt)
-    this.cpuMillis = f64(this.cpuMillis)
-    this.memoryMB = f64(this.memoryMB)
-    this.revokedAt = f64(this.revokedAt)
-    this.macGeneration = f64(this.macGeneration)
-    this.probeAt = f64(this.probeAt)
-    this.cert = u8(this.cert, 32)
-    this.certKind = u8(this.certKind)
-    this.macs = u8(this.macs, MAC_LENGTH)
-    this.version = i32(this.version)
-    this.tokenId = i32(this.tokenId)
-    this.labels = i32(this.labels)
-    this.probeReason = i32(this.probeReason)
-    this.dirty = u8(this.dirty)
+    this.flags = widened(this.flags, cap)
+    this.generation = widened(this.generation, cap, NAN)
+    this.previousValidUntil = widened(this.previousValidUntil, cap, NAN)
+    this.enrolledAt = widened(this.enrolledAt, cap, NAN)
+    this.lastSeenAt = widened(this.lastSeenAt, cap, NAN)
+    this.cpuMillis = widened(this.cpuMillis, cap, NAN)
+    this.memoryMB = widened(this.memoryMB, cap, NAN)
+    this.revokedAt = widened(this.revokedAt, cap, NAN)
+    this.macGeneration = widened(this.macGeneration, cap, NAN)
+    this.probeAt = widened(this.probeAt, cap, NAN)
+    this.cert = widened(this.cert, cap * 32)
+    this.certKind = widened(this.certKind, cap)
+    this.macs = widened(this.macs, cap * MAC_LENGTH)
+    this.version = widened(this.version, cap, -1)
+    this.tokenId = widened(this.tokenId, cap, -1)
+    this.labels = widened(this.labels, cap, -1)
+    this.probeReason = widened(this.probeReason, cap, -1)
+    this.dirty = widened(this.dirty, cap)
     this.names.grow(cap, this.used)
     this.capacity = cap
   }
