@@ -59,6 +59,8 @@ describe('the log writer', () => {
       { what: 'five rotations', timeoutMs: 60_000, intervalMs: 2 },
     )
     expect(largest).toBeLessThanOrEqual(cap + cap / 16 + 4096)
+    // The replica writes on into the new file (just after a rotation it may hold nothing yet).
+    await waitFor(() => /^line \d+ \.+$/m.test(readFileSync(file, 'utf8')), { what: 'a line in the log after the rotations', timeoutMs: 10_000 })
     expect(readFileSync(file, 'utf8')).toMatch(/^line \d+ \.+$/m)
   })
 
